@@ -1,0 +1,3 @@
+from jaket.cli import main
+
+raise SystemExit(main())

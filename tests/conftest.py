@@ -1,0 +1,71 @@
+"""Shared fixtures: tiny random encoders saved as local Hugging Face folders, and ../shared/data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+_TINY = dict(hidden_size=32, num_hidden_layers=4, num_attention_heads=4, intermediate_size=64,
+             max_position_embeddings=160)
+
+_BPE_TRAINING_TEXT = [
+    "the dog barked at the cat", "a member of the genus Canis", "an animal that barks",
+    "the sun is the star at the center of the solar system", "Paris is the capital of France",
+    "WordNet groups words into sets of synonyms", "entity relation triple graph knowledge",
+] * 20
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory) -> Path:
+    """A 4-layer, 32-wide random BERT with the bundled MiniLM's WordPiece tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    from jaket.paths import default_model_path
+
+    out = tmp_path_factory.mktemp("tiny-bert")
+    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, **_TINY)
+    BertForMaskedLM(config).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_roberta_dir(tmp_path_factory) -> Path:
+    """A 4-layer, 32-wide random RoBERTa with a small byte-level BPE tokenizer trained here."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaConfig, RobertaForMaskedLM, RobertaTokenizerFast
+
+    out = tmp_path_factory.mktemp("tiny-roberta")
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(_BPE_TRAINING_TEXT, vocab_size=400, min_frequency=1,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(out))
+    tokenizer = RobertaTokenizerFast(vocab_file=str(out / "vocab.json"),
+                                     merges_file=str(out / "merges.txt"))
+    torch.manual_seed(0)
+    config = RobertaConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                           bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                           **{**_TINY, "max_position_embeddings": 162})
+    RobertaForMaskedLM(config).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The public benchmark data beside the repo; tests using it skip when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is not present")
+    return SHARED_DATA
