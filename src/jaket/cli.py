@@ -18,6 +18,7 @@ from jaket.paths import offline_environment
 #: modules that contribute subcommands, in the order they appear in ``jaket --help``
 _SUBCOMMAND_MODULES = (
     "jaket.kg.cli",
+    "jaket.kg.linking",
     "jaket.model.cli",
     "jaket.train.cli",
     "jaket.tasks.cli",

@@ -1,0 +1,47 @@
+"""``jaket bench NAME``: each benchmark is a module ``jaket.bench.NAME`` with
+``add_arguments(parser)`` and ``run(args) -> dict`` (the figures, printed as JSON with ``--json``
+or as a small table otherwise)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+
+#: benchmark name -> module; a module not written yet is simply not offered
+BENCHMARKS = {
+    "sampler": "jaket.bench.sampler",
+    "model": "jaket.bench.model",
+    "memory": "jaket.bench.memory",
+    "pretrain": "jaket.bench.pretrain",
+}
+
+
+def _print_figures(figures: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(figures, indent=2, sort_keys=True))
+        return
+    width = max((len(k) for k in figures), default=0)
+    for key, value in figures.items():
+        print(f"{key:<{width}}  {value}")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    bench = subparsers.add_parser("bench", help="measure the speed of one part")
+    names = bench.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    for name, module_name in BENCHMARKS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name == module_name:
+                continue
+            raise
+        parser = names.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0])
+        parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+        module.add_arguments(parser)
+
+        def _run(args, module=module):
+            _print_figures(module.run(args), args.json)
+            return 0
+
+        parser.set_defaults(func=_run)
