@@ -1,0 +1,1 @@
+"""The benchmark suite: ``python -m benchmarks`` (or ``make bench``) regenerates docs/performance.md."""
