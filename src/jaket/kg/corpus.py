@@ -1,0 +1,276 @@
+"""Texts with entity mentions, and their tokenisation into the paper's token spans.
+
+Paper, section "Definition": a text ``x`` has mentions ``m_i = (e_i, s_i, o_i)`` where
+``[x_{s_i}, ..., x_{o_i}]`` (inclusive token indices, counted with the special tokens) is linked to
+entity ``e_i``; spans are disjoint. Here mentions are stored as character spans (end exclusive)
+and mapped to token spans with a fast tokenizer's offset mapping, so any Transformers fast
+tokenizer (WordPiece, byte-level BPE, ...) works.
+
+Entity description texts (Eq. 7) use :func:`encode_descriptions`: the first occurrence of the
+entity's name gives ``(s, o)``; without one, ``s = o = 1`` as the paper says.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A character span ``[start, end)`` of a text linked to entity index ``entity``."""
+
+    start: int
+    end: int
+    entity: int
+
+
+class MentionError(ValueError):
+    """A mention that cannot be right: outside its text, empty, or overlapping another one."""
+
+
+@dataclass
+class EncodedCorpus:
+    """Tokenised texts: ``input_ids[i]`` (int32, with special tokens) and ``mentions[i]``, a
+    ``(k, 3)`` int64 array of ``(s, o, entity)`` with inclusive token indices.
+
+    ``dropped_mentions`` counts mentions cut off by truncation; ``unaligned_mentions`` counts
+    mentions that cover no token at all (only whitespace or characters the tokenizer discards).
+    """
+
+    input_ids: list[np.ndarray]
+    mentions: list[np.ndarray]
+    dropped_mentions: int = 0
+    unaligned_mentions: int = 0
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    @property
+    def num_mentions(self) -> int:
+        return int(sum(len(m) for m in self.mentions))
+
+
+@dataclass
+class TextBatch:
+    """What the language module consumes (see docs/design.md, "Contracts")."""
+
+    input_ids: torch.Tensor  # (B, L)
+    attention_mask: torch.Tensor  # (B, L)
+    mention_batch: torch.Tensor  # (M,) sequence index
+    mention_start: torch.Tensor  # (M,) inclusive token span
+    mention_end: torch.Tensor  # (M,)
+    mention_entity: torch.Tensor  # (M,) global entity index
+
+    def to(self, device) -> "TextBatch":
+        return TextBatch(*(getattr(self, name).to(device) for name in (
+            "input_ids", "attention_mask", "mention_batch", "mention_start", "mention_end",
+            "mention_entity")))
+
+
+def check_mentions(text: str, mentions: Sequence[Mention], where: str = "text") -> None:
+    """Raise :class:`MentionError` if a span is outside ``text``, empty, or overlaps another."""
+    ordered = sorted(mentions, key=lambda m: (m.start, m.end))
+    previous: Mention | None = None
+    for m in ordered:
+        if not (0 <= m.start < m.end <= len(text)):
+            raise MentionError(f"{where}: mention span [{m.start}, {m.end}) is outside the text "
+                               f"(length {len(text)}) or empty")
+        if previous is not None and m.start < previous.end:
+            raise MentionError(f"{where}: mentions overlap: [{previous.start}, {previous.end}) "
+                               f"and [{m.start}, {m.end}) (the paper assumes disjoint spans)")
+        previous = m
+
+
+def _require_fast(tokenizer) -> None:
+    if not getattr(tokenizer, "is_fast", False):
+        raise TypeError("a fast (Rust) tokenizer is needed for character offsets; load it with "
+                        "AutoTokenizer.from_pretrained(path) (use_fast is the default)")
+
+
+def _token_spans(offsets: np.ndarray, special: np.ndarray, starts: np.ndarray,
+                 ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inclusive token indices of character spans: first token ending after ``start``, last token
+    starting before ``end`` (content tokens only; ``s > o`` when no token overlaps)."""
+    content = np.flatnonzero(~special)
+    token_starts = offsets[content, 0]
+    token_ends = offsets[content, 1]
+    first = np.searchsorted(token_ends, starts, side="right")
+    last = np.searchsorted(token_starts, ends, side="left") - 1
+    s = np.where(first < len(content), content[np.minimum(first, len(content) - 1)], 1 << 30) \
+        if len(content) else np.full(len(starts), 1 << 30)
+    o = np.where(last >= 0, content[np.maximum(last, 0)], -1) if len(content) \
+        else np.full(len(starts), -1)
+    return s.astype(np.int64), o.astype(np.int64)
+
+
+class MentionCorpus:
+    """Texts and, for each, its mentions (character spans, end exclusive, entity index)."""
+
+    def __init__(self, texts: list[str], mentions: list[list[Mention]]):
+        if len(texts) != len(mentions):
+            raise ValueError(f"{len(texts)} texts but {len(mentions)} mention lists")
+        self.texts = list(texts)
+        self.mentions = [list(m) for m in mentions]
+        for i, (text, ms) in enumerate(zip(self.texts, self.mentions)):
+            check_mentions(text, ms, where=f"text {i}")
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    @property
+    def num_mentions(self) -> int:
+        return sum(len(m) for m in self.mentions)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MentionCorpus):
+            return NotImplemented
+        return self.texts == other.texts and [sorted(m, key=lambda x: x.start) for m in self.mentions] \
+            == [sorted(m, key=lambda x: x.start) for m in other.mentions]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"MentionCorpus(texts={len(self)}, mentions={self.num_mentions})"
+
+    def subset(self, indices) -> "MentionCorpus":
+        indices = [int(i) for i in indices]
+        return MentionCorpus([self.texts[i] for i in indices], [self.mentions[i] for i in indices])
+
+    def split(self, fraction: float, seed: int = 0) -> tuple["MentionCorpus", "MentionCorpus"]:
+        """A random split: the first part holds ``round(fraction * len)`` texts, the second the rest."""
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"fraction must be in [0, 1], got {fraction}")
+        order = np.random.default_rng(seed).permutation(len(self))
+        cut = int(round(fraction * len(self)))
+        return self.subset(np.sort(order[:cut])), self.subset(np.sort(order[cut:]))
+
+    def encode(self, tokenizer, max_length: int = 128, batch_size: int = 1024) -> EncodedCorpus:
+        """Tokenise every text (with special tokens, truncated to ``max_length``) and map each
+        mention to its inclusive token span ``(s, o)``.
+
+        A mention not entirely inside the kept tokens is dropped and counted in
+        ``dropped_mentions``; one covering no token is counted in ``unaligned_mentions``.
+        """
+        _require_fast(tokenizer)
+        budget = max_length - tokenizer.num_special_tokens_to_add(pair=False)
+        if budget <= 0:
+            raise ValueError(f"max_length={max_length} leaves no room beside the special tokens")
+        all_ids: list[np.ndarray] = []
+        all_mentions: list[np.ndarray] = []
+        dropped = unaligned = 0
+        for begin in range(0, len(self.texts), batch_size):
+            texts = self.texts[begin:begin + batch_size]
+            encoded = tokenizer(texts, truncation=True, max_length=max_length,
+                                return_offsets_mapping=True, return_special_tokens_mask=True,
+                                return_attention_mask=False, return_token_type_ids=False)
+            # a text is truncated when it filled the budget and tokens remain after the last kept one
+            last_ends, candidates = {}, []
+            for j, special in enumerate(encoded["special_tokens_mask"]):
+                content = len(special) - sum(special)
+                if content == budget:
+                    offsets = encoded["offset_mapping"][j]
+                    last_end = max(e for (s, e), sp in zip(offsets, special) if not sp)
+                    last_ends[j] = last_end
+                    candidates.append(j)
+            truncated: dict[int, int] = {}
+            if candidates:
+                rest = tokenizer([texts[j][last_ends[j]:] for j in candidates],
+                                 add_special_tokens=False, return_attention_mask=False,
+                                 return_token_type_ids=False)["input_ids"]
+                truncated = {j: last_ends[j] for j, ids in zip(candidates, rest) if len(ids)}
+            for j, text in enumerate(texts):
+                ids = np.asarray(encoded["input_ids"][j], dtype=np.int32)
+                ms = self.mentions[begin + j]
+                all_ids.append(ids)
+                if not ms:
+                    all_mentions.append(np.zeros((0, 3), dtype=np.int64))
+                    continue
+                starts = np.fromiter((m.start for m in ms), dtype=np.int64, count=len(ms))
+                ends = np.fromiter((m.end for m in ms), dtype=np.int64, count=len(ms))
+                entities = np.fromiter((m.entity for m in ms), dtype=np.int64, count=len(ms))
+                offsets = np.asarray(encoded["offset_mapping"][j], dtype=np.int64).reshape(-1, 2)
+                special = np.asarray(encoded["special_tokens_mask"][j], dtype=bool)
+                s, o = _token_spans(offsets, special, starts, ends)
+                keep = np.ones(len(ms), dtype=bool)
+                if j in truncated:
+                    cut = ends > truncated[j]
+                    dropped += int(cut.sum())
+                    keep &= ~cut
+                empty = keep & (s > o)
+                unaligned += int(empty.sum())
+                keep &= ~empty
+                rows = np.stack([s[keep], o[keep], entities[keep]], axis=1)
+                all_mentions.append(rows[np.argsort(rows[:, 0], kind="stable")])
+        return EncodedCorpus(all_ids, all_mentions, dropped, unaligned)
+
+
+def collate_texts(encoded: EncodedCorpus, indices, pad_id: int) -> TextBatch:
+    """Pad the chosen texts to the longest one and flatten their mentions into a :class:`TextBatch`."""
+    indices = [int(i) for i in indices]
+    length = max((len(encoded.input_ids[i]) for i in indices), default=0)
+    input_ids = np.full((len(indices), length), pad_id, dtype=np.int64)
+    mask = np.zeros((len(indices), length), dtype=np.int64)
+    batch, rows = [], []
+    for b, i in enumerate(indices):
+        ids = encoded.input_ids[i]
+        input_ids[b, :len(ids)] = ids
+        mask[b, :len(ids)] = 1
+        m = encoded.mentions[i]
+        rows.append(m)
+        batch.append(np.full(len(m), b, dtype=np.int64))
+    mentions = np.concatenate(rows) if rows else np.zeros((0, 3), dtype=np.int64)
+    mention_batch = np.concatenate(batch) if batch else np.zeros(0, dtype=np.int64)
+    return TextBatch(
+        input_ids=torch.from_numpy(input_ids),
+        attention_mask=torch.from_numpy(mask),
+        mention_batch=torch.from_numpy(mention_batch),
+        mention_start=torch.from_numpy(np.ascontiguousarray(mentions[:, 0])),
+        mention_end=torch.from_numpy(np.ascontiguousarray(mentions[:, 1])),
+        mention_entity=torch.from_numpy(np.ascontiguousarray(mentions[:, 2])),
+    )
+
+
+def encode_descriptions(texts: Sequence[str], names: Sequence[str], tokenizer,
+                        max_length: int = 64) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                                       torch.Tensor]:
+    """Tokenise entity (or relation) description texts and locate the described item's mention.
+
+    Returns ``(input_ids (n, L), attention_mask (n, L), start (n,), end (n,))``: ``(start, end)``
+    is the inclusive token span of the first case-insensitive occurrence of ``names[i]`` in
+    ``texts[i]``, or ``(1, 1)`` (the first token after [CLS]) when the name does not occur or was
+    truncated away (paper, section "Definition"; Eq. 7 averages the two positions).
+    """
+    _require_fast(tokenizer)
+    texts, names = list(texts), list(names)
+    if len(texts) != len(names):
+        raise ValueError(f"{len(texts)} texts but {len(names)} names")
+    if not texts:
+        empty = torch.zeros((0, 0), dtype=torch.long)
+        return empty, empty.clone(), torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long)
+    encoded = tokenizer(texts, truncation=True, max_length=max_length, padding=True,
+                        return_offsets_mapping=True, return_special_tokens_mask=True,
+                        return_token_type_ids=False, return_tensors="np")
+    input_ids = torch.from_numpy(encoded["input_ids"].astype(np.int64))
+    attention = torch.from_numpy(encoded["attention_mask"].astype(np.int64))
+    offsets = encoded["offset_mapping"].astype(np.int64)
+    special = encoded["special_tokens_mask"].astype(bool) | (encoded["attention_mask"] == 0)
+    start = np.ones(len(texts), dtype=np.int64)
+    end = np.ones(len(texts), dtype=np.int64)
+    for i, (text, name) in enumerate(zip(texts, names)):
+        found = re.search(re.escape(name), text, flags=re.IGNORECASE) if name else None
+        if found is None:
+            continue
+        s, o = _token_spans(offsets[i], special[i], np.array([found.start()]),
+                            np.array([found.end()]))
+        covered = 0 <= o[0] < len(offsets[i]) and offsets[i][o[0], 1] >= found.end()
+        if s[0] <= o[0] and covered:
+            start[i], end[i] = s[0], o[0]
+    # a text of only special tokens has no position 1 beyond [SEP]; clamp into the sequence
+    length = input_ids.shape[1]
+    return (input_ids, attention, torch.from_numpy(np.minimum(start, length - 1)),
+            torch.from_numpy(np.minimum(end, length - 1)))

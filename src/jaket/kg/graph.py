@@ -1,0 +1,243 @@
+"""The knowledge graph: entity and relation tables, int32 triples, CSR adjacency in both directions.
+
+The paper's KG (section "Definition") is a set of triples ``(h, r, t)`` over entities that each carry
+a description text (and here a category, used by the entity category prediction task). Entities and
+relations are addressed by a dense **index**; string ids map to it through :meth:`entity_index` and
+:meth:`relation_index`.
+
+**Direction.** Every triple ``(h, r, t)`` gives two edges of :class:`CSRAdjacency`: ``h``'s neighbour
+``t`` with edge type ``r`` (forward) and ``t``'s neighbour ``h`` with edge type ``r + P`` (inverse),
+so edge types range over ``[0, 2P)`` and ``type >= P`` means "seen from the tail". The knowledge
+module composes ``R[type % P]`` with a direction embedding ``D[type // P]`` (see docs/design.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CSRAdjacency:
+    """Both directions of every triple as one compressed sparse row table.
+
+    The edges of entity ``v`` are the positions ``indptr[v]:indptr[v + 1]``; at position ``i``,
+    ``neighbors[i]`` is the entity at the other end, ``edge_type[i]`` the relation (``+ P`` for an
+    inverse edge) and ``triple_id[i]`` the row of ``KnowledgeGraph.triples`` it comes from. Within a
+    row, forward edges come first, then inverse ones, each in triple order, so the table is a pure
+    function of the triples.
+    """
+
+    indptr: np.ndarray  # (N + 1,) int64
+    neighbors: np.ndarray  # (2T,) int32
+    edge_type: np.ndarray  # (2T,) int32
+    triple_id: np.ndarray  # (2T,) int32
+
+    @classmethod
+    def from_triples(cls, triples: np.ndarray, num_entities: int, num_relations: int) -> "CSRAdjacency":
+        triples = np.asarray(triples, dtype=np.int32).reshape(-1, 3)
+        t = len(triples)
+        heads, relations, tails = triples[:, 0], triples[:, 1], triples[:, 2]
+        source = np.concatenate([heads, tails])
+        other = np.concatenate([tails, heads])
+        edge_type = np.concatenate([relations, relations + np.int32(num_relations)]).astype(np.int32)
+        triple_id = np.concatenate([np.arange(t, dtype=np.int32)] * 2)
+        order = np.argsort(source, kind="stable")
+        counts = np.bincount(source, minlength=num_entities).astype(np.int64)
+        indptr = np.zeros(num_entities + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        return cls(indptr=indptr, neighbors=other[order].astype(np.int32, copy=False),
+                   edge_type=edge_type[order], triple_id=triple_id[order])
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.indptr) - 1
+
+    @property
+    def num_edges(self) -> int:
+        return len(self.neighbors)
+
+    def degree(self) -> np.ndarray:
+        """Number of edges of every entity (as head + as tail; a self-loop counts twice)."""
+        return np.diff(self.indptr)
+
+    def edge_positions_of_triples(self, num_relations: int) -> np.ndarray:
+        """``(T, 2)`` int64: the CSR positions of every triple's forward and inverse edge."""
+        cached = self.__dict__.get("_positions")
+        if cached is None:
+            positions = np.arange(self.num_edges, dtype=np.int64)
+            cached = np.empty((self.num_edges // 2, 2), dtype=np.int64)
+            inverse = self.edge_type >= num_relations
+            cached[self.triple_id, inverse.astype(np.int64)] = positions
+            object.__setattr__(self, "_positions", cached)
+        return cached
+
+
+@dataclass(eq=False)
+class KnowledgeGraph:
+    """Entities, relations and triples of one KG (see docs/design.md, "Contracts").
+
+    String tables may be plain lists or any list-like sequence (loaded KGs use a lazily decoded
+    :class:`jaket.kg.io.StringTable`, so a 1M-entity graph loads in about a second).
+    """
+
+    entity_ids: Sequence[str]
+    entity_names: Sequence[str]
+    entity_descriptions: Sequence[str]
+    entity_aliases: Sequence[Sequence[str]]
+    entity_category: np.ndarray  # (N,) int32, -1 = none
+    category_names: list[str]  # sorted
+    relation_ids: Sequence[str]
+    relation_names: Sequence[str]
+    relation_descriptions: Sequence[str]
+    triples: np.ndarray  # (T, 3) int32 (head, relation, tail)
+    _adjacency: CSRAdjacency | None = field(default=None, repr=False)
+    _entity_lookup: dict[str, int] | None = field(default=None, repr=False)
+    _relation_lookup: dict[str, int] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.entity_category = np.asarray(self.entity_category, dtype=np.int32).reshape(-1)
+        self.triples = np.asarray(self.triples, dtype=np.int32).reshape(-1, 3)
+        self.category_names = list(self.category_names)
+        n, p = len(self.entity_ids), len(self.relation_ids)
+        for name in ("entity_names", "entity_descriptions", "entity_aliases"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"{name} has {len(getattr(self, name))} rows, entity_ids has {n}")
+        if len(self.entity_category) != n:
+            raise ValueError(f"entity_category has {len(self.entity_category)} rows, entity_ids has {n}")
+        for name in ("relation_names", "relation_descriptions"):
+            if len(getattr(self, name)) != p:
+                raise ValueError(f"{name} has {len(getattr(self, name))} rows, relation_ids has {p}")
+        if list(self.category_names) != sorted(self.category_names):
+            raise ValueError("category_names must be sorted (indices stay stable across loads)")
+        if len(self.entity_category) and (self.entity_category.min() < -1
+                                          or self.entity_category.max() >= len(self.category_names)):
+            raise ValueError("entity_category holds an index outside [-1, num_categories)")
+        if len(self.triples):
+            ents = self.triples[:, [0, 2]]
+            if ents.min() < 0 or ents.max() >= n:
+                raise ValueError("triples reference an entity index outside [0, num_entities)")
+            rels = self.triples[:, 1]
+            if rels.min() < 0 or rels.max() >= p:
+                raise ValueError("triples reference a relation index outside [0, num_relations)")
+
+    # sizes -------------------------------------------------------------------------------
+    @property
+    def num_entities(self) -> int:
+        return len(self.entity_ids)
+
+    @property
+    def num_relations(self) -> int:
+        return len(self.relation_ids)
+
+    @property
+    def num_categories(self) -> int:
+        return len(self.category_names)
+
+    @property
+    def num_triples(self) -> int:
+        return len(self.triples)
+
+    # id <-> index ------------------------------------------------------------------------
+    def entity_index(self, entity_id: str) -> int:
+        """Dense index of an entity id (``KeyError`` naming the id when unknown)."""
+        if self._entity_lookup is None:
+            self._entity_lookup = {e: i for i, e in enumerate(self.entity_ids)}
+        try:
+            return self._entity_lookup[entity_id]
+        except KeyError:
+            raise KeyError(f"unknown entity id {entity_id!r}") from None
+
+    def relation_index(self, relation_id: str) -> int:
+        """Dense index of a relation id (``KeyError`` naming the id when unknown)."""
+        if self._relation_lookup is None:
+            self._relation_lookup = {r: i for i, r in enumerate(self.relation_ids)}
+        try:
+            return self._relation_lookup[relation_id]
+        except KeyError:
+            raise KeyError(f"unknown relation id {relation_id!r}") from None
+
+    # adjacency ---------------------------------------------------------------------------
+    @property
+    def adjacency(self) -> CSRAdjacency:
+        """Both directions of every triple as CSR (built on first use, then cached)."""
+        if self._adjacency is None:
+            adjacency = CSRAdjacency.from_triples(self.triples, self.num_entities, self.num_relations)
+            self.attach_adjacency(adjacency)
+        return self._adjacency  # type: ignore[return-value]
+
+    def attach_adjacency(self, adjacency: CSRAdjacency) -> None:
+        """Use a precomputed adjacency (the compiled cache stores one)."""
+        if adjacency.num_nodes != self.num_entities or adjacency.num_edges != 2 * self.num_triples:
+            raise ValueError("adjacency does not match this graph's entities and triples")
+        self._adjacency = adjacency
+
+    def degree(self) -> np.ndarray:
+        """(N,) int64: number of triples each entity takes part in (as head or tail)."""
+        return self.adjacency.degree()
+
+    # derived graphs ----------------------------------------------------------------------
+    def induced_subgraph(self, entity_indices) -> tuple["KnowledgeGraph", np.ndarray]:
+        """The graph on the given entities, keeping only triples among them (the paper's unseen KG').
+
+        Relations and categories are all kept, so their indices stay the same. Returns the new
+        graph and ``old_index_of_new`` (sorted unique old entity indices).
+        """
+        old = np.unique(np.asarray(entity_indices, dtype=np.int64).reshape(-1))
+        if len(old) and (old[0] < 0 or old[-1] >= self.num_entities):
+            raise IndexError("entity index outside [0, num_entities)")
+        new_of_old = np.full(self.num_entities, -1, dtype=np.int64)
+        new_of_old[old] = np.arange(len(old))
+        h, t = new_of_old[self.triples[:, 0]], new_of_old[self.triples[:, 2]]
+        keep = (h >= 0) & (t >= 0)
+        triples = np.stack([h[keep], self.triples[keep, 1], t[keep]], axis=1).astype(np.int32)
+        pick = old.tolist()
+        graph = KnowledgeGraph(
+            entity_ids=[self.entity_ids[i] for i in pick],
+            entity_names=[self.entity_names[i] for i in pick],
+            entity_descriptions=[self.entity_descriptions[i] for i in pick],
+            entity_aliases=[list(self.entity_aliases[i]) for i in pick],
+            entity_category=self.entity_category[old],
+            category_names=list(self.category_names),
+            relation_ids=list(self.relation_ids),
+            relation_names=list(self.relation_names),
+            relation_descriptions=list(self.relation_descriptions),
+            triples=triples,
+        )
+        return graph, old
+
+    def drop_triples(self, mask) -> "KnowledgeGraph":
+        """The same entities and relations without the triples where ``mask`` (bool, (T,)) is True."""
+        mask = np.asarray(mask, dtype=bool).reshape(-1)
+        if len(mask) != self.num_triples:
+            raise ValueError(f"mask has {len(mask)} entries, the graph has {self.num_triples} triples")
+        return KnowledgeGraph(
+            entity_ids=self.entity_ids, entity_names=self.entity_names,
+            entity_descriptions=self.entity_descriptions, entity_aliases=self.entity_aliases,
+            entity_category=self.entity_category.copy(), category_names=list(self.category_names),
+            relation_ids=self.relation_ids, relation_names=self.relation_names,
+            relation_descriptions=self.relation_descriptions,
+            triples=self.triples[~mask].copy(),
+            _entity_lookup=self._entity_lookup, _relation_lookup=self._relation_lookup,
+        )
+
+    # comparison --------------------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, KnowledgeGraph):
+            return NotImplemented
+        for name in ("entity_ids", "entity_names", "entity_descriptions", "category_names",
+                     "relation_ids", "relation_names", "relation_descriptions"):
+            if list(getattr(self, name)) != list(getattr(other, name)):
+                return False
+        if [list(a) for a in self.entity_aliases] != [list(a) for a in other.entity_aliases]:
+            return False
+        return (np.array_equal(self.entity_category, other.entity_category)
+                and np.array_equal(self.triples, other.triples))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"KnowledgeGraph(entities={self.num_entities}, relations={self.num_relations}, "
+                f"triples={self.num_triples}, categories={self.num_categories})")

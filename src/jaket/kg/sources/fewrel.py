@@ -1,0 +1,129 @@
+"""FewRel 1.0 (Han et al., 2018) in its own JSON format.
+
+``{relation_id: [{"tokens": [...], "h": [name, qid, [[positions]]], "t": [...]}, ...]}`` and an
+optional ``pid2name.json`` (``relation_id -> [name, description]``). Every problem is reported as
+``path: message`` naming the relation and the instance index; nothing is silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class FewRelFormatError(ValueError):
+    """A FewRel file does not follow the format."""
+
+
+@dataclass(frozen=True)
+class FewRelInstance:
+    """One sentence with a head and a tail entity (token positions, inclusive, first mention)."""
+
+    tokens: tuple[str, ...]
+    head: tuple[int, int]
+    tail: tuple[int, int]
+    head_name: str
+    tail_name: str
+    head_id: str
+    tail_id: str
+    relation: str
+
+    def marked_text(self, head_marker: tuple[str, str] = ("[", "]"),
+                    tail_marker: tuple[str, str] = ("<", ">")) -> str:
+        """The sentence with entity markers around the head and the tail (PAIR's input).
+
+        Plain-text markers keep any tokenizer's vocabulary unchanged.
+        """
+        out: list[str] = []
+        for i, token in enumerate(self.tokens):
+            if i == self.head[0]:
+                out.append(head_marker[0])
+            if i == self.tail[0]:
+                out.append(tail_marker[0])
+            out.append(token)
+            if i == self.head[1]:
+                out.append(head_marker[1])
+            if i == self.tail[1]:
+                out.append(tail_marker[1])
+        return " ".join(out)
+
+
+@dataclass
+class FewRelData:
+    instances: dict[str, list[FewRelInstance]]
+    relation_names: dict[str, str]
+    relation_descriptions: dict[str, str]
+
+    @property
+    def relations(self) -> list[str]:
+        return sorted(self.instances)
+
+
+def _span(path: Path, relation: str, index: int, field: str, value) -> tuple[str, str, tuple[int, int]]:
+    where = f"{path}: relation {relation}, instance {index}"
+    if not (isinstance(value, list) and len(value) >= 3):
+        raise FewRelFormatError(f"{where}: {field!r} must be [name, id, [[positions]]]")
+    name, qid, positions = value[0], value[1], value[2]
+    if not (isinstance(positions, list) and positions and isinstance(positions[0], list) and positions[0]):
+        raise FewRelFormatError(f"{where}: {field!r} has no token positions")
+    first = positions[0]
+    if not all(isinstance(p, int) for p in first):
+        raise FewRelFormatError(f"{where}: {field!r} positions must be integers")
+    return str(name), str(qid), (min(first), max(first))
+
+
+def load_fewrel(path: str | Path, pid2name: str | Path | None = None) -> FewRelData:
+    """Read a FewRel JSON file (and ``pid2name.json`` beside it when present)."""
+    path = Path(path)
+    if path.is_dir():
+        candidates = sorted(p for p in path.glob("*.json") if p.name != "pid2name.json")
+        if not candidates:
+            raise FewRelFormatError(f"{path}: no FewRel JSON file in this folder")
+        if pid2name is None and (path / "pid2name.json").exists():
+            pid2name = path / "pid2name.json"
+        path = candidates[0] if len(candidates) == 1 else _pick(candidates, path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise FewRelFormatError(f"{path}:{error.lineno}: invalid JSON: {error.msg}") from error
+    if not isinstance(raw, dict):
+        raise FewRelFormatError(f"{path}: the top level must be an object relation_id -> instances")
+    instances: dict[str, list[FewRelInstance]] = {}
+    for relation, items in raw.items():
+        if not isinstance(items, list):
+            raise FewRelFormatError(f"{path}: relation {relation}: instances must be a list")
+        parsed = []
+        for index, item in enumerate(items):
+            tokens = item.get("tokens") if isinstance(item, dict) else None
+            if not (isinstance(tokens, list) and tokens):
+                raise FewRelFormatError(f"{path}: relation {relation}, instance {index}: no tokens")
+            h_name, h_id, h_span = _span(path, relation, index, "h", item.get("h"))
+            t_name, t_id, t_span = _span(path, relation, index, "t", item.get("t"))
+            if max(h_span[1], t_span[1]) >= len(tokens):
+                raise FewRelFormatError(
+                    f"{path}: relation {relation}, instance {index}: entity position beyond "
+                    f"the {len(tokens)} tokens")
+            parsed.append(FewRelInstance(tuple(str(t) for t in tokens), h_span, t_span,
+                                         h_name, t_name, h_id, t_id, relation))
+        instances[relation] = parsed
+    names: dict[str, str] = {}
+    descriptions: dict[str, str] = {}
+    if pid2name is not None:
+        table = json.loads(Path(pid2name).read_text(encoding="utf-8"))
+        for pid, value in table.items():
+            if isinstance(value, list) and value:
+                names[pid] = str(value[0])
+                descriptions[pid] = str(value[1]) if len(value) > 1 else ""
+    for relation in instances:
+        names.setdefault(relation, relation)
+        descriptions.setdefault(relation, names[relation])
+    return FewRelData(instances, names, descriptions)
+
+
+def _pick(candidates: list[Path], folder: Path) -> Path:
+    for preferred in ("val_wiki.json", "dev_wiki.json", "train_wiki.json"):
+        for candidate in candidates:
+            if candidate.name == preferred:
+                return candidate
+    raise FewRelFormatError(f"{folder}: several JSON files, name one: {[c.name for c in candidates]}")

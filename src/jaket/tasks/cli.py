@@ -1,0 +1,265 @@
+"""``jaket finetune TASK`` and ``jaket evaluate TASK``.
+
+``finetune`` runs one setting (``--variant``, default ``jaket`` when ``--model`` is given, else
+``lm+g+m``); ``evaluate`` runs the paper's comparison (``--variants``, all that apply by default)
+over ``--seeds`` seeds (5 by default). Both fine-tune and test, and write ``metrics.json``,
+``report.md`` and PNG plots into ``--out``. Without data arguments every task runs on the
+embedded default (WordNet 3.0 + the bundled MiniLM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+TASKS = ("entity-classification", "link-prediction", "kgqa", "relation-classification")
+_DEFAULT_VARIANTS = {
+    "entity-classification": ("lm", "gnn", "lm+g+m", "jaket"),
+    "link-prediction": ("lm", "gnn", "lm+g+m", "jaket"),
+    "kgqa": ("lm", "lm+g", "lm+g+m", "jaket"),
+    "relation-classification": ("lm", "jaket"),
+}
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(x) for x in _csv(text))
+
+
+def _add_common(parser: argparse.ArgumentParser, evaluate: bool) -> None:
+    parser.add_argument("--model", type=Path, help="jointly pre-trained model folder (enables 'jaket')")
+    parser.add_argument("--encoder", type=Path, help="base Hugging Face encoder (default: bundled MiniLM)")
+    if evaluate:
+        parser.add_argument("--variants", type=_csv,
+                            help="comma list of lm,gnn,lm+g,lm+g+m,jaket (default: all that apply)")
+    else:
+        parser.add_argument("--variant", help="one of lm,gnn,lm+g,lm+g+m,jaket")
+    parser.add_argument("--seeds", type=int, default=5 if evaluate else 1, help="number of seeds (0..N-1)")
+    parser.add_argument("--out", type=Path, help="output folder (default runs/<task>)")
+    parser.add_argument("--json", action="store_true", help="print metrics.json's summary as JSON")
+    parser.add_argument("--km-layers", type=int, default=2)
+    parser.add_argument("--km-heads", type=int, default=8)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    for command, evaluate in (("finetune", False), ("evaluate", True)):
+        help_text = ("fine-tune one setting on a downstream task" if not evaluate
+                     else "run the paper's comparison of settings on a downstream task")
+        parser = subparsers.add_parser(command, help=help_text, description=__doc__)
+        tasks = parser.add_subparsers(dest="task", metavar="TASK", required=True)
+        ec = tasks.add_parser("entity-classification", help="categories of an unseen KG's entities (Table 3)")
+        _add_common(ec, evaluate)
+        ec.add_argument("--kg", type=Path, help="KG' folder (default: the held-out part of the WordNet subset)")
+        ec.add_argument("--max-entities", type=int, default=3000, help="WordNet subset size (default KG)")
+        ec.add_argument("--heldout-fraction", type=float, default=0.3)
+        ec.add_argument("--data-seed", type=int, default=0, help="seed of the WordNet subset and held-out part")
+        ec.add_argument("--train-fractions", type=_floats, default=(1.0, 0.2, 0.05))
+        ec.add_argument("--epochs", type=int, default=150)
+        ec.set_defaults(func=_run_entity_classification, evaluate=evaluate)
+
+        lp = tasks.add_parser("link-prediction", help="filtered MRR / Hits@k over descriptions + KM")
+        _add_common(lp, evaluate)
+        lp.add_argument("--data", type=Path, help="a WN18RR-format folder (train.txt, valid.txt[, test.txt])")
+        lp.add_argument("--kg", type=Path, help="a KG folder whose triples are the training split")
+        lp.add_argument("--eval", type=Path, action="append", default=[],
+                        help="evaluation file(s) in the WN18RR format (repeatable)")
+        lp.add_argument("--max-entities", type=int, default=2000, help="WordNet subset size (default KG)")
+        lp.add_argument("--max-train", type=int, help="use at most this many training triples (random)")
+        lp.add_argument("--max-eval", type=int, help="evaluate at most this many triples per file")
+        lp.add_argument("--scorers", type=_csv, default=("distmult", "transe"))
+        lp.add_argument("--steps", type=int, default=300)
+        lp.add_argument("--negatives", type=int, default=64)
+        lp.add_argument("--holdout-fraction", type=float, default=0.0,
+                        help="inductive split: drop training triples touching this share of eval entities")
+        lp.set_defaults(func=_run_link_prediction, evaluate=evaluate)
+
+        qa = tasks.add_parser("kgqa", help="question answering over the KG, Hits@1 (Table 2)")
+        _add_common(qa, evaluate)
+        qa.add_argument("--metaqa", type=Path, help="a MetaQA folder (kb.txt, 1-hop/, 2-hop/)")
+        qa.add_argument("--max-entities", type=int, default=2000, help="WordNet subset size (default KG)")
+        qa.add_argument("--max-questions", type=int, default=1500)
+        qa.add_argument("--kg-settings", type=_csv, default=("full", "50%"))
+        qa.add_argument("--steps", type=int, default=300)
+        qa.set_defaults(func=_run_kgqa, evaluate=evaluate)
+
+        rc = tasks.add_parser("relation-classification", help="few-shot relation classification, PAIR (Table 1)")
+        _add_common(rc, evaluate)
+        rc.add_argument("--data", type=Path, help="FewRel JSON file or folder (default: WordNet-derived set)")
+        rc.add_argument("--max-entities", type=int, default=3000, help="WordNet subset size (default data)")
+        rc.add_argument("--settings", type=_csv, default=("5-1", "5-5"), help="N-K list, e.g. 5-1,5-5,10-1")
+        rc.add_argument("--train-relations", type=int, default=3)
+        rc.add_argument("--train-steps", type=int, default=150)
+        rc.add_argument("--episodes", type=int, default=1000)
+        rc.set_defaults(func=_run_relation_classification, evaluate=evaluate)
+
+
+def _variants(args, task: str) -> tuple[str, ...]:
+    if args.evaluate:
+        chosen = args.variants or _DEFAULT_VARIANTS[task]
+        if args.model is None:
+            if args.variants and "jaket" in args.variants:
+                raise SystemExit("error: variant 'jaket' needs --model DIR (a pre-trained model folder)")
+            chosen = tuple(v for v in chosen if v != "jaket")
+        return chosen
+    variant = args.variant or ("jaket" if args.model is not None else "lm+g+m")
+    if variant == "jaket" and args.model is None:
+        raise SystemExit("error: variant 'jaket' needs --model DIR (a pre-trained model folder)")
+    return (variant,)
+
+
+def _finish(args, results: dict, table: str, out: Path) -> int:
+    print(table)
+    print(f"report: {out / 'report.md'}  metrics: {out / 'metrics.json'}")
+    if args.json:
+        print(json.dumps(results.get("summary", {}), indent=2))
+    return 0
+
+
+def _out(args, task: str) -> Path:
+    return args.out or Path("runs") / task
+
+
+def _run_entity_classification(args) -> int:
+    from jaket.tasks import entity_classification as ec
+
+    if args.kg is not None:
+        from jaket.kg.io import load_kg
+
+        kg = load_kg(args.kg)
+    else:
+        _, _, kg, info = ec.wordnet_protocol(args.max_entities, args.heldout_fraction, args.data_seed)
+        logger.info("WordNet protocol: %s", info)
+    config = ec.EntityClassificationConfig(
+        variants=_variants(args, "entity-classification"), train_fractions=args.train_fractions,
+        seeds=tuple(range(args.seeds)), epochs=args.epochs, encoder=args.encoder, pretrained=args.model,
+        km_layers=args.km_layers, km_heads=args.km_heads)
+    out = _out(args, "entity-classification")
+    results = ec.run_entity_classification(kg, config, out)
+    return _finish(args, results, ec.results_table(results), out)
+
+
+def _run_link_prediction(args) -> int:
+    from jaket.tasks import link_prediction as lp
+
+    rng = np.random.default_rng(0)
+    evaluation: dict[str, np.ndarray] = {}
+    if args.data is not None:
+        kg = _load_wn18rr(args.data)
+        train, _ = lp.read_split(args.data / "train.txt", kg)
+        for name in ("valid", "test"):
+            path = args.data / f"{name}.txt"
+            if path.exists():
+                evaluation[name], _ = lp.read_split(path, kg)
+    elif args.kg is not None:
+        from jaket.kg.io import load_kg
+
+        kg = load_kg(args.kg)
+        train = np.asarray(kg.triples, dtype=np.int64)
+    else:
+        from jaket.kg.sources.wordnet import build_wordnet
+
+        kg, _, _ = build_wordnet(max_entities=args.max_entities, roots=None, seed=0)
+        order = rng.permutation(kg.num_triples)
+        cut = int(0.9 * len(order))
+        triples = np.asarray(kg.triples, dtype=np.int64)
+        train, evaluation["valid"] = triples[order[:cut]], triples[order[cut:]]
+    for path in args.eval:
+        evaluation[path.stem], _ = lp.read_split(path, kg)
+    if not evaluation:
+        raise SystemExit("error: nothing to evaluate: give --eval FILE (WN18RR format)")
+    if args.max_train and len(train) > args.max_train:
+        train = train[rng.permutation(len(train))[: args.max_train]]
+    config = lp.LinkPredictionConfig(
+        variants=_variants(args, "link-prediction"), scorers=args.scorers, seeds=tuple(range(args.seeds)),
+        steps=args.steps, negatives=args.negatives, max_eval_triples=args.max_eval,
+        holdout_fraction=args.holdout_fraction, encoder=args.encoder, pretrained=args.model,
+        km_layers=args.km_layers, km_heads=args.km_heads)
+    out = _out(args, "link-prediction")
+    results = lp.run_link_prediction(kg, train, evaluation, config, out)
+    return _finish(args, results, lp.results_table(results), out)
+
+
+def _load_wn18rr(folder: Path):
+    """The WN18RR entities with their WordNet descriptions (``jaket.kg.sources.wn18rr``)."""
+    from jaket.kg.sources import wn18rr
+
+    for name in ("load_wn18rr", "build_wn18rr", "import_wn18rr"):
+        fn = getattr(wn18rr, name, None)
+        if fn is not None:
+            loaded = fn(folder)
+            return loaded[0] if isinstance(loaded, tuple) else loaded
+    raise SystemExit("error: jaket.kg.sources.wn18rr offers no loader")
+
+
+def _run_kgqa(args) -> int:
+    from jaket.tasks import kgqa
+
+    if args.metaqa is not None:
+        kg, questions = _metaqa_kg(args.metaqa)
+    else:
+        from jaket.kg.sources.wordnet import build_wordnet
+
+        kg, _, _ = build_wordnet(max_entities=args.max_entities, roots=None, seed=0)
+        questions = kgqa.wordnet_questions(kg, seed=0, max_questions=args.max_questions)
+    config = kgqa.KGQAConfig(variants=_variants(args, "kgqa"), kg_settings=args.kg_settings,
+                             seeds=tuple(range(args.seeds)), steps=args.steps, encoder=args.encoder,
+                             pretrained=args.model, km_layers=args.km_layers, km_heads=args.km_heads)
+    out = _out(args, "kgqa")
+    results = kgqa.run_kgqa(kg, questions, config, out)
+    return _finish(args, results, kgqa.results_table(results), out)
+
+
+def _metaqa_kg(folder: Path):
+    """MetaQA as a KnowledgeGraph: descriptions = one sampled question per entity (the paper)."""
+    from jaket.kg.graph import KnowledgeGraph
+    from jaket.kg.sources import metaqa
+
+    kb, questions, skipped = metaqa.load_metaqa(folder)
+    if skipped:
+        logger.warning("%s: %d questions skipped (topic or answers not in kb.txt)", folder, skipped)
+    descriptions = metaqa.entity_descriptions_from_questions(len(kb.entity_names), kb.entity_names, questions)
+    kg = KnowledgeGraph(
+        entity_ids=list(kb.entity_names), entity_names=list(kb.entity_names), entity_descriptions=descriptions,
+        entity_aliases=[[] for _ in kb.entity_names], entity_category=np.full(len(kb.entity_names), -1),
+        category_names=[], relation_ids=list(kb.relation_names),
+        relation_names=[r.replace("_", " ") for r in kb.relation_names],
+        relation_descriptions=[metaqa.RELATION_DESCRIPTIONS.get(r, r.replace("_", " ")) for r in kb.relation_names],
+        triples=kb.triples)
+    return kg, questions
+
+
+def _run_relation_classification(args) -> int:
+    from jaket.tasks import relation_classification as rc
+
+    if args.data is not None:
+        from jaket.kg.sources.fewrel import load_fewrel
+
+        data = load_fewrel(args.data)
+    else:
+        from jaket.kg.sources.wordnet import build_wordnet
+
+        kg, _, _ = build_wordnet(max_entities=args.max_entities, roots=None, seed=0)
+        data = rc.kg_relation_instances(kg)
+    settings = []
+    for item in args.settings:
+        way, _, shot = item.partition("-")
+        settings.append((int(way), int(shot)))
+    config = rc.RelationClassificationConfig(
+        variants=_variants(args, "relation-classification"), settings=tuple(settings),
+        seeds=tuple(range(args.seeds)), num_train_relations=args.train_relations,
+        train_steps=args.train_steps, episodes=args.episodes, encoder=args.encoder, pretrained=args.model)
+    out = _out(args, "relation-classification")
+    try:
+        results = rc.run_relation_classification(data, config, out)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+    return _finish(args, results, rc.results_table(results), out)

@@ -1,0 +1,370 @@
+"""Entity classification on an unseen KG (the paper's Table 3).
+
+Protocol
+--------
+* ``KG'`` is a KG the model never saw in pre-training (for WordNet: a held-out set of synsets and
+  the triples among them, ``KnowledgeGraph.induced_subgraph``). Labels are the entity categories
+  (WordNet: the lexicographer file, e.g. ``noun.animal``); entities without one are not
+  classified but still take part in the graph.
+* Semi-supervised, transductive: the labelled entities of ``KG'`` are split 20% / 20% / 60%
+  (train / dev / test); ``train_fraction`` keeps 100%, 20% or 5% of the training part. The whole
+  graph (all entities and triples, no labels) is visible, as in the paper.
+* Predictions come from the knowledge module's output over ``KG'``: LM1 on the descriptions ->
+  frozen memory -> KM (trained) -> linear head. The ``lm`` setting classifies the full encoder's
+  description embedding instead (see :mod:`jaket.tasks.variants`).
+* Each seed draws its own split and initialisation; the test accuracy at the best dev accuracy
+  is reported as mean ± std over the seeds.
+* :func:`label_leakage` checks that no entity or relation description spells a category name.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from jaket.tasks import report as rep
+from jaket.tasks.variants import (VARIANT_LABELS, Backbone, FrozenMemory, VariantConfig, full_graph,
+                                  kg_memory, load_backbone)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class EntityClassificationConfig:
+    variants: tuple[str, ...] = ("lm", "gnn", "lm+g+m", "jaket")
+    train_fractions: tuple[float, ...] = (1.0, 0.2, 0.05)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    split: tuple[float, float, float] = (0.2, 0.2, 0.6)
+    epochs: int = 150
+    head_lr: float = 1e-3
+    km_lr: float = 5e-4
+    weight_decay: float = 0.01
+    dropout: float = 0.2
+    encoder: Path | None = None
+    pretrained: Path | None = None
+    km_layers: int = 2
+    km_heads: int = 8
+    description_max_length: int = 64
+    min_class_size: int = 1  # categories with fewer labelled entities are kept but reported
+
+    def variant_config(self, variant: str) -> VariantConfig:
+        return VariantConfig(variant=variant, encoder=self.encoder, pretrained=self.pretrained,
+                             km_layers=self.km_layers, km_heads=self.km_heads,
+                             description_max_length=self.description_max_length)
+
+
+@dataclass
+class Split:
+    train: np.ndarray
+    dev: np.ndarray
+    test: np.ndarray
+
+
+def split_entities(labels: np.ndarray, seed: int, fractions=(0.2, 0.2, 0.6),
+                   train_fraction: float = 1.0) -> Split:
+    """The transductive 20/20/60 split of the labelled entities (``labels >= 0``); then keep
+    ``train_fraction`` of the training part (at least one entity). Disjoint by construction."""
+    if not (0 < train_fraction <= 1):
+        raise ValueError(f"train_fraction must be in (0, 1], got {train_fraction}")
+    if abs(sum(fractions) - 1.0) > 1e-6:
+        raise ValueError(f"split fractions must sum to 1, got {fractions}")
+    labelled = np.flatnonzero(np.asarray(labels) >= 0)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(labelled)
+    n_train = int(round(fractions[0] * len(order)))
+    n_dev = int(round(fractions[1] * len(order)))
+    train, dev, test = order[:n_train], order[n_train:n_train + n_dev], order[n_train + n_dev:]
+    if train_fraction < 1:
+        keep = max(1, int(round(train_fraction * len(train))))
+        train = train[:keep]  # order is already random; a prefix is a random subset
+    return Split(np.sort(train), np.sort(dev), np.sort(test))
+
+
+def label_leakage(kg) -> dict:
+    """Whether any description spells a category: counts descriptions (entities and relations)
+    containing a full category name (e.g. ``noun.animal``) and, for information, those
+    containing the category's own final word (``animal``) -- ordinary vocabulary in a gloss,
+    reported but not an input of the label."""
+    names = [str(c) for c in kg.category_names]
+    texts = [str(t).lower() for t in list(kg.entity_descriptions) + list(kg.relation_descriptions)]
+    full_hits = {c: sum(c.lower() in t for t in texts) for c in names}
+    own_word = 0
+    labels = np.asarray(kg.entity_category)
+    for i, text in enumerate(kg.entity_descriptions):
+        if labels[i] >= 0:
+            word = names[labels[i]].split(".")[-1].lower()
+            own_word += word in str(text).lower().split()
+    return {"descriptions_checked": len(texts),
+            "descriptions_with_full_category_name": int(sum(full_hits.values())),
+            "categories_spelled": sorted(c for c, k in full_hits.items() if k),
+            "labelled_descriptions_containing_own_category_word": int(own_word),
+            "labelled_entities": int((labels >= 0).sum())}
+
+
+class EntityClassifier(nn.Module):
+    """KM over the whole KG' (full batch) followed by a two-layer head; without a KM the head
+    reads the frozen features directly."""
+
+    def __init__(self, knowledge: nn.Module | None, hidden: int, num_classes: int, dropout: float):
+        super().__init__()
+        self.knowledge = knowledge
+        self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(hidden, hidden), nn.GELU(),
+                                  nn.Dropout(dropout), nn.Linear(hidden, num_classes))
+
+    def forward(self, memory: FrozenMemory, edge_index, edge_type) -> torch.Tensor:
+        x = memory.entities
+        if self.knowledge is not None:
+            x = self.knowledge(x, edge_index, edge_type, memory.relations)
+        return self.head(x)
+
+
+def train_one(backbone: Backbone, memory: FrozenMemory, kg, split: Split, config: EntityClassificationConfig,
+              seed: int, edges=None, progress: tqdm | None = None) -> dict:
+    """Fine-tune the KM (when present) and the head on ``split.train``; select by dev accuracy."""
+    torch.manual_seed(seed)
+    labels = torch.as_tensor(np.asarray(kg.entity_category), dtype=torch.long)
+    num_classes = int(len(kg.category_names))
+    edge_index, edge_type = edges if edges is not None else full_graph(kg)
+    knowledge = backbone.knowledge
+    if knowledge is not None:
+        knowledge = _fresh_copy(knowledge)
+    model = EntityClassifier(knowledge, backbone.hidden_size, num_classes, config.dropout)
+    groups = [{"params": model.head.parameters(), "lr": config.head_lr}]
+    if knowledge is not None:
+        groups.append({"params": knowledge.parameters(), "lr": config.km_lr})
+    optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
+    train = torch.as_tensor(split.train, dtype=torch.long)
+    dev = torch.as_tensor(split.dev, dtype=torch.long)
+    test = torch.as_tensor(split.test, dtype=torch.long)
+    history = {"train_loss": [], "dev_accuracy": []}
+    best = (-1.0, 0.0, 0, None)
+    for epoch in range(config.epochs):
+        model.train()
+        logits = model(memory, edge_index, edge_type)
+        loss = nn.functional.cross_entropy(logits[train], labels[train])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            predicted = model(memory, edge_index, edge_type).argmax(-1)
+        dev_acc = float((predicted[dev] == labels[dev]).float().mean()) if len(dev) else 0.0
+        history["train_loss"].append(loss.item())
+        history["dev_accuracy"].append(dev_acc)
+        if dev_acc > best[0]:
+            test_acc = float((predicted[test] == labels[test]).float().mean()) if len(test) else 0.0
+            best = (dev_acc, test_acc, epoch, predicted[test].numpy().copy())
+        if progress is not None:
+            progress.update(1)
+    return {"dev_accuracy": best[0], "test_accuracy": best[1], "best_epoch": best[2],
+            "history": history, "test_predictions": best[3]}
+
+
+def _fresh_copy(module: nn.Module) -> nn.Module:
+    import copy
+
+    return copy.deepcopy(module)
+
+
+def majority_baseline(kg, split: Split) -> float:
+    labels = np.asarray(kg.entity_category)
+    counts = np.bincount(labels[split.train], minlength=len(kg.category_names))
+    return float((labels[split.test] == counts.argmax()).mean()) if len(split.test) else 0.0
+
+
+def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: Path | None = None) -> dict:
+    """Every (variant, training fraction, seed) on ``kg``; writes the report when ``out_dir``."""
+    leakage = label_leakage(kg)
+    if leakage["descriptions_with_full_category_name"]:
+        logger.warning("label leakage: descriptions spell categories %s", leakage["categories_spelled"])
+    edges = full_graph(kg)
+    results: dict = {"task": "entity-classification", "config": _jsonable(asdict(config)),
+                     "kg": {"entities": int(kg.num_entities), "relations": int(kg.num_relations),
+                            "triples": int(len(kg.triples)), "categories": int(len(kg.category_names)),
+                            "labelled": int((np.asarray(kg.entity_category) >= 0).sum())},
+                     "leakage": leakage, "runs": {}, "summary": {}}
+    total = len(config.variants) * len(config.train_fractions) * len(config.seeds) * config.epochs
+    confusion = None
+    with tqdm(total=total, desc="entity classification", unit="epoch") as progress:
+        majority = {}
+        for fraction in config.train_fractions:
+            majority[str(fraction)] = [majority_baseline(kg, split_entities(
+                kg.entity_category, s, config.split, fraction)) for s in config.seeds]
+        results["majority_baseline"] = {k: rep.summarize_seeds([{"acc": v} for v in vals])["acc"]
+                                        for k, vals in majority.items()}
+        for variant in config.variants:
+            vconfig = config.variant_config(variant)
+            memory_cache: FrozenMemory | None = None
+            for seed in config.seeds:
+                progress.set_postfix_str(f"{variant} seed {seed}")
+                started = time.perf_counter()
+                backbone = load_backbone(vconfig, seed=seed, need_language=variant in ("lm", "lm+g+m", "jaket"))
+                if memory_cache is None or variant in ("gnn", "lm+g"):
+                    memory_cache = kg_memory(backbone, kg, seed, max_length=config.description_max_length)
+                for fraction in config.train_fractions:
+                    split = split_entities(kg.entity_category, seed, config.split, fraction)
+                    run = train_one(backbone, memory_cache, kg, split, config, seed, edges, progress)
+                    if variant == config.variants[-1] and fraction == config.train_fractions[0] and seed == config.seeds[0]:
+                        confusion = rep.confusion_matrix(run["test_predictions"],
+                                                         np.asarray(kg.entity_category)[split.test],
+                                                         len(kg.category_names))
+                    run.pop("test_predictions")
+                    run["seconds"] = time.perf_counter() - started
+                    run["train_size"] = int(len(split.train))
+                    results["runs"].setdefault(variant, {}).setdefault(str(fraction), []).append(
+                        {"seed": seed, **run})
+            for fraction in config.train_fractions:
+                runs = results["runs"][variant][str(fraction)]
+                results["summary"].setdefault(variant, {})[str(fraction)] = rep.summarize_seeds(
+                    [{"test_accuracy": r["test_accuracy"], "dev_accuracy": r["dev_accuracy"]} for r in runs])
+    if out_dir is not None:
+        write_report(results, Path(out_dir), kg=kg, confusion=confusion)
+    return results
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def results_table(results: dict) -> str:
+    """Table 3's shape: one row per setting, one column per training size (test accuracy %)."""
+    fractions = [str(f) for f in results["config"]["train_fractions"]]
+    headers = ["Model"] + [f"{float(f) * 100:g}%" for f in fractions]
+    rows = []
+    for variant, by_fraction in results["summary"].items():
+        rows.append([VARIANT_LABELS.get(variant, variant)] + [
+            rep.format_mean_std(by_fraction[f]["test_accuracy"]["values"]) if f in by_fraction else "-"
+            for f in fractions])
+    if "majority_baseline" in results:
+        rows.append(["(majority class)"] + [
+            rep.format_mean_std(results["majority_baseline"][f]["values"]) for f in fractions])
+    return rep.markdown_table(headers, rows)
+
+
+def write_report(results: dict, out_dir: Path, kg=None, confusion=None) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rep.write_json_atomic(out_dir / "metrics.json", results)
+    curves = {}
+    for variant, by_fraction in results["runs"].items():
+        first = next(iter(by_fraction.values()))[0]
+        curves[f"{variant} train loss"] = first["history"]["train_loss"]
+    rep.plot_curves(curves, out_dir / "learning_curves.png", title="entity classification (seed 0, first size)",
+                    xlabel="epoch", ylabel="cross-entropy")
+    dev_curves = {v: next(iter(b.values()))[0]["history"]["dev_accuracy"] for v, b in results["runs"].items()}
+    rep.plot_curves(dev_curves, out_dir / "dev_accuracy.png", xlabel="epoch", ylabel="dev accuracy")
+    fractions = [str(f) for f in results["config"]["train_fractions"]]
+    series = {VARIANT_LABELS.get(v, v): ([100 * s[f]["test_accuracy"]["mean"] for f in fractions],
+                                         [100 * s[f]["test_accuracy"]["std"] for f in fractions])
+              for v, s in results["summary"].items()}
+    rep.plot_grouped_bars([f"{float(f) * 100:g}% train" for f in fractions], series,
+                          out_dir / "accuracy.png", title="entity classification on the unseen KG")
+    if confusion is not None and kg is not None:
+        rep.plot_confusion(confusion, list(kg.category_names), out_dir / "confusion.png")
+    leak = results["leakage"]
+    text = ["# Entity classification on an unseen KG", "",
+            f"KG': {results['kg']['entities']} entities, {results['kg']['relations']} relations, "
+            f"{results['kg']['triples']} triples, {results['kg']['labelled']} labelled entities in "
+            f"{results['kg']['categories']} categories. Split 20/20/60 (train/dev/test) per seed; "
+            f"seeds {results['config']['seeds']}; test accuracy (%) at the best dev epoch, mean ± std.", "",
+            results_table(results), "",
+            f"Leakage check: {leak['descriptions_with_full_category_name']} of {leak['descriptions_checked']} "
+            f"descriptions contain a category name; {leak['labelled_descriptions_containing_own_category_word']} "
+            f"of {leak['labelled_entities']} labelled descriptions contain the last word of their "
+            "category as an ordinary word.", "",
+            "![accuracy](accuracy.png)", "", "![learning curves](learning_curves.png)", "",
+            "![dev accuracy](dev_accuracy.png)", ""]
+    rep.write_text_atomic(out_dir / "report.md", "\n".join(text))
+
+
+# ----------------------------------------------------------------------------- the WordNet protocol
+
+
+def choose_heldout(kg, fraction: float, seed: int, regions: int = 8) -> np.ndarray:
+    """Held-out entities for the unseen KG': ``regions`` breadth-first regions grown from random
+    seed entities (over both directions of every triple) until ``fraction`` of the entities is
+    taken. Regions keep the triples among held-out entities (a random subset would leave KG'
+    nearly edgeless) while several regions keep several categories."""
+    n = int(kg.num_entities)
+    target = max(1, int(round(fraction * n)))
+    rng = np.random.default_rng(seed)
+    adjacency = kg.adjacency
+    taken = np.zeros(n, dtype=bool)
+    per_region = max(1, target // max(1, regions))
+    order = rng.permutation(n)
+    cursor = 0
+    while taken.sum() < target and cursor < n:
+        root = int(order[cursor])
+        cursor += 1
+        if taken[root]:
+            continue
+        queue, size = [root], 0
+        taken[root] = True
+        size += 1
+        head = 0
+        limit = min(per_region, target - int(taken.sum()) + 1)
+        while head < len(queue) and size < limit:
+            v = queue[head]
+            head += 1
+            neigh = adjacency.neighbors[adjacency.indptr[v]:adjacency.indptr[v + 1]]
+            for u in rng.permutation(neigh).tolist():
+                if not taken[u] and size < limit:
+                    taken[u] = True
+                    queue.append(u)
+                    size += 1
+    return np.flatnonzero(taken)
+
+
+def split_pretraining(kg, corpus, heldout: np.ndarray):
+    """``(kg_pretrain, corpus_pretrain, kg_prime, info)``: KG' = the held-out entities and the
+    triples among them; the pre-training KG = the rest; the pre-training corpus keeps only texts
+    that mention no held-out entity (their mentions re-indexed), so pre-training never sees a
+    KG' entity, neither as a node nor as a linked mention."""
+    from jaket.kg.corpus import Mention, MentionCorpus
+
+    heldout = np.unique(np.asarray(heldout, dtype=np.int64))
+    rest = np.setdiff1d(np.arange(kg.num_entities), heldout)
+    kg_prime, _ = kg.induced_subgraph(heldout)
+    kg_pre, old_of_new = kg.induced_subgraph(rest)
+    new_of_old = np.full(kg.num_entities, -1, dtype=np.int64)
+    new_of_old[old_of_new] = np.arange(len(old_of_new))
+    texts, mentions, dropped = [], [], 0
+    corpus_pre = None
+    if corpus is not None:
+        for text, ms in zip(corpus.texts, corpus.mentions):
+            if any(new_of_old[m.entity] < 0 for m in ms):
+                dropped += 1
+                continue
+            texts.append(text)
+            mentions.append([Mention(m.start, m.end, int(new_of_old[m.entity])) for m in ms])
+        corpus_pre = MentionCorpus(texts, mentions)
+    info = {"heldout_entities": int(len(heldout)), "pretrain_entities": int(len(rest)),
+            "heldout_triples": int(kg_prime.num_triples), "pretrain_triples": int(kg_pre.num_triples),
+            "triples_crossing_dropped": int(kg.num_triples - kg_prime.num_triples - kg_pre.num_triples),
+            "texts_kept": len(texts), "texts_dropped_mentioning_heldout": dropped}
+    return kg_pre, corpus_pre, kg_prime, info
+
+
+def wordnet_protocol(max_entities: int = 3000, heldout_fraction: float = 0.3, seed: int = 0,
+                     roots: list[str] | None = None):
+    """The embedded default: a WordNet subset split into a pre-training part and an unseen KG'
+    (:func:`choose_heldout`, :func:`split_pretraining`). The same arguments give the same split,
+    so ``jaket finetune entity-classification`` evaluates on exactly what ``jaket demo``'s
+    pre-training excluded."""
+    from jaket.kg.sources.wordnet import build_wordnet
+
+    kg, corpus, _ = build_wordnet(max_entities=max_entities, roots=roots, seed=seed)
+    heldout = choose_heldout(kg, heldout_fraction, seed)
+    return split_pretraining(kg, corpus, heldout)

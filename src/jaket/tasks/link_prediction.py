@@ -1,0 +1,339 @@
+"""Link prediction, the paper's KG-only use of the model.
+
+Entity embeddings come from LM1 + KM over the entity descriptions (memory from LM1, Eq. 7, then
+the KM over the *training* triples, Eq. 1-5); relation embeddings are a learned linear map of the
+relation-description memory (so a relation is also known by its text). A scoring function turns
+(h, r, t) into a score:
+
+* ``distmult``: ``<h, r, t>`` (scaled by 1/sqrt(F));
+* ``transe``:   ``-||h + r - t||_2``;
+* ``rotate``:   ``-||h o e^{i theta_r} - t||_2`` with h, t read as complex vectors (first half real,
+  second half imaginary) and the phase ``theta_r`` from the relation embedding.
+
+Training: for each positive triple, ``negatives`` corrupted tails and as many corrupted heads
+(uniform entities), softmax cross-entropy with the positive first. Evaluation: filtered MRR and
+Hits@1/3/10, averaged over head and tail prediction, ranks against every entity with all known
+true triples (training + every evaluation file) filtered out. Any split file in the WN18RR format
+(``head<TAB>relation<TAB>tail``, ids of the KG) can be evaluated.
+
+Inductive mode: entities of an evaluation file that occur in no training triple are still embedded
+from their descriptions (memory + KM with no edges); their triples are also scored separately
+(``unseen`` metrics). ``holdout_fraction`` makes an inductive split on purpose: it removes every
+training triple touching a random share of the evaluation entities.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from jaket.tasks import report as rep
+from jaket.tasks.variants import (VARIANT_LABELS, Backbone, FrozenMemory, VariantConfig, full_graph,
+                                  kg_memory, load_backbone)
+
+logger = logging.getLogger(__name__)
+
+SCORERS = ("distmult", "transe", "rotate")
+
+
+class SplitFormatError(ValueError):
+    pass
+
+
+@dataclass
+class LinkPredictionConfig:
+    variants: tuple[str, ...] = ("lm+g+m",)
+    scorers: tuple[str, ...] = ("distmult", "transe")
+    seeds: tuple[int, ...] = (0,)
+    steps: int = 300
+    batch_size: int = 256
+    negatives: int = 64
+    lr: float = 1e-3
+    km_lr: float = 5e-4
+    eval_batch_size: int = 256
+    max_eval_triples: int | None = None
+    holdout_fraction: float = 0.0
+    encoder: Path | None = None
+    pretrained: Path | None = None
+    km_layers: int = 2
+    km_heads: int = 8
+    description_max_length: int = 64
+
+    def __post_init__(self) -> None:
+        for s in self.scorers:
+            if s not in SCORERS:
+                raise ValueError(f"unknown scorer {s!r}; choose from {', '.join(SCORERS)}")
+
+    def variant_config(self, variant: str) -> VariantConfig:
+        return VariantConfig(variant=variant, encoder=self.encoder, pretrained=self.pretrained,
+                             km_layers=self.km_layers, km_heads=self.km_heads,
+                             description_max_length=self.description_max_length)
+
+
+def read_split(path: str | Path, kg) -> tuple[np.ndarray, int]:
+    """A WN18RR-format file (``head<TAB>relation<TAB>tail``) as (T, 3) int64 indices of ``kg``;
+    returns ``(triples, skipped)``, skipped = triples naming an entity or relation not in ``kg``
+    (logged and counted, never silently dropped)."""
+    path = Path(path)
+    entity = {e: i for i, e in enumerate(kg.entity_ids)}
+    relation = {r: i for i, r in enumerate(kg.relation_ids)}
+    rows, skipped = [], 0
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, 1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if len(parts) != 3:
+                raise SplitFormatError(f"{path}:{line_no}: expected head<TAB>relation<TAB>tail, got {line!r}")
+            h, r, t = (p.strip() for p in parts)
+            if h in entity and t in entity and r in relation:
+                rows.append((entity[h], relation[r], entity[t]))
+            else:
+                skipped += 1
+    if skipped:
+        logger.warning("%s: %d triples name an entity or relation not in the KG and are skipped", path, skipped)
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 3), skipped
+
+
+class LinkScorer(nn.Module):
+    """Entity encoder (KM over the training graph, or a projection of frozen LM features) +
+    relation projection + one scoring function."""
+
+    def __init__(self, backbone: Backbone, scorer: str, num_relations: int):
+        super().__init__()
+        import copy
+
+        f = backbone.hidden_size
+        self.scorer = scorer
+        self.knowledge = copy.deepcopy(backbone.knowledge) if backbone.knowledge is not None else None
+        self.entity_projection = nn.Linear(f, f) if self.knowledge is None else None
+        out = f // 2 if scorer == "rotate" else f
+        self.relation_projection = nn.Linear(f, out)
+        self.dim = f
+
+    def entities(self, memory: FrozenMemory, edge_index, edge_type) -> torch.Tensor:
+        if self.knowledge is not None:
+            return self.knowledge(memory.entities, edge_index, edge_type, memory.relations)
+        return self.entity_projection(memory.entities)
+
+    def relations(self, memory: FrozenMemory) -> torch.Tensor:
+        return self.relation_projection(memory.relations)
+
+    def _rotate(self, x: torch.Tensor, phase: torch.Tensor, inverse: bool = False) -> torch.Tensor:
+        re, im = x.chunk(2, dim=-1)
+        theta = math.pi * torch.tanh(phase)
+        if inverse:
+            theta = -theta
+        c, s = torch.cos(theta), torch.sin(theta)
+        return torch.cat([re * c - im * s, re * s + im * c], dim=-1)
+
+    def score(self, h: torch.Tensor, r: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        """Scores of broadcastable (..., F) triples."""
+        if self.scorer == "distmult":
+            return (h * r * t).sum(-1) / math.sqrt(self.dim)
+        if self.scorer == "transe":
+            return -torch.linalg.vector_norm(h + r - t, dim=-1)
+        return -torch.linalg.vector_norm(self._rotate(h, r) - t, dim=-1)
+
+    def score_all_tails(self, h, r, entities) -> torch.Tensor:
+        if self.scorer == "distmult":
+            return (h * r) @ entities.T / math.sqrt(self.dim)
+        query = h + r if self.scorer == "transe" else self._rotate(h, r)
+        return -torch.cdist(query, entities)
+
+    def score_all_heads(self, r, t, entities) -> torch.Tensor:
+        if self.scorer == "distmult":
+            return (r * t) @ entities.T / math.sqrt(self.dim)
+        query = t - r if self.scorer == "transe" else self._rotate(t, r, inverse=True)
+        return -torch.cdist(query, entities)
+
+
+def _known(triples: np.ndarray) -> tuple[dict, dict]:
+    tails: dict[tuple[int, int], list[int]] = {}
+    heads: dict[tuple[int, int], list[int]] = {}
+    for h, r, t in triples.tolist():
+        tails.setdefault((h, r), []).append(t)
+        heads.setdefault((r, t), []).append(h)
+    return tails, heads
+
+
+@torch.no_grad()
+def filtered_ranks(model: LinkScorer, entities: torch.Tensor, relations: torch.Tensor, triples: np.ndarray,
+                   all_true: np.ndarray, batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """Filtered 1-based ranks of the true tail and the true head of every triple."""
+    tails, heads = _known(all_true)
+    tail_ranks, head_ranks = [], []
+    for begin in range(0, len(triples), batch_size):
+        batch = torch.as_tensor(triples[begin:begin + batch_size], dtype=torch.long)
+        h, r, t = batch[:, 0], batch[:, 1], batch[:, 2]
+        for side in ("tail", "head"):
+            if side == "tail":
+                scores = model.score_all_tails(entities[h], relations[r], entities)
+                target = t
+                filters = [tails.get((a, b), ()) for a, b in zip(h.tolist(), r.tolist())]
+            else:
+                scores = model.score_all_heads(relations[r], entities[t], entities)
+                target = h
+                filters = [heads.get((b, c), ()) for b, c in zip(r.tolist(), t.tolist())]
+            rows = torch.arange(len(batch))
+            true_score = scores[rows, target].clone()
+            fr = [i for i, f in enumerate(filters) for _ in f]
+            fc = [c for f in filters for c in f]
+            if fr:
+                scores[torch.tensor(fr), torch.tensor(fc)] = -torch.inf
+            ranks = 1 + (scores > true_score[:, None]).sum(-1)
+            (tail_ranks if side == "tail" else head_ranks).append(ranks.numpy())
+    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
+    return cat(tail_ranks), cat(head_ranks)
+
+
+def train_scorer(model: LinkScorer, memory: FrozenMemory, num_entities: int, train: np.ndarray,
+                 edges, config: LinkPredictionConfig, seed: int, progress: tqdm | None = None) -> list[float]:
+    rng = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    params = [{"params": [p for n, p in model.named_parameters() if not n.startswith("knowledge.")],
+               "lr": config.lr}]
+    if model.knowledge is not None:
+        params.append({"params": model.knowledge.parameters(), "lr": config.km_lr})
+    optimizer = torch.optim.AdamW(params, weight_decay=0.0)
+    edge_index, edge_type = edges
+    losses = []
+    model.train()
+    for _ in range(config.steps):
+        batch = torch.as_tensor(train[rng.integers(len(train), size=min(config.batch_size, len(train)))],
+                                dtype=torch.long)
+        entities = model.entities(memory, edge_index, edge_type)
+        relations = model.relations(memory)
+        h, r, t = entities[batch[:, 0]], relations[batch[:, 1]], entities[batch[:, 2]]
+        k = config.negatives
+        neg = torch.as_tensor(rng.integers(num_entities, size=(len(batch), 2, k)), dtype=torch.long)
+        pos = model.score(h, r, t)[:, None]
+        tail_neg = model.score(h[:, None], r[:, None], entities[neg[:, 0]])
+        head_neg = model.score(entities[neg[:, 1]], r[:, None], t[:, None])
+        zeros = torch.zeros(len(batch), dtype=torch.long)
+        loss = (nn.functional.cross_entropy(torch.cat([pos, tail_neg], 1), zeros)
+                + nn.functional.cross_entropy(torch.cat([pos, head_neg], 1), zeros)) / 2
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        if progress is not None:
+            progress.update(1)
+    return losses
+
+
+def _inductive_holdout(train: np.ndarray, evaluation: np.ndarray, fraction: float, seed: int) -> np.ndarray:
+    if fraction <= 0:
+        return train
+    rng = np.random.default_rng(seed)
+    candidates = np.unique(evaluation[:, [0, 2]])
+    held = rng.choice(candidates, size=max(1, int(round(fraction * len(candidates)))), replace=False)
+    touches = np.isin(train[:, 0], held) | np.isin(train[:, 2], held)
+    return train[~touches]
+
+
+def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray], config: LinkPredictionConfig,
+                        out_dir: Path | None = None) -> dict:
+    """Train on ``train`` (indices of ``kg``), evaluate on each named split."""
+    if len(train) == 0:
+        raise ValueError("no training triples")
+    all_true = np.concatenate([train] + [v for v in evaluation.values()])
+    eval_all = np.concatenate(list(evaluation.values())) if evaluation else np.zeros((0, 3), np.int64)
+    train = _inductive_holdout(train, eval_all, config.holdout_fraction, 0)
+    seen = np.zeros(kg.num_entities, dtype=bool)
+    seen[train[:, 0]] = True
+    seen[train[:, 2]] = True
+    mask = np.zeros(len(train), dtype=bool)
+    edges = _edges(kg, train)
+    results: dict = {"task": "link-prediction",
+                     "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
+                     "data": {"entities": int(kg.num_entities), "relations": int(kg.num_relations),
+                              "train_triples": int(len(train)),
+                              **{f"{k}_triples": int(len(v)) for k, v in evaluation.items()}},
+                     "runs": {}, "summary": {}}
+    del mask
+    eval_sets = {k: (v[: config.max_eval_triples] if config.max_eval_triples else v) for k, v in evaluation.items()}
+    total = len(config.variants) * len(config.scorers) * len(config.seeds) * config.steps
+    histograms: dict[str, np.ndarray] = {}
+    with tqdm(total=total, desc="link prediction", unit="step") as progress:
+        for variant in config.variants:
+            memory = None
+            for seed in config.seeds:
+                backbone = load_backbone(config.variant_config(variant), seed=seed,
+                                         need_language=variant in ("lm", "lm+g+m", "jaket"))
+                if memory is None or variant in ("gnn", "lm+g"):
+                    memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length)
+                for scorer in config.scorers:
+                    progress.set_postfix_str(f"{variant} {scorer} seed {seed}")
+                    started = time.perf_counter()
+                    torch.manual_seed(seed)
+                    model = LinkScorer(backbone, scorer, kg.num_relations)
+                    losses = train_scorer(model, memory, kg.num_entities, train, edges, config, seed, progress)
+                    model.eval()
+                    with torch.no_grad():
+                        entities = model.entities(memory, *edges)
+                        relations = model.relations(memory)
+                    run = {"seed": seed, "train_loss": losses}
+                    for name, triples in eval_sets.items():
+                        tails, heads = filtered_ranks(model, entities, relations, triples, all_true,
+                                                      config.eval_batch_size)
+                        ranks = np.concatenate([tails, heads])
+                        run[name] = {**rep.ranking_metrics(ranks), "tail": rep.ranking_metrics(tails),
+                                     "head": rep.ranking_metrics(heads)}
+                        unseen = ~(seen[triples[:, 0]] & seen[triples[:, 2]])
+                        if unseen.any():
+                            run[name]["unseen"] = rep.ranking_metrics(
+                                np.concatenate([tails[unseen], heads[unseen]]))
+                        histograms[f"{variant} {scorer}"] = ranks
+                    run["seconds"] = time.perf_counter() - started
+                    results["runs"].setdefault(f"{variant}/{scorer}", []).append(run)
+    for key, runs in results["runs"].items():
+        results["summary"][key] = {name: rep.summarize_seeds([{m: r[name][m] for m in ("mrr", "hits@1", "hits@3", "hits@10")}
+                                                              for r in runs]) for name in eval_sets}
+    if out_dir is not None:
+        write_report(results, Path(out_dir), histograms)
+    return results
+
+
+def _edges(kg, train: np.ndarray):
+    from types import SimpleNamespace
+
+    view = SimpleNamespace(triples=train, num_relations=kg.num_relations)
+    return full_graph(view)
+
+
+def results_table(results: dict) -> str:
+    rows = []
+    for key, by_split in results["summary"].items():
+        variant, scorer = key.split("/")
+        for split, metrics in by_split.items():
+            rows.append([VARIANT_LABELS.get(variant, variant), scorer, split] + [
+                rep.format_mean_std(metrics[m]["values"], scale=1.0, digits=3)
+                for m in ("mrr", "hits@1", "hits@3", "hits@10")])
+    return rep.markdown_table(["Model", "Scorer", "Split", "MRR", "Hits@1", "Hits@3", "Hits@10"], rows)
+
+
+def write_report(results: dict, out_dir: Path, histograms: dict | None = None) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rep.write_json_atomic(out_dir / "metrics.json", results)
+    curves = {key: runs[0]["train_loss"] for key, runs in results["runs"].items()}
+    rep.plot_curves(curves, out_dir / "learning_curves.png", title="link prediction training loss",
+                    ylabel="cross-entropy")
+    if histograms:
+        rep.plot_histogram(histograms, out_dir / "rank_histogram.png", title="filtered ranks (last seed)")
+    d = results["data"]
+    text = ["# Link prediction", "",
+            f"{d['entities']} entities, {d['relations']} relations, {d['train_triples']} training triples. "
+            "Filtered ranking against every entity, head and tail prediction averaged; mean ± std over "
+            f"seeds {results['config']['seeds']}.", "", results_table(results), "",
+            "![learning curves](learning_curves.png)", "", "![ranks](rank_histogram.png)", ""]
+    rep.write_text_atomic(out_dir / "report.md", "\n".join(text))

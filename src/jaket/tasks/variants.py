@@ -1,0 +1,220 @@
+"""The paper's five comparison settings, built into every task.
+
+=========  ===================================================================================
+variant    what the task fine-tunes on top of
+=========  ===================================================================================
+``lm``     the base encoder alone ("LM only", the paper's RoBERTa row). For KG-only tasks an
+           entity is its description read by the *full* encoder (LM1 + LM2) and embedded as
+           ``(Z_s + Z_o) / 2`` at its mention (Eq. 7 applied to the last layer); the encoder is
+           frozen and the task head is trained on these features.
+``gnn``    the knowledge module alone, randomly initialised, over a *random* memory (one fixed
+           Gaussian vector per entity and relation): the paper's vanilla GNN.
+``lm+g``   LM + KM with a random memory (RoBERTa+GNN). For KG-only tasks (entity classification,
+           link prediction) LM2 is not used, so ``lm+g`` and ``gnn`` coincide there; they differ
+           where a question text is read (KGQA).
+``lm+g+m`` LM + KM with the memory computed by the base encoder's LM1 from the descriptions
+           (Eq. 7), KM randomly initialised (RoBERTa+GNN+M): no joint pre-training.
+``jaket``  a jointly pre-trained model folder (``JaketModel.from_pretrained``): its LM1
+           recomputes the memory from the (possibly unseen) KG's descriptions, its KM is the
+           pre-trained one.
+=========  ===================================================================================
+
+In every setting the memory is computed once and frozen during fine-tuning, as the paper does
+("we do not update the entity context memory during fine-tuning").
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+VARIANTS = ("lm", "gnn", "lm+g", "lm+g+m", "jaket")
+#: the label of each variant in reports, after the paper's tables
+VARIANT_LABELS = {"lm": "LM only", "gnn": "GNN", "lm+g": "LM+G", "lm+g+m": "LM+G+M", "jaket": "JAKET"}
+
+
+class VariantError(ValueError):
+    """A variant cannot run with the given inputs (e.g. ``jaket`` without a pre-trained model)."""
+
+
+@dataclass
+class VariantConfig:
+    """How to build one comparison setting."""
+
+    variant: str = "lm+g+m"
+    #: base Hugging Face encoder folder (``lm``, ``gnn``, ``lm+g``, ``lm+g+m``); None = bundled MiniLM
+    encoder: Path | None = None
+    #: jointly pre-trained model folder (required by ``jaket``)
+    pretrained: Path | None = None
+    lm1_layers: int | None = None
+    km_layers: int = 2
+    km_heads: int = 8
+    description_max_length: int = 64
+    batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise VariantError(f"unknown variant {self.variant!r}; choose from {', '.join(VARIANTS)}")
+        if self.variant == "jaket" and self.pretrained is None:
+            raise VariantError("variant 'jaket' needs a pre-trained model folder (--model DIR)")
+
+
+@dataclass
+class Backbone:
+    """The pre-trained (or fresh) parts a task starts from."""
+
+    variant: str
+    hidden_size: int
+    language: nn.Module | None = None  # SplitLanguageModel (None for gnn)
+    knowledge: nn.Module | None = None  # KnowledgeModule (None for lm)
+    fusion: nn.Module | None = None  # MentionFusion (KGQA)
+
+    @property
+    def uses_memory_from_lm(self) -> bool:
+        return self.variant in ("lm+g+m", "jaket")
+
+
+def _encoder_path(config: VariantConfig) -> Path:
+    if config.encoder is not None:
+        return Path(config.encoder)
+    from jaket.paths import default_model_path
+
+    return default_model_path()
+
+
+def load_backbone(config: VariantConfig, seed: int = 0, *, need_language: bool = True) -> Backbone:
+    """Build the parts of one setting; the KM of every non-``jaket`` setting is freshly seeded."""
+    torch.manual_seed(seed)
+    if config.variant == "jaket":
+        from jaket.model.jaket import JaketModel
+
+        model = JaketModel.from_pretrained(config.pretrained)
+        language = model.language
+        return Backbone("jaket", int(language.hidden_size), language, model.knowledge,
+                        getattr(model, "fusion", None))
+    from jaket.model.knowledge import KnowledgeModule
+    from jaket.model.language import SplitLanguageModel
+
+    language = None
+    if need_language or config.variant in ("lm", "lm+g+m"):
+        language = SplitLanguageModel.from_pretrained(_encoder_path(config), lm1_layers=config.lm1_layers)
+        hidden = int(language.hidden_size)
+    else:
+        from transformers import AutoConfig
+
+        hidden = int(AutoConfig.from_pretrained(_encoder_path(config)).hidden_size)
+    if config.variant == "lm":
+        return Backbone("lm", hidden, language, None, None)
+    torch.manual_seed(seed)
+    knowledge = KnowledgeModule(hidden, num_layers=config.km_layers, heads=config.km_heads)
+    fusion = None
+    if language is not None:
+        from jaket.model.fusion import MentionFusion
+
+        fusion = MentionFusion(hidden)
+    return Backbone(config.variant, hidden, language if config.variant != "gnn" else None, knowledge, fusion)
+
+
+# ----------------------------------------------------------------------------- graph + memory
+
+
+def full_graph(kg, triple_mask: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """All edges of ``kg`` in the design's convention: triple (h, r, t) gives the edge t -> h with
+    type r (h's neighbour t) and h -> t with type r + P (t's neighbour h, seen from the tail).
+    Row 0 is the source (the neighbour), row 1 the node being updated."""
+    triples = np.asarray(kg.triples, dtype=np.int64).reshape(-1, 3)
+    if triple_mask is not None:
+        triples = triples[np.asarray(triple_mask, dtype=bool)]
+    h, r, t = triples[:, 0], triples[:, 1], triples[:, 2]
+    p = int(kg.num_relations)
+    source = np.concatenate([t, h])
+    target = np.concatenate([h, t])
+    edge_type = np.concatenate([r, r + p])
+    return (torch.from_numpy(np.stack([source, target])).long(), torch.from_numpy(edge_type).long())
+
+
+@torch.no_grad()
+def description_features(language, texts: list[str], names: list[str], *, full: bool,
+                         max_length: int = 64, batch_size: int = 64, desc: str = "descriptions") -> torch.Tensor:
+    """``(Z_s + Z_o) / 2`` of each description at the first mention of its name (Eq. 7);
+    ``full=True`` reads it through LM1 and LM2 (the ``lm`` setting), otherwise LM1 only."""
+    from tqdm.auto import tqdm
+
+    from jaket.kg.corpus import encode_descriptions
+
+    language.eval()
+    out = []
+    for begin in tqdm(range(0, len(texts), batch_size), desc=desc, unit="batch", leave=False,
+                      disable=len(texts) <= batch_size):
+        ids, mask, start, end = encode_descriptions(texts[begin:begin + batch_size],
+                                                    names[begin:begin + batch_size],
+                                                    language.tokenizer, max_length=max_length)
+        z = language.lm1(ids, mask)
+        if full:
+            z = language.lm2(z, mask)
+        rows = torch.arange(z.shape[0])
+        out.append(((z[rows, start] + z[rows, end]) / 2).float())
+    if not out:
+        return torch.zeros(0, int(language.hidden_size))
+    return torch.cat(out)
+
+
+@dataclass
+class FrozenMemory:
+    """E^context / R^context of one KG for one setting (never updated during fine-tuning)."""
+
+    entities: torch.Tensor  # (N, F)
+    relations: torch.Tensor  # (P, F)
+
+
+def kg_memory(backbone: Backbone, kg, seed: int = 0, *, max_length: int = 64,
+              batch_size: int = 64) -> FrozenMemory:
+    """The memory a setting starts from on ``kg``.
+
+    ``gnn`` / ``lm+g``: one fixed random Gaussian row per entity and relation (seeded);
+    ``lm+g+m`` / ``jaket``: recomputed from ``kg``'s descriptions with the setting's LM1
+    (``EntityContextMemory.from_kg``) -- for an unseen KG this is the paper's adaptation step;
+    ``lm``: the full encoder's description features (there is no KM).
+    """
+    n, p, f = int(kg.num_entities), int(kg.num_relations), backbone.hidden_size
+    if backbone.variant in ("gnn", "lm+g"):
+        generator = torch.Generator().manual_seed(10_000 + seed)
+        return FrozenMemory(torch.randn(n, f, generator=generator), torch.randn(p, f, generator=generator))
+    language = backbone.language
+    if language is None:
+        raise VariantError(f"variant {backbone.variant!r} has no language module")
+    full = backbone.variant == "lm"
+    if not full:
+        memory = _memory_from_kg(language, kg, max_length=max_length, batch_size=batch_size)
+        if memory is not None:
+            return memory
+    entities = description_features(language, list(kg.entity_descriptions), list(kg.entity_names),
+                                    full=full, max_length=max_length, batch_size=batch_size,
+                                    desc="entity memory")
+    relations = description_features(language, list(kg.relation_descriptions), list(kg.relation_names),
+                                     full=full, max_length=max_length, batch_size=batch_size,
+                                     desc="relation memory")
+    return FrozenMemory(entities.detach(), relations.detach())
+
+
+def _memory_from_kg(language, kg, *, max_length: int, batch_size: int) -> FrozenMemory | None:
+    """E^context / R^context through the model part's ``EntityContextMemory.from_kg`` (the same
+    code pre-training uses), detached to float32; None when that part is not available."""
+    try:
+        from jaket.model.memory import EntityContextMemory
+    except ImportError:
+        return None
+    try:
+        memory = EntityContextMemory.from_kg(language, kg, batch_size=batch_size, max_length=max_length)
+    except TypeError:
+        memory = EntityContextMemory.from_kg(language, kg)
+    entities = torch.as_tensor(memory.entities).detach().float().clone()
+    relations = memory.relation_rows() if hasattr(memory, "relation_rows") else memory.relations
+    return FrozenMemory(entities, torch.as_tensor(relations).detach().float().clone())

@@ -1,0 +1,92 @@
+"""Metrics log (JSONL), optional TensorBoard, loss-curve plot and the first/last-tenth summary."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+LOSS_NAMES = ("category", "relation", "mlm", "entity")
+
+
+def read_metrics(path: Path, max_step: int | None = None) -> list[dict]:
+    rows = []
+    if path.exists():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{number}: invalid JSON: {error}") from None
+            if max_step is None or row["step"] <= max_step:
+                rows.append(row)
+    return rows
+
+
+def truncate_metrics(path: Path, max_step: int) -> None:
+    """Keep only rows up to ``max_step`` (a resumed run rewrites what followed its checkpoint)."""
+    rows = read_metrics(path, max_step)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def first_last_tenth(rows: list[dict]) -> dict:
+    out = {}
+    for name in LOSS_NAMES:
+        values = np.array([r[f"loss_{name}"] for r in rows if f"loss_{name}" in r], dtype=float)
+        if len(values) == 0:
+            continue
+        tenth = max(1, len(values) // 10)
+        first, last = float(values[:tenth].mean()), float(values[-tenth:].mean())
+        out[name] = {"first_tenth": first, "last_tenth": last, "fell": last < first}
+    return out
+
+
+def plot_losses(rows: list[dict], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(LOSS_NAMES), figsize=(4 * len(LOSS_NAMES), 3))
+    for ax, name in zip(axes, LOSS_NAMES):
+        pts = [(r["step"], r[f"loss_{name}"]) for r in rows if f"loss_{name}" in r]
+        if pts:
+            steps, values = zip(*pts)
+            ax.plot(steps, values, lw=0.6, alpha=0.5)
+            window = max(1, len(values) // 20)
+            smooth = np.convolve(values, np.ones(window) / window, mode="valid")
+            ax.plot(steps[window - 1:], smooth, lw=1.5)
+        ax.set_title(f"{name} loss")
+        ax.set_xlabel("step")
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+class TensorBoard:
+    """Writes scalars when ``torch.utils.tensorboard`` (tensorboard) is installed; else nothing."""
+
+    def __init__(self, log_dir: Path, enabled: bool):
+        self.writer = None
+        if enabled:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+                self.writer = SummaryWriter(str(log_dir))
+            except Exception:  # tensorboard not installed
+                self.writer = None
+
+    def log(self, row: dict) -> None:
+        if self.writer is not None:
+            for key, value in row.items():
+                if key != "step" and isinstance(value, (int, float)):
+                    self.writer.add_scalar(key, value, row["step"])
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()

@@ -1,0 +1,117 @@
+"""The four self-supervised tasks of JAKET pre-training (paper, "Pre-training").
+
+Pure functions on tensors / arrays so that each task's sampling is testable on its own:
+
+* :func:`mask_tokens` — masked token prediction: 15% of the non-special, non-padding tokens,
+  of which 80% become the mask token, 10% a random token and 10% stay (labels -100 elsewhere);
+* :func:`choose_masked_mentions` — masked entity prediction: 15% of the mentions are removed
+  (``fuse_mask`` False: no knowledge embedding is fused there);
+* :func:`entity_candidates` — for every removed mention, the true entity in column 0, up to
+  ``hard`` KG neighbours (hard negatives) and ``random`` uniformly drawn entities; the score is the
+  inner product of q = g((Z_s + Z_o) / 2) with each candidate's memory row, trained with
+  cross-entropy (target always column 0; a negative equal to the true entity is masked out);
+* :func:`sample_relation_pairs` — relation prediction: triples among the sampled entities whose
+  relation the model predicts from the pair's E^KM. These triples are passed to
+  ``sample_neighbors(exclude_triples=...)`` so the GNN never sees the edge it predicts. Only
+  positive pairs (true triples) are used: the label space is the P relations, with no
+  "no relation" class, so there are no sampled negative pairs; when a pair has several relations
+  each triple is its own example (a multi-class loss over a multi-label truth, as in the paper).
+* entity category prediction uses the category of each sampled entity (entities with category -1
+  are skipped and counted).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def mask_tokens(input_ids: torch.Tensor, special_mask: torch.Tensor, mask_token_id: int,
+                vocab_size: int, probability: float = 0.15, generator: torch.Generator | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT masking. ``special_mask`` is True at special and padding tokens (never masked).
+
+    Returns ``(masked_input_ids, labels)`` with labels -100 where nothing is predicted.
+    """
+    labels = input_ids.clone()
+    probs = torch.full(input_ids.shape, probability)
+    probs[special_mask] = 0.0
+    chosen = torch.bernoulli(probs, generator=generator).bool()
+    labels[~chosen] = -100
+    masked = input_ids.clone()
+    replace = torch.bernoulli(torch.full(input_ids.shape, 0.8), generator=generator).bool() & chosen
+    masked[replace] = mask_token_id
+    randomise = (torch.bernoulli(torch.full(input_ids.shape, 0.5), generator=generator).bool()
+                 & chosen & ~replace)
+    random_ids = torch.randint(vocab_size, input_ids.shape, generator=generator)
+    masked[randomise] = random_ids[randomise]
+    return masked, labels
+
+
+def choose_masked_mentions(num_mentions: int, probability: float = 0.15,
+                           generator: torch.Generator | None = None) -> torch.Tensor:
+    """``fuse_mask`` (M,) bool: False for the ~15% of mentions that are removed and predicted.
+
+    At least one mention is removed whenever there are any, so the task always has a target.
+    """
+    if num_mentions == 0:
+        return torch.ones(0, dtype=torch.bool)
+    removed = torch.rand(num_mentions, generator=generator) < probability
+    if not removed.any():
+        removed[torch.randint(num_mentions, (1,), generator=generator)] = True
+    return ~removed
+
+
+def entity_candidates(kg, entities: np.ndarray, hard: int, random: int,
+                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Candidates (k, 1 + hard + random) int64 and a validity mask of the same shape.
+
+    Column 0 is the true entity; then up to ``hard`` KG neighbours (padding invalid), then
+    ``random`` uniform entities. Candidates equal to the true entity are marked invalid.
+    """
+    entities = np.asarray(entities, dtype=np.int64)
+    k = len(entities)
+    adjacency = kg.adjacency
+    hard_ids = np.zeros((k, hard), dtype=np.int64)
+    hard_ok = np.zeros((k, hard), dtype=bool)
+    if hard:
+        starts = adjacency.indptr[entities]
+        degree = adjacency.indptr[entities + 1] - starts
+        pick = (rng.random((k, hard)) * np.maximum(degree, 1)[:, None]).astype(np.int64)
+        hard_ok = degree[:, None] > 0
+        hard_ok = np.broadcast_to(hard_ok, (k, hard)).copy()
+        position = np.where(hard_ok, starts[:, None] + pick, 0)
+        hard_ids = np.where(hard_ok, adjacency.neighbors[position].astype(np.int64), 0)
+    random_ids = rng.integers(0, kg.num_entities, size=(k, random), dtype=np.int64)
+    candidates = np.concatenate([entities[:, None], hard_ids, random_ids], axis=1)
+    valid = np.concatenate([np.ones((k, 1), bool), hard_ok, np.ones((k, random), bool)], axis=1)
+    valid[:, 1:] &= candidates[:, 1:] != entities[:, None]
+    return candidates, valid
+
+
+def candidate_loss(query: torch.Tensor, candidate_rows: torch.Tensor, valid: torch.Tensor
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-entropy over inner products ``q · E^context`` (target column 0) and accuracy."""
+    scores = torch.einsum("kf,kcf->kc", query.float(), candidate_rows.float())
+    scores = scores.masked_fill(~valid, float("-inf"))
+    target = torch.zeros(len(query), dtype=torch.long, device=query.device)
+    loss = torch.nn.functional.cross_entropy(scores, target)
+    accuracy = (scores.argmax(dim=1) == 0).float().mean()
+    return loss, accuracy
+
+
+def sample_relation_pairs(kg, entities: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Up to ``count`` triple indices whose head and tail are both in ``entities``; when fewer exist
+    among them, triples touching ``entities`` (the other end then joins the seeds)."""
+    if kg.num_triples == 0 or count <= 0:
+        return np.zeros(0, dtype=np.int64)
+    inside = np.zeros(kg.num_entities, dtype=bool)
+    inside[np.asarray(entities, dtype=np.int64)] = True
+    heads = kg.triples[:, 0]
+    tails = kg.triples[:, 2]
+    both = np.flatnonzero(inside[heads] & inside[tails])
+    chosen = rng.permutation(both)[:count]
+    if len(chosen) < count:
+        either = np.setdiff1d(np.flatnonzero(inside[heads] | inside[tails]), chosen)
+        chosen = np.concatenate([chosen, rng.permutation(either)[:count - len(chosen)]])
+    return chosen.astype(np.int64)

@@ -1,0 +1,88 @@
+"""KnowledgeGraph: CSR adjacency in both directions, id maps, derived graphs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from jaket.kg.graph import KnowledgeGraph
+
+from .conftest import knowledge_graphs
+
+
+@settings(max_examples=60, deadline=None)
+@given(knowledge_graphs())
+def test_csr_holds_every_triple_once_per_direction(kg: KnowledgeGraph):
+    adjacency = kg.adjacency
+    p = kg.num_relations
+    assert adjacency.indptr[0] == 0 and adjacency.indptr[-1] == 2 * kg.num_triples
+    assert np.all(np.diff(adjacency.indptr) >= 0)
+    owner = np.repeat(np.arange(kg.num_entities), np.diff(adjacency.indptr))
+    seen = []
+    for position in range(adjacency.num_edges):
+        v, u = owner[position], adjacency.neighbors[position]
+        kind, triple = adjacency.edge_type[position], adjacency.triple_id[position]
+        h, r, t = kg.triples[triple]
+        if kind < p:
+            assert (v, kind, u) == (h, r, t)
+        else:
+            assert (v, kind - p, u) == (t, r, h)
+        seen.append((int(triple), bool(kind >= p)))
+    assert sorted(seen) == sorted((i, d) for i in range(kg.num_triples) for d in (False, True))
+    positions = adjacency.edge_positions_of_triples(p)
+    assert np.all(adjacency.triple_id[positions] == np.arange(kg.num_triples)[:, None])
+    assert np.all(adjacency.edge_type[positions[:, 0]] < p)
+    assert np.all(adjacency.edge_type[positions[:, 1]] >= p)
+    assert np.array_equal(kg.degree(), np.bincount(kg.triples[:, [0, 2]].reshape(-1),
+                                                   minlength=kg.num_entities))
+
+
+def test_id_maps(toy):
+    kg, _ = toy
+    for i, entity_id in enumerate(kg.entity_ids):
+        assert kg.entity_index(entity_id) == i
+    assert kg.relation_ids[kg.relation_index("eats")] == "eats"
+    with pytest.raises(KeyError, match="unicorn"):
+        kg.entity_index("unicorn")
+    with pytest.raises(KeyError, match="flies"):
+        kg.relation_index("flies")
+
+
+def test_induced_subgraph_keeps_only_inner_triples(toy):
+    kg, _ = toy
+    keep = [kg.entity_index(e) for e in ("dog", "cat", "mammal", "meat", "house", "lion")]
+    sub, old_of_new = kg.induced_subgraph(keep)
+    assert sorted(keep) == old_of_new.tolist()
+    assert sub.entity_ids == [kg.entity_ids[i] for i in old_of_new]
+    assert sub.category_names == kg.category_names and sub.relation_ids == kg.relation_ids
+    assert np.array_equal(sub.entity_category, kg.entity_category[old_of_new])
+    expected = {(kg.entity_ids[h], r, kg.entity_ids[t]) for h, r, t in kg.triples.tolist()
+                if h in keep and t in keep}
+    got = {(sub.entity_ids[h], r, sub.entity_ids[t]) for h, r, t in sub.triples.tolist()}
+    assert got == expected and len(got) > 0
+    assert ("lion", kg.relation_index("eats"), "cow") not in got  # cow is outside
+
+
+def test_drop_triples(toy):
+    kg, _ = toy
+    mask = np.zeros(kg.num_triples, dtype=bool)
+    mask[::3] = True
+    dropped = kg.drop_triples(mask)
+    assert dropped.num_entities == kg.num_entities
+    assert np.array_equal(dropped.triples, kg.triples[~mask])
+    assert dropped.adjacency.num_edges == 2 * int((~mask).sum())
+    with pytest.raises(ValueError):
+        kg.drop_triples(mask[:-1])
+
+
+def test_bad_tables_are_rejected(toy):
+    kg, _ = toy
+    with pytest.raises(ValueError, match="entity index"):
+        KnowledgeGraph(kg.entity_ids, kg.entity_names, kg.entity_descriptions, kg.entity_aliases,
+                       kg.entity_category, kg.category_names, kg.relation_ids, kg.relation_names,
+                       kg.relation_descriptions, np.array([[0, 0, kg.num_entities]]))
+    with pytest.raises(ValueError, match="sorted"):
+        KnowledgeGraph(kg.entity_ids, kg.entity_names, kg.entity_descriptions, kg.entity_aliases,
+                       kg.entity_category, kg.category_names[::-1], kg.relation_ids,
+                       kg.relation_names, kg.relation_descriptions, kg.triples)

@@ -1,0 +1,242 @@
+"""The directory format: round trips, validation messages, the compiled cache, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jaket.cli import main as jaket_main
+from jaket.kg.corpus import Mention, MentionCorpus
+from jaket.kg.io import (CACHE_DIR, AliasTable, KGFormatError, StringTable, load_corpus, load_kg, save_kg,
+                         validate_kg_dir)
+
+from .conftest import knowledge_graphs
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(knowledge_graphs(unicode_strings=True), st.data())
+def test_round_trip_save_load(kg, data):
+    texts = data.draw(st.lists(st.text(max_size=20), max_size=4))
+    mentions = []
+    for text in texts:
+        spans, cursor = [], 0
+        while cursor < len(text) and data.draw(st.booleans()):
+            start = data.draw(st.integers(cursor, len(text) - 1))
+            end = data.draw(st.integers(start + 1, len(text)))
+            spans.append(Mention(start, end, data.draw(st.integers(0, kg.num_entities - 1))))
+            cursor = end
+        mentions.append(spans)
+    corpus = MentionCorpus(texts, mentions)
+    with tempfile.TemporaryDirectory() as directory:
+        save_kg(kg, directory, corpus)
+        assert not [p for p in validate_kg_dir(directory) if p.is_error]
+        first = load_kg(directory)  # parses the files and compiles the cache
+        assert (Path(directory) / CACHE_DIR / "manifest.json").is_file()
+        second = load_kg(directory)  # from the cache, as lists
+        assert type(second.entity_ids) is list and type(second.entity_aliases) is list
+        third = load_kg(directory, lazy_strings=True)  # from the cache, decoded on access
+        assert isinstance(third.entity_ids, StringTable)
+        assert isinstance(third.entity_aliases, AliasTable)
+        for loaded in (first, second, third):
+            assert loaded == kg
+            assert loaded.entity_category.dtype == np.int32 and loaded.triples.dtype == np.int32
+            assert np.array_equal(loaded.adjacency.indptr, kg.adjacency.indptr)
+            assert np.array_equal(loaded.adjacency.triple_id, kg.adjacency.triple_id)
+        assert load_corpus(directory, second) == corpus
+
+
+def _write(directory: Path, name: str, lines: list[str | bytes]) -> None:
+    with open(directory / name, "wb") as handle:
+        for line in lines:
+            handle.write(line if isinstance(line, bytes) else line.encode("utf-8"))
+            handle.write(b"\n")
+
+
+def _entity(entity_id: str, description: str = "a thing", **extra) -> str:
+    return json.dumps({"id": entity_id, "name": entity_id, "description": description,
+                       "category": extra.get("category"), "aliases": []})
+
+
+@pytest.fixture
+def broken_dir(tmp_path: Path) -> Path:
+    """A KG with a dangling id in triples.tsv (line 3) and a broken line in entities.jsonl (line 2)."""
+    _write(tmp_path, "entities.jsonl", [_entity("dog"), '{"id": "cat", "name": "cat"', _entity("sun")])
+    _write(tmp_path, "relations.jsonl", [json.dumps({"id": "near", "name": "near", "description": "x"})])
+    _write(tmp_path, "triples.tsv", ["dog\tnear\tsun", "sun\tnear\tdog", "dog\tnear\tunicorn"])
+    return tmp_path
+
+
+def test_validate_names_both_files_and_lines(broken_dir: Path, capsys):
+    problems = validate_kg_dir(broken_dir)
+    shown = [str(p) for p in problems]
+    assert any(s.startswith(f"{broken_dir / 'entities.jsonl'}:2: malformed JSON") for s in shown)
+    assert any(s.startswith(f"{broken_dir / 'triples.tsv'}:3: unknown tail entity id 'unicorn'")
+               for s in shown)
+    assert len([p for p in problems if p.is_error]) == 2
+    with pytest.raises(KGFormatError) as caught:
+        load_kg(broken_dir)
+    message = str(caught.value)
+    assert "entities.jsonl:2:" in message and "triples.tsv:3:" in message
+    assert not (broken_dir / CACHE_DIR).exists()
+    assert jaket_main(["kg", "validate", str(broken_dir)]) == 1
+    out = capsys.readouterr().out
+    assert "entities.jsonl:2: malformed JSON" in out and "triples.tsv:3: unknown tail entity id" in out
+    assert jaket_main(["kg", "stats", str(broken_dir)]) == 1
+
+
+def test_every_kind_of_problem_is_reported(tmp_path: Path):
+    _write(tmp_path, "entities.jsonl", [
+        _entity("dog"),
+        _entity("dog"),  # 2 duplicate
+        json.dumps({"id": "cat", "description": "x"}),  # 3 missing name
+        b'{"id": "caf\xe9", "name": "x", "description": "y"}',  # 4 invalid UTF-8
+        "[1, 2]",  # 5 not an object
+        _entity("sun", description=""),  # 6 empty description: warning
+        "",  # blank lines are fine
+        _entity("moon", category=""),  # 8 empty category
+    ])
+    _write(tmp_path, "relations.jsonl", [
+        json.dumps({"id": "near", "name": "near", "description": "close to"}),
+        json.dumps({"id": "near", "name": "near", "description": "again"}),  # 2 duplicate
+        json.dumps({"id": "a\tb", "name": "x", "description": "y"}),  # 3 tab in id
+    ])
+    _write(tmp_path, "triples.tsv", ["dog\tnear\tsun", "dog\tnear", "dog\tfar\tsun", "cat\tnear\tdog"])
+    _write(tmp_path, "corpus.jsonl", [
+        json.dumps({"text": "dog and sun", "mentions": [{"start": 0, "end": 3, "entity": "dog"}]}),
+        json.dumps({"text": "dog", "mentions": [{"start": 0, "end": 9, "entity": "dog"}]}),
+        json.dumps({"text": "hot dog", "mentions": [{"start": 0, "end": 7, "entity": "dog"},
+                                                    {"start": 4, "end": 7, "entity": "sun"}]}),
+        json.dumps({"text": "a yeti", "mentions": [{"start": 2, "end": 6, "entity": "yeti"}]}),
+        "{broken",
+    ])
+    shown = [str(p) for p in validate_kg_dir(tmp_path)]
+    e, r, t, c = (str(tmp_path / n) for n in ("entities.jsonl", "relations.jsonl", "triples.tsv",
+                                               "corpus.jsonl"))
+    expected = [
+        f"{e}:2: duplicate entity id 'dog' (first defined at line 1)",
+        f"{e}:3: missing field 'name'",
+        f"{e}:4: invalid UTF-8",
+        f"{e}:5: expected a JSON object",
+        f"{e}:6: warning: entity 'sun' has an empty description",
+        f"{e}:8: field 'category' must be a non-empty string or null",
+        f"{r}:2: duplicate relation id 'near'",
+        f"{r}:3: id 'a\\tb' contains a tab",
+        f"{t}:2: expected 3 tab-separated columns",
+        f"{t}:3: unknown relation id 'far'",
+        f"{c}:2: mention 0: span [0, 9) is outside the text",
+        f"{c}:3: mentions overlap: [0, 7) and [4, 7)",
+        f"{c}:4: mention 0: unknown entity id 'yeti'",
+        f"{c}:5: malformed JSON",
+    ]
+    for prefix in expected:
+        assert any(s.startswith(prefix) for s in shown), (prefix, shown)
+    # cat is defined on a broken line: its triple is not reported a second time as dangling
+    assert not any(s.startswith(f"{t}:4:") for s in shown)
+    assert len(shown) == len(expected)
+
+
+def test_warnings_alone_do_not_fail(tmp_path: Path, capsys):
+    _write(tmp_path, "entities.jsonl", [_entity("dog", description=""), _entity("cat")])
+    _write(tmp_path, "relations.jsonl", [json.dumps({"id": "r", "name": "r", "description": ""})])
+    _write(tmp_path, "triples.tsv", ["dog\tr\tcat"])
+    problems = validate_kg_dir(tmp_path)
+    assert len(problems) == 2 and not any(p.is_error for p in problems)
+    assert jaket_main(["kg", "validate", str(tmp_path)]) == 0
+    assert "warning: entity 'dog' has an empty description" in capsys.readouterr().out
+    assert load_kg(tmp_path).num_triples == 1
+
+
+def test_missing_files(tmp_path: Path):
+    _write(tmp_path, "entities.jsonl", [_entity("dog")])
+    with pytest.raises(KGFormatError, match="relations.jsonl: missing file"):
+        load_kg(tmp_path)
+    assert {Path(p.path).name for p in validate_kg_dir(tmp_path)} == {"relations.jsonl", "triples.tsv"}
+
+
+def test_cache_is_numpy_only_and_rebuilt_on_change(tmp_path: Path, toy):
+    kg, corpus = toy
+    save_kg(kg, tmp_path, corpus)
+    load_kg(tmp_path)
+    cache = tmp_path / CACHE_DIR
+    files = sorted(p.name for p in cache.iterdir())
+    assert "manifest.json" in files and all(f.endswith(".npy") for f in files if f != "manifest.json")
+    for name in files:
+        if name.endswith(".npy"):
+            np.load(cache / name, allow_pickle=False)
+    manifest = json.loads((cache / "manifest.json").read_text())
+    assert set(manifest["sources"]) == {"entities.jsonl", "relations.jsonl", "triples.tsv"}
+    assert load_kg(tmp_path).num_triples == kg.num_triples
+    # same size, same mtime, new content written in place: still caught (size is what changes here)
+    with open(tmp_path / "triples.tsv", "a", encoding="utf-8") as handle:
+        handle.write("dog\teats\tcat\n")
+    reloaded = load_kg(tmp_path)
+    assert reloaded.num_triples == kg.num_triples + 1
+    assert reloaded.triples[-1].tolist() == [kg.entity_index("dog"), kg.relation_index("eats"),
+                                             kg.entity_index("cat")]
+    # an edit keeping the size but moving the mtime is caught as well
+    text = (tmp_path / "entities.jsonl").read_text(encoding="utf-8").replace("barks", "BARKS")
+    with open(tmp_path / "entities.jsonl", "w", encoding="utf-8") as handle:
+        handle.write(text)
+    stat = (tmp_path / "entities.jsonl").stat()
+    os.utime(tmp_path / "entities.jsonl", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert "BARKS" in load_kg(tmp_path).entity_descriptions[kg.entity_index("dog")]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(f"{CACHE_DIR}.")]  # no leftovers
+    # a damaged cache is rebuilt, not trusted
+    (cache / "triples.npy").write_bytes(b"garbage")
+    assert load_kg(tmp_path).num_triples == kg.num_triples + 1
+
+
+def test_stats_json(tmp_path: Path, toy, capsys):
+    kg, corpus = toy
+    save_kg(kg, tmp_path, corpus)
+    assert jaket_main(["kg", "stats", str(tmp_path), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    degree = kg.degree()
+    assert stats["entities"] == 40 and stats["relations"] == 5 and stats["categories"] == 4
+    assert stats["triples"] == kg.num_triples
+    assert stats["corpus_texts"] == len(corpus) and stats["corpus_mentions"] == corpus.num_mentions
+    assert stats["degree"] == {"min": int(degree.min()), "median": float(np.median(degree)),
+                               "mean": float(degree.mean()), "max": int(degree.max())}
+    assert jaket_main(["kg", "stats", str(tmp_path)]) == 0
+    assert "corpus mentions" in capsys.readouterr().out
+
+
+def test_save_rejects_ids_the_format_cannot_hold(tmp_path: Path, toy):
+    kg, _ = toy
+    bad = kg.drop_triples(np.zeros(kg.num_triples, dtype=bool))
+    bad.entity_ids = list(kg.entity_ids)
+    bad.entity_ids[0] = "has\ttab"
+    with pytest.raises(ValueError, match="tab"):
+        save_kg(bad, tmp_path)
+
+
+def test_string_table_behaves_like_a_list():
+    values = ["", "dog", "caf\u00e9", "\u2028line separator", "x" * 10]
+    table = StringTable.from_strings(values)
+    assert len(table) == 5 and list(table) == values and table == values
+    assert table[-1] == values[-1] and table[1:3] == values[1:3]
+    with pytest.raises(IndexError):
+        table[5]
+
+
+def test_load_corpus_reports_bad_lines(tmp_path: Path, toy):
+    kg, corpus = toy
+    save_kg(kg, tmp_path, corpus)
+    with open(tmp_path / "corpus.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"text": "a yeti", "mentions": [{"start": 2, "end": 6,
+                                                                   "entity": "yeti"}]}) + "\n")
+    with pytest.raises(KGFormatError) as caught:
+        load_corpus(tmp_path, kg)
+    assert str(caught.value) == (f"{tmp_path / 'corpus.jsonl'}:{len(corpus) + 1}: "
+                                 f"mention 0: unknown entity id 'yeti'")
+    single = tmp_path / "other.jsonl"
+    single.write_text(json.dumps({"text": "dog", "mentions": [{"start": 0, "end": 3,
+                                                               "entity": "dog"}]}) + "\n")
+    assert load_corpus(single, kg).mentions == [[Mention(0, 3, kg.entity_index("dog"))]]

@@ -1,0 +1,74 @@
+import json
+
+import numpy as np
+import pytest
+
+from jaket.tasks import entity_classification as ec
+
+
+def test_split_is_disjoint_and_sized():
+    labels = np.array([0, 1, -1] * 40)  # 80 labelled
+    split = ec.split_entities(labels, seed=3)
+    parts = [set(split.train), set(split.dev), set(split.test)]
+    assert len(split.train) == 16 and len(split.dev) == 16 and len(split.test) == 48
+    assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
+    assert all(labels[i] >= 0 for p in parts for i in p)
+    small = ec.split_entities(labels, seed=3, train_fraction=0.05)
+    assert len(small.train) == 1 and set(small.train) <= parts[0]
+    assert np.array_equal(small.test, split.test)
+    assert not np.array_equal(ec.split_entities(labels, seed=4).train, split.train)
+
+
+def test_label_leakage_detects_spelled_category(small_kg):
+    clean = ec.label_leakage(small_kg)
+    assert clean["descriptions_with_full_category_name"] == 0
+    leaky = small_kg.drop_triples(np.zeros(small_kg.num_triples, dtype=bool))
+    leaky.entity_descriptions = list(leaky.entity_descriptions)
+    leaky.entity_descriptions[0] = "dog: noun.animal"
+    report = ec.label_leakage(leaky)
+    assert report["descriptions_with_full_category_name"] == 1
+    assert report["categories_spelled"] == ["noun.animal"]
+
+
+def test_heldout_regions_and_pretraining_split(small_kg):
+    from jaket.kg.corpus import Mention, MentionCorpus
+
+    heldout = ec.choose_heldout(small_kg, 0.3, seed=0, regions=2)
+    assert abs(len(heldout) - round(0.3 * small_kg.num_entities)) <= 1
+    corpus = MentionCorpus(["the dog and the oak", "a hammer"],
+                           [[Mention(4, 7, 0), Mention(16, 19, 24)], [Mention(2, 8, 12)]])
+    kg_pre, corpus_pre, kg_prime, info = ec.split_pretraining(small_kg, corpus, heldout)
+    assert kg_prime.num_entities == len(heldout)
+    assert set(kg_pre.entity_ids).isdisjoint(kg_prime.entity_ids)
+    assert kg_prime.num_triples > 0  # regions keep structure
+    assert info["texts_kept"] + info["texts_dropped_mentioning_heldout"] == 2
+    for text, ms in zip(corpus_pre.texts, corpus_pre.mentions):
+        for m in ms:  # re-indexed mentions still point at the right name
+            assert text[m.start:m.end] == kg_pre.entity_names[m.entity]
+
+
+@pytest.mark.parametrize("variant", ["lm", "gnn", "lm+g+m"])
+def test_runs_each_variant_and_writes_report(model_parts, small_kg, tiny_bert_dir, tmp_path, variant):
+    config = ec.EntityClassificationConfig(variants=(variant,), train_fractions=(1.0, 0.2), seeds=(0, 1),
+                                           epochs=20, encoder=tiny_bert_dir, km_heads=4)
+    results = ec.run_entity_classification(small_kg, config, tmp_path)
+    runs = results["runs"][variant]["1.0"]
+    assert [r["seed"] for r in runs] == [0, 1]
+    for r in runs:
+        assert 0.0 <= r["test_accuracy"] <= 1.0 and len(r["history"]["train_loss"]) == 20
+    # full-batch training on the labelled part lowers the training loss
+    losses = runs[0]["history"]["train_loss"]
+    assert min(losses[10:]) < losses[0]
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["summary"][variant]["0.2"]["test_accuracy"]["values"] == [
+        r["test_accuracy"] for r in results["runs"][variant]["0.2"]]
+    assert "| Model | 100% | 20% |" in (tmp_path / "report.md").read_text()
+    for name in ("accuracy.png", "learning_curves.png", "confusion.png"):
+        assert (tmp_path / name).exists()
+
+
+def test_jaket_needs_a_model(small_kg):
+    from jaket.tasks.variants import VariantError
+
+    with pytest.raises(VariantError, match="pre-trained model"):
+        ec.EntityClassificationConfig(variants=("jaket",)).variant_config("jaket")

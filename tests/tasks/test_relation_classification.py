@@ -1,0 +1,48 @@
+import json
+
+import pytest
+
+from jaket.kg.sources.fewrel import load_fewrel
+from jaket.tasks import relation_classification as rc
+from jaket.tasks.variants import VariantError
+
+
+def test_pair_episodes_and_report(fewrel_file, tiny_bert_dir, tmp_path):
+    data = load_fewrel(fewrel_file)
+    config = rc.RelationClassificationConfig(variants=("lm",), settings=((3, 1), (3, 2)), seeds=(0, 1),
+                                             num_train_relations=3, train_steps=3, train_way=2,
+                                             episodes=12, max_length=32, encoder=tiny_bert_dir)
+    results = rc.run_relation_classification(data, config, tmp_path)
+    assert list(results["train_relations"]) == ["P0", "P1", "P2"]
+    assert set(results["eval_relations"]) == {"P3", "P4", "P5"}
+    for run in results["runs"]["lm"]:
+        for key in ("3-1", "3-2"):
+            assert 0.0 <= run[key] <= 1.0
+            # accuracy over 12 episodes is a multiple of 1/12
+            assert abs(run[key] * 12 - round(run[key] * 12)) < 1e-9
+        assert len(run["train_loss"]) == 3
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["summary"]["lm"]["3-1"]["values"] == [r["3-1"] for r in results["runs"]["lm"]]
+    assert "3-way 1-shot" in (tmp_path / "report.md").read_text()
+    assert (tmp_path / "learning_curves.png").exists()
+
+
+def test_too_many_ways_is_refused(fewrel_file, tiny_bert_dir):
+    data = load_fewrel(fewrel_file)
+    config = rc.RelationClassificationConfig(variants=("lm",), settings=((10, 1),), encoder=tiny_bert_dir)
+    with pytest.raises(ValueError, match="10-way 1-shot cannot run"):
+        rc.run_relation_classification(data, config)
+
+
+def test_variants_without_entity_links_are_rejected(tiny_bert_dir):
+    with pytest.raises(VariantError):
+        rc.PairEncoder("lm+g+m", tiny_bert_dir, None)
+
+
+def test_kg_relation_instances(small_kg):
+    data = rc.kg_relation_instances(small_kg, per_relation=10, min_per_relation=5)
+    assert data.relations == ["hypernym", "member_meronym", "part_holonym"]
+    inst = data.instances["hypernym"][0]
+    assert inst.tokens[inst.head[0]] == inst.head_name
+    assert inst.tokens[inst.tail[0]] == inst.tail_name
+    assert not any("hypernym" in t for t in inst.tokens)
