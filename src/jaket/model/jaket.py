@@ -1,0 +1,291 @@
+"""JaketModel: the language module (LM1 / LM2), the knowledge module, the fusion and the heads.
+
+The data flow of the paper's "Solving the Cyclic Dependency" section:
+
+1. ``Z = LM1(x)`` over the text (Eq. 6);
+2. ``E^(0)`` = rows of the entity context memory, computed by LM1 from descriptions (Eq. 7, 11-12);
+3. ``E^KM = KM(E^(0), R)`` over a sampled subgraph (Eq. 1-5), merged into ``Z`` at the mentions
+   (Eq. 8-9);
+4. ``Z^LM = LM2(Z')`` (Eq. 10).
+
+KG-only tasks (entity classification, link prediction) use LM1 + KM only (:meth:`encode_entities`);
+a KG never seen in pre-training is handled by recomputing the memory from its descriptions
+(:meth:`memory_for`). ``save_pretrained`` / ``from_pretrained`` follow Transformers: a folder with
+``config.json``, safetensors weights, the encoder as a plain Transformers folder (``encoder/``) and
+the memory in its own file (``memory/``); loading needs no network and unpickles nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import weakref
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from jaket.model.fusion import MentionFusion
+from jaket.model.heads import CategoryHead, EntityHead, RelationHead
+from jaket.model.knowledge import KnowledgeModule
+from jaket.model.language import SplitLanguageModel
+from jaket.model.memory import EntityContextMemory
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "jaket.safetensors"
+ENCODER_DIR = "encoder"
+MEMORY_DIR = "memory"
+
+
+@dataclass
+class JaketConfig:
+    """Everything needed to rebuild a :class:`JaketModel` (paper defaults where it gives them)."""
+
+    encoder: str = ""  # a local Hugging Face masked-LM folder ("" = the bundled MiniLM)
+    lm1_layers: int | None = None  # k; None = half of the encoder's layers (paper: 6 of 12)
+    km_layers: int = 2
+    km_heads: int = 8
+    composition: str = "add"  # f of Eq. 1
+    km_activation: str = "elu"  # σ of Eq. 2
+    km_dropout: float = 0.0
+    fanouts: tuple[int, ...] = (10, 10)
+    description_max_length: int = 64
+    memory_momentum: float = 0.8
+    memory_dtype: str = "float32"
+    fusion_normalize: str = "all"  # Eq. 9 at every position ("all") or at mentions only
+    num_categories: int = 1
+    num_relations: int = 1
+    use_relation_memory: bool = False  # R from relation descriptions (paper: fine-tuning only)
+    category_names: list[str] = field(default_factory=list)
+    relation_names: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["fanouts"] = list(self.fanouts)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "JaketConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known - {"model_type", "jaket_version"})
+        if unknown:
+            raise ValueError(f"unknown JaketConfig fields: {unknown}")
+        values = {k: v for k, v in data.items() if k in known}
+        if "fanouts" in values:
+            values["fanouts"] = tuple(int(x) for x in values["fanouts"])
+        return cls(**values)
+
+
+@dataclass
+class JaketOutput:
+    """``hidden`` = Z^LM (B, L, F); ``entity_km`` = E^KM over the subgraph nodes (n, F);
+    ``mlm_logits`` (B, L, V) only when asked for (decoding every position is the costliest part of
+    a step, so the trainer decodes the masked positions only); ``entity_initial`` = E^(0) rows."""
+
+    hidden: torch.Tensor
+    entity_km: torch.Tensor
+    mlm_logits: torch.Tensor | None = None
+    entity_initial: torch.Tensor | None = None
+
+
+class JaketModel(nn.Module):
+    """The joint model. ``JaketModel(config)`` loads the encoder named by ``config.encoder``;
+    ``JaketModel.from_pretrained(dir)`` loads a saved model."""
+
+    def __init__(self, config: JaketConfig, language: SplitLanguageModel | None = None):
+        super().__init__()
+        if language is None:
+            encoder = config.encoder
+            if not encoder:
+                from jaket.paths import default_model_path
+
+                encoder = str(default_model_path())
+            language = SplitLanguageModel.from_pretrained(encoder, lm1_layers=config.lm1_layers)
+        self.config = config
+        self.language = language
+        hidden = language.hidden_size
+        eps = float(getattr(language.config, "layer_norm_eps", 1e-12))
+        self.knowledge = KnowledgeModule(hidden, num_layers=config.km_layers, heads=config.km_heads,
+                                         composition=config.composition,
+                                         activation=config.km_activation, dropout=config.km_dropout,
+                                         layer_norm_eps=eps)
+        self.fusion = MentionFusion(hidden, normalize=config.fusion_normalize, layer_norm_eps=eps)
+        self.entity_head = EntityHead(hidden)
+        self.category_head = CategoryHead(hidden, config.num_categories)
+        self.relation_head = RelationHead(hidden, config.num_relations)
+        self.memory: EntityContextMemory | None = None
+        self._memory_kg: weakref.ref | None = None
+        self._kg_memories: dict[int, tuple[weakref.ref, EntityContextMemory]] = {}
+
+    @property
+    def use_relation_memory(self) -> bool:
+        return self.config.use_relation_memory
+
+    @use_relation_memory.setter
+    def use_relation_memory(self, value: bool) -> None:
+        self.config.use_relation_memory = bool(value)
+
+    @property
+    def hidden_size(self) -> int:
+        return self.language.hidden_size
+
+    # ------------------------------------------------------------------ memory
+    def attach_memory(self, memory: EntityContextMemory, kg=None) -> None:
+        """Use ``memory`` as E^context / R^context (``kg``: the graph it describes, if known)."""
+        if memory.dim != self.hidden_size:
+            raise ValueError(f"memory rows have {memory.dim} dims, the model {self.hidden_size}")
+        self.memory = memory
+        self._memory_kg = weakref.ref(kg) if kg is not None else None
+
+    def memory_for(self, kg, progress: bool = True, path=None) -> EntityContextMemory:
+        """E^context / R^context of ``kg`` from its descriptions by this model's LM1 (Eq. 7).
+
+        For a KG never seen in pre-training this *is* the adaptation step of the paper's
+        fine-tuning section. The result is cached for the lifetime of ``kg``.
+        """
+        if self.memory is not None and self._memory_kg is not None and self._memory_kg() is kg:
+            return self.memory
+        cached = self._kg_memories.get(id(kg))
+        if cached is not None and cached[0]() is kg:
+            return cached[1]
+        memory = EntityContextMemory.from_kg(
+            self.language, kg, dtype=self.config.memory_dtype, path=path,
+            momentum=self.config.memory_momentum, max_length=self.config.description_max_length,
+            progress=progress)
+        self._kg_memories = {id(kg): (weakref.ref(kg), memory)}
+        return memory
+
+    # ------------------------------------------------------------------ knowledge module
+    def knowledge_forward(self, subgraph, memory: EntityContextMemory | None = None) -> torch.Tensor:
+        """``E^KM`` (n, F) of the subgraph's nodes: memory rows -> KM (Eq. 1-5)."""
+        memory = memory if memory is not None else self.memory
+        if memory is None:
+            raise RuntimeError("no entity context memory: call attach_memory() or pass memory=")
+        device = subgraph.edge_index.device
+        x = memory.entity_rows(subgraph.node_ids.cpu()).to(device)
+        relations = memory.relation_rows().to(device) if self.config.use_relation_memory else None
+        return self.knowledge(x, subgraph.edge_index, subgraph.edge_type, relations,
+                              num_relations=memory.num_relations)
+
+    def encode_entities(self, kg, entity_indices, memory: EntityContextMemory | None = None,
+                        batch_size: int = 1024, generator: np.random.Generator | None = None,
+                        progress: bool = False) -> torch.Tensor:
+        """``E^KM`` of the given entities of ``kg`` (LM1 + KM; LM2 unused), (len, F).
+
+        Each batch of entities gets its sampled neighbourhood (``config.fanouts``); the memory is
+        ``kg``'s own (recomputed from its descriptions when ``kg`` is not the attached one).
+        """
+        from jaket.kg.sampling import sample_neighbors
+
+        memory = memory if memory is not None else self.memory_for(kg, progress=progress)
+        generator = generator if generator is not None else np.random.default_rng(0)
+        ids = np.asarray(list(entity_indices) if not isinstance(entity_indices, np.ndarray)
+                         else entity_indices, dtype=np.int64)
+        device = next(self.knowledge.parameters()).device
+        out = []
+        for begin in range(0, len(ids), batch_size):
+            subgraph = sample_neighbors(kg, ids[begin:begin + batch_size], self.config.fanouts,
+                                        generator).to(device)
+            out.append(self.knowledge_forward(subgraph, memory)[subgraph.seed_local])
+        if not out:
+            return torch.zeros(0, self.hidden_size, device=device)
+        return torch.cat(out)
+
+    # ------------------------------------------------------------------ text
+    def forward(self, text, subgraph, mention_node: torch.Tensor, fuse_mask: torch.Tensor | None = None,
+                return_mlm_logits: bool = False) -> JaketOutput:
+        """Steps 1-4 on a text batch and the subgraph around its entities.
+
+        ``mention_node`` (M,): local index in ``subgraph`` of each mention's entity;
+        ``fuse_mask`` (M,) False = the mention is removed (masked entity prediction) and gets no
+        KG embedding.
+        """
+        entity_km = self.knowledge_forward(subgraph)  # Eq. 1-5
+        z = self.language.lm1(text.input_ids, text.attention_mask)  # Eq. 6
+        if fuse_mask is None:
+            fuse_mask = torch.ones_like(mention_node, dtype=torch.bool)
+        mention_embedding = entity_km[mention_node.clamp(min=0)]
+        z = self.fusion(z, text.mention_batch, text.mention_start, text.mention_end,
+                        mention_embedding, fuse_mask & (mention_node >= 0))  # Eq. 8-9
+        hidden = self.language.lm2(z, text.attention_mask)  # Eq. 10
+        logits = self.language.mlm_logits(hidden) if return_mlm_logits else None
+        return JaketOutput(hidden=hidden, entity_km=entity_km, mlm_logits=logits)
+
+    def encode_text(self, text, subgraph=None, mention_node: torch.Tensor | None = None) -> torch.Tensor:
+        """``Z^LM`` of a text batch: with a subgraph, the mentions get their KG embedding fused;
+        without one, the plain encoder (LM2(LM1(x)))."""
+        if subgraph is None:
+            return self.language(text.input_ids, text.attention_mask)
+        return self.forward(text, subgraph, mention_node).hidden
+
+    # ------------------------------------------------------------------ files
+    def _head_state(self) -> dict[str, torch.Tensor]:
+        return {k: v for k, v in self.state_dict().items() if not k.startswith("language.")}
+
+    def save_pretrained(self, directory: str | Path, save_memory: bool = True) -> Path:
+        """Write ``config.json``, ``jaket.safetensors`` (KM, fusion, heads), ``encoder/`` (a plain
+        Transformers folder) and ``memory/``; the folder is replaced atomically."""
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        try:
+            self.language.save_pretrained(tmp / ENCODER_DIR)
+            save_file({k: v.detach().contiguous() for k, v in self._head_state().items()},
+                      str(tmp / WEIGHTS_FILE))
+            config = self.config.to_dict()
+            config.update(encoder=ENCODER_DIR, model_type="jaket", lm1_layers=self.language.lm1_layers)
+            from jaket import __version__
+
+            config["jaket_version"] = __version__
+            (tmp / CONFIG_FILE).write_text(json.dumps(config, indent=2), encoding="utf-8")
+            if save_memory and self.memory is not None:
+                self.memory.save(tmp / MEMORY_DIR)
+            old = None
+            if directory.exists():
+                old = directory.with_name(f".{directory.name}.old-{os.getpid()}")
+                os.replace(directory, old)
+            os.replace(tmp, directory)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return directory
+
+    @classmethod
+    def from_pretrained(cls, directory: str | Path, load_memory: bool = True) -> "JaketModel":
+        """Load a folder written by :meth:`save_pretrained` (local files only, safetensors)."""
+        from safetensors.torch import load_file
+
+        directory = Path(directory)
+        config_path = directory / CONFIG_FILE
+        if not config_path.is_file():
+            raise FileNotFoundError(f"{directory}: not a jaket model folder (no {CONFIG_FILE})")
+        try:
+            data = json.loads(config_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{config_path}:{error.lineno}: invalid JSON: {error.msg}") from None
+        if data.get("model_type") != "jaket":
+            raise ValueError(f"{config_path}: model_type is {data.get('model_type')!r}, not 'jaket' "
+                             f"(a plain Transformers folder is loaded as an encoder: "
+                             f"JaketModel(JaketConfig(encoder=...)))")
+        config = JaketConfig.from_dict(data)
+        config.encoder = str(directory / ENCODER_DIR)
+        model = cls(config)
+        state = load_file(str(directory / WEIGHTS_FILE))
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        missing = [k for k in missing if not k.startswith("language.")]
+        if missing or unexpected:
+            raise ValueError(f"{directory / WEIGHTS_FILE}: missing {missing}, unexpected {unexpected}")
+        if load_memory and (directory / MEMORY_DIR).is_dir():
+            model.attach_memory(EntityContextMemory.load(directory / MEMORY_DIR))
+        return model

@@ -1,0 +1,144 @@
+"""The language module split in two: LM1 (Eq. 6) and LM2 (Eq. 10).
+
+The paper resolves the cyclic dependency between the language and knowledge modules by cutting a
+pre-trained encoder in two: LM1 = the embeddings and the first ``k`` transformer layers (RoBERTa-base:
+6 of 12), LM2 = the remaining layers. LM1 reads the input text (``Z = LM1(X^embed)``, Eq. 6) and
+the entity / relation descriptions (the initial KG embeddings, Eq. 7); the knowledge module's
+output is merged into ``Z`` at the mentions (Eq. 8-9) and LM2 finishes (``Z^LM = LM2(Z')``, Eq. 10).
+
+:class:`SplitLanguageModel` wraps any Transformers masked-LM checkpoint of the BERT family (BERT,
+RoBERTa, XLM-R, ELECTRA, CamemBERT, ... whose base model exposes ``embeddings`` and
+``encoder.layer``) loaded from a local folder. With no fusion, ``lm2(lm1(x))`` is exactly the
+unsplit encoder.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+from torch import nn
+
+log = logging.getLogger(__name__)
+
+
+class UnsupportedArchitectureError(ValueError):
+    """The checkpoint's architecture cannot be split into LM1 / LM2."""
+
+
+def _split_points(model: nn.Module) -> tuple[nn.Module, nn.Module, nn.ModuleList, nn.Module]:
+    """(base model, embeddings, transformer layers, MLM head) of a masked-LM model."""
+    base = getattr(model, "base_model", None)
+    embeddings = getattr(base, "embeddings", None)
+    layers = getattr(getattr(base, "encoder", None), "layer", None)
+    heads = [child for name, child in model.named_children()
+             if name != getattr(model, "base_model_prefix", None)]
+    if base is None or embeddings is None or not isinstance(layers, nn.ModuleList) or len(heads) != 1:
+        arch = ", ".join(getattr(model.config, "architectures", None) or [type(model).__name__])
+        raise UnsupportedArchitectureError(
+            f"cannot split a {model.config.model_type!r} encoder ({arch}) into LM1/LM2: jaket needs "
+            f"a BERT-family masked LM whose base model has `embeddings` and `encoder.layer` "
+            f"(BERT, RoBERTa, XLM-RoBERTa, ELECTRA, CamemBERT, ...)")
+    return base, embeddings, layers, heads[0]
+
+
+class SplitLanguageModel(nn.Module):
+    """A Transformers masked LM cut into LM1 (embeddings + first ``lm1_layers`` layers) and LM2.
+
+    Attributes: ``tokenizer`` (a fast tokenizer), ``hidden_size`` (F), ``lm1_layers`` (k),
+    ``encoder`` (the wrapped ``*ForMaskedLM`` model, saved and loaded with Transformers).
+    """
+
+    def __init__(self, encoder: nn.Module, tokenizer, lm1_layers: int | None = None):
+        super().__init__()
+        self.encoder = encoder
+        self.tokenizer = tokenizer
+        base, embeddings, layers, head = _split_points(encoder)
+        total = len(layers)
+        k = total // 2 if lm1_layers is None else int(lm1_layers)
+        if not 0 <= k <= total:
+            raise ValueError(f"lm1_layers={k} outside [0, {total}] for this {total}-layer encoder")
+        self.lm1_layers = k
+        self.num_layers = total
+        self.hidden_size = int(encoder.config.hidden_size)
+        self._embeddings = [embeddings]  # kept out of the module tree (already under `encoder`)
+        self._layers = [layers]
+        self._head = [head]
+        self._base = [base]
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_pretrained(cls, path: str | Path, lm1_layers: int | None = None) -> "SplitLanguageModel":
+        """Load a masked LM and its fast tokenizer from a local folder (never from the network).
+
+        A checkpoint without an MLM head (the bundled MiniLM is a plain ``BertModel``) gets a new
+        head whose decoder is tied to the word embeddings; this is logged.
+        """
+        from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+        path = Path(path)
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"{path}: not a Hugging Face model folder (no config.json)")
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        if not getattr(tokenizer, "is_fast", False):
+            raise ValueError(f"{path}: jaket needs a fast tokenizer (tokenizer.json) for mention offsets")
+        encoder, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True,
+                                                             local_files_only=True)
+        missing = sorted(info.get("missing_keys") or [])
+        if missing:
+            base_prefix = encoder.base_model_prefix + "."
+            in_base = [k for k in missing if k.startswith(base_prefix)]
+            if in_base:
+                raise ValueError(f"{path}: encoder weights missing from the checkpoint: {in_base[:5]}")
+            tied = encoder.get_output_embeddings() is not None and (
+                encoder.get_output_embeddings().weight is encoder.get_input_embeddings().weight)
+            log.info("%s has no MLM head (%d tensors): a new one is initialised%s", path, len(missing),
+                     ", its decoder tied to the word embeddings" if tied else "")
+        return cls(encoder, tokenizer, lm1_layers=lm1_layers)
+
+    @property
+    def config(self):
+        return self.encoder.config
+
+    # ------------------------------------------------------------------ the two halves
+    def _mask(self, hidden: torch.Tensor, attention_mask: torch.Tensor | None):
+        from transformers.masking_utils import create_bidirectional_mask
+
+        return create_bidirectional_mask(config=self.encoder.config, inputs_embeds=hidden,
+                                         attention_mask=attention_mask)
+
+    def _run_layers(self, hidden: torch.Tensor, attention_mask, layers) -> torch.Tensor:
+        mask = self._mask(hidden, attention_mask)
+        for layer in layers:
+            out = layer(hidden, mask)
+            hidden = out[0] if isinstance(out, tuple) else out
+        return hidden
+
+    def lm1(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``Z = LM1(X^embed)`` (Eq. 6): token embeddings through the first ``k`` layers, (B, L, F)."""
+        hidden = self._embeddings[0](input_ids=input_ids)
+        return self._run_layers(hidden, attention_mask, self._layers[0][:self.lm1_layers])
+
+    def lm2(self, z: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``Z^LM = LM2(Z')`` (Eq. 10): the remaining layers over the fused states, (B, L, F)."""
+        return self._run_layers(z, attention_mask, self._layers[0][self.lm1_layers:])
+
+    def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The masked-token prediction head over ``Z^LM`` rows: (..., V)."""
+        return self._head[0](hidden)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """LM2(LM1(x)) without fusion: the unsplit encoder's last hidden states."""
+        return self.lm2(self.lm1(input_ids, attention_mask), attention_mask)
+
+    def lm1_parameters(self):
+        """Parameters LM1 uses (embeddings + first k layers): what a memory refresh depends on."""
+        yield from self._embeddings[0].parameters()
+        for layer in self._layers[0][:self.lm1_layers]:
+            yield from layer.parameters()
+
+    def save_pretrained(self, directory: str | Path) -> None:
+        """The encoder and tokenizer as a plain Transformers folder."""
+        self.encoder.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)

@@ -1,0 +1,259 @@
+"""The entity context embedding memory ``E^context`` (and ``R^context``), Eq. 7, 11, 12.
+
+Encoding the description of every entity in a sampled neighbourhood at every step is what makes
+joint pre-training slow; the paper caches the LM1 description embeddings instead:
+
+- Eq. 7: ``E_j^(0) = (Z^{e_j}_s + Z^{e_j}_o) / 2``, LM1 over entity ``j``'s description, averaged at
+  the first mention of the entity in it (``s = o = 1`` when there is none); relations likewise.
+- Eq. 11: the whole memory is recomputed every ``T(i) = min(I_init * a^floor(i / r), I_max)`` steps
+  (:func:`refresh_interval`), ``i`` counting the refreshes so far.
+- Eq. 12: with momentum, ``E <- m E + (1 - m) E_new`` (m = 0.8); the first fill replaces.
+
+Rows are stored in float32, float16 or bfloat16, in RAM or in a memory-mapped ``.npy`` file so a
+Wikidata-size memory (3.7M x 768) need not sit in RAM. A refresh tokenises each description once
+(cached), sorts rows by length so batches carry little padding, runs LM1 under ``no_grad`` and can
+take a ``(rank, world_size)`` slice so that distributed ranks split the work.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import weakref
+from pathlib import Path
+
+import numpy as np
+import torch
+
+log = logging.getLogger(__name__)
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+_NUMPY_STORAGE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}
+MEMORY_FILE = "memory.safetensors"
+MEMORY_META = "memory.json"
+
+
+def refresh_interval(i: int, initial: int = 10, growth: int = 2, every: int = 3,
+                     maximum: int = 500) -> int:
+    """``T(i) = min(I_init * a^floor(i / r), I_max)`` (Eq. 11): steps between refresh ``i`` and ``i+1``."""
+    if i < 0:
+        raise ValueError("the refresh counter i starts at 0")
+    return int(min(initial * growth ** (i // max(1, every)), maximum))
+
+
+class DescriptionTokens:
+    """Every description of one KG side tokenised once: ``ids (n, L) int32`` (padded with the pad
+    id), ``lengths (n,)`` and the mention span ``start``, ``end`` (n,) of Eq. 7."""
+
+    def __init__(self, texts, names, tokenizer, max_length: int, chunk: int = 4096):
+        from jaket.kg.corpus import encode_descriptions
+
+        n = len(texts)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self.ids = np.full((n, max_length), pad, dtype=np.int32)
+        self.lengths = np.zeros(n, dtype=np.int64)
+        self.start = np.ones(n, dtype=np.int64)
+        self.end = np.ones(n, dtype=np.int64)
+        for begin in range(0, n, chunk):
+            stop = min(n, begin + chunk)
+            ids, mask, start, end = encode_descriptions(texts[begin:stop], names[begin:stop],
+                                                        tokenizer, max_length=max_length)
+            width = ids.shape[1]
+            self.ids[begin:stop, :width] = ids.numpy()
+            self.lengths[begin:stop] = mask.sum(1).numpy()
+            self.start[begin:stop] = start.numpy()
+            self.end[begin:stop] = end.numpy()
+
+    def batch(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(input_ids, attention_mask, start, end)`` of the given rows, padded to their longest."""
+        width = int(self.lengths[rows].max()) if len(rows) else 1
+        ids = torch.from_numpy(self.ids[rows, :width].astype(np.int64))
+        mask = torch.from_numpy((np.arange(width)[None, :] < self.lengths[rows][:, None]).astype(np.int64))
+        return ids, mask, torch.from_numpy(self.start[rows]), torch.from_numpy(self.end[rows])
+
+
+class EntityContextMemory:
+    """``E^context`` (N, F) and ``R^context`` (P, F) with momentum refresh (Eq. 7, 11, 12).
+
+    Args:
+        num_entities, num_relations, dim: N, P, F.
+        dtype: storage type, ``float32``, ``float16`` or ``bfloat16`` (rows are read as float32).
+        path: a ``.npy`` file to memory-map the entity rows from (created when absent).
+        momentum: m of Eq. 12.
+    """
+
+    def __init__(self, num_entities: int, num_relations: int, dim: int, dtype: str = "float32",
+                 path: str | Path | None = None, momentum: float = 0.8):
+        if dtype not in DTYPES:
+            raise ValueError(f"memory dtype must be one of {sorted(DTYPES)}, not {dtype!r}")
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"momentum must lie in [0, 1), not {momentum}")
+        self.num_entities, self.num_relations, self.dim = int(num_entities), int(num_relations), int(dim)
+        self.dtype, self.momentum, self.path = dtype, float(momentum), path
+        self.entities = self._storage((self.num_entities, self.dim), path)
+        self.relations = torch.zeros(self.num_relations, self.dim, dtype=DTYPES[dtype])
+        self.filled = False
+        self.refreshes = 0
+        self._tokens: dict[tuple, tuple[weakref.ref, DescriptionTokens, DescriptionTokens]] = {}
+
+    def _storage(self, shape: tuple[int, int], path) -> torch.Tensor:
+        if path is None:
+            return torch.zeros(shape, dtype=DTYPES[self.dtype])
+        path = Path(path)
+        np_dtype = _NUMPY_STORAGE[self.dtype]
+        if path.exists():
+            array = np.load(path, mmap_mode="r+", allow_pickle=False)
+            if array.shape != shape or array.dtype != np_dtype:
+                raise ValueError(f"{path}: memory file holds {array.shape} {array.dtype}, "
+                                 f"expected {shape} {np.dtype(np_dtype)}")
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            array = np.lib.format.open_memmap(path, mode="w+", dtype=np_dtype, shape=shape)
+        tensor = torch.from_numpy(array)
+        return tensor.view(torch.bfloat16) if self.dtype == "bfloat16" else tensor
+
+    # ------------------------------------------------------------------ reading rows
+    def entity_rows(self, index) -> torch.Tensor:
+        """``E^context`` rows as float32 (the knowledge module's ``E^(0)``)."""
+        index = torch.as_tensor(index, dtype=torch.long)
+        return self.entities[index].float()
+
+    def relation_rows(self, index=None) -> torch.Tensor:
+        """``R^context`` rows (all when ``index`` is None) as float32."""
+        if index is None:
+            return self.relations.float()
+        return self.relations[torch.as_tensor(index, dtype=torch.long)].float()
+
+    @property
+    def nbytes(self) -> int:
+        return self.entities.element_size() * self.entities.numel() + \
+            self.relations.element_size() * self.relations.numel()
+
+    # ------------------------------------------------------------------ refresh (Eq. 7, 12)
+    def description_tokens(self, language, kg, max_length: int) -> tuple[DescriptionTokens, DescriptionTokens]:
+        """The tokenised entity and relation descriptions of ``kg`` (computed once per KG)."""
+        key = (id(kg), id(language.tokenizer), max_length)
+        cached = self._tokens.get(key)
+        if cached is not None and cached[0]() is kg:
+            return cached[1], cached[2]
+        began = time.perf_counter()
+        entities = DescriptionTokens(list(kg.entity_descriptions), list(kg.entity_names),
+                                     language.tokenizer, max_length)
+        relations = DescriptionTokens(list(kg.relation_descriptions), list(kg.relation_names),
+                                      language.tokenizer, max_length)
+        log.debug("tokenised %d descriptions in %.1fs", kg.num_entities + kg.num_relations,
+                  time.perf_counter() - began)
+        self._tokens = {key: (weakref.ref(kg), entities, relations)}
+        return entities, relations
+
+    @torch.no_grad()
+    def _encode_into(self, target: torch.Tensor, tokens: DescriptionTokens, rows: np.ndarray,
+                     language, batch_size: int, momentum: float, progress: bool, desc: str) -> int:
+        """Eq. 7 for ``rows`` (sorted by length into batches) and the Eq. 12 update of ``target``."""
+        if not len(rows):
+            return 0
+        order = rows[np.argsort(tokens.lengths[rows], kind="stable")]
+        device = next(iter(language.parameters())).device
+        from tqdm.auto import tqdm
+
+        batches = range(0, len(order), batch_size)
+        for begin in tqdm(batches, desc=desc, unit="batch", leave=False,
+                          disable=not progress or len(batches) < 20):
+            chunk = order[begin:begin + batch_size]
+            ids, mask, start, end = tokens.batch(chunk)
+            z = language.lm1(ids.to(device), mask.to(device))
+            arange = torch.arange(len(chunk), device=device)
+            new = ((z[arange, start.to(device)] + z[arange, end.to(device)]) / 2).float().cpu()  # Eq. 7
+            index = torch.from_numpy(chunk)
+            if momentum > 0:
+                new = momentum * target[index].float() + (1 - momentum) * new  # Eq. 12
+            target[index] = new.to(target.dtype)
+        return len(order)
+
+    def refresh(self, language, kg, batch_size: int = 64, max_length: int = 64, rank: int = 0,
+                world_size: int = 1, momentum: float | None = None, entity_subset=None,
+                relations: bool = True, progress: bool = False) -> dict:
+        """Recompute ``E^context`` (and ``R^context``) with the current LM1 and blend it in (Eq. 12).
+
+        ``momentum=None`` uses ``self.momentum`` once the memory has been filled and 0 (replace)
+        for the first fill. ``rank``/``world_size`` restrict the work to every ``world_size``-th
+        row from ``rank`` (the caller all-gathers); ``entity_subset`` restricts it to given rows.
+        """
+        if kg.num_entities != self.num_entities or kg.num_relations != self.num_relations:
+            raise ValueError(f"memory is sized for {self.num_entities} entities / {self.num_relations} "
+                             f"relations, the KG has {kg.num_entities} / {kg.num_relations}")
+        if momentum is None:
+            momentum = self.momentum if self.filled else 0.0
+        began = time.perf_counter()
+        was_training = language.training
+        language.eval()
+        entity_tokens, relation_tokens = self.description_tokens(language, kg, max_length)
+        rows = np.arange(self.num_entities) if entity_subset is None else \
+            np.unique(np.asarray(entity_subset, dtype=np.int64))
+        rows = rows[rank::world_size]
+        encoded = self._encode_into(self.entities, entity_tokens, rows, language, batch_size,
+                                    momentum, progress, "entity memory")
+        encoded_relations = 0
+        if relations and entity_subset is None:
+            relation_rows = np.arange(self.num_relations)[rank::world_size]
+            encoded_relations = self._encode_into(self.relations, relation_tokens, relation_rows,
+                                                  language, batch_size, momentum, progress,
+                                                  "relation memory")
+        language.train(was_training)
+        if entity_subset is None:
+            self.filled = True
+            self.refreshes += 1
+        seconds = time.perf_counter() - began
+        return {"entities": encoded, "relations": encoded_relations, "seconds": seconds,
+                "descriptions_per_second": (encoded + encoded_relations) / seconds if seconds else 0.0,
+                "momentum": momentum}
+
+    @classmethod
+    def from_kg(cls, language, kg, dtype: str = "float32", path=None, momentum: float = 0.8,
+                batch_size: int = 64, max_length: int = 64, progress: bool = False) -> "EntityContextMemory":
+        """A memory filled from ``kg``'s descriptions by ``language``'s LM1 (the unseen-KG step)."""
+        memory = cls(kg.num_entities, kg.num_relations, int(language.hidden_size), dtype=dtype,
+                     path=path, momentum=momentum)
+        memory.refresh(language, kg, batch_size=batch_size, max_length=max_length, momentum=0.0,
+                       progress=progress)
+        return memory
+
+    # ------------------------------------------------------------------ files
+    def save(self, directory: str | Path) -> None:
+        """``memory.safetensors`` (entities, relations) and ``memory.json``, written atomically."""
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = directory / f".{MEMORY_FILE}.tmp"
+        save_file({"entities": self.entities.contiguous(), "relations": self.relations.contiguous()},
+                  str(tmp))
+        os.replace(tmp, directory / MEMORY_FILE)
+        meta = {"num_entities": self.num_entities, "num_relations": self.num_relations, "dim": self.dim,
+                "dtype": self.dtype, "momentum": self.momentum, "filled": self.filled,
+                "refreshes": self.refreshes}
+        tmp = directory / f".{MEMORY_META}.tmp"
+        tmp.write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        os.replace(tmp, directory / MEMORY_META)
+
+    @classmethod
+    def load(cls, directory: str | Path, path=None) -> "EntityContextMemory":
+        """Read a memory written by :meth:`save` (safetensors, no pickle)."""
+        from safetensors.torch import load_file
+
+        directory = Path(directory)
+        meta_path = directory / MEMORY_META
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as error:
+            raise ValueError(f"{meta_path}: cannot read the memory description: {error}") from None
+        memory = cls(meta["num_entities"], meta["num_relations"], meta["dim"], dtype=meta["dtype"],
+                     path=path, momentum=meta["momentum"])
+        tensors = load_file(str(directory / MEMORY_FILE))
+        memory.entities[:] = tensors["entities"].to(memory.entities.dtype)
+        memory.relations[:] = tensors["relations"].to(memory.relations.dtype)
+        memory.filled = bool(meta.get("filled", True))
+        memory.refreshes = int(meta.get("refreshes", 0))
+        return memory
