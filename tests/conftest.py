@@ -51,9 +51,10 @@ def tiny_roberta_dir(tmp_path_factory) -> Path:
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(_BPE_TRAINING_TEXT, vocab_size=400, min_frequency=1,
                             special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
-    bpe.save_model(str(out))
-    tokenizer = RobertaTokenizerFast(vocab_file=str(out / "vocab.json"),
-                                     merges_file=str(out / "merges.txt"))
+    # (transformers 5 ignores vocab_file/merges_file here: pass the trained tokenizer itself)
+    tokenizer = RobertaTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>",
+                                     sep_token="</s>", cls_token="<s>", unk_token="<unk>",
+                                     pad_token="<pad>", mask_token="<mask>")
     torch.manual_seed(0)
     config = RobertaConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,

@@ -61,3 +61,5 @@ def offline_environment() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    # Transformers' own weight-loading/saving bars would interleave with ours
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -80,11 +80,19 @@ class SplitLanguageModel(nn.Module):
         path = Path(path)
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"{path}: not a Hugging Face model folder (no config.json)")
+        from transformers.utils import logging as hf_logging
+
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         if not getattr(tokenizer, "is_fast", False):
             raise ValueError(f"{path}: jaket needs a fast tokenizer (tokenizer.json) for mention offsets")
-        encoder, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True,
-                                                             local_files_only=True)
+        # Transformers prints a load report for the missing head; we log one line of our own instead
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+        try:
+            encoder, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True,
+                                                                 local_files_only=True)
+        finally:
+            hf_logging.set_verbosity(verbosity)
         missing = sorted(info.get("missing_keys") or [])
         if missing:
             base_prefix = encoder.base_model_prefix + "."
