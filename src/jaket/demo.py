@@ -34,7 +34,6 @@ class DemoConfig:
     heldout_fraction: float = 0.3
     data_seed: int = 0
     pretrain_steps: int = 300
-    pretrain_minutes: float = 8.0
     seeds: int = 5
     epochs: int = 150
     train_fractions: tuple[float, ...] = (1.0, 0.05)
@@ -43,7 +42,7 @@ class DemoConfig:
 
     @classmethod
     def quick(cls, **overrides) -> "DemoConfig":
-        base = dict(max_entities=300, pretrain_steps=4, pretrain_minutes=1.0, seeds=2, epochs=15)
+        base = dict(max_entities=300, pretrain_steps=4, seeds=2, epochs=15)
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)
 
@@ -109,7 +108,7 @@ def run_demo(config: DemoConfig) -> dict:
 
     t0 = time.perf_counter()
     if config.model is None:
-        _stage(f"2/3 pre-training JAKET ({config.pretrain_steps} steps, at most {config.pretrain_minutes:g} min)")
+        _stage(f"2/3 pre-training JAKET ({config.pretrain_steps} steps)")
         model_dir, curves = _pretrain(out / "kg-pretrain", out / "pretrain", config)
     else:
         _stage(f"2/3 using the pre-trained model {config.model}")
@@ -173,61 +172,30 @@ def run_demo(config: DemoConfig) -> dict:
 
 
 def _pretrain(kg_dir: Path, out_dir: Path, config: DemoConfig) -> tuple[Path, dict[str, list[float]]]:
-    """Call the train part's pre-training (``jaket.train.pretrain``: a typed config and
-    ``pretrain(config) -> output folder``) with a small demo configuration; returns the model
-    folder and the loss curves it logged."""
-    import dataclasses
+    """Pre-train on the demo's pre-training KG with the embedded default configuration
+    (:class:`jaket.train.config.PretrainConfig`), shortened to ``config.pretrain_steps``; returns the
+    model folder and the loss curves it logged."""
+    from jaket.train.config import load_config
+    from jaket.train.pretrain import pretrain
 
-    from jaket.train import pretrain as pt
-
-    config_cls = getattr(pt, "PretrainConfig", None) or getattr(pt, "PretrainingConfig")
-    wanted = {
-        ("kg", "kg_dir", "kg_path"): Path(kg_dir),
-        ("corpus", "corpus_path"): Path(kg_dir) / "corpus.jsonl",
-        ("model", "encoder", "model_path", "base_model"): config.encoder,
-        ("out", "out_dir", "output_dir", "output"): Path(out_dir),
-        ("steps", "max_steps", "total_steps", "num_steps"): config.pretrain_steps,
-        ("max_minutes", "time_budget_minutes", "minutes"): config.pretrain_minutes,
-        ("max_seconds", "time_budget", "time_budget_seconds"): config.pretrain_minutes * 60,
-        ("seed",): config.data_seed,
-    }
-    names = {f.name for f in dataclasses.fields(config_cls)} if dataclasses.is_dataclass(config_cls) \
-        else set(getattr(config_cls, "model_fields", {}))
-    kwargs = {}
-    for aliases, value in wanted.items():
-        if value is None:
-            continue
-        for alias in aliases:
-            if alias in names:
-                kwargs[alias] = value
-                break
-    if config.max_entities < 1000 and hasattr(config_cls, "quick"):
-        pt_config = config_cls.quick(**kwargs)
-    else:
-        pt_config = config_cls(**kwargs)
-    result = pt.pretrain(pt_config)
-    run_dir = Path(result) if isinstance(result, (str, Path)) else Path(out_dir)
-    model_dir = run_dir / "model" if (run_dir / "model").is_dir() else run_dir
-    return model_dir, _loss_curves(run_dir)
+    overrides = ["data.source=dir", f"data.path={kg_dir}", f"steps={config.pretrain_steps}",
+                 f"seed={config.data_seed}", "tensorboard=false"]
+    if config.encoder is not None:
+        overrides.append(f"model.encoder={config.encoder}")
+    if config.max_entities < 1000:  # --quick: keep every step and refresh tiny
+        overrides += ["text_batch_size=4", "tasks.root_entities=8", "tasks.relation_pairs=8",
+                      "memory.initial=2", "eval_texts=16", "checkpoint_every=0"]
+    pretrain(load_config(None, overrides), out_dir)
+    return Path(out_dir) / "model", _loss_curves(Path(out_dir))
 
 
 def _loss_curves(run_dir: Path) -> dict[str, list[float]]:
-    """Per-step losses from the run's JSON-lines log (every numeric key containing "loss")."""
-    import json
+    """Per-step losses from the run's ``metrics.jsonl`` (the four ``loss_*`` series)."""
+    from jaket.train.metrics import read_metrics
 
     curves: dict[str, list[float]] = {}
-    for path in sorted(run_dir.glob("*.jsonl")):
-        with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if not isinstance(record, dict):
-                    continue
-                for key, value in record.items():
-                    if "loss" in key and isinstance(value, (int, float)):
-                        curves.setdefault(key, []).append(float(value))
-        if curves:
-            break
+    for row in read_metrics(run_dir / "metrics.jsonl"):
+        for key, value in row.items():
+            if key.startswith("loss_") and isinstance(value, (int, float)):
+                curves.setdefault(key, []).append(float(value))
     return curves

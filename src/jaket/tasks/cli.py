@@ -189,15 +189,11 @@ def _run_link_prediction(args) -> int:
 
 
 def _load_wn18rr(folder: Path):
-    """The WN18RR entities with their WordNet descriptions (``jaket.kg.sources.wn18rr``)."""
-    from jaket.kg.sources import wn18rr
+    """The WN18RR entities with their WordNet descriptions, and its training triples as the KG."""
+    from jaket.kg.sources.wn18rr import load_wn18rr
 
-    for name in ("load_wn18rr", "build_wn18rr", "import_wn18rr"):
-        fn = getattr(wn18rr, name, None)
-        if fn is not None:
-            loaded = fn(folder)
-            return loaded[0] if isinstance(loaded, tuple) else loaded
-    raise SystemExit("error: jaket.kg.sources.wn18rr offers no loader")
+    kg, _report = load_wn18rr(folder)
+    return kg
 
 
 def _run_kgqa(args) -> int:

@@ -221,12 +221,8 @@ class QuestionAnswerer(nn.Module):
             self.fusion = MentionFusion(f)
         self.question_projection = nn.Linear(f, f)
         self.entity_projection = nn.Linear(f, f) if self.knowledge is None else None
-        for p in self._lm1_parameters():
+        for p in self.language.lm1_parameters():  # LM1 made the frozen memory: keep them aligned
             p.requires_grad_(False)
-
-    def _lm1_parameters(self):
-        lm1 = getattr(self.language, "lm1", None)
-        return lm1.parameters() if isinstance(lm1, nn.Module) else []
 
     def entities(self, memory: FrozenMemory, edge_index, edge_type) -> torch.Tensor:
         if self.knowledge is not None:

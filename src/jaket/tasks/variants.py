@@ -98,7 +98,7 @@ def load_backbone(config: VariantConfig, seed: int = 0, *, need_language: bool =
         model = JaketModel.from_pretrained(config.pretrained)
         language = model.language
         return Backbone("jaket", int(language.hidden_size), language, model.knowledge,
-                        getattr(model, "fusion", None))
+                        model.fusion)
     from jaket.model.knowledge import KnowledgeModule
     from jaket.model.language import SplitLanguageModel
 
@@ -190,31 +190,16 @@ def kg_memory(backbone: Backbone, kg, seed: int = 0, *, max_length: int = 64,
     language = backbone.language
     if language is None:
         raise VariantError(f"variant {backbone.variant!r} has no language module")
-    full = backbone.variant == "lm"
-    if not full:
-        memory = _memory_from_kg(language, kg, max_length=max_length, batch_size=batch_size)
-        if memory is not None:
-            return memory
+    if backbone.variant != "lm":  # E^context / R^context by LM1, the code pre-training uses
+        from jaket.model.memory import EntityContextMemory
+
+        memory = EntityContextMemory.from_kg(language, kg, batch_size=batch_size, max_length=max_length,
+                                             progress=True)
+        return FrozenMemory(memory.entity_rows(torch.arange(n)).clone(), memory.relation_rows().clone())
     entities = description_features(language, list(kg.entity_descriptions), list(kg.entity_names),
-                                    full=full, max_length=max_length, batch_size=batch_size,
+                                    full=True, max_length=max_length, batch_size=batch_size,
                                     desc="entity memory")
     relations = description_features(language, list(kg.relation_descriptions), list(kg.relation_names),
-                                     full=full, max_length=max_length, batch_size=batch_size,
+                                     full=True, max_length=max_length, batch_size=batch_size,
                                      desc="relation memory")
     return FrozenMemory(entities.detach(), relations.detach())
-
-
-def _memory_from_kg(language, kg, *, max_length: int, batch_size: int) -> FrozenMemory | None:
-    """E^context / R^context through the model part's ``EntityContextMemory.from_kg`` (the same
-    code pre-training uses), detached to float32; None when that part is not available."""
-    try:
-        from jaket.model.memory import EntityContextMemory
-    except ImportError:
-        return None
-    try:
-        memory = EntityContextMemory.from_kg(language, kg, batch_size=batch_size, max_length=max_length)
-    except TypeError:
-        memory = EntityContextMemory.from_kg(language, kg)
-    entities = torch.as_tensor(memory.entities).detach().float().clone()
-    relations = memory.relation_rows() if hasattr(memory, "relation_rows") else memory.relations
-    return FrozenMemory(entities, torch.as_tensor(relations).detach().float().clone())
