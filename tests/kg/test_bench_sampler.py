@@ -32,3 +32,20 @@ def test_python_loop_baseline_samples_the_same_amount():
     edges, _ = python_loop_sample(kg, seeds, (10,), np.random.default_rng(0))
     assert edges == sample_neighbors(kg, seeds, (10,), np.random.default_rng(0)).num_edges
     assert edges == int(np.minimum(kg.degree()[seeds], 10).sum())
+
+
+def test_bench_sampler_options_the_suite_uses():
+    """benchmarks/__main__.py passes --cache-dir and --wordnet; --triples sets an exact size."""
+    from jaket.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "sampler", "--json", "--entities", "10",
+                                      "--load-entities", "10", "--cache-dir", "somewhere"])
+    assert args.load_dir == "somewhere" and not args.wordnet
+    assert build_parser().parse_args(["bench", "sampler", "--wordnet"]).wordnet
+
+
+def test_bench_sampler_exact_triples(capsys):
+    assert jaket_main(["bench", "sampler", "--json", "--entities", "1000", "--triples", "2500",
+                       "--seeds", "32", "--repeats", "1", "--loop-repeats", "1"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["entities"] == 1000 and figures["triples"] == 2500

@@ -240,3 +240,40 @@ def test_load_corpus_reports_bad_lines(tmp_path: Path, toy):
     single.write_text(json.dumps({"text": "dog", "mentions": [{"start": 0, "end": 3,
                                                                "entity": "dog"}]}) + "\n")
     assert load_corpus(single, kg).mentions == [[Mention(0, 3, kg.entity_index("dog"))]]
+
+
+def test_byte_order_mark_with_a_bad_later_line(tmp_path: Path):
+    """A UTF-8 BOM is skipped even when another line is undecodable (only that line is reported)."""
+    _write(tmp_path, "entities.jsonl", [b"\xef\xbb\xbf" + _entity("dog").encode(),
+                                        b'{"id": "caf\xe9", "name": "x", "description": "y"}'])
+    _write(tmp_path, "relations.jsonl", [json.dumps({"id": "r", "name": "r", "description": "r"})])
+    _write(tmp_path, "triples.tsv", ["dog\tr\tdog"])
+    shown = [str(p) for p in validate_kg_dir(tmp_path)]
+    assert shown == [f"{tmp_path / 'entities.jsonl'}:2: invalid UTF-8 (byte 11 of the line)"]
+
+
+def test_fresh_cache_is_used_without_parsing_or_pickle(tmp_path: Path, toy, monkeypatch):
+    import jaket.kg.io as kg_io
+
+    kg, _ = toy
+    save_kg(kg, tmp_path)
+    load_kg(tmp_path)  # compiles the cache
+    calls = []
+    real_load = np.load
+
+    def spy_load(*args, **kwargs):
+        calls.append(kwargs.get("allow_pickle", "default"))
+        return real_load(*args, **kwargs)
+
+    def no_parsing(*args, **kwargs):
+        raise AssertionError("the sources were parsed although the cache is fresh")
+
+    monkeypatch.setattr(kg_io, "_parse_dir", no_parsing)
+    monkeypatch.setattr(kg_io.np, "load", spy_load)
+    assert load_kg(tmp_path) == kg
+    assert calls and set(calls) == {False}
+    # a changed source makes the loader parse again
+    with open(tmp_path / "triples.tsv", "a", encoding="utf-8") as handle:
+        handle.write("dog\teats\tcat\n")
+    with pytest.raises(AssertionError, match="parsed"):
+        load_kg(tmp_path)

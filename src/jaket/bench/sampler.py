@@ -1,9 +1,10 @@
 """Neighbour sampling speed (10x10 fan-out from 1,024 seeds) and compiled-KG load time / memory.
 
 Sampled edges per second of :func:`jaket.kg.sampling.sample_neighbors` against a plain per-node
-Python loop doing the same sampling (median of several repeats), on a KG directory (``--kg``) or a
-synthetic power-law KG; with ``--load-entities N``, also the time and peak memory of reloading a
-compiled synthetic KG of N entities and 5N triples in a fresh process.
+Python loop doing the same sampling (median of several repeats), on a KG directory (``--kg``), the
+embedded full WordNet (``--wordnet``) or a synthetic power-law KG; with ``--load-entities N``, also
+the time and peak memory of reloading a compiled synthetic KG of N entities and 5N triples in a
+fresh process (kept in ``--load-dir`` / ``--cache-dir`` when given, so later runs reuse it).
 """
 
 from __future__ import annotations
@@ -21,11 +22,16 @@ import numpy as np
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kg", metavar="DIR", help="a KG directory (default: a synthetic KG)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--kg", metavar="DIR", help="a KG directory (default: a synthetic KG)")
+    source.add_argument("--wordnet", action="store_true",
+                        help="the embedded full WordNet 3.0 (jaket.kg.sources.wordnet)")
     parser.add_argument("--entities", type=int, default=117_659,
                         help="entities of the synthetic KG (default: as many as WordNet synsets)")
     parser.add_argument("--triples-per-entity", type=int, default=10,
                         help="triples per entity of the synthetic KG")
+    parser.add_argument("--triples", type=int, default=None, metavar="T",
+                        help="triples of the synthetic KG (overrides --triples-per-entity)")
     parser.add_argument("--seeds", type=int, default=1024, help="seed entities per sample")
     parser.add_argument("--fanouts", default="10,10", help="fan-out per hop, comma-separated")
     parser.add_argument("--repeats", type=int, default=9, help="timed repeats (median reported)")
@@ -34,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also time reloading a compiled synthetic KG of N entities")
     parser.add_argument("--load-triples", type=int, default=None, metavar="T",
                         help="triples of that KG (default: 5N)")
-    parser.add_argument("--load-dir", metavar="DIR",
+    parser.add_argument("--load-dir", "--cache-dir", dest="load_dir", metavar="DIR",
                         help="where to write that KG (default: a temporary directory)")
     parser.add_argument("--random-seed", type=int, default=0)
 
@@ -160,9 +166,15 @@ def run(args: argparse.Namespace) -> dict:
     if args.kg:
         kg = load_kg(args.kg)
         source = str(args.kg)
+    elif args.wordnet:
+        from jaket.kg.sources.wordnet import full_wordnet_kg
+
+        kg = full_wordnet_kg()
+        source = "WordNet 3.0 (embedded, all synsets)"
     else:
-        kg = synthetic_kg(args.entities, args.entities * args.triples_per_entity, seed=args.random_seed)
-        source = f"synthetic power-law KG ({args.entities} entities)"
+        triples = args.triples if args.triples is not None else args.entities * args.triples_per_entity
+        kg = synthetic_kg(args.entities, triples, seed=args.random_seed)
+        source = f"synthetic power-law KG ({args.entities} entities, {triples} triples)"
     kg.adjacency  # built once, outside the timing
     rng = np.random.default_rng(args.random_seed)
     seed_sets = [rng.integers(0, kg.num_entities, args.seeds) for _ in range(max(args.repeats,

@@ -183,6 +183,8 @@ class AliasTable(Sequence):
 def _lines(path: Path, problems: list[Problem]) -> list[tuple[int, str]]:
     """Non-blank lines as ``(line number, text)``; undecodable lines become problems."""
     data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark, even when a later line is bad
+        data = data[3:]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -198,8 +200,6 @@ def _lines(path: Path, problems: list[Problem]) -> list[tuple[int, str]]:
             if line.strip():
                 out.append((number, line))
         return out
-    if text.startswith("\ufeff"):
-        text = text[1:]
     rows = text.split("\n")
     if "\r" in text:
         rows = [r.rstrip("\r") for r in rows]

@@ -1,0 +1,523 @@
+"""Gazetteer entity linking: find the KG's entity names and aliases in plain texts.
+
+The paper takes mentions ``m_i = (e_i, s_i, o_i)`` with disjoint spans as given (section
+"Definition"; its Wikipedia corpus was linked with SLING, and footnote 3 assumes a custom domain
+"comes with NER and entity linking tools"). This module is that tool for any KG directory: it turns
+plain texts into the corpus format (``{"text", "mentions": [{"start", "end", "entity"}]}``) with
+a dictionary of surface forms, so no separate linker is needed.
+
+**Surface forms.** Every entity name and alias is a surface form of its entity. Texts and forms are
+split the same way into tokens: a run of letters and digits, one other non-space character
+(``"C++"`` is ``C + +``), or one CJK ideograph / kana (scripts written without spaces); the
+underscore separates tokens like a space. A form is indexed by its normalised tokens (lower-cased
+unless ``case_sensitive``) joined by one space, together with each of its proper prefixes, in a
+single ``dict``; the entities of a form are a CSR table. Not indexed (counted in
+:class:`GazetteerStats`): forms shorter than ``min_length`` characters and forms made only of stop
+words (``"the"``, ``"it"``, ``"who"``...).
+
+**Matching.** Each text is scanned once: from every token the dictionary is walked along the
+following tokens while the joined key is a known prefix, so the cost is the number of tokens times
+the length of the matched prefixes, whatever the size of the gazetteer. Matches start and end on
+token boundaries (``"cat"`` is not found inside ``"category"``). With ``inflections`` (the default)
+the last token of a form may also appear in a regular or common irregular English plural
+(``"apple trees"`` links ``apple tree``, ``"wolves"`` links ``wolf``); an exact form wins over an
+inflected one. Overlapping matches are resolved like spaCy's ``filter_spans``: **longest first**
+(most tokens, then most characters, then leftmost), each taken only if it overlaps no span already
+taken, so the result has the disjoint spans the paper assumes.
+
+**Ambiguity.** When a form names several entities (``"bank"``), the one chosen maximises, in order:
+
+1. the overlap of the context (the content words within ``context_window`` tokens on either side
+   of the mention, stop words left out, plurals folded) with the words of the entity's description
+   (a bag-of-words score, computed only for candidates and cached);
+2. whether the form is the entity's name rather than one of its aliases;
+3. the entity's degree in the KG (the better connected, usually the more general, sense);
+4. the lower entity index (so the result is deterministic).
+
+Forms naming more than ``max_ambiguity`` entities are not linked at all; their spans still block
+shorter matches inside them and are counted (``too_ambiguous``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from jaket.kg.corpus import Mention, MentionCorpus
+from jaket.kg.graph import KnowledgeGraph
+
+#: a token: a run of letters/digits, one CJK ideograph or kana, or one other non-space character
+#: (the underscore, neither, separates tokens like whitespace)
+_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+                    r"|[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
+                    r"|[^\w\s]")
+
+#: English function words: a surface form made only of these is not linked, and they carry no
+#: weight in the context score
+STOP_WORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just me more most
+my myself no nor not now of off on once only or other our ours ourselves out over own same she
+should so some such than that the their theirs them themselves then there these they this those
+through to too under until up very was we were what when where which while who whom why will with
+would you your yours yourself yourselves also may might must shall upon yet via per etc one s t
+""".split())
+
+#: plural -> singular for common irregular English nouns
+_IRREGULAR_PLURALS = {
+    "men": "man", "women": "woman", "children": "child", "people": "person", "mice": "mouse",
+    "geese": "goose", "teeth": "tooth", "feet": "foot", "oxen": "ox", "lice": "louse",
+    "dice": "die", "criteria": "criterion", "phenomena": "phenomenon", "cacti": "cactus",
+    "fungi": "fungus", "nuclei": "nucleus", "bacteria": "bacterium", "data": "datum",
+}
+_ES_STEMS = ("s", "x", "z", "ch", "sh", "o")
+#: last letters a plural can end with (a cheap test before :func:`singular_forms`)
+_PLURAL_ENDINGS = frozenset("sS" + "".join(w[-1] + w[-1].upper() for w in _IRREGULAR_PLURALS))
+
+
+def tokenize(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, token)`` of every token of ``text`` (character offsets, end exclusive)."""
+    return [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
+
+
+def singular_forms(token: str) -> tuple[str, ...]:
+    """Candidate singulars of an English plural ``token`` (empty when it does not look plural).
+
+    Regular rules (``-ies -> -y / -ie``, ``-ves -> -f / -fe``, ``-es`` after a sibilant or ``o``,
+    ``-s``) and a short list of irregular nouns; letter case is kept. Only a guess: the caller
+    looks the candidates up in the gazetteer, so a wrong one simply finds nothing.
+    """
+    lower = token.lower()
+    if lower in _IRREGULAR_PLURALS:
+        singular = _IRREGULAR_PLURALS[lower]
+        if token.isupper():
+            return (singular.upper(),)
+        return (singular.capitalize() if token[0].isupper() else singular,)
+    if len(token) < 4 or not token.isalpha() or lower[-1] != "s" or lower.endswith(("ss", "us", "is")):
+        return ()
+    if lower.endswith("ies"):  # berries; movies, pies
+        return (token[:-3] + ("Y" if token[-3].isupper() else "y"), token[:-1])
+    forms: list[str] = []
+    if lower.endswith("ves"):  # wolves, knives
+        forms += [token[:-3] + "f", token[:-3] + "fe"]
+    if lower.endswith("es") and lower[:-2].endswith(_ES_STEMS):
+        # boxes, churches, glasses: "-es" first; horses, shoes: "-s" first
+        if lower[:-2].endswith(("ss", "x", "z", "ch", "sh")):
+            return tuple(forms + [token[:-2], token[:-1]])
+        return tuple(forms + [token[:-1], token[:-2]])
+    forms.append(token[:-1])
+    return tuple(forms)
+
+
+@lru_cache(maxsize=1 << 18)
+def _content_word(token: str) -> str | None:
+    """The word a token counts as in a bag-of-words context, or ``None`` (stop word, punctuation,
+    a short ASCII token); plurals are folded to their first candidate singular."""
+    word = token.lower()
+    if word in STOP_WORDS or not word.isalnum() or (len(word) < 3 and word.isascii()):
+        return None
+    plural = singular_forms(word)
+    return plural[0] if plural else word
+
+
+@dataclass
+class GazetteerStats:
+    """What went into the gazetteer, and what was left out and why."""
+
+    entities: int = 0
+    entities_with_forms: int = 0
+    surface_forms: int = 0  # distinct normalised forms indexed
+    ambiguous_forms: int = 0  # forms naming more than one entity
+    skipped_short: int = 0  # names / aliases shorter than min_length
+    skipped_stop_words: int = 0  # names / aliases made only of stop words (or no token at all)
+
+
+@dataclass
+class LinkStats:
+    """Counts over the texts linked so far (``link`` / ``link_texts`` add to it)."""
+
+    texts: int = 0
+    mentions: int = 0
+    linked_texts: int = 0
+    unlinked_texts: int = 0
+    ambiguous_resolved: int = 0  # mentions whose form names several entities
+    resolved_by_context: int = 0  # ... of which the context overlap decided
+    too_ambiguous: int = 0  # matches left unlinked: more than max_ambiguity candidates
+    inflected: int = 0  # mentions found through a plural form
+
+
+@dataclass
+class _Match:
+    tokens: int
+    chars: int
+    first: int  # token positions, inclusive
+    last: int
+    group: int
+    inflected: bool
+
+
+class EntityLinker:
+    """A gazetteer of a KG's entity names and aliases that links mentions in texts.
+
+    Build it with :meth:`from_kg`; :meth:`link` returns the mentions of one text,
+    :meth:`link_texts` a :class:`MentionCorpus`. See the module docstring for the rules.
+    """
+
+    def __init__(self, kg: KnowledgeGraph, forms: dict[str, int], group_pointer: np.ndarray,
+                 group_entities: np.ndarray, group_is_name: np.ndarray, *, case_sensitive: bool,
+                 inflections: bool, max_ambiguity: int | None, context_window: int,
+                 gazetteer_stats: GazetteerStats):
+        self.kg = kg
+        self._forms = forms  # normalised key -> group id (>= 0), or -1 for a proper prefix only
+        self._pointer = group_pointer  # (G + 1,) int64
+        self._entities = group_entities  # entity index of each (group, entity) pair
+        self._is_name = group_is_name  # the form is that entity's name (not only an alias)
+        self.case_sensitive = case_sensitive
+        self.inflections = inflections
+        self.max_ambiguity = max_ambiguity
+        self.context_window = context_window
+        self.gazetteer_stats = gazetteer_stats
+        self._degree = np.asarray(kg.degree(), dtype=np.int64)
+        self._description_words = lru_cache(maxsize=1 << 17)(self._words_of_description)
+
+    # building ----------------------------------------------------------------------------------
+    @classmethod
+    def from_kg(cls, kg: KnowledgeGraph, *, min_length: int = 3, case_sensitive: bool = False,
+                max_ambiguity: int | None = None, inflections: bool = True,
+                stop_words: Iterable[str] | None = None, context_window: int = 50) -> "EntityLinker":
+        """Index every entity name and alias of ``kg`` (see the module docstring).
+
+        ``min_length``: forms with fewer characters are not linked; ``stop_words`` replaces
+        :data:`STOP_WORDS` (forms made only of them are not linked); ``max_ambiguity``: forms
+        naming more entities are not linked (``None``: no limit); ``context_window``: tokens on
+        each side of a mention that disambiguate it.
+        """
+        if max_ambiguity is not None and max_ambiguity < 1:
+            raise ValueError(f"max_ambiguity must be at least 1, got {max_ambiguity}")
+        stop = frozenset(w.lower() for w in stop_words) if stop_words is not None else STOP_WORDS
+        stats = GazetteerStats(entities=kg.num_entities)
+        forms: dict[str, int] = {}
+        pair_group, pair_entity, pair_name = array("q"), array("q"), array("b")
+        has_form = np.zeros(kg.num_entities, dtype=bool)
+        finditer = _TOKEN.finditer
+        for entity, surface, is_name in _surface_forms(kg):
+            if len(surface.strip()) < min_length:
+                stats.skipped_short += 1
+                continue
+            tokens = [m.group() for m in finditer(surface)]
+            if not case_sensitive:
+                tokens = [t.lower() for t in tokens]
+            if not tokens or all((t.lower() in stop) or not t.isalnum() for t in tokens):
+                stats.skipped_stop_words += 1
+                continue
+            key = tokens[0]
+            for token in tokens[1:]:
+                forms.setdefault(key, -1)
+                key = f"{key} {token}"
+            group = forms.get(key, -1)
+            if group < 0:
+                group = stats.surface_forms
+                forms[key] = group
+                stats.surface_forms += 1
+            pair_group.append(group)
+            pair_entity.append(entity)
+            pair_name.append(is_name)
+            has_form[entity] = True
+        groups = np.frombuffer(pair_group, dtype=np.int64) if len(pair_group) else np.zeros(0, np.int64)
+        entities = np.frombuffer(pair_entity, dtype=np.int64) if len(pair_entity) else np.zeros(0, np.int64)
+        names = np.frombuffer(pair_name, dtype=np.int8).astype(bool) if len(pair_name) \
+            else np.zeros(0, bool)
+        # one row per (group, entity); the form counts as a name when any occurrence is the name
+        order = np.lexsort((~names, entities, groups))
+        groups, entities, names = groups[order], entities[order], names[order]
+        first = np.ones(len(groups), dtype=bool)
+        first[1:] = (groups[1:] != groups[:-1]) | (entities[1:] != entities[:-1])
+        groups, entities, names = groups[first], entities[first], names[first]
+        counts = np.bincount(groups, minlength=stats.surface_forms)
+        pointer = np.zeros(stats.surface_forms + 1, dtype=np.int64)
+        np.cumsum(counts, out=pointer[1:])
+        stats.ambiguous_forms = int((counts > 1).sum())
+        stats.entities_with_forms = int(has_form.sum())
+        return cls(kg, forms, pointer, entities.copy(), names.copy(), case_sensitive=case_sensitive,
+                   inflections=inflections, max_ambiguity=max_ambiguity,
+                   context_window=context_window, gazetteer_stats=stats)
+
+    def candidates(self, surface: str) -> list[int]:
+        """The entity indices a surface form names exactly (empty when it is not in the gazetteer)."""
+        tokens = [m.group() for m in _TOKEN.finditer(surface)]
+        group = self._forms.get(" ".join(tokens if self.case_sensitive else
+                                         [t.lower() for t in tokens]), -1)
+        if group < 0:
+            return []
+        return self._entities[self._pointer[group]:self._pointer[group + 1]].tolist()
+
+    # matching ----------------------------------------------------------------------------------
+    def _matches(self, tokens: list[str], starts: list[int], ends: list[int]) -> list[_Match]:
+        """Every gazetteer match: from each token, each length whose joined key is a full form
+        (or, with ``inflections``, whose last token is a plural of a full form's last token)."""
+        get = self._forms.get
+        inflect = self.inflections
+        found: list[_Match] = []
+        n = len(tokens)
+        for i in range(n):
+            key = tokens[i]
+            j = i
+            while True:
+                group = get(key)
+                if group is not None and group >= 0:
+                    found.append(_Match(j - i + 1, ends[j] - starts[i], i, j, group, False))
+                elif inflect and tokens[j][-1] in _PLURAL_ENDINGS:
+                    prefix = key[:len(key) - len(tokens[j])]
+                    for singular in singular_forms(tokens[j]):
+                        other = get(prefix + singular)
+                        if other is not None and other >= 0:
+                            found.append(_Match(j - i + 1, ends[j] - starts[i], i, j, other, True))
+                            break
+                if group is None or j + 1 >= n:  # only a known prefix can grow into a form
+                    break
+                j += 1
+                key = f"{key} {tokens[j]}"
+        return found
+
+    def _context(self, content: list[str | None], first: int, last: int) -> set[str]:
+        """Content words within ``context_window`` tokens of the mention (tokens first..last)."""
+        words = set(content[max(0, first - self.context_window):first])
+        words.update(content[last + 1:last + 1 + self.context_window])
+        words.discard(None)
+        return words  # type: ignore[return-value]
+
+    def _words_of_description(self, entity: int) -> frozenset[str]:
+        words = set(map(_content_word, _TOKEN.findall(self.kg.entity_descriptions[entity])))
+        words.discard(None)
+        return frozenset(words)  # type: ignore[arg-type]
+
+    def _choose(self, candidates: np.ndarray, is_name: np.ndarray, content: list[str | None],
+                first: int, last: int, stats: LinkStats) -> int:
+        """The ambiguity rule of the module docstring: context overlap, name, degree, index."""
+        context = self._context(content, first, last)
+        overlaps = [len(context & self._description_words(int(e))) if context else 0
+                    for e in candidates.tolist()]
+        keys = [(overlap, bool(name), int(self._degree[e]), -int(e))
+                for overlap, name, e in zip(overlaps, is_name.tolist(), candidates.tolist())]
+        best = max(range(len(keys)), key=keys.__getitem__)
+        stats.ambiguous_resolved += 1
+        if overlaps[best] > 0 and sorted(overlaps)[-2] < overlaps[best]:
+            stats.resolved_by_context += 1
+        return int(candidates[best])
+
+    def link(self, text: str, stats: LinkStats | None = None) -> list[Mention]:
+        """The mentions of ``text``: disjoint character spans (end exclusive), sorted by start."""
+        if stats is None:
+            stats = LinkStats()
+        spans = tokenize(text)
+        starts = [s for s, _, _ in spans]
+        ends = [e for _, e, _ in spans]
+        raw = [t for _, _, t in spans]
+        tokens = raw if self.case_sensitive else [t.lower() for t in raw]
+        matches = self._matches(tokens, starts, ends)
+        matches.sort(key=lambda m: (-m.tokens, -m.chars, m.first))
+        taken = bytearray(len(tokens))
+        mentions: list[Mention] = []
+        content: list[str | None] | None = None  # the bag-of-words view, made on first need
+        for match in matches:
+            if any(taken[match.first:match.last + 1]):
+                continue
+            taken[match.first:match.last + 1] = b"\x01" * (match.last - match.first + 1)
+            begin, end = self._pointer[match.group], self._pointer[match.group + 1]
+            if end - begin == 1:
+                entity = int(self._entities[begin])
+            elif self.max_ambiguity is not None and end - begin > self.max_ambiguity:
+                stats.too_ambiguous += 1
+                continue
+            else:
+                if content is None:
+                    content = list(map(_content_word, raw))
+                entity = self._choose(self._entities[begin:end], self._is_name[begin:end], content,
+                                      match.first, match.last, stats)
+            stats.inflected += match.inflected
+            mentions.append(Mention(starts[match.first], ends[match.last], entity))
+        mentions.sort(key=lambda m: m.start)
+        stats.texts += 1
+        stats.mentions += len(mentions)
+        if mentions:
+            stats.linked_texts += 1
+        else:
+            stats.unlinked_texts += 1
+        return mentions
+
+    def link_texts(self, texts: Iterable[str], stats: LinkStats | None = None,
+                   progress: bool = False) -> MentionCorpus:
+        """Link every text; ``stats`` (when given) accumulates the counts."""
+        if stats is None:
+            stats = LinkStats()
+        texts = list(texts)
+        iterator: Iterable[str] = texts
+        if progress:
+            from tqdm import tqdm
+
+            iterator = tqdm(texts, desc="linking", unit="text", disable=None)
+        mentions = [self.link(text, stats) for text in iterator]
+        return MentionCorpus(texts, mentions)
+
+
+def _surface_forms(kg: KnowledgeGraph) -> Iterator[tuple[int, str, bool]]:
+    """``(entity index, surface form, is the name)`` of every name and alias."""
+    for entity, name in enumerate(kg.entity_names):
+        yield entity, name, True
+    aliases = kg.entity_aliases
+    strings = getattr(aliases, "strings", None)
+    pointer = getattr(aliases, "pointer", None)
+    if strings is not None and pointer is not None:  # jaket.kg.io.AliasTable: decode in bulk
+        owners = np.repeat(np.arange(len(pointer) - 1), np.diff(pointer)).tolist()
+        for entity, alias in zip(owners, strings):
+            yield entity, alias, False
+        return
+    for entity, alias_list in enumerate(aliases):
+        for alias in alias_list:
+            yield entity, alias, False
+
+
+# reading texts ---------------------------------------------------------------------------------
+@dataclass
+class TextFile:
+    """The texts of one input file; ``blank_lines`` were skipped (and are reported)."""
+
+    texts: list[str] = field(default_factory=list)
+    blank_lines: int = 0
+
+
+def read_texts(path) -> TextFile:
+    """Texts of a plain-text file (one per line) or, for a ``.jsonl`` file, of each record's
+    ``"text"`` field (other fields are ignored). Blank lines are skipped and counted.
+
+    Raises :class:`jaket.kg.io.KGFormatError` listing every bad line as ``path:line: message``
+    (invalid UTF-8, malformed JSON, a record that is not an object or has no string ``"text"``).
+    """
+    from jaket.kg.io import KGFormatError, Problem
+
+    path = Path(path)
+    try:
+        handle = open(path, "rb")
+    except OSError as error:
+        raise KGFormatError([Problem(str(path), None, f"cannot read: {error.strerror or error}")]) \
+            from None
+    is_jsonl = path.suffix.lower() == ".jsonl"
+    result = TextFile()
+    problems: list[Problem] = []
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            raw = raw.rstrip(b"\n").rstrip(b"\r")
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                problems.append(Problem(str(path), number,
+                                        f"invalid UTF-8 (byte {error.start} of the line)"))
+                continue
+            if not line.strip():
+                result.blank_lines += 1
+                continue
+            if not is_jsonl:
+                result.texts.append(line)
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                problems.append(Problem(str(path), number,
+                                        f"malformed JSON: {error.msg} (column {error.colno})"))
+                continue
+            if not isinstance(record, dict):
+                problems.append(Problem(str(path), number,
+                                        f"expected a JSON object, found {type(record).__name__}"))
+            elif not isinstance(record.get("text"), str):
+                problems.append(Problem(str(path), number, "missing field 'text'" if "text" not in record
+                                        else f"field 'text' must be a string, found "
+                                             f"{type(record['text']).__name__}"))
+            else:
+                result.texts.append(record["text"])
+    if problems:
+        raise KGFormatError(problems)
+    return result
+
+
+def write_corpus(corpus: MentionCorpus, path, kg: KnowledgeGraph) -> Path:
+    """Write ``corpus`` in the corpus format, atomically (see :func:`jaket.kg.io.save_corpus`)."""
+    from jaket.kg.io import save_corpus
+
+    return save_corpus(corpus, path, kg)
+
+
+# the command line ------------------------------------------------------------------------------
+def _link_command(args: argparse.Namespace) -> int:
+    from jaket.kg.io import KGFormatError, load_kg
+
+    try:
+        kg = load_kg(args.kg)
+        inputs = read_texts(args.text)
+    except KGFormatError as error:
+        print(str(error), file=sys.stderr)
+        return 1
+    linker = EntityLinker.from_kg(kg, min_length=args.min_length, case_sensitive=args.case_sensitive,
+                                  max_ambiguity=args.max_ambiguity,
+                                  inflections=not args.exact_forms,
+                                  context_window=args.context_window)
+    stats = LinkStats()
+    corpus = linker.link_texts(inputs.texts, stats, progress=True)
+    out = write_corpus(corpus, args.out, kg)
+    summary = {"kg": str(args.kg), "input": str(args.text), "output": str(out),
+               **asdict(stats), "blank_lines_skipped": inputs.blank_lines,
+               "gazetteer": asdict(linker.gazetteer_stats)}
+    print(json.dumps(summary, indent=2))
+    print(f"{out}: {stats.mentions:,} mentions in {stats.linked_texts:,} of {stats.texts:,} texts "
+          f"({stats.unlinked_texts:,} without a mention, {stats.ambiguous_resolved:,} ambiguous "
+          f"mentions resolved, {stats.too_ambiguous:,} too ambiguous to link, "
+          f"{inputs.blank_lines:,} blank lines skipped)", file=sys.stderr)
+    return 0
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``jaket link``."""
+    link = subparsers.add_parser(
+        "link", help="link entity mentions in texts with the KG's names and aliases",
+        description="Find the KG's entity names and aliases in texts (longest match first, "
+                    "disjoint spans, word boundaries; see jaket.kg.linking) and write the corpus "
+                    "format (JSONL). A JSON summary goes to stdout.")
+    link.add_argument("--kg", required=True, metavar="DIR", help="a KG directory")
+    link.add_argument("--text", required=True, metavar="FILE",
+                      help="plain text, one text per line, or .jsonl with a 'text' field")
+    link.add_argument("--out", required=True, metavar="FILE", help="the corpus JSONL to write")
+    link.add_argument("--min-length", type=int, default=3, metavar="N",
+                      help="do not link names/aliases shorter than N characters (default 3)")
+    link.add_argument("--case-sensitive", action="store_true",
+                      help="match letter case exactly (default: case-insensitive)")
+    link.add_argument("--max-ambiguity", type=_positive, default=None, metavar="K",
+                      help="leave surface forms naming more than K entities unlinked "
+                           "(default: no limit)")
+    link.add_argument("--exact-forms", action="store_true",
+                      help="no plural normalisation of a form's last word")
+    link.add_argument("--context-window", type=int, default=50, metavar="TOKENS",
+                      help="tokens on each side of a mention used to disambiguate it (default 50)")
+    link.set_defaults(func=_link_command)
+
+
+__all__ = ["EntityLinker", "GazetteerStats", "LinkStats", "STOP_WORDS", "TextFile", "read_texts",
+           "register", "singular_forms", "tokenize", "write_corpus"]
+

@@ -1,0 +1,258 @@
+"""Gazetteer entity linking (`jaket link`): matching rules, ambiguity, files and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaket.cli import main as jaket_main
+from jaket.kg.corpus import MentionCorpus, check_mentions
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.io import KGFormatError, load_corpus, load_kg, save_kg, validate_kg_dir
+from jaket.kg.linking import (EntityLinker, LinkStats, read_texts, singular_forms, tokenize,
+                               write_corpus)
+from jaket.kg.toy import toy_kg
+
+
+@pytest.fixture(scope="module")
+def toy_linker():
+    kg, _ = toy_kg()
+    return kg, EntityLinker.from_kg(kg)
+
+
+def _linked(kg, linker, text: str) -> list[tuple[str, str]]:
+    return [(text[m.start:m.end], kg.entity_ids[m.entity]) for m in linker.link(text)]
+
+
+def test_names_and_aliases(toy_linker):
+    kg, linker = toy_linker
+    assert _linked(kg, linker, "The hound barked at a kitty in the woods.") == [
+        ("hound", "dog"), ("kitty", "cat"), ("woods", "forest")]
+    assert _linked(kg, linker, "A dog, a Cat and an EAGLE.") == [
+        ("dog", "dog"), ("Cat", "cat"), ("EAGLE", "eagle")]
+
+
+def test_longest_match_wins(toy_linker):
+    kg, linker = toy_linker
+    text = "An apple tree and an apple."
+    mentions = linker.link(text)
+    assert [(m.start, m.end, kg.entity_ids[m.entity]) for m in mentions] == [
+        (3, 13, "apple_tree"), (21, 26, "apple")]
+    # several spaces or a line break between the words still make the name
+    assert _linked(kg, linker, "apple   tree") == [("apple   tree", "apple_tree")]
+
+
+def test_word_boundaries(toy_linker):
+    kg, linker = toy_linker
+    assert _linked(kg, linker, "a category of dogma in the catalogue") == []
+    assert _linked(kg, linker, "cat-like (cat) cat's \"cat\" cat.") == [("cat", "cat")] * 5
+    assert _linked(kg, linker, "kitty_cat") == [("kitty", "cat"), ("cat", "cat")]
+
+
+def test_plurals_link_unless_exact_forms(toy_linker):
+    kg, linker = toy_linker
+    assert _linked(kg, linker, "Wolves chase sheep past apple trees and dogs.") == [
+        ("Wolves", "wolf"), ("sheep", "sheep"), ("apple trees", "apple_tree"), ("dogs", "dog")]
+    exact = EntityLinker.from_kg(kg, inflections=False)
+    assert _linked(kg, exact, "Wolves chase sheep past apple trees and dogs.") == [
+        ("sheep", "sheep"), ("apple", "apple")]
+    stats = LinkStats()
+    linker.link("two cats", stats)
+    assert stats.inflected == 1
+    assert singular_forms("berries")[0] == "berry" and singular_forms("glass") == ()
+    assert singular_forms("boxes")[0] == "box" and singular_forms("Geese") == ("Goose",)
+
+
+def test_case_sensitive(toy_linker):
+    kg, _ = toy_linker
+    linker = EntityLinker.from_kg(kg, case_sensitive=True)
+    assert _linked(kg, linker, "Dog and dog, Apple tree and apple tree") == [
+        ("dog", "dog"), ("tree", "tree"), ("apple tree", "apple_tree")]
+
+
+def _kg(names: list[str], descriptions: list[str], aliases=None, triples=()) -> KnowledgeGraph:
+    n = len(names)
+    return KnowledgeGraph([f"e{i}" for i in range(n)], names, descriptions,
+                          aliases or [[] for _ in range(n)], np.full(n, -1, dtype=np.int32), [],
+                          ["r"], ["r"], ["related"], np.array(triples, dtype=np.int32).reshape(-1, 3))
+
+
+def test_min_length_and_stop_words():
+    kg = _kg(["ox", "The Who", "it", "yak", "on"], ["an ox", "a band", "a pronoun", "a yak", "a word"],
+             aliases=[[], [], [], ["the"], []])
+    linker = EntityLinker.from_kg(kg)
+    assert [kg.entity_ids[m.entity] for m in linker.link("it is an ox, the yak of The Who")] == ["e3"]
+    stats = linker.gazetteer_stats
+    assert stats.skipped_short == 3 and stats.skipped_stop_words == 2 and stats.surface_forms == 1
+    relaxed = EntityLinker.from_kg(kg, min_length=1, stop_words=[])
+    # "the" is the yak's alias; inside "The Who" the longer name wins
+    assert [kg.entity_ids[m.entity] for m in relaxed.link("it is an ox, the yak of The Who")] == [
+        "e2", "e0", "e3", "e3", "e1"]
+
+
+def test_ambiguity_by_context_then_degree():
+    kg = _kg(["bank", "bank", "river", "money"],
+             ["bank: an institution that accepts deposits of money and lends it",
+              "bank: the sloping land beside a river or lake",
+              "river: a stream", "money: a medium of exchange"],
+             triples=[(0, 0, 3), (0, 0, 2), (0, 0, 3), (1, 0, 2)])
+    linker = EntityLinker.from_kg(kg)
+    assert linker.candidates("Bank") == [0, 1]
+    stats = LinkStats()
+    (m,) = [m for m in linker.link("We sat on the bank of the lake, by the sloping shore.", stats)]
+    assert m.entity == 1
+    (m,) = linker.link("She deposits her savings at the bank.", stats)
+    assert m.entity == 0
+    (m,) = linker.link("The bank.", stats)  # no context words: the better connected one
+    assert m.entity == 0 and kg.degree()[0] > kg.degree()[1]
+    assert stats.ambiguous_resolved == 3 and stats.resolved_by_context == 2
+    # over the ambiguity limit: not linked, counted, and the span hides nothing shorter
+    strict = EntityLinker.from_kg(kg, max_ambiguity=1)
+    stats = LinkStats()
+    assert [kg.entity_ids[m.entity] for m in strict.link("the bank of the river", stats)] == ["e2"]
+    assert stats.too_ambiguous == 1 and stats.mentions == 1
+
+
+def test_name_beats_alias_when_context_is_silent():
+    kg = _kg(["jaguar", "panther"], ["jaguar: a car maker", "panther: a big cat"],
+             aliases=[[], ["jaguar"]], triples=[(1, 0, 1), (1, 0, 1)])
+    (m,) = EntityLinker.from_kg(kg).link("a jaguar")
+    assert m.entity == 0  # its name, although the alias's entity has the higher degree
+
+
+_WORDS = ["apple", "tree", "apple tree", "dog", "hound", "cat", "category", "the", "sea", "seaweed",
+          "kelp", "wolves", "Dogs", "-", ",", "\n", "é", "apple_tree", "kitties", "Sheep"]
+
+
+def _tokens(text: str) -> list[str]:
+    return [t for _, _, t in tokenize(text.lower())]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_WORDS), st.sampled_from(["", " ", "  ", "-", "_"])),
+                max_size=20))
+def test_mentions_are_disjoint_forms_on_word_boundaries(pieces):
+    text = "".join(word + separator for word, separator in pieces)
+    kg, _ = toy_kg()
+    mentions = EntityLinker.from_kg(kg).link(text)
+    check_mentions(text, mentions)  # inside the text, non-empty, disjoint
+    assert [m.start for m in mentions] == sorted(m.start for m in mentions)
+    for m in mentions:
+        assert m.start == 0 or not text[m.start - 1].isalnum()
+        assert m.end == len(text) or not text[m.end].isalnum()
+        span = _tokens(text[m.start:m.end])
+        forms = [_tokens(f) for f in (kg.entity_names[m.entity], *kg.entity_aliases[m.entity])]
+        assert any(f == span or (f[:-1] == span[:-1] and f[-1] in singular_forms(span[-1]))
+                   for f in forms), (text, m)
+    # nothing linkable is left: every exact name standing alone between separators is covered
+    covered = np.zeros(len(text) + 1, dtype=bool)
+    for m in mentions:
+        covered[m.start:m.end] = True
+    cursor = 0
+    for word, separator in pieces:
+        alone = (cursor == 0 or not text[cursor - 1].isalnum()) and \
+            (cursor + len(word) == len(text) or not text[cursor + len(word)].isalnum())
+        if alone and word in ("hound", "dog", "kelp", "seaweed"):
+            assert covered[cursor:cursor + len(word)].all(), (text, word)
+        cursor += len(word) + len(separator)
+
+
+def test_scripts_without_spaces():
+    kg = _kg(["東京都", "dog"], ["東京都: the capital", "a dog"])
+    text = "我住在東京都。dog"
+    assert [(text[m.start:m.end], m.entity) for m in EntityLinker.from_kg(kg).link(text)] == [
+        ("東京都", 0), ("dog", 1)]
+
+
+def test_link_texts_round_trip_beside_the_kg(tmp_path: Path):
+    kg, corpus = toy_kg()
+    save_kg(kg, tmp_path)
+    linker = EntityLinker.from_kg(load_kg(tmp_path))
+    stats = LinkStats()
+    linked = linker.link_texts(corpus.texts + ["nothing to see here"], stats)
+    assert isinstance(linked, MentionCorpus)
+    assert stats.texts == len(corpus) + 1 and stats.unlinked_texts == 1
+    assert stats.linked_texts == len(corpus) and stats.mentions == linked.num_mentions
+    # every hand-made mention of the toy corpus is found again
+    for expected, found in zip(corpus.mentions, linked.mentions):
+        assert set(expected) <= set(found)
+    write_corpus(linked, tmp_path / "corpus.jsonl", kg)
+    assert not [p for p in validate_kg_dir(tmp_path) if p.is_error]
+    assert load_corpus(tmp_path, kg) == linked
+
+
+def test_cli_end_to_end(tmp_path: Path, capsys):
+    kg, _ = toy_kg()
+    save_kg(kg, tmp_path / "kg")
+    plain = tmp_path / "texts.txt"
+    plain.write_text("The hound ate meat.\n\nAn apple tree grows on the farm.\r\nNo entity here.\n",
+                     encoding="utf-8")
+    out = tmp_path / "kg" / "corpus.jsonl"
+    status = jaket_main(["link", "--kg", str(tmp_path / "kg"), "--text", str(plain), "--out", str(out)])
+    assert status == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary["texts"] == 3 and summary["blank_lines_skipped"] == 1
+    assert summary["mentions"] == 4 and summary["linked_texts"] == 2 and summary["unlinked_texts"] == 1
+    assert summary["gazetteer"]["surface_forms"] == 49 and "4 mentions in 2 of 3 texts" in captured.err
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert records[0] == {"text": "The hound ate meat.", "mentions": [
+        {"start": 4, "end": 9, "entity": "dog"}, {"start": 14, "end": 18, "entity": "meat"}]}
+    assert records[1]["mentions"] == [{"start": 3, "end": 13, "entity": "apple_tree"},
+                                      {"start": 27, "end": 31, "entity": "farm"}]
+    assert not [p for p in validate_kg_dir(tmp_path / "kg") if p.is_error]
+    assert load_corpus(out, load_kg(tmp_path / "kg")).num_mentions == 4
+    assert not [p for p in (tmp_path / "kg").iterdir() if p.name.startswith(".corpus.jsonl.tmp")]
+    # JSONL input, case-sensitive
+    jsonl = tmp_path / "texts.jsonl"
+    jsonl.write_text(json.dumps({"text": "Dog and dog", "id": 7}) + "\n", encoding="utf-8")
+    assert jaket_main(["link", "--kg", str(tmp_path / "kg"), "--text", str(jsonl), "--out",
+                       str(tmp_path / "out.jsonl"), "--case-sensitive"]) == 0
+    assert json.loads(capsys.readouterr().out)["mentions"] == 1
+    assert json.loads((tmp_path / "out.jsonl").read_text())["mentions"] == [
+        {"start": 8, "end": 11, "entity": "dog"}]
+
+
+def test_bad_input_names_path_and_line(tmp_path: Path, capsys):
+    kg, _ = toy_kg()
+    save_kg(kg, tmp_path / "kg")
+    bad = tmp_path / "texts.jsonl"
+    bad.write_bytes(b'{"text": "a dog"}\n{"text": "a cat"\n\n[1]\n{"title": "x"}\n'
+                    b'{"text": "caf\xe9"}\n{"text": 3}\n')
+    out = tmp_path / "out.jsonl"
+    status = jaket_main(["link", "--kg", str(tmp_path / "kg"), "--text", str(bad), "--out", str(out)])
+    assert status == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"{bad}:2: malformed JSON: Expecting ',' delimiter (column 17)",
+                   f"{bad}:4: expected a JSON object, found list",
+                   f"{bad}:5: missing field 'text'",
+                   f"{bad}:6: invalid UTF-8 (byte 13 of the line)",
+                   f"{bad}:7: field 'text' must be a string, found int"]
+    assert not out.exists()
+    plain = tmp_path / "texts.txt"
+    plain.write_bytes(b"a dog\n\xff\xfe\n")
+    with pytest.raises(KGFormatError, match=rf"^{plain}:2: invalid UTF-8"):
+        read_texts(plain)
+    assert jaket_main(["link", "--kg", str(tmp_path / "kg"), "--text", str(tmp_path / "missing.txt"),
+                       "--out", str(out)]) == 1
+    assert "missing.txt: cannot read" in capsys.readouterr().err
+    assert jaket_main(["link", "--kg", str(tmp_path / "nokg"), "--text", str(plain),
+                       "--out", str(out)]) == 1
+    assert "not a directory" in capsys.readouterr().err
+
+
+def test_lazy_string_tables(tmp_path: Path):
+    """A large KG loads with lazily decoded names and aliases; the gazetteer reads them in bulk."""
+    kg, _ = toy_kg()
+    save_kg(kg, tmp_path)
+    load_kg(tmp_path)
+    lazy = load_kg(tmp_path, lazy_strings=True)
+    a, b = EntityLinker.from_kg(kg), EntityLinker.from_kg(lazy)
+    text = "the hound and the kitty under an apple tree by the sea"
+    assert a.link(text) == b.link(text) and len(a.link(text)) == 4
+    assert a.gazetteer_stats == b.gazetteer_stats
