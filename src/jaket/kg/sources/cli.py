@@ -1,0 +1,253 @@
+"""``jaket kg build ...`` and ``jaket kg import ...``: write a KG directory from a source.
+
+::
+
+    jaket kg build wordnet --out DIR [--max-entities N] [--roots dog.n.01,cat.n.01] [--seed S]
+    jaket kg build synthetic --entities N --triples T --out DIR [--relations P] [--seed S]
+    jaket kg import wn18rr SRC_DIR --out DIR
+    jaket kg import rdf FILE --out DIR [--format turtle]
+    jaket kg import pykeen {umls,nations,kinships} --out DIR
+
+Each writes the directory format (:func:`jaket.kg.io.save_kg`; WordNet adds ``corpus.jsonl``,
+WN18RR and PyKEEN add their ``valid.txt`` / ``test.txt`` evaluation splits), prints a short
+summary and writes the full report as ``DIR/build-report.json``. Bad input is reported on
+stderr as ``path:line: message`` with exit status 1 (``jaket -v`` adds the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+REPORT = "build-report.json"
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def _stages(total: int, description: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=description, unit="stage", disable=None, file=sys.stderr)
+
+
+def _finish(out: Path, kg, corpus, report: dict, began: float, progress) -> int:
+    from jaket.kg.io import save_kg
+
+    progress.set_postfix_str("writing")
+    save_kg(kg, out, corpus=corpus)
+    progress.update(1)
+    progress.close()
+    report = {**report, "out": str(out), "total_seconds": round(time.perf_counter() - began, 2)}
+    _atomic_write_text(out / REPORT, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    parts = [f"{kg.num_entities:,} entities", f"{kg.num_relations:,} relations",
+             f"{kg.num_triples:,} triples", f"{kg.num_categories:,} categories"]
+    if corpus is not None:
+        parts.append(f"{len(corpus):,} corpus texts with {corpus.num_mentions:,} mentions")
+    print(f"{out}: {', '.join(parts)} ({report['total_seconds']:.1f} s)")
+    for key, label in (("examples_without_mention", "usage examples without a lemma form, left out"),
+                       ("unresolved", "entities not found in WordNet"),
+                       ("ambiguous_conflated", "WN18RR entities standing for several synsets"),
+                       ("literal_triples_ignored", "literal-valued triples ignored"),
+                       ("blank_node_triples_ignored", "blank-node triples ignored")):
+        if report.get(key):
+            print(f"  {report[key]:,} {label}")
+    print(f"  report: {out / REPORT}")
+    return 0
+
+
+def _write_splits(out: Path, splits: dict[str, list[tuple[str, str, str]]]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for name, rows in splits.items():
+        if name != "train":
+            _atomic_write_text(out / f"{name}.txt", "".join(f"{h}\t{r}\t{t}\n" for h, r, t in rows))
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _build_wordnet(args: argparse.Namespace) -> int:
+    from jaket.kg.sources.wordnet import build_wordnet
+
+    began = time.perf_counter()
+    with _stages(2, "WordNet 3.0") as progress:
+        progress.set_postfix_str("reading")
+        kg, corpus, report = build_wordnet(max_entities=args.max_entities, roots=args.roots, seed=args.seed)
+        progress.update(1)
+        return _finish(args.out, kg, corpus, report, began, progress)
+
+
+def _build_synthetic(args: argparse.Namespace) -> int:
+    from jaket.kg.sources.synthetic import build_synthetic
+
+    began = time.perf_counter()
+    with _stages(2, "synthetic KG") as progress:
+        progress.set_postfix_str("generating")
+        kg, report = build_synthetic(args.entities, args.triples, num_relations=args.relations,
+                                     num_categories=args.categories, exponent=args.exponent, seed=args.seed)
+        progress.update(1)
+        return _finish(args.out, kg, None, report, began, progress)
+
+
+def _import_wn18rr(args: argparse.Namespace) -> int:
+    from jaket.kg.sources.wn18rr import load_wn18rr
+
+    began = time.perf_counter()
+    with _stages(2, "WN18RR") as progress:
+        progress.set_postfix_str("reading")
+        kg, report = load_wn18rr(args.source_dir)
+        progress.update(1)
+        args.out.mkdir(parents=True, exist_ok=True)
+        for name in report["splits"]:
+            source, target = args.source_dir / name, args.out / name
+            if not (target.exists() and source.resolve() == target.resolve()):
+                fd, temporary = tempfile.mkstemp(dir=args.out, prefix=f".{name}.tmp-")
+                os.close(fd)
+                shutil.copyfile(source, temporary)
+                os.replace(temporary, target)
+        return _finish(args.out, kg, None, report, began, progress)
+
+
+def _import_rdf(args: argparse.Namespace) -> int:
+    from jaket.kg.sources.rdf import load_rdf
+
+    began = time.perf_counter()
+    with _stages(2, "RDF") as progress:
+        progress.set_postfix_str("parsing")
+        kg, report = load_rdf(args.file, args.format)
+        progress.update(1)
+        return _finish(args.out, kg, None, report, began, progress)
+
+
+def _import_pykeen(args: argparse.Namespace) -> int:
+    from jaket.kg.sources.pykeen_datasets import load_pykeen_dataset, read_splits
+
+    began = time.perf_counter()
+    with _stages(2, f"PyKEEN {args.dataset}") as progress:
+        kg, report = load_pykeen_dataset(args.dataset)
+        _write_splits(args.out, read_splits(args.dataset))
+        progress.update(1)
+        return _finish(args.out, kg, None, report, began, progress)
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from jaket.kg.io import KGFormatError
+    from jaket.kg.sources.pykeen_datasets import PyKEENDataError
+    from jaket.kg.sources.rdf import RDFImportError
+    from jaket.kg.sources.wordnet import WordNetError
+    from jaket.paths import MissingResourceError
+
+    return (KGFormatError, WordNetError, RDFImportError, PyKEENDataError, MissingResourceError,
+            ValueError, OSError)
+
+
+def _guarded(command):
+    """Run a command; user errors become ``error: ...`` on stderr and exit status 1."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except _user_errors() as error:
+            if getattr(args, "verbose", False):
+                logger.exception("kg %s %s failed", args.kg_command, args.source)
+            message = str(error) if not isinstance(error, OSError) or not error.filename else \
+                f"{error.filename}: {error.strerror or error}"
+            print(f"error: {message}", file=sys.stderr)
+            return 1
+
+    return run
+
+
+# --------------------------------------------------------------------------- argument parsing
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _roots(text: str) -> list[str]:
+    roots = [r.strip() for r in text.split(",") if r.strip()]
+    if not roots:
+        raise argparse.ArgumentTypeError("give at least one synset name, e.g. dog.n.01")
+    return roots
+
+
+def _out(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
+                        help="the KG directory to write (created if needed; its files are replaced)")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add ``build`` and ``import`` to the ``jaket kg`` subcommands."""
+    build = commands.add_parser("build", help="build a KG directory: WordNet 3.0 (embedded) or synthetic")
+    sources = build.add_subparsers(dest="source", metavar="SOURCE", required=True)
+
+    wordnet = sources.add_parser("wordnet", help="WordNet 3.0 synsets, pointers and usage examples "
+                                                 "(shipped with the package, no download)")
+    _out(wordnet)
+    wordnet.add_argument("--max-entities", type=_positive, default=None, metavar="N",
+                         help="a connected-ish subset of N synsets over many categories")
+    wordnet.add_argument("--roots", type=_roots, default=None, metavar="SYNSETS",
+                         help="comma-separated synset names (dog.n.01,cat.n.01): keep their hyponym closure")
+    wordnet.add_argument("--seed", type=int, default=0, help="seed of the --max-entities selection")
+    wordnet.set_defaults(func=_guarded(_build_wordnet))
+
+    synthetic = sources.add_parser("synthetic", help="a random KG with power-law degrees (scale tests)")
+    synthetic.add_argument("--entities", type=_positive, required=True, metavar="N")
+    synthetic.add_argument("--triples", type=_count, required=True, metavar="T")
+    _out(synthetic)
+    synthetic.add_argument("--relations", type=_positive, default=20, metavar="P")
+    synthetic.add_argument("--categories", type=_count, default=10, metavar="C")
+    synthetic.add_argument("--exponent", type=float, default=0.7,
+                           help="power-law exponent of the entity popularity (default 0.7)")
+    synthetic.add_argument("--seed", type=int, default=0)
+    synthetic.set_defaults(func=_guarded(_build_synthetic))
+
+    importer = commands.add_parser("import", help="import a KG: WN18RR, an RDF file or a PyKEEN dataset")
+    formats = importer.add_subparsers(dest="source", metavar="FORMAT", required=True)
+
+    wn18rr = formats.add_parser("wn18rr", help="a WN18RR folder (entities.dict, relations.dict, "
+                                               "train.txt; valid/test copied as splits)")
+    wn18rr.add_argument("source_dir", type=Path, metavar="SRC_DIR")
+    _out(wn18rr)
+    wn18rr.set_defaults(func=_guarded(_import_wn18rr))
+
+    rdf = formats.add_parser("rdf", help="an RDF file (N-Triples, Turtle, RDF/XML, ... via rdflib)")
+    rdf.add_argument("file", type=Path, metavar="FILE")
+    _out(rdf)
+    rdf.add_argument("--format", default=None,
+                     help="rdflib format name (turtle, nt, xml, n3, json-ld, ...); default: from the extension")
+    rdf.set_defaults(func=_guarded(_import_rdf))
+
+    pykeen = formats.add_parser("pykeen", help="a dataset bundled with PyKEEN (no download)")
+    pykeen.add_argument("dataset", choices=["umls", "nations", "kinships"])
+    _out(pykeen)
+    pykeen.set_defaults(func=_guarded(_import_pykeen))

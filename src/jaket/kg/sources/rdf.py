@@ -1,0 +1,274 @@
+"""RDF graphs (N-Triples, Turtle, and whatever else ``rdflib`` parses) as a JAKET KG.
+
+Mapping (``rdfs:`` = RDF Schema, ``skos:`` = SKOS, ``schema:`` = schema.org, http or https):
+
+- **Entities** are the IRIs that are the subject or object of a relation triple (below), plus
+  the subjects that only carry a label, a description or a type, unless they are used as a
+  predicate or only as a class (the object of ``rdf:type``). Entity id = the IRI.
+- **Name** = ``rdfs:label`` (else ``skos:prefLabel``, ``schema:name``): an English or untagged
+  literal is preferred, then the smallest; without one, the IRI's local name (the part after the
+  last ``#``, ``/`` or ``:``, percent-decoded, underscores as spaces). **Aliases** = the other
+  labels and ``skos:altLabel``.
+- **Description** = ``rdfs:comment`` (else ``schema:description``, ``skos:definition``,
+  ``dcterms:description``), prefixed with ``"name: "`` when it does not contain the name, so the
+  paper's description mention is always found; without one, the name alone.
+- **Category** = the ``rdf:type`` object (its label, else its local name; classes whose names
+  collide keep their full IRIs). An entity with several types gets the smallest class IRI;
+  the others are counted in the report.
+- **Relations**: every other triple whose object is an IRI is a triple; relation id = the
+  predicate IRI, name = the predicate's ``rdfs:label`` when the graph has one, else its local
+  name; description = its ``rdfs:comment``, else its name with the camelCase split into words.
+- Other literal-valued triples are ignored and counted per predicate in the report; triples with
+  a blank node are ignored and counted too (blank nodes have no stable id to give an entity).
+
+Parse errors become :class:`RDFImportError` naming the file and, when known, the line.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from pathlib import Path
+from urllib.parse import unquote
+
+import numpy as np
+
+from jaket.kg.graph import KnowledgeGraph
+
+logger = logging.getLogger(__name__)
+
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+RDFS = "http://www.w3.org/2000/01/rdf-schema#"
+SKOS = "http://www.w3.org/2004/02/skos/core#"
+_SCHEMA = ("http://schema.org/", "https://schema.org/")
+
+LABELS = [RDFS + "label", SKOS + "prefLabel"] + [s + "name" for s in _SCHEMA]
+ALT_LABELS = [SKOS + "altLabel"]
+DESCRIPTIONS = ([RDFS + "comment"] + [s + "description" for s in _SCHEMA]
+                + [SKOS + "definition", "http://purl.org/dc/terms/description",
+                   "http://purl.org/dc/elements/1.1/description"])
+_ANNOTATIONS = set(LABELS) | set(ALT_LABELS) | set(DESCRIPTIONS)
+
+_FORMATS = {".ttl": "turtle", ".turtle": "turtle", ".nt": "nt", ".ntriples": "nt", ".n3": "n3",
+            ".rdf": "xml", ".xml": "xml", ".owl": "xml", ".jsonld": "json-ld", ".json": "json-ld",
+            ".trig": "trig", ".nq": "nquads", ".trix": "trix"}
+
+
+class RDFImportError(ValueError):
+    """An RDF file cannot be read; the message names the file (and the line when known)."""
+
+
+def local_name(iri: str) -> str:
+    """The last segment of an IRI (after ``#``, ``/`` or ``:``), percent-decoded."""
+    stripped = iri.rstrip("/#")
+    for separator in ("#", "/", ":"):
+        if separator in stripped:
+            candidate = stripped.rsplit(separator, 1)[1]
+            if candidate:
+                return unquote(candidate)
+    return unquote(stripped) or iri
+
+
+def _words(name: str) -> str:
+    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name.replace("_", " "))
+    return re.sub(r"\s+", " ", text).strip().lower() or name
+
+
+def guess_format(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    fmt = _FORMATS.get(suffixes[-1]) if suffixes else None
+    if fmt is None:
+        raise RDFImportError(f"{path}: cannot tell the RDF format from the extension; give one of "
+                             f"{', '.join(sorted(set(_FORMATS.values())))} explicitly")
+    return fmt
+
+
+def _error_line(error: Exception, path: Path, fmt: str) -> int | None:
+    line = getattr(error, "lines", None)  # rdflib's notation3 BadSyntax: 0-based line
+    if isinstance(line, int):
+        return line + 1
+    match = re.search(r"line (\d+)", str(error))
+    if match:
+        return int(match.group(1))
+    if fmt in ("nt", "nquads"):  # line-based: find the first line rdflib rejects on its own
+        import rdflib
+
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for number, text in enumerate(handle, 1):
+                if not text.strip() or text.lstrip().startswith("#"):
+                    continue
+                try:
+                    rdflib.Graph().parse(data=text, format="nt")
+                except Exception:  # noqa: BLE001 - any rejection pinpoints the line
+                    return number
+    return None
+
+
+def _message(error: Exception) -> str:
+    why = getattr(error, "_why", None)
+    text = why if isinstance(why, str) and why else str(error)
+    return " ".join(text.split())[:300]
+
+
+def parse_rdf(path, fmt: str | None = None):
+    """An ``rdflib.Graph`` of the file; :class:`RDFImportError` (``path:line: message``) when
+    the file is missing or malformed."""
+    import rdflib
+
+    path = Path(path)
+    if not path.is_file():
+        raise RDFImportError(f"{path}: no such file")
+    fmt = fmt or guess_format(path)
+    graph = rdflib.Graph()
+    try:
+        if path.suffix.lower() == ".gz":
+            import gzip
+
+            with gzip.open(path, "rb") as handle:
+                graph.parse(file=handle, format=fmt)
+        else:
+            graph.parse(str(path), format=fmt)
+    except Exception as error:  # noqa: BLE001 - rdflib raises many types; all are the file's fault
+        line = _error_line(error, path, fmt)
+        where = f"{path}:{line}" if line else str(path)
+        raise RDFImportError(f"{where}: malformed {fmt} ({_message(error)})") from None
+    return graph
+
+
+def _pick(literals: list) -> tuple[str | None, list[str]]:
+    """The preferred literal (English or untagged first, then the smallest) and the others."""
+    if not literals:
+        return None, []
+    ranked = sorted({(0 if (lit.language or "en").lower().startswith("en") else 1, str(lit))
+                     for lit in literals if str(lit).strip()})
+    if not ranked:
+        return None, []
+    values = list(dict.fromkeys(text.strip() for _, text in ranked))
+    return values[0], values[1:]
+
+
+def load_rdf(path, fmt: str | None = None) -> tuple[KnowledgeGraph, dict]:
+    """``(KnowledgeGraph, report)`` for an RDF file (mapping in the module docstring)."""
+    from rdflib import BNode, Literal, URIRef
+
+    path = Path(path)
+    graph = parse_rdf(path, fmt)
+    labels: dict[str, dict[str, list]] = {}  # subject -> predicate -> literals
+    types: dict[str, set[str]] = {}
+    relation_rows: list[tuple[str, str, str]] = []
+    predicates: set[str] = set()
+    ignored_literals: Counter = Counter()
+    blank = 0
+    subjects: set[str] = set()
+    for s, p, o in graph:
+        if isinstance(s, BNode) or isinstance(o, BNode):
+            blank += 1
+            continue
+        if not isinstance(s, URIRef) or not isinstance(p, URIRef):
+            continue  # a literal subject or predicate: not RDF 1.1, rdflib's generalised graphs only
+        s, p_iri = str(s), str(p)
+        predicates.add(p_iri)
+        if isinstance(o, Literal):
+            if p_iri in _ANNOTATIONS:
+                labels.setdefault(s, {}).setdefault(p_iri, []).append(o)
+                subjects.add(s)
+            else:
+                ignored_literals[p_iri] += 1
+            continue
+        o_iri = str(o)
+        if p_iri == RDF_TYPE:
+            types.setdefault(s, set()).add(o_iri)
+            subjects.add(s)
+        else:
+            relation_rows.append((s, p_iri, o_iri))
+
+    in_relations = {x for s, _, o in relation_rows for x in (s, o)}
+    classes = {c for cs in types.values() for c in cs}
+    entity_set = in_relations | {s for s in subjects if s not in predicates and s not in classes}
+    entity_ids = sorted(entity_set)
+    relation_ids = sorted({p for _, p, _ in relation_rows})
+
+    def name_of(iri: str) -> tuple[str, list[str], bool]:
+        """(name, aliases, whether the name comes from a label)."""
+        annotations = labels.get(iri, {})
+        values: list[str] = []
+        for predicate in LABELS + ALT_LABELS:
+            best, others = _pick(annotations.get(predicate, []))
+            if best is not None:
+                values += [best, *others]
+        has_label = any(annotations.get(predicate) for predicate in LABELS)
+        name = values[0] if has_label else local_name(iri).replace("_", " ")
+        return name, [v for v in dict.fromkeys(values) if v != name], has_label
+
+    def description_of(iri: str) -> str | None:
+        annotations = labels.get(iri, {})
+        for predicate in DESCRIPTIONS:
+            best, _ = _pick(annotations.get(predicate, []))
+            if best is not None:
+                return best
+        return None
+
+    # categories -------------------------------------------------------------------------------
+    class_label = {c: name_of(c)[0] for c in classes}
+    counts = Counter(class_label.values())
+    category_of_class = {c: (label if counts[label] == 1 else c) for c, label in class_label.items()}
+    names, aliases, descriptions, entity_categories = [], [], [], []
+    extra_types = 0
+    without_label = without_description = 0
+    for iri in entity_ids:
+        name, alias_list, labelled = name_of(iri)
+        without_label += not labelled
+        description = description_of(iri)
+        if description is None:
+            without_description += 1
+            description = name
+        elif name.lower() not in description.lower():
+            description = f"{name}: {description}"
+        names.append(name)
+        aliases.append(alias_list)
+        descriptions.append(description)
+        entity_types = sorted(types.get(iri, ()))
+        extra_types += max(0, len(entity_types) - 1)
+        entity_categories.append(category_of_class[entity_types[0]] if entity_types else None)
+    category_names = sorted({c for c in entity_categories if c is not None})
+    category_index = {c: k for k, c in enumerate(category_names)}
+    relation_names, relation_descriptions = [], []
+    for iri in relation_ids:
+        name, _, labelled = name_of(iri)
+        if not labelled:
+            name = local_name(iri)
+        relation_names.append(name)
+        comment = description_of(iri)
+        relation_descriptions.append(comment if comment is not None else _words(name))
+    e_index = {e: i for i, e in enumerate(entity_ids)}
+    r_index = {r: i for i, r in enumerate(relation_ids)}
+    triples = np.array(sorted((e_index[s], r_index[p], e_index[o]) for s, p, o in relation_rows),
+                       dtype=np.int32).reshape(-1, 3)
+    kg = KnowledgeGraph(
+        entity_ids=entity_ids, entity_names=names, entity_descriptions=descriptions, entity_aliases=aliases,
+        entity_category=np.array([category_index[c] if c is not None else -1 for c in entity_categories],
+                                 dtype=np.int32),
+        category_names=category_names, relation_ids=relation_ids, relation_names=relation_names,
+        relation_descriptions=relation_descriptions, triples=triples)
+    report = {
+        "source": "rdf",
+        "file": str(path),
+        "rdf_triples": len(graph),
+        "entities": kg.num_entities,
+        "relations": kg.num_relations,
+        "triples": kg.num_triples,
+        "categories": kg.num_categories,
+        "entities_without_label": without_label,
+        "entities_without_description": without_description,
+        "extra_types_ignored": extra_types,
+        "literal_triples_ignored": sum(ignored_literals.values()),
+        "literal_triples_ignored_by_predicate": dict(ignored_literals.most_common(50)),
+        "blank_node_triples_ignored": blank,
+    }
+    if ignored_literals or blank:
+        logger.info("%s: %d literal-valued and %d blank-node triples ignored (see the report)", path,
+                    sum(ignored_literals.values()), blank)
+    return kg, report
