@@ -33,7 +33,7 @@ class DemoConfig:
     max_entities: int = 3000
     heldout_fraction: float = 0.3
     data_seed: int = 0
-    pretrain_steps: int = 300
+    pretrain_steps: int | None = None  # None = the embedded default's number of steps
     seeds: int = 5
     epochs: int = 150
     train_fractions: tuple[float, ...] = (1.0, 0.05)
@@ -108,7 +108,7 @@ def run_demo(config: DemoConfig) -> dict:
 
     t0 = time.perf_counter()
     if config.model is None:
-        _stage(f"2/3 pre-training JAKET ({config.pretrain_steps} steps)")
+        _stage("2/3 pre-training JAKET on the pre-training part (embedded default configuration)")
         model_dir, curves = _pretrain(out / "kg-pretrain", out / "pretrain", config)
     else:
         _stage(f"2/3 using the pre-trained model {config.model}")
@@ -178,8 +178,9 @@ def _pretrain(kg_dir: Path, out_dir: Path, config: DemoConfig) -> tuple[Path, di
     from jaket.train.config import load_config
     from jaket.train.pretrain import pretrain
 
-    overrides = ["data.source=dir", f"data.path={kg_dir}", f"steps={config.pretrain_steps}",
-                 f"seed={config.data_seed}", "tensorboard=false"]
+    overrides = ["data.source=dir", f"data.path={kg_dir}", f"seed={config.data_seed}", "tensorboard=false"]
+    if config.pretrain_steps is not None:
+        overrides.append(f"steps={config.pretrain_steps}")
     if config.encoder is not None:
         overrides.append(f"model.encoder={config.encoder}")
     if config.max_entities < 1000:  # --quick: keep every step and refresh tiny
