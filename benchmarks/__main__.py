@@ -1,244 +1,188 @@
-"""Run every benchmark and write ``docs/performance.md`` plus the raw figures as JSON.
+"""Run every benchmark and write ``docs/performance.md``, ``docs/performance.json`` and the plots.
 
 Each benchmark is a ``jaket bench NAME --json ...`` run in a fresh subprocess (so peak memory and
-thread settings of one cannot leak into another), repeated ``--repeats`` times; every figure in the
-report is the median over those runs with its min-max spread. Ratios are computed inside one run,
-so both sides of a comparison see the same machine state.
+thread settings of one cannot leak into another), repeated as its spec says; every figure in the
+report is the median over those runs with its min-max spread, and the benchmarks themselves
+report medians over their own repeats. Ratios are computed inside one run (interleaved), so both
+sides of a comparison see the same machine state.
 
-    python -m benchmarks                 # the full suite (about 20-30 minutes on 2 cores)
+    python -m benchmarks                 # the full suite (under 30 minutes on 2 cores)
     python -m benchmarks --quick         # smaller sizes, one repeat: a smoke run of the pipeline
-    python -m benchmarks --only sampler  # a subset
+    python -m benchmarks --only model    # a subset (by key or benchmark name)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import platform
-import statistics
+import re
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
+SCALING_SIZES = (10_000, 100_000, 1_000_000)
 
 
 @dataclass
 class Spec:
-    """One benchmark invocation: ``jaket bench {benchmark} {argv}``."""
+    """One benchmark invocation: ``jaket bench {benchmark} --json {argv}``, ``repeats`` times."""
 
     key: str  # unique name in the report
     benchmark: str
     argv: list[str]
     title: str
     scale: int | None = None  # number of entities, for the scaling fits
-    repeats: int | None = None  # overrides the suite's --repeats (slow benchmarks)
+    repeats: int = 1
+    prepare: Callable[[], None] | None = None  # run once before the first repeat
     results: list[dict] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+
+    @property
+    def command(self) -> str:
+        """The command line, with the suite's temporary directory shown as ``$TMP``."""
+        line = f"jaket bench {self.benchmark} --json {' '.join(self.argv)}".strip()
+        return re.sub(r"\S*/jaket-bench-[^/\s]+", "$TMP", line)
+
+
+def _write_wordnet(directory: Path) -> Callable[[], None]:
+    def prepare() -> None:
+        if (directory / "triples.tsv").exists():
+            return
+        from jaket.kg.io import save_kg
+        from jaket.kg.sources.wordnet import full_wordnet_kg
+
+        save_kg(full_wordnet_kg(), directory)
+
+    return prepare
 
 
 def suite(quick: bool, work: Path) -> list[Spec]:
-    """The benchmarks, on the embedded default and on synthetic KGs of growing size."""
-    sizes = [10_000, 100_000] if quick else [10_000, 100_000, 1_000_000]
-    specs: list[Spec] = []
+    """The benchmarks: model stages, memory, pre-training, data layer, scaling with KG size."""
+    sizes = SCALING_SIZES[:2] if quick else SCALING_SIZES
+    q = ["--quick"] if quick else []
+    one = ["--threads", "1"]  # one thread per process: CPU time is stable on a shared machine
+    specs = [
+        Spec("model", "model", [*q, *one, *([] if quick else ["--repeats", "5"])],
+             "Model stages, bundled MiniLM, r = 10", repeats=3),
+        Spec("model-r5", "model", [*q, *one, "--fanout", "5", "--km-variant", "full",
+                                   *([] if quick else ["--repeats", "5"])],
+             "Model stages, bundled MiniLM, r = 5", repeats=2),
+        Spec("model-threads2", "model", [*q, "--threads", "2", "--km-variant", "full",
+                                         *([] if quick else ["--repeats", "5"])],
+             "Model stages, bundled MiniLM, r = 10, two threads"),
+        Spec("model-paper-shape", "model",
+             [*one, "--shape", "paper", "--batch", "4" if quick else "8", "--repeats", "2",
+              *(["--entities", "20000"] if quick else [])],
+             "Model stages, RoBERTa-base-shaped encoder (random weights), r = 10", repeats=2),
+        Spec("memory", "memory", [*(q if quick else ["--entities", "1500"]), *one],
+             "Entity context memory refresh, WordNet descriptions", repeats=2),
+        Spec("pretrain", "pretrain", [*(q if quick else ["--entities", "2000", "--steps", "6"]), *one],
+             "Pre-training steps, bundled MiniLM, WordNet subset", repeats=2),
+        # the data layer's figures (sampler speed on a WordNet-size synthetic KG and on WordNet,
+        # compiled 1M-entity load); the scaling specs below use 10 triples per entity
+        Spec("sampler-default", "sampler",
+             ["--entities", "20000", "--load-entities", "100000"] if quick else
+             ["--load-entities", "1000000", "--load-dir", str(work / "load-1m-5m")],
+             "Sampler and compiled-KG load (data layer defaults)"),
+        Spec("sampler-wordnet", "sampler", ["--kg", str(work / "wordnet"), "--repeats", "5"],
+             "Sampler on WordNet 3.0 (embedded default)", prepare=_write_wordnet(work / "wordnet")),
+    ]
     for n in sizes:
-        specs.append(
-            Spec(
-                f"sampler-synthetic-{n}",
-                "sampler",
-                ["--entities", str(n), "--load-entities", str(n), "--cache-dir", str(work / f"synthetic-{n}")],
-                f"Synthetic KG, {n:,} entities, {10 * n:,} triples",
-                scale=n,
-            )
-        )
-    specs.append(Spec("sampler-wordnet", "sampler", ["--wordnet"], "WordNet 3.0 (embedded default)"))
-    specs.append(Spec("model", "model", ["--quick"] if quick else [], "Model stages, bundled MiniLM"))
-    specs.append(Spec("memory", "memory", ["--quick"] if quick else [], "Memory refresh, bundled MiniLM"))
-    specs.append(
-        Spec("pretrain", "pretrain", ["--quick"] if quick else [], "Pre-training steps, bundled MiniLM", repeats=1)
-    )
+        specs.append(Spec(
+            f"sampler-{n}", "sampler",
+            ["--entities", str(n), "--load-entities", str(n), "--load-triples", str(10 * n),
+             "--load-dir", str(work / f"synthetic-{n}"), "--repeats", "5", "--loop-repeats", "1"],
+            f"Sampler and load, synthetic KG of {n:,} entities", scale=n,
+            repeats=1 if quick or n >= 1_000_000 else 2))
+        specs.append(Spec(
+            f"km-{n}", "model",
+            ["--km-only", "--entities", str(n), "--km-variant", "full", "--no-backward", *one,
+             "--batch", "8" if quick else "32", "--repeats", "3"],
+            f"Knowledge module per sampled entity, synthetic KG of {n:,} entities", scale=n))
+        specs.append(Spec(
+            f"refresh-{n}", "memory",
+            ["--source", "synthetic", "--entities", str(n), "--subset", "256" if quick else "1024",
+             "--repeats", "1" if quick else "2", *one],
+            f"Memory refresh cost, synthetic KG of {n:,} entities", scale=n))
     return specs
 
 
-def run_spec(spec: Spec, repeats: int, log) -> None:
-    for attempt in range(spec.repeats or repeats):
+def run_spec(spec: Spec, repeats: int | None, log) -> None:
+    if spec.prepare is not None:
+        try:
+            spec.prepare()
+        except Exception as error:  # reported in the document, the suite goes on
+            spec.results.append({"error": f"preparation failed: {error}"})
+            log(f"  {spec.key} preparation FAILED: {error}")
+            return
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    for attempt in range(repeats or spec.repeats):
         command = [sys.executable, "-m", "jaket", "bench", spec.benchmark, "--json", *spec.argv]
         started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
         elapsed = time.perf_counter() - started
         if done.returncode != 0:
             log(f"  {spec.key} run {attempt + 1} FAILED ({elapsed:.0f}s):\n{done.stderr[-2000:]}")
-            spec.results.append({"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"})
+            lines = done.stderr.strip().splitlines()
+            spec.results.append({"error": lines[-1] if lines else "failed"})
             return
-        spec.results.append(json.loads(done.stdout))
+        spec.results.append(json.loads(done.stdout[done.stdout.index("{"):]))
+        spec.seconds.append(elapsed)
         log(f"  {spec.key} run {attempt + 1}: {elapsed:.0f}s")
 
 
-def summarise(results: list[dict]) -> dict[str, dict]:
-    """Per figure: median, min, max over the runs (numbers); the first value otherwise."""
-    summary: dict[str, dict] = {}
-    keys = [k for r in results for k in r]
-    for key in dict.fromkeys(keys):
-        values = [r[key] for r in results if key in r]
-        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        if numbers and len(numbers) == len(values):
-            summary[key] = {"median": statistics.median(numbers), "min": min(numbers), "max": max(numbers), "n": len(numbers)}
-        else:
-            summary[key] = {"value": values[0]}
-    return summary
-
-
-def fmt(entry: dict) -> str:
-    if "value" in entry:
-        return f"`{json.dumps(entry['value'])}`" if not isinstance(entry["value"], str) else entry["value"]
-    med, lo, hi = entry["median"], entry["min"], entry["max"]
-
-    def num(x: float) -> str:
-        if x == 0:
-            return "0"
-        if abs(x) >= 1000:
-            return f"{x:,.0f}"
-        if abs(x) >= 1:
-            return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
-        return f"{x:.3g}"
-
-    if entry["n"] > 1 and hi != lo:
-        return f"{num(med)} ({num(lo)}–{num(hi)})"
-    return num(med)
-
-
-def fit_exponent(xs: list[float], ys: list[float]) -> float | None:
-    """Least-squares slope of log y against log x: cost ~ N^slope."""
-    pairs = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x > 0 and y > 0]
-    if len(pairs) < 2:
-        return None
-    mx = sum(p[0] for p in pairs) / len(pairs)
-    my = sum(p[1] for p in pairs) / len(pairs)
-    sxx = sum((p[0] - mx) ** 2 for p in pairs)
-    return sum((p[0] - mx) * (p[1] - my) for p in pairs) / sxx if sxx else None
-
-
-def scaling_section(specs: list[Spec], out_dir: Path) -> tuple[list[str], dict]:
-    """Fit cost ~ N^k for every figure measured at several sizes and plot them on log-log axes."""
-    scaled = [s for s in specs if s.scale and s.results and "error" not in s.results[0]]
-    if len(scaled) < 2:
-        return [], {}
-    summaries = [(s.scale, summarise(s.results)) for s in scaled]
-    keys = [k for k, v in summaries[0][1].items() if "median" in v]
-    fits: dict[str, dict] = {}
-    for key in keys:
-        xs = [n for n, summ in summaries if key in summ and "median" in summ[key]]
-        ys = [summ[key]["median"] for n, summ in summaries if key in summ and "median" in summ[key]]
-        exponent = fit_exponent(xs, ys)
-        if exponent is not None:
-            fits[key] = {"exponent": exponent, "sizes": xs, "values": ys}
-    lines = ["## How the costs grow with the number of entities", ""]
-    lines.append("Fitted exponent k of `figure ~ N^k` over synthetic KGs (10 triples per entity). ")
-    lines.append("k ≈ 1 is linear growth, k ≈ 0 means the figure does not depend on the KG size.")
-    lines.append("")
-    lines.append("| figure | " + " | ".join(f"N = {n:,}" for n, _ in summaries) + " | k |")
-    lines.append("|---|" + "---|" * (len(summaries) + 1))
-    for key, fit in fits.items():
-        cells = [fmt(summ[key]) if key in summ else "–" for _, summ in summaries]
-        lines.append(f"| {key} | " + " | ".join(cells) + f" | {fit['exponent']:.2f} |")
-    lines.append("")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        plotted = {k: v for k, v in fits.items() if any(w in k for w in ("seconds", "_s", "mb", "bytes", "time"))}
-        if plotted:
-            fig, ax = plt.subplots(figsize=(6.5, 4.5))
-            for key, fit in plotted.items():
-                ax.plot(fit["sizes"], fit["values"], marker="o", label=f"{key} (k={fit['exponent']:.2f})")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("entities")
-            ax.set_title("cost against KG size (log-log)")
-            ax.legend(fontsize=7)
-            fig.tight_layout()
-            fig.savefig(out_dir / "performance-scaling.png", dpi=120)
-            plt.close(fig)
-            lines += ["![scaling](performance-scaling.png)", ""]
-    except ImportError:
-        pass
-    return lines, fits
-
-
-def write_report(specs: list[Spec], out_dir: Path, started: float, quick: bool) -> None:
-    raw = {
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-        },
-        "quick": quick,
-        "wall_seconds": time.time() - started,
-        "benchmarks": {s.key: {"command": f"jaket bench {s.benchmark} --json {' '.join(s.argv)}".strip(), "runs": s.results, "summary": summarise(s.results)} for s in specs},
-    }
-    lines = [
-        "# Performance",
-        "",
-        "Generated by `python -m benchmarks` (`make bench`); do not edit by hand. Raw figures: "
-        "[performance.json](performance.json). Every figure is the median over repeated runs, "
-        "each in a fresh process, with the min–max spread in brackets. Ratios are measured within one run.",
-        "",
-        f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}. "
-        f"Suite wall time: {raw['wall_seconds'] / 60:.1f} min{' (quick mode)' if quick else ''}.",
-        "",
-    ]
-    notes_path = ROOT / "benchmarks" / "notes.md"
-    if notes_path.exists():
-        lines += [notes_path.read_text().strip(), ""]
-    for spec in specs:
-        lines.append(f"## {spec.title}")
-        lines.append("")
-        lines.append(f"`jaket bench {spec.benchmark} --json {' '.join(spec.argv)}`".replace("  ", " "))
-        lines.append("")
-        if not spec.results:
-            lines += ["(not run)", ""]
-            continue
-        if "error" in spec.results[0]:
-            lines += [f"FAILED: {spec.results[0]['error']}", ""]
-            continue
-        lines += ["| figure | value |", "|---|---|"]
-        for key, entry in summarise(spec.results).items():
-            lines.append(f"| {key} | {fmt(entry)} |")
-        lines.append("")
-    scaling_lines, fits = scaling_section(specs, out_dir)
-    lines += scaling_lines
-    raw["scaling_fits"] = fits
-    (out_dir / "performance.json").write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n")
-    (out_dir / "performance.md").write_text("\n".join(lines) + "\n")
-
-
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks.report import write_report
+    from benchmarks.scaling import write_scaling
+
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="runs per benchmark (default: each spec's own, 1-2)")
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     parser.add_argument("--only", default="", help="comma-separated benchmark keys or names")
     parser.add_argument("--out", type=Path, default=ROOT / "docs")
+    parser.add_argument("--render-only", action="store_true",
+                        help="run nothing: rewrite the documents from OUT/performance.json")
     args = parser.parse_args(argv)
     started = time.time()
+    load_before = os.getloadavg()
     repeats = 1 if args.quick else args.repeats
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.render_only:
+        previous = json.loads((args.out / "performance.json").read_text())
+        specs = suite(bool(previous.get("quick")), Path(tempfile.gettempdir()) / "jaket-bench-x")
+        started = time.time() - previous.get("wall_seconds", 0.0)
+        load_before = tuple(previous["machine"].get("load_average_before", (0.0, 0.0, 0.0)))
+        load_after = tuple(previous["machine"].get("load_average_after", (0.0, 0.0, 0.0)))
+        write_report(specs, args.out, started, bool(previous.get("quick")), load_before, load_after)
+        write_scaling(json.loads((args.out / "performance.json").read_text()), args.out / "scaling.md")
+        print(f"rewrote {args.out / 'performance.md'} and {args.out / 'scaling.md'}")
+        return 0
+    full = True
     with tempfile.TemporaryDirectory(prefix="jaket-bench-") as tmp:
         specs = suite(args.quick, Path(tmp))
+        all_keys = {s.key for s in specs}
         if args.only:
             wanted = set(args.only.split(","))
             specs = [s for s in specs if s.key in wanted or s.benchmark in wanted]
+            full = {s.key for s in specs} == all_keys
         for spec in specs:
-            print(f"[{time.strftime('%H:%M:%S')}] {spec.key}", flush=True)
+            print(f"[{time.strftime('%H:%M:%S')}] {spec.key}: {spec.command}", flush=True)
             run_spec(spec, repeats, lambda m: print(m, flush=True))
-    write_report(specs, args.out, started, args.quick)
-    print(f"wrote {args.out / 'performance.md'} in {(time.time() - started) / 60:.1f} min")
+        if not full:  # keep the other benchmarks' figures from the last run
+            specs = [next((s for s in specs if s.key == o.key), o) for o in suite(args.quick, Path(tmp))]
+    write_report(specs, args.out, started, args.quick, load_before, os.getloadavg(), merge=not full)
+    write_scaling(json.loads((args.out / "performance.json").read_text()), args.out / "scaling.md")
+    print(f"wrote {args.out / 'performance.md'} and scaling.md in {(time.time() - started) / 60:.1f} min")
     failed = [s.key for s in specs if s.results and "error" in s.results[0]]
+    if failed:
+        print(f"failed: {', '.join(failed)}")
     return 1 if failed else 0
 
 

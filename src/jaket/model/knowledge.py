@@ -12,8 +12,9 @@ with a learned two-row direction embedding ``D``; ``R`` itself comes from relati
 (the relation context memory), so relations of an unseen KG work unchanged.
 
 Cost: with ``f`` linear (``add``, ``sub``) ``W^k M = W^k E_u ± W^k R_r`` is computed per node and
-per relation and only gathered per edge, so a layer costs O((n + 2P) F^2 + e F) instead of
-O(e F^2); ``mult`` and ``mlp`` compose per edge.
+per relation and only gathered per edge (and so is its attention half ``a^T W^k M``), so a layer
+costs one ``n x F x F`` product, O((n + 2P) F^2 + e F), instead of O(e F^2); ``mult`` and ``mlp``
+compose per edge. ``jaket bench model`` measures it (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -86,15 +87,25 @@ class CompGATConv(MessagePassing):
             return entity * relation
         return torch.tanh(self.compose_mlp(torch.cat([entity, relation], dim=-1)))
 
-    def _projected_messages(self, x, edge_index, relation_table, edge_rel):
-        """``W M_{u,r}`` for every edge, (e, K, F/K)."""
+    def _messages_and_scores(self, x, wx, edge_index, relation_table, edge_rel):
+        """``W M_{u,r}`` (e, K, F/K) for every edge and its half ``a^T W M_{u,r}`` of Eq. 3, (e, K).
+
+        For ``add``/``sub`` (``f`` linear) both are computed per node and per relation and only
+        gathered per edge: ``W(E_u ± R_r) = W E_u ± W R_r`` and likewise the dot product with ``a``.
+        ``index_select`` (not ``t[index]``) keeps the backward pass a fast ``index_add``.
+        """
         src = edge_index[0]
-        if self.composition in ("add", "sub"):  # W is linear: W(E ± R) = W E ± W R
-            wx, wr = self.lin(x), self.lin(relation_table)
-            msg = wx[src] + wr[edge_rel] if self.composition == "add" else wx[src] - wr[edge_rel]
-        else:
-            msg = self.lin(self.compose(x[src], relation_table[edge_rel]))
-        return msg.view(-1, self.heads, self.head_dim)
+        if self.composition in ("add", "sub"):
+            wr = self.lin(relation_table).view(-1, self.heads, self.head_dim)
+            if self.composition == "sub":
+                wr = -wr
+            msg = wx.index_select(0, src) + wr.index_select(0, edge_rel)
+            score = (wx * self.att_src).sum(-1).index_select(0, src) + \
+                (wr * self.att_src).sum(-1).index_select(0, edge_rel)
+            return msg, score
+        msg = self.lin(self.compose(x.index_select(0, src), relation_table.index_select(0, edge_rel)))
+        msg = msg.view(-1, self.heads, self.head_dim)
+        return msg, (msg * self.att_src).sum(-1)
 
     # ------------------------------------------------------------------ Eq. 2-5
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_attr=None,
@@ -112,10 +123,10 @@ class CompGATConv(MessagePassing):
             if edge_attr is None:
                 edge_attr = x.new_zeros(edge_index.size(1), self.channels)
             relation_table, edge_rel = edge_attr, torch.arange(edge_attr.size(0), device=x.device)
-        wm = self._projected_messages(x, edge_index, relation_table, edge_rel)  # (e, K, d)
-        we = self.lin(x).view(n, self.heads, self.head_dim)
+        we = self.lin(x).view(n, self.heads, self.head_dim)  # W^k E for every node, computed once
+        wm, score_src = self._messages_and_scores(x, we, edge_index, relation_table, edge_rel)
         dst = edge_index[1]
-        score = (we * self.att_dst).sum(-1)[dst] + (wm * self.att_src).sum(-1)  # Eq. 3, (e, K)
+        score = (we * self.att_dst).sum(-1).index_select(0, dst) + score_src  # Eq. 3, (e, K)
         alpha = softmax(F.leaky_relu(score, self.negative_slope), dst, num_nodes=n)  # Eq. 4
         alpha = F.dropout(alpha, p=self.dropout, training=self.training)
         aggregated = self.propagate(edge_index, message_value=wm, alpha=alpha, size=(n, n))
