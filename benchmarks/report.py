@@ -389,7 +389,7 @@ def model_section(f: Figures, img: str | None) -> list[str]:
         "the 800-mention batch (one thread, CPU time) this made the KM 1.5x faster forward and 1.4x "
         "faster forward+backward. (4) Both layers still update every sampled node, although "
         "the last layer only needs the seeds and the first only the seeds and hop-1 nodes: the "
-        "*layer-trimmed* column (`trimmed_knowledge_forward` in `jaket.bench.model`, exact at the "
+        "*layer-trimmed* column (`KnowledgeModule.forward(..., hops=...)`, what `JaketModel` runs; exact at the "
         "seeds) is what the paper's formula counts. Most of the remaining cost is per-edge memory "
         "traffic (gathers, the attention-weighted messages, scatter-add), which runs at a fraction "
         "of the matrix products' flop rate on a CPU.",

@@ -44,7 +44,7 @@ def test_forward_fuses_kg_embeddings_only_at_fused_mentions(model):
         plain = model.encode_text(text)
     b, length = text.input_ids.shape
     assert out.hidden.shape == (b, length, model.hidden_size)
-    assert out.entity_km.shape == (subgraph.num_nodes, model.hidden_size)
+    assert out.entity_km.shape == (subgraph.num_seeds, model.hidden_size)
     assert out.mlm_logits.shape == (b, length, model.language.config.vocab_size)
     assert not torch.allclose(out.hidden, none.hidden)  # the KG changed Z^LM
     # with nothing fused and normalize="mentions", the model is exactly the plain encoder

@@ -126,3 +126,27 @@ def test_bad_configuration_is_rejected():
         CompGATConv(10, heads=4)
     with pytest.raises(ValueError, match="composition"):
         CompGATConv(8, heads=2, composition="concat")
+
+
+@pytest.mark.parametrize("fanouts,layers", [((3, 3), 2), ((4,), 2), ((2, 2, 2), 2), ((3, 3), 1)])
+def test_trimmed_layers_give_the_seeds_exactly_the_untrimmed_output(fanouts, layers):
+    """Restricting layer l to the nodes within L - l hops of the seeds changes no seed's E^KM."""
+    import numpy as np
+
+    from jaket.kg.sampling import sample_neighbors
+    from jaket.kg.toy import synthetic_kg
+
+    kg = synthetic_kg(400, 3000, num_relations=4, seed=2)
+    subgraph = sample_neighbors(kg, np.array([5, 17, 17, 300, 42]), fanouts, np.random.default_rng(1))
+    assert sum(subgraph.nodes_per_hop) == subgraph.num_nodes
+    assert sum(subgraph.edges_per_hop) == subgraph.num_edges
+    torch.manual_seed(0)
+    km = KnowledgeModule(16, num_layers=layers, heads=4).eval()
+    x = torch.randn(subgraph.num_nodes, 16)
+    relations = torch.randn(4, 16)
+    with torch.no_grad():
+        full = km(x, subgraph.edge_index, subgraph.edge_type, relations)
+        trimmed = km(x, subgraph.edge_index, subgraph.edge_type, relations,
+                     hops=(subgraph.nodes_per_hop, subgraph.edges_per_hop))
+    assert trimmed.shape == (subgraph.num_seeds, 16)
+    assert torch.allclose(trimmed, full[:subgraph.num_seeds], atol=1e-5)

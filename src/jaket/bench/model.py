@@ -12,7 +12,7 @@ measured within each repeat (median over repeats), and the same ratio from flop 
 encoder of RoBERTa-base's shape (12 layers, hidden 768: timing needs no trained weights), so the
 paper's ratio can be checked at the paper's widths. ``--km-variant trimmed`` also times the
 layer-trimmed knowledge module (layer ``l`` only updates the nodes that layer ``l + 1`` reads,
-see :func:`trimmed_knowledge_forward`); ``--km-only`` skips the language module (used by the
+``KnowledgeModule.forward(..., hops=...)``, what the model uses); ``--km-only`` skips the language module (used by the
 scaling suite: KM milliseconds per sampled entity against the KG size).
 """
 
@@ -104,54 +104,6 @@ def make_text_batch(batch: int, length: int, mentions: int, vocab_size: int, spe
 
 
 # ---------------------------------------------------------------------------- trimmed KM
-def hop_counts(subgraph, num_hops: int) -> tuple[list[int], list[int]]:
-    """Nodes and edges per hop of a :func:`jaket.kg.sampling.sample_neighbors` subgraph, whose
-    nodes (seeds, then nodes first reached at hop 1, 2, ...) and edges (hop 1, hop 2, ...) come in
-    hop order: ``nodes[h]`` = nodes first reached at hop h (h = 0 are the seeds), ``edges[h]`` =
-    edges sampled at hop h + 1 (they point into nodes of hop h)."""
-    ei = subgraph.edge_index
-    frontier_hi = subgraph.num_seeds
-    nodes, edges, start_edge = [subgraph.num_seeds], [], 0
-    for h in range(num_hops):
-        targets = ei[1, start_edge:]
-        inside = targets < frontier_hi
-        # edges of hop h+1 form a prefix of the remaining ones: they target the hop-h frontier
-        count = int(inside.long().cumprod(0).sum()) if len(inside) else 0
-        edges.append(count)
-        if count:
-            new_hi = int(ei[:, start_edge:start_edge + count].max()) + 1
-        else:
-            new_hi = frontier_hi
-        new_hi = max(new_hi, frontier_hi)
-        nodes.append(new_hi - frontier_hi)
-        start_edge += count
-        frontier_hi = new_hi
-    return nodes, edges
-
-
-def trimmed_knowledge_forward(knowledge, x, subgraph, relations=None, num_relations=1):
-    """The knowledge module restricted, layer by layer, to what the seeds need (exact for them).
-
-    With L layers, the seeds' outputs depend on layer ``l`` outputs of nodes within ``L - l`` hops
-    only, so layer ``l`` (1-based) runs on the edges of hops ``1 .. L - l + 1`` and updates only the
-    nodes of hops ``0 .. L - l`` (PyG's ``trim_to_layer`` idea). Returns the seeds' E^KM
-    ``(num_seeds, F)``, equal to ``knowledge(...)[:num_seeds]``.
-    """
-    layers = list(knowledge.layers)
-    nodes, edges = hop_counts(subgraph, len(layers))
-    p = relations.size(0) if relations is not None else max(1, int(num_relations))
-    table = knowledge.relation_table(relations, p, x)
-    ei, et = subgraph.edge_index, subgraph.edge_type
-    h = x
-    for depth, layer in enumerate(layers):
-        keep_hops = len(layers) - depth  # edges of hops 1..keep_hops are still needed
-        e = sum(edges[:keep_hops])
-        n_keep = sum(nodes[:keep_hops + 1])  # sources may lie one hop further out
-        h = layer(h[:n_keep], ei[:, :e], (table, et[:e]))
-        h = h[: sum(nodes[:keep_hops])]
-    return h[: subgraph.num_seeds]
-
-
 # ---------------------------------------------------------------------------- timing
 _CPU_MS: dict[int, float] = {}
 
@@ -230,7 +182,7 @@ def run(args: argparse.Namespace) -> dict:
         subgraph = sample_neighbors(kg, text.mention_entity.numpy(), fanouts, rng)
         sample_ms.append((time.perf_counter() - began) * 1000)
     n, e = subgraph.num_nodes, subgraph.num_edges
-    nodes_per_hop, edges_per_hop = hop_counts(subgraph, args.km_layers)
+    nodes_per_hop, edges_per_hop = subgraph.nodes_per_hop, subgraph.edges_per_hop
 
     knowledge = KnowledgeModule(hidden, num_layers=args.km_layers, heads=args.km_heads)
     fusion = MentionFusion(hidden)
@@ -243,7 +195,8 @@ def run(args: argparse.Namespace) -> dict:
         return knowledge(x, subgraph.edge_index, subgraph.edge_type, None, num_relations=p)
 
     def km_trimmed():
-        return trimmed_knowledge_forward(knowledge, x, subgraph, None, num_relations=p)
+        return knowledge(x, subgraph.edge_index, subgraph.edge_type, None, num_relations=p,
+                         hops=(nodes_per_hop, edges_per_hop))
 
     with torch.no_grad():  # the trimmed variant is exact at the seeds
         full_out = km_forward()[: subgraph.num_seeds]

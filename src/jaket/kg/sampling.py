@@ -37,6 +37,11 @@ class Subgraph:
     edge_index: torch.Tensor  # (2, e) local indices
     edge_type: torch.Tensor  # (e,) in [0, 2P)
     triple_id: torch.Tensor  # (e,)
+    #: nodes first reached at each hop (``[0]`` = the unique seeds) and edges sampled at each hop;
+    #: nodes and edges are stored in this hop order, which lets the knowledge module skip work
+    #: the seeds do not need (``KnowledgeModule.forward(..., hops=...)``)
+    nodes_per_hop: tuple[int, ...] | None = None
+    edges_per_hop: tuple[int, ...] | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -49,7 +54,7 @@ class Subgraph:
     def to(self, device) -> "Subgraph":
         return Subgraph(self.node_ids.to(device), self.num_seeds, self.seed_local.to(device),
                         self.edge_index.to(device), self.edge_type.to(device),
-                        self.triple_id.to(device))
+                        self.triple_id.to(device), self.nodes_per_hop, self.edges_per_hop)
 
 
 def _ragged_arange(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -188,15 +193,20 @@ def sample_neighbors(kg: KnowledgeGraph, seeds, fanouts: Sequence[int] = (10, 10
     frontier = index.add(seeds)
     num_seeds = index.count
     sources, targets, positions = [], [], []
+    nodes_per_hop, edges_per_hop = [num_seeds], []
     for fanout in fanouts:
         if not len(frontier):
-            break
+            nodes_per_hop.append(0)
+            edges_per_hop.append(0)
+            continue
         row, position = sample_edges(adjacency, frontier, int(fanout), generator, hidden)
         neighbours = adjacency.neighbors[position].astype(np.int64)
         targets.append(frontier[row])
         sources.append(neighbours)
         positions.append(position)
         frontier = index.add(neighbours)
+        nodes_per_hop.append(len(frontier))
+        edges_per_hop.append(len(position))
     if positions:
         position = np.concatenate(positions)
         edge_index = index.local_of[np.stack([np.concatenate(sources), np.concatenate(targets)])]
@@ -210,6 +220,8 @@ def sample_neighbors(kg: KnowledgeGraph, seeds, fanouts: Sequence[int] = (10, 10
         edge_index=torch.from_numpy(edge_index),
         edge_type=torch.from_numpy(adjacency.edge_type[position].astype(np.int64)),
         triple_id=torch.from_numpy(adjacency.triple_id[position].astype(np.int64)),
+        nodes_per_hop=tuple(nodes_per_hop),
+        edges_per_hop=tuple(edges_per_hop),
     )
 
 

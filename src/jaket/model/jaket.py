@@ -85,14 +85,14 @@ class JaketConfig:
 
 @dataclass
 class JaketOutput:
-    """``hidden`` = Z^LM (B, L, F); ``entity_km`` = E^KM over the subgraph nodes (n, F);
+    """``hidden`` = Z^LM (B, L, F); ``entity_km`` = E^KM of the subgraph's seeds (num_seeds, F),
+    indexed by their local ids (``subgraph.seed_local``; the seeds are the first nodes);
     ``mlm_logits`` (B, L, V) only when asked for (decoding every position is the costliest part of
-    a step, so the trainer decodes the masked positions only); ``entity_initial`` = E^(0) rows."""
+    a step, so the trainer decodes the masked positions only)."""
 
     hidden: torch.Tensor
     entity_km: torch.Tensor
     mlm_logits: torch.Tensor | None = None
-    entity_initial: torch.Tensor | None = None
 
 
 class JaketModel(nn.Module):
@@ -163,16 +163,22 @@ class JaketModel(nn.Module):
         return memory
 
     # ------------------------------------------------------------------ knowledge module
-    def knowledge_forward(self, subgraph, memory: EntityContextMemory | None = None) -> torch.Tensor:
-        """``E^KM`` (n, F) of the subgraph's nodes: memory rows -> KM (Eq. 1-5)."""
+    def knowledge_forward(self, subgraph, memory: EntityContextMemory | None = None,
+                          seeds_only: bool = True) -> torch.Tensor:
+        """``E^KM`` of the subgraph's seeds (``(num_seeds, F)``; the seeds are its first nodes):
+        memory rows -> KM (Eq. 1-5), each layer restricted to what the seeds need. With
+        ``seeds_only=False`` every node's row ``(n, F)`` (the untrimmed computation)."""
         memory = memory if memory is not None else self.memory
         if memory is None:
             raise RuntimeError("no entity context memory: call attach_memory() or pass memory=")
         device = subgraph.edge_index.device
         x = memory.entity_rows(subgraph.node_ids.cpu()).to(device)
         relations = memory.relation_rows().to(device) if self.config.use_relation_memory else None
+        hops = None
+        if seeds_only and subgraph.nodes_per_hop is not None:
+            hops = (subgraph.nodes_per_hop, subgraph.edges_per_hop)
         return self.knowledge(x, subgraph.edge_index, subgraph.edge_type, relations,
-                              num_relations=memory.num_relations)
+                              num_relations=memory.num_relations, hops=hops)
 
     def encode_entities(self, kg, entity_indices, memory: EntityContextMemory | None = None,
                         batch_size: int = 1024, generator: np.random.Generator | None = None,

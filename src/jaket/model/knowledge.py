@@ -172,7 +172,18 @@ class KnowledgeModule(nn.Module):
         return torch.cat([relations + self.direction.weight[0], relations + self.direction.weight[1]])[: 2 * p]
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor,
-                relations: torch.Tensor | None = None, num_relations: int | None = None) -> torch.Tensor:
+                relations: torch.Tensor | None = None, num_relations: int | None = None,
+                hops: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> torch.Tensor:
+        """``E^KM`` of every node, or with ``hops`` only of the seeds.
+
+        ``hops = (nodes_per_hop, edges_per_hop)`` of a subgraph stored in hop order (as
+        :func:`jaket.kg.sampling.sample_neighbors` returns it: seeds, then nodes first reached at hop
+        1, 2, ...; edges of hop 1, hop 2, ...). A seed's output after L layers depends on layer
+        ``l``'s outputs within ``L - l`` hops only, so layer ``l`` (0-based) reads the edges of hops
+        ``1 .. L - l`` and updates only the nodes of hops ``0 .. L - l - 1`` (the idea of PyG's
+        ``trim_to_layer``). The result, ``(nodes_per_hop[0], F)``, equals the seeds' rows of the
+        untrimmed output exactly.
+        """
         if relations is None:
             if num_relations is None:
                 raise ValueError("without relation embeddings, pass num_relations (P) so that edge "
@@ -183,6 +194,18 @@ class KnowledgeModule(nn.Module):
         if edge_type.numel() and int(edge_type.max()) >= 2 * p:
             raise ValueError(f"edge type {int(edge_type.max())} outside [0, 2P) with P={p}")
         table = self.relation_table(relations, p, x)
-        for layer in self.layers:
-            x = layer(x, edge_index, (table, edge_type))
+        if hops is None:
+            for layer in self.layers:
+                x = layer(x, edge_index, (table, edge_type))
+            return x
+        nodes, edges = list(hops[0]), list(hops[1])
+        depth = len(self.layers)
+        nodes += [0] * (depth + 1 - len(nodes))
+        edges += [0] * (depth - len(edges))
+        for l, layer in enumerate(self.layers):
+            reach = depth - l  # edges of hops 1..reach still matter
+            e = sum(edges[:reach])
+            updated = sum(nodes[:reach])  # nodes of hops 0..reach-1 (targets of those edges)
+            sources = sum(nodes[:reach + 1])  # their sources lie up to one hop further out
+            x = layer(x[:sources], edge_index[:, :e], (table, edge_type[:e]))[:updated]
         return x
