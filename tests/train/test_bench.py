@@ -1,22 +1,13 @@
 import numpy as np
-import torch
-
-from jaket.kg.toy import toy_kg
-from jaket.train.config import load_config
-from jaket.train.pretrain import Pretrainer, prepare_data
-
-from .fake_model import FakeJaket
 
 
-def test_on_the_fly_mode_encodes_subgraph_descriptions(tokenizer, tmp_path):
-    kg, corpus = toy_kg()
-    config = load_config(overrides=["steps=3", "text_batch_size=4", "data.source=toy",
-                                    "checkpoint_every=0", "tensorboard=false"])
-    torch.manual_seed(0)
-    trainer = Pretrainer(config, FakeJaket(tokenizer, kg), prepare_data(kg, corpus, tokenizer, config),
-                         tmp_path)
+def test_on_the_fly_mode_encodes_subgraph_descriptions(make_trainer, tmp_path):
+    """The flag `jaket bench pretrain` uses: each step encodes its subgraph's descriptions."""
+    trainer = make_trainer(tmp_path, "checkpoint_every=0")
     trainer.train_step()
     assert trainer.description_seconds == 0
+    before = trainer.memory.entities.clone()
     trainer.on_the_fly_descriptions = True
     values = trainer.train_step()
     assert trainer.description_seconds > 0 and np.isfinite(values["loss_entity"])
+    assert not np.allclose(before.numpy(), trainer.memory.entities.numpy())

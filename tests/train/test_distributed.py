@@ -1,5 +1,8 @@
-"""Two CPU processes (gloo) train the stand-in model and must hold identical parameters."""
+"""Two CPU processes (gloo, DistributedDataParallel) pre-train the real JaketModel (tiny BERT, toy
+KG) through `jaket.train.pretrain.pretrain`, as under torchrun: their parameters and memories must
+stay identical while each trains on its own texts, and only rank 0 writes."""
 
+import json
 import os
 import socket
 
@@ -8,6 +11,10 @@ import torch
 import torch.multiprocessing as mp
 from safetensors.torch import load_file, save_file
 
+from .conftest import CONFIGS
+
+STEPS = 4
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -15,49 +22,62 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _worker(rank: int, world: int, port: int, out: str) -> None:
-    import numpy as np
-    import torch.distributed as dist
-    from transformers import AutoTokenizer
-
-    from jaket.kg.toy import toy_kg
-    from jaket.paths import default_model_path
+def _worker(rank: int, world: int, port: int, out: str, encoder: str) -> None:
     from jaket.train.config import load_config
-    from jaket.train.distributed import DistInfo
-    from jaket.train.pretrain import Pretrainer, prepare_data
-    from tests.train.fake_model import FakeJaket
+    from jaket.train.pretrain import Pretrainer, build_model, pretrain
 
     torch.set_num_threads(1)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
-    kg, corpus = toy_kg()
-    config = load_config(overrides=["steps=4", "text_batch_size=3", "tasks.root_entities=4",
-                                    "memory.initial=2", "checkpoint_every=0", "data.source=toy",
-                                    "tensorboard=false", "eval_texts=4"])
-    torch.manual_seed(0)
-    np.random.seed(0)
-    model = FakeJaket(tokenizer, kg)
-    trainer = Pretrainer(config, model, prepare_data(kg, corpus, tokenizer, config),
-                         os.path.join(out, "run"), DistInfo(rank, world))
-    ids = trainer.text_indices(0)
-    trainer.run(progress=False)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      LOCAL_RANK=str(rank), WORLD_SIZE=str(world), TOKENIZERS_PARALLELISM="false")
+    config = load_config(CONFIGS / "pretrain-tiny.yaml",
+                         [f"steps={STEPS}", "checkpoint_every=2", "memory.initial=2"],
+                         {"model.encoder": encoder})
+    built = {}
+
+    def factory(cfg, kg):
+        built["model"] = model = build_model(cfg, kg)
+        built["initial"] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        return model
+
+    texts = []
+    original = Pretrainer.text_indices
+
+    def recording(self, position):
+        chosen = original(self, position)
+        texts.extend(chosen.tolist())
+        return chosen
+
+    Pretrainer.text_indices = recording
+    pretrain(config, os.path.join(out, "run"), progress=False, model_factory=factory)
+    model = built["model"]
     tensors = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
     tensors["__memory"] = model.memory.entities.clone()
-    tensors["__texts"] = torch.from_numpy(ids)
+    tensors["__texts"] = torch.tensor(texts)
+    tensors["__changed"] = torch.tensor([sum(not torch.equal(v, built["initial"][k])
+                                             for k, v in model.state_dict().items())])
     save_file(tensors, os.path.join(out, f"rank{rank}.safetensors"))
-    dist.destroy_process_group()
 
 
 @pytest.mark.distributed
-def test_two_ranks_stay_in_sync(tmp_path):
-    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+def test_two_ranks_stay_in_sync(tiny_bert_dir, tmp_path):
+    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path), str(tiny_bert_dir)), nprocs=2, join=True)
     a = load_file(tmp_path / "rank0.safetensors")
     b = load_file(tmp_path / "rank1.safetensors")
+    assert len(a["__texts"]) == len(b["__texts"]) == STEPS * 4
     assert set(a["__texts"].tolist()).isdisjoint(b["__texts"].tolist())  # data split
+    assert a["__changed"].item() > 0  # training moved the parameters
     assert a["__memory"].abs().sum() > 0
     assert torch.equal(a["__memory"], b["__memory"])  # refresh split + all-reduced
     for name in a:
         if not name.startswith("__"):
             assert torch.equal(a[name], b[name]), name
-    assert (tmp_path / "run" / "summary.json").exists()
+    run = tmp_path / "run"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["world_size"] == 2 and summary["refresh_count"] == 2
+    # rank 0 alone wrote: one metrics row per step, checkpoints at 2 and the end
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == list(range(1, STEPS + 1))
+    assert sorted(p.name for p in (run / "checkpoints").glob("step-*")) == ["step-0000002", "step-0000004"]
+    saved = load_file(run / "model" / "jaket.safetensors")
+    for name, value in saved.items():
+        assert torch.equal(value, a[name]), name

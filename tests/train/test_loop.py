@@ -1,58 +1,129 @@
+"""The pre-training loop on the real JaketModel (tiny random BERT, toy KG)."""
+
 import json
 
 import numpy as np
 import torch
+from safetensors.torch import load_file
 
-from jaket.kg.toy import toy_kg
-from jaket.train.config import load_config
-from jaket.train.pretrain import Pretrainer, prepare_data
+from jaket.cli import main
 
-from .fake_model import FakeJaket
+from .conftest import CONFIGS
 
 
-def _trainer(tokenizer, out, steps=8, **over):
+def test_step_batches_follow_the_four_tasks(make_trainer, tmp_path):
+    trainer = make_trainer(tmp_path, "tasks.relation_pairs=8", "tasks.root_entities=10")
+    kg, data = trainer.data.kg, trainer.data
+    special = set(data.special_ids)
+    removed_total = mentions_total = 0
+    for position in range(12):
+        batch = trainer.sample_batch(position)
+        sub = batch.subgraph
+        nodes = sub.node_ids.numpy()
+        # relation prediction: the predicted triples and every other triple joining the same two
+        # entities are hidden, so no edge of the subgraph joins a predicted pair
+        assert len(batch.predicted_triples) > 0
+        assert set(batch.predicted_triples.tolist()) <= set(batch.hidden_triples.tolist())
+        assert not np.isin(sub.triple_id.numpy(), batch.hidden_triples).any()
+        ends = {frozenset(p) for p in kg.triples[batch.predicted_triples][:, [0, 2]].tolist()}
+        src, dst = nodes[sub.edge_index.numpy()]
+        assert not any(frozenset((a, b)) in ends for a, b in zip(src, dst))
+        heads, tails = nodes[batch.relation_head.numpy()], nodes[batch.relation_tail.numpy()]
+        triples = kg.triples[batch.predicted_triples]
+        assert (heads == triples[:, 0]).all() and (tails == triples[:, 2]).all()
+        assert (batch.relation_label.numpy() == triples[:, 1]).all()
+        # entity categories of walked entities
+        cat_entities = nodes[batch.category_node.numpy()]
+        assert (kg.entity_category[cat_entities] == batch.category_label.numpy()).all()
+        # masked entity prediction: removed mentions get no node, the others their own entity
+        fuse = batch.fuse_mask
+        entities = batch.text.mention_entity
+        assert (batch.mention_node[~fuse] == -1).all()
+        assert (nodes[batch.mention_node[fuse].numpy()] == entities[fuse].numpy()).all()
+        assert (batch.entity_candidates[:, 0] == entities[~fuse]).all()
+        assert batch.entity_candidates.shape[1] == 1 + 2 + 8  # truth, hard, random (tiny config)
+        removed_total += int((~fuse).sum())
+        mentions_total += len(fuse)
+        # masked tokens: never a special or padding token
+        labels = batch.mlm_labels
+        original = torch.where(labels != -100, labels, batch.text.input_ids)
+        chosen = labels != -100
+        assert chosen.any()
+        assert not any(int(t) in special for t in original[chosen])
+        assert (batch.text.attention_mask[chosen] == 1).all()
+    assert 0 < removed_total < mentions_total
+
+
+def test_run_writes_outputs_and_the_relation_memory_flag_reaches_the_model(tiny_bert_dir, tmp_path):
+    """`jaket pretrain --kg DIR --corpus FILE --model PATH --relation-memory` on the real model."""
+    from jaket.kg.io import save_kg
+    from jaket.kg.toy import toy_kg
+
     kg, corpus = toy_kg()
-    sets = [f"steps={steps}", "text_batch_size=4", "tasks.root_entities=6", "tasks.relation_pairs=4",
-            "checkpoint_every=3", "memory.initial=2", "memory.batch_size=8", "data.source=toy",
-            "tensorboard=false", "eval_texts=8"] + [f"{k}={v}" for k, v in over.items()]
-    config = load_config(overrides=sets)
-    torch.manual_seed(0)
-    np.random.seed(0)
-    model = FakeJaket(tokenizer, kg)
-    return Pretrainer(config, model, prepare_data(kg, corpus, tokenizer, config), out)
-
-
-def _losses(out):
-    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-
-
-def test_run_writes_outputs_and_all_four_losses(tokenizer, tmp_path):
-    trainer = _trainer(tokenizer, tmp_path, steps=6)
-    summary = trainer.run(progress=False)
-    rows = _losses(tmp_path)
+    save_kg(kg, tmp_path / "kg", corpus=corpus)
+    out = tmp_path / "run"
+    status = main(["pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"),
+                   "--kg", str(tmp_path / "kg"), "--corpus", str(tmp_path / "kg" / "corpus.jsonl"),
+                   "--model", str(tiny_bert_dir), "--relation-memory", "--steps", "6",
+                   "--out", str(out), "--no-progress"])
+    assert status == 0
+    config = (out / "config.yaml").read_text()
+    assert "source: dir" in config and "use_relation_memory: true" in config
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == list(range(1, 7))
     for name in ("category", "relation", "mlm", "entity"):
-        assert all(np.isfinite(r[f"loss_{name}"]) for r in rows), name
-        assert name in summary["losses"]
-    assert (tmp_path / "loss_curves.png").stat().st_size > 0
-    assert json.loads((tmp_path / "summary.json").read_text())["steps"] == 6
+        assert all(np.isfinite(r[f"loss_{name}"]) and r[f"n_{name}"] > 0 for r in rows), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["losses"]) == {"category", "relation", "mlm", "entity"}
     assert 0 <= summary["evaluation"]["masked_entity_accuracy"] <= 1
-    assert trainer.refresh_count >= 2  # initial fill + the schedule
+    assert summary["refresh_count"] == 3  # the fill, then before steps 2 and 4 (tiny: initial 2)
+    assert (out / "loss_curves.png").stat().st_size > 0
+    saved = json.loads((out / "model" / "config.json").read_text())
+    assert saved["use_relation_memory"] is True  # --relation-memory reached the model
+    from jaket.model.jaket import JaketModel
+
+    model = JaketModel.from_pretrained(out / "model")
+    assert model.use_relation_memory and model.memory.relations.abs().sum() > 0
+    # the newest `keep_checkpoints` (2) checkpoints are kept: step 3 and the end
+    steps = sorted(p.name for p in (out / "checkpoints").glob("step-*"))
+    assert steps == ["step-0000003", "step-0000006"]
+    assert (out / "checkpoints" / "latest").read_text().strip() == "step-0000006"
+    state = load_file(out / "checkpoints" / "step-0000006" / "model.safetensors")
+    for name, value in model.state_dict().items():
+        if not name.startswith("language."):
+            assert torch.equal(state[name], value), name
 
 
-def test_resume_repeats_the_uninterrupted_run(tokenizer, tmp_path):
-    full = _trainer(tokenizer, tmp_path / "full", steps=9)
-    full.run(progress=False)
-    stopped = _trainer(tokenizer, tmp_path / "cut", steps=9)
-    stopped.stop_at = 7  # dies after step 7; last checkpoint is step 6
-    stopped.run(progress=False)
-    resumed = _trainer(tokenizer, tmp_path / "cut", steps=9)
-    resumed.run(resume=True, progress=False)
-    assert resumed.step == 9
-    a, b = _losses(tmp_path / "full"), _losses(tmp_path / "cut")
-    assert [r["step"] for r in b] == list(range(1, 10))
-    for ra, rb in zip(a, b):
-        for key in ("loss_category", "loss_relation", "loss_mlm", "loss_entity"):
-            assert abs(ra[key] - rb[key]) <= 1e-6, (ra["step"], key, ra[key], rb[key])
-    for (na, pa), (nb, pb) in zip(full.model.named_parameters(), resumed.model.named_parameters()):
-        assert torch.allclose(pa, pb, atol=1e-6), na
+def test_cli_rejects_bad_input(tmp_path, capsys):
+    assert main(["pretrain", "--kg", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
+    assert "--kg" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("steps: 5\noptim:\n  lm_lr: -1\n")
+    assert main(["pretrain", "--config", str(bad), "--print-config"]) == 2
+    assert f"{bad}:3: optim.lm_lr" in capsys.readouterr().err
+
+
+def test_weights_switch_tasks_off(make_trainer, tmp_path):
+    trainer = make_trainer(tmp_path, "tasks.weight_relation=0", "tasks.weight_entity=0")
+    values = trainer.train_step()
+    assert "loss_relation" not in values and "loss_entity" not in values
+    assert np.isfinite(values["loss_mlm"]) and np.isfinite(values["loss_category"])
+    batch = trainer.sample_batch(0)
+    assert batch.fuse_mask.all() and len(batch.predicted_triples) == 0
+
+
+def test_refresh_uses_momentum_after_the_first_fill(make_trainer, tmp_path):
+    trainer = make_trainer(tmp_path, "model.memory_momentum=0.75")
+    trainer.refresh_memory()  # the first fill replaces
+    fresh = trainer.memory.entities.clone()
+    assert fresh.abs().sum() > 0
+    with torch.no_grad():
+        trainer.memory.entities.zero_()
+    trainer.refresh_memory()  # Eq. 12: m * old + (1 - m) * new, here old = 0
+    assert torch.allclose(trainer.memory.entities, 0.25 * fresh, atol=1e-6)
+    assert trainer.refresh_count == 2
+
+
+def test_bf16_autocast_step(make_trainer, tmp_path):
+    values = make_trainer(tmp_path, "bf16=true").train_step()
+    assert all(np.isfinite(values[f"loss_{k}"]) for k in ("category", "relation", "mlm", "entity"))

@@ -6,7 +6,7 @@ from jaket.kg.toy import toy_kg
 from jaket.train import tasks
 from jaket.train.config import load_config
 from jaket.train.optim import build_optimizer, build_scheduler
-from jaket.train.pretrain import refresh_steps
+from jaket.train.pretrain import refresh_steps, text_batch_indices
 
 
 def test_mask_tokens_rates_and_specials():
@@ -89,13 +89,49 @@ def test_refresh_schedule_grows_and_caps():
     assert list(gaps[:7]) == [10, 10, 10, 20, 20, 20, 40] and gaps.max() == 50
 
 
+def test_pair_index_finds_every_triple_joining_a_pair():
+    kg, _ = toy_kg()
+    pairs = tasks.PairIndex(kg)
+    for t in range(kg.num_triples):
+        h, _, tail = kg.triples[t]
+        expected = {i for i, (a, _, b) in enumerate(kg.triples) if {a, b} == {h, tail}}
+        assert set(pairs.triples_of_pairs(np.array([t])).tolist()) == expected
+    assert len(pairs.triples_of_pairs(np.zeros(0, dtype=np.int64))) == 0
+
+
+def test_text_batches_cover_each_epoch_once_and_split_ranks():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(3, 40, size=1000)
+    for group in (False, True):
+        # 32 positions x 4 texts x 2 ranks = 256 texts: no text twice within an epoch
+        seen = []
+        for position in range(32):
+            a = text_batch_indices(lengths, position, 4, seed=3, group_by_length=group, rank=0, world_size=2)
+            b = text_batch_indices(lengths, position, 4, seed=3, group_by_length=group, rank=1, world_size=2)
+            assert len(a) == len(b) == 4 and set(a).isdisjoint(b)
+            seen += [*a, *b]
+        assert len(set(seen)) == len(seen) == 256
+    # grouping by length makes batches far more uniform than random batches
+    spread = {g: np.mean([np.ptp(lengths[text_batch_indices(lengths, p, 16, 0, g)]) for p in range(32)])
+              for g in (False, True)}
+    assert spread[True] < spread[False] / 4
+
+
 def test_config_overrides_and_errors(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("steps: 7\ntasks:\n  weight_mlm: 0.5\n")
-    c = load_config(path, ["tasks.weight_mlm=0", "optim.betas=[0.8, 0.9]"])
+    c = load_config(path, ["tasks.weight_mlm=0", "optim.betas=[0.8, 0.9]"], {"data.path": "123"})
     assert c.steps == 7 and c.tasks.weight_mlm == 0 and c.optim.betas == (0.8, 0.9)
+    assert c.data.path == "123"  # `values` are used as given (YAML would read an int)
     with pytest.raises(ValueError, match="nosuch"):
         load_config(None, ["nosuch=1"])
-    path.write_text("steps: [\n")
-    with pytest.raises(ValueError, match=r"c\.yaml:\d+"):
+    with pytest.raises(ValueError, match=r"--set steps=-1: steps:"):
+        load_config(path, ["steps=-1"])
+    path.write_text("steps: 7\ntasks:\n  weight_mlm: lots\n")
+    with pytest.raises(ValueError, match=r"c\.yaml:3: tasks\.weight_mlm:"):
         load_config(path)
+    path.write_text("steps: [\n")
+    with pytest.raises(ValueError, match=r"c\.yaml:\d+: invalid YAML"):
+        load_config(path)
+    with pytest.raises(ValueError, match="data.source=dir needs data.path"):
+        load_config(None, ["data.source=dir"])

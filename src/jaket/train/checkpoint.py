@@ -28,7 +28,27 @@ def _atomic_write_text(path: Path, text: str) -> None:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
+    os.chmod(tmp, 0o666 & ~_umask())
     os.replace(tmp, path)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_tree(directory: Path) -> None:
+    """Flush every file of ``directory`` and the directory itself to disk (before it is renamed
+    into place, so a checkpoint that has a name is complete even after a power cut)."""
+    for item in directory.iterdir():
+        with open(item, "rb") as handle:
+            os.fsync(handle.fileno())
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def rng_state() -> tuple[dict, dict]:
@@ -84,12 +104,14 @@ def _load_optimizer(optimizer: torch.optim.Optimizer, tensors: dict, meta: dict)
 
 def save_checkpoint(out_dir: str | Path, step: int, model: torch.nn.Module,
                     optimizer: torch.optim.Optimizer, scheduler, memory_tensors: dict[str, torch.Tensor],
-                    state: dict) -> Path:
-    """Write ``out_dir/checkpoints/step-<step>`` atomically and point ``latest`` at it."""
+                    state: dict, keep: int | None = None) -> Path:
+    """Write ``out_dir/checkpoints/step-<step>`` atomically, point ``latest`` at it and keep only
+    the ``keep`` newest checkpoints (all when None)."""
     root = Path(out_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{step:07d}"
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; a checkpoint is ordinary output
     try:
         model_tensors = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
         save_file(_dedupe(model_tensors), tmp / "model.safetensors")
@@ -103,14 +125,31 @@ def save_checkpoint(out_dir: str | Path, step: int, model: torch.nn.Module,
                     rng=py_rng)
         meta["scheduler"].pop("lr_lambdas", None)
         (tmp / "state.json").write_text(json.dumps(meta), encoding="utf-8")
-        if final.exists():
-            shutil.rmtree(final)
+        _fsync_tree(tmp)
+        if final.exists():  # a resumed run writing the same step again: move the old one aside
+            stale = root / f".stale-{final.name}-{os.getpid()}"
+            os.replace(final, stale)
+            shutil.rmtree(stale, ignore_errors=True)
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _atomic_write_text(root / "latest", final.name + "\n")
+    _prune(root, keep, final)
     return final
+
+
+def _prune(root: Path, keep: int | None, newest: Path) -> None:
+    """Remove all but the ``keep`` newest ``step-*`` directories (never ``newest``) and the
+    temporary directories of writes that were killed."""
+    for stale in root.glob(".tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    if keep is None:
+        return
+    steps = sorted(p for p in root.glob("step-*") if p.is_dir())
+    for old in steps[:-keep] if keep > 0 else steps:
+        if old != newest:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _dedupe(tensors: dict) -> dict:

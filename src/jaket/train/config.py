@@ -1,17 +1,20 @@
 """Typed pre-training configuration (pydantic), loadable from YAML with ``key=value`` overrides.
 
-The embedded default (``configs/pretrain-default.yaml`` is the same values) is the demo run:
-a WordNet subset of about 10,000 entities and their usage examples with the bundled MiniLM,
-budgeted to finish within 10 minutes on 2 CPU cores.
+The embedded default (``configs/pretrain-default.yaml`` holds the same values) is the demo run:
+a WordNet subset of 10,000 entities and their usage examples with the bundled MiniLM, sized to
+finish within 10 minutes on 2 CPU cores (docs/pretraining.md, "The embedded default").
+
+Errors name where the bad value came from: ``FILE:LINE: key: message`` for the YAML file,
+``--set key=value: message`` for an override.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 
 class _Strict(BaseModel):
@@ -19,63 +22,85 @@ class _Strict(BaseModel):
 
 
 class DataConfig(_Strict):
+    """Where the KG and its mention corpus come from.
+
+    ``source``: ``wordnet`` (the embedded default: ``max_entities`` synsets and their usage
+    examples), ``toy`` (:func:`jaket.kg.toy.toy_kg`) or ``dir`` (a KG directory in the
+    :mod:`jaket.kg.io` format at ``path``, with its ``corpus.jsonl``). ``corpus``: a corpus file
+    (``jaket.kg.io`` JSONL) that replaces the source's own texts.
+    """
+
     source: Literal["wordnet", "toy", "dir"] = "wordnet"
-    path: str | None = None  # for source == "dir": a KG directory (jaket.kg.io format)
-    max_entities: int = 10_000
+    path: str | None = None
+    corpus: str | None = None
+    max_entities: int = Field(10_000, ge=1)
     wordnet_roots: list[str] | None = None
-    max_length: int = 48
-    heldout_fraction: float = 0.05
+    max_length: int = Field(48, ge=4)  # text tokens, special tokens included
+    heldout_fraction: float = Field(0.05, ge=0.0, lt=1.0)
+    group_by_length: bool = True  # batches of similar length (less padding), see Pretrainer
+
+    @model_validator(mode="after")
+    def _path_for_dir(self) -> "DataConfig":
+        if self.source == "dir" and not self.path:
+            raise ValueError("data.source=dir needs data.path (a KG directory; `--kg DIR`)")
+        return self
 
 
 class ModelSection(_Strict):
-    encoder: str | None = None  # None = the bundled MiniLM
-    lm1_layers: int | None = None
+    """The :class:`jaket.model.jaket.JaketConfig` fields pre-training chooses."""
+
+    encoder: str | None = None  # any local Hugging Face masked-LM folder; None = the bundled MiniLM
+    lm1_layers: int | None = None  # None = half of the encoder's layers
     km_layers: int = 2
     km_heads: int = 4
     composition: str = "add"
     fanouts: list[int] = Field(default_factory=lambda: [5, 5])
-    description_max_length: int = 24
-    memory_momentum: float = 0.8
+    description_max_length: int = Field(16, ge=4)  # WordNet: lemmas come first
+    memory_momentum: float = Field(0.8, ge=0.0, lt=1.0)
 
 
 class TaskConfig(_Strict):
     """Loss weights of the four tasks (0 switches a task off) and their sampling sizes."""
 
-    weight_category: float = 1.0
-    weight_relation: float = 1.0
-    weight_mlm: float = 1.0
-    weight_entity: float = 1.0
-    root_entities: int = 32  # roots per step for the knowledge-module tasks
-    walk_length: int = 3
-    relation_pairs: int = 32  # triples predicted per step (hidden from the GNN)
-    mlm_probability: float = 0.15
-    entity_mask_probability: float = 0.15
-    entity_random_negatives: int = 32
-    entity_hard_negatives: int = 8
+    weight_category: float = Field(1.0, ge=0.0)
+    weight_relation: float = Field(1.0, ge=0.0)
+    weight_mlm: float = Field(1.0, ge=0.0)
+    weight_entity: float = Field(1.0, ge=0.0)
+    root_entities: int = Field(32, ge=1)  # roots per step for the knowledge-module tasks
+    walk_length: int = Field(3, ge=0)
+    relation_pairs: int = Field(32, ge=0)  # triples predicted per step (hidden from the GNN)
+    mlm_probability: float = Field(0.15, gt=0.0, lt=1.0)
+    entity_mask_probability: float = Field(0.15, gt=0.0, le=1.0)
+    entity_random_negatives: int = Field(128, ge=0)
+    entity_hard_negatives: int = Field(8, ge=0)
     use_relation_memory: bool = False  # paper: relation memory off during pre-training
 
 
 class OptimConfig(_Strict):
-    lm_lr: float = 1e-4  # paper 1e-5; the short demo uses a larger rate
-    km_lr: float = 1e-3  # paper 1e-4
-    warmup_fraction: float = 0.06
-    weight_decay: float = 0.01
+    """AdamW (paper: 0.9, 0.999, 1e-8, weight decay 0.01); the language module warms up over
+    ``warmup_fraction`` of the steps and decays linearly, the rest decays linearly from ``km_lr``."""
+
+    lm_lr: float = Field(1e-4, gt=0.0)  # paper 1e-5; a run of a few hundred steps needs more
+    km_lr: float = Field(1e-3, gt=0.0)  # paper 1e-4
+    warmup_fraction: float = Field(0.06, ge=0.0, lt=1.0)
+    weight_decay: float = Field(0.01, ge=0.0)
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
-    max_grad_norm: float = 1.0
-    accumulation_steps: int = 1
+    max_grad_norm: float = Field(1.0, gt=0.0)
+    accumulation_steps: int = Field(1, ge=1)
 
 
 class MemoryConfig(_Strict):
-    """Refresh schedule (``memory.refresh_interval``): paper initial=10, growth=2, every=3,
-    maximum=500. One full refresh of 10,000 MiniLM descriptions costs ~40-80 s on 2 cores, so the
-    10-minute demo starts at a gap of 40 steps."""
+    """Refresh schedule of Eq. 11 (paper: initial=10, growth=2, every=3, maximum=500).
 
-    initial: int = 40
-    growth: int = 2
-    every: int = 3
-    maximum: int = 500
-    batch_size: int = 128
+    A full refresh of 10,000 MiniLM descriptions costs 30-60 s on 2 cores, as much as 20-100
+    training steps, so the 120-step default refreshes once, before step 60 (docs/pretraining.md)."""
+
+    initial: int = Field(60, ge=1)
+    growth: int = Field(2, ge=1)
+    every: int = Field(3, ge=1)
+    maximum: int = Field(500, ge=1)
+    batch_size: int = Field(128, ge=1)
 
 
 class PretrainConfig(_Strict):
@@ -84,55 +109,110 @@ class PretrainConfig(_Strict):
     tasks: TaskConfig = Field(default_factory=TaskConfig)
     optim: OptimConfig = Field(default_factory=OptimConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
-    steps: int = 120
-    text_batch_size: int = 8
+    steps: int = Field(120, ge=1)
+    text_batch_size: int = Field(32, ge=1)  # texts per rank and micro-step
     seed: int = 0
-    bf16: bool = False  # CPU autocast is off by default
-    checkpoint_every: int = 40
-    log_every: int = 1
-    tensorboard: bool = True  # used only when installed
-    eval_texts: int = 200
+    bf16: bool = False  # bf16 autocast (CPU: supported, but not faster on most CPUs)
+    checkpoint_every: int = Field(60, ge=0)  # 0 = only at the end
+    keep_checkpoints: int = Field(2, ge=1)  # the newest N step-* directories are kept
+    log_every: int = Field(1, ge=1)
+    tensorboard: bool = True  # used only when tensorboard is installed
+    eval_texts: int = Field(200, ge=0)  # held-out texts for the masked-entity evaluation
 
 
-def _coerce(value: str):
-    return yaml.safe_load(value)
+def set_value(data: dict, key: str, value: Any, origin: str) -> None:
+    """Set ``data[a][b][c] = value`` for ``key = "a.b.c"`` (sections created as needed)."""
+    node = data
+    parts = key.strip().split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ValueError(f"{origin}: {part!r} is not a section")
+    node[parts[-1]] = value
 
 
 def apply_overrides(data: dict, overrides: list[str]) -> dict:
     """Apply ``a.b.c=value`` overrides (values parsed as YAML) to a nested dict in place."""
     for item in overrides:
         if "=" not in item:
-            raise ValueError(f"override {item!r}: expected key=value")
+            raise ValueError(f"--set {item}: expected KEY=VALUE")
         key, value = item.split("=", 1)
-        node = data
-        parts = key.strip().split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise ValueError(f"override {item!r}: {part!r} is not a section")
-        node[parts[-1]] = _coerce(value)
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError as error:
+            raise ValueError(f"--set {item}: invalid YAML value: {error}") from None
+        set_value(data, key, parsed, f"--set {item}")
     return data
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> PretrainConfig:
-    """The embedded default, updated by the YAML file at ``path`` and then by ``overrides``."""
+def _yaml_line(path: Path, loc: tuple) -> int | None:
+    """The line of ``path`` holding the key at ``loc`` (or its deepest existing parent)."""
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    line = None
+    for part in loc:
+        if not isinstance(node, yaml.MappingNode):
+            break
+        for key, value in node.value:
+            if key.value == str(part):
+                line = key.start_mark.line + 1
+                node = value
+                break
+        else:
+            break
+    return line
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None,
+                values: dict[str, Any] | None = None) -> PretrainConfig:
+    """The embedded default, updated by the YAML file at ``path``, then by ``overrides``
+    (``"a.b=value"`` strings, values parsed as YAML), then by ``values`` (``{"a.b": value}``,
+    values used as given: for paths that YAML would misread)."""
     data: dict = {}
     if path is not None:
-        with open(path, encoding="utf-8") as handle:
-            try:
-                loaded = yaml.safe_load(handle) or {}
-            except yaml.YAMLError as error:
-                mark = getattr(error, "problem_mark", None)
-                line = mark.line + 1 if mark else 0
-                raise ValueError(f"{path}:{line}: invalid YAML: {error}") from None
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise ValueError(f"{path}: cannot read the config: {error.strerror}") from None
+        try:
+            loaded = yaml.safe_load(text) or {}
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            line = mark.line + 1 if mark else 1
+            raise ValueError(f"{path}:{line}: invalid YAML: {error}") from None
         if not isinstance(loaded, dict):
             raise ValueError(f"{path}:1: expected a mapping at the top level")
         data = loaded
-    apply_overrides(data, overrides or [])
+    origins: dict[str, str] = {}
+    for item in overrides or []:
+        origins[item.split("=", 1)[0].strip()] = f"--set {item}"
+    apply_overrides(data, list(overrides or []))
+    for key, value in (values or {}).items():
+        set_value(data, key, value, key)
+        origins[key] = f"{key}={value}"
     try:
         return PretrainConfig.model_validate(data)
-    except Exception as error:
-        raise ValueError(f"{path or '<overrides>'}: {error}") from None
+    except ValidationError as error:
+        raise ValueError("invalid pre-training config:\n" + "\n".join(
+            _describe(e, path, origins) for e in error.errors())) from None
+
+
+def _describe(error: dict, path: Path | None, origins: dict[str, str]) -> str:
+    loc = tuple(str(p) for p in error["loc"])
+    key = ".".join(loc)
+    message = error["msg"]
+    for depth in range(len(loc), 0, -1):
+        origin = origins.get(".".join(loc[:depth]))
+        if origin:
+            return f"  {origin}: {key}: {message}"
+    if path is not None:
+        line = _yaml_line(path, loc)
+        if line is not None:
+            return f"  {path}:{line}: {key}: {message}"
+    return f"  {key or '<config>'}: {message}"
 
 
 def dump_config(config: PretrainConfig) -> str:

@@ -1,18 +1,21 @@
 """torch.distributed helpers: ``torchrun`` sets RANK / WORLD_SIZE; gloo on CPU, NCCL on GPU.
 
-Gradients are averaged across ranks with ``all_reduce`` after each backward pass (the same
-arithmetic as ``DistributedDataParallel``; done by hand because the pre-training heads are called
-outside the model's ``forward``). The memory refresh is split across ranks and recombined with
-:func:`all_reduce_delta`.
+The trainer wraps :class:`jaket.train.pretrain.PretrainingObjective` (model + the four task heads
+and losses) in :class:`torch.nn.parallel.DistributedDataParallel`, so gradients are averaged
+during backward. The memory refresh is split across ranks and recombined with
+:func:`all_reduce_delta`; logged metrics are combined with :func:`all_reduce_sum`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -29,25 +32,28 @@ class DistInfo:
         return self.world_size > 1
 
 
-def init_distributed() -> DistInfo:
-    """Join the process group when launched by torchrun (WORLD_SIZE > 1); otherwise single process."""
+def init_distributed() -> tuple[DistInfo, bool]:
+    """Join the process group when launched by torchrun (WORLD_SIZE > 1).
+
+    Returns ``(info, created)``: ``created`` is True when this call created the group (the caller
+    then destroys it with :func:`finish_distributed`)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
-        return DistInfo()
+        return DistInfo(), False
+    created = False
     if not dist.is_initialized():
         backend = "nccl" if torch.cuda.is_available() else "gloo"
         dist.init_process_group(backend=backend)
-    return DistInfo(dist.get_rank(), dist.get_world_size())
+        created = True
+        log.info("rank %d of %d joined the %s process group", dist.get_rank(),
+                 dist.get_world_size(), backend)
+    return DistInfo(dist.get_rank(), dist.get_world_size()), created
 
 
-def average_gradients(parameters, info: DistInfo) -> None:
-    if not info.active:
-        return
-    for param in parameters:
-        if param.grad is None:
-            param.grad = torch.zeros_like(param)
-        dist.all_reduce(param.grad, op=dist.ReduceOp.SUM)
-        param.grad /= info.world_size
+def finish_distributed(created: bool) -> None:
+    if created and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 def all_reduce_delta(tensor: torch.Tensor, before: torch.Tensor, info: DistInfo) -> None:
@@ -55,14 +61,13 @@ def all_reduce_delta(tensor: torch.Tensor, before: torch.Tensor, info: DistInfo)
     ``before``), sum the changes so every rank holds every refreshed row."""
     if not info.active:
         return
-    delta = (tensor.float() - before.float())
+    delta = tensor.float() - before.float()
     dist.all_reduce(delta, op=dist.ReduceOp.SUM)
     tensor.copy_((before.float() + delta).to(tensor.dtype))
 
 
-def all_reduce_mean(values: torch.Tensor, info: DistInfo) -> torch.Tensor:
+def all_reduce_sum(values: torch.Tensor, info: DistInfo) -> torch.Tensor:
     if info.active:
         values = values.clone()
         dist.all_reduce(values, op=dist.ReduceOp.SUM)
-        values /= info.world_size
     return values

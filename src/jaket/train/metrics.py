@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -10,28 +11,43 @@ import numpy as np
 
 LOSS_NAMES = ("category", "relation", "mlm", "entity")
 
+log = logging.getLogger(__name__)
 
-def read_metrics(path: Path, max_step: int | None = None) -> list[dict]:
+
+def read_metrics(path: Path, max_step: int | None = None, torn_tail_ok: bool = False) -> list[dict]:
+    """Rows of ``metrics.jsonl`` (up to ``max_step``). A bad line is an error naming file and
+    line, except, with ``torn_tail_ok``, an unterminated last line (a run killed mid-write)."""
     rows = []
     if path.exists():
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as error:
+                if torn_tail_ok and number == len(lines) and not text.endswith("\n"):
+                    log.warning("%s:%d: incomplete last line (the run was killed while writing "
+                                "it): discarded", path, number)
+                    break
                 raise ValueError(f"{path}:{number}: invalid JSON: {error}") from None
             if max_step is None or row["step"] <= max_step:
                 rows.append(row)
     return rows
 
 
-def truncate_metrics(path: Path, max_step: int) -> None:
-    """Keep only rows up to ``max_step`` (a resumed run rewrites what followed its checkpoint)."""
-    rows = read_metrics(path, max_step)
-    tmp = path.with_suffix(".tmp")
+def truncate_metrics(path: Path, max_step: int) -> int:
+    """Keep only rows up to ``max_step`` (a resumed run rewrites what followed its checkpoint);
+    returns how many rows were removed."""
+    if not path.exists():
+        return 0
+    before = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    rows = read_metrics(path, max_step, torn_tail_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     os.replace(tmp, path)
+    return before - len(rows)
 
 
 def first_last_tenth(rows: list[dict]) -> dict:
@@ -77,9 +93,11 @@ class TensorBoard:
         if enabled:
             try:
                 from torch.utils.tensorboard import SummaryWriter
-                self.writer = SummaryWriter(str(log_dir))
-            except Exception:  # tensorboard not installed
-                self.writer = None
+            except ImportError:
+                log.info("tensorboard is not installed: no %s/ (metrics.jsonl has every value)",
+                         log_dir.name)
+                return
+            self.writer = SummaryWriter(str(log_dir))
 
     def log(self, row: dict) -> None:
         if self.writer is not None:

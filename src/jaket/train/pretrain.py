@@ -1,25 +1,31 @@
 """JAKET pre-training: the four self-supervised tasks, the memory schedule, checkpoints, DDP.
 
-One optimisation step (paper, "Pre-training"):
+One optimisation step (paper, "Pre-training"; docs/pretraining.md walks through it):
 
-1. if the schedule says so, refresh the entity context memory (Eq. 7, 11-12) with momentum; the
-   ranks split the entities and the changes are all-reduced;
-2. sample root entities, random-walk from them (``random_walks``), pick triples among the walked
-   entities for relation prediction, and draw a text batch; 15% of its mentions are removed
-   (``fuse_mask`` False) for masked entity prediction, the others' entities join the seeds;
-3. sample the subgraph around the seeds (``sample_neighbors``) with the predicted triples hidden;
-4. run the model once: E^KM over the subgraph and Z^LM of the (token-masked) texts, and compute
-   category (E^KM), relation (E^KM pairs), masked token (Z^LM) and masked entity
-   (q = g((Z_s + Z_o)/2) against memory rows) losses, weighted and summed.
+1. if the schedule says so (Eq. 11), refresh the entity context memory with momentum (Eq. 12);
+   the ranks split the entities and the changes are all-reduced;
+2. :meth:`Pretrainer.sample_batch`: sample root entities, random-walk from them
+   (``random_walks``), pick triples among the walked entities for relation prediction, draw a text
+   batch, remove ~15% of its mentions (``fuse_mask`` False) for masked entity prediction, mask
+   15% of its tokens, and sample the subgraph around walked entities, pair ends and fused mention
+   entities with every triple joining a predicted pair hidden (``exclude_triples``);
+3. :class:`PretrainingObjective` (wrapped in ``DistributedDataParallel`` under ``torchrun``) runs
+   the model once, E^KM over the subgraph and Z^LM of the texts, and computes the category
+   (E^KM), relation (E^KM pairs), masked token (Z^LM) and masked entity
+   (q = g((Z_s + Z_o)/2) against memory rows) losses, weighted and summed;
+4. AdamW step with gradient clipping; the language module's rate warms up then decays linearly,
+   the rest decays linearly from its own rate.
 
-Every random draw of step ``t`` comes from generators seeded with ``(seed, t, rank)``, so a resumed
-run repeats the uninterrupted one exactly; the global torch RNG (dropout) is checkpointed.
+Every random draw of step ``t`` (sampling, masking, dropout) comes from generators seeded with
+``(seed, t, rank)``, so a resumed run repeats the uninterrupted one exactly.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,25 +34,29 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from jaket.kg.corpus import EncodedCorpus, TextBatch, collate_texts
-from jaket.kg.sampling import random_walks, sample_neighbors
+from jaket.kg.sampling import Subgraph, random_walks, sample_neighbors
 from jaket.train import tasks
 from jaket.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from jaket.train.config import PretrainConfig
-from jaket.train.distributed import (DistInfo, all_reduce_delta, all_reduce_mean,
-                                     average_gradients)
+from jaket.train.config import PretrainConfig, TaskConfig, dump_config
+from jaket.train.distributed import DistInfo, all_reduce_delta, all_reduce_sum
 from jaket.train.metrics import (LOSS_NAMES, TensorBoard, first_last_tenth, plot_losses,
                                  read_metrics, truncate_metrics)
 from jaket.train.optim import build_optimizer, build_scheduler
 
 log = logging.getLogger(__name__)
 
+#: how many batches a length-sorted window holds (``data.group_by_length``)
+LENGTH_WINDOW = 32
+
 
 def refresh_steps(total: int, initial: int, growth: int, every: int, maximum: int) -> list[int]:
-    """Steps (before which) the memory is refreshed, following ``memory.refresh_interval``:
-    the gap starts at ``initial`` and is multiplied by ``growth`` every ``every`` refreshes, up to
-    ``maximum`` (the initial fill happens before step 0 and is not listed)."""
+    """Steps (before which) the memory is refreshed, following Eq. 11
+    (``jaket.model.memory.refresh_interval``): the gap starts at ``initial`` and is multiplied by
+    ``growth`` every ``every`` refreshes, up to ``maximum``. The initial fill happens before
+    step 0 and is not listed."""
     steps, step, i = [], 0, 0
     while True:
         gap = min(maximum, initial * growth ** (i // max(1, every)))
@@ -55,6 +65,51 @@ def refresh_steps(total: int, initial: int, growth: int, every: int, maximum: in
         if step >= total:
             return steps
         steps.append(step)
+
+
+def _text_stream(n: int, seed: int, start: int, count: int) -> np.ndarray:
+    """Positions ``[start, start + count)`` of the endless text order: epoch after epoch, each a
+    permutation of the ``n`` texts seeded by ``(seed, epoch)``."""
+    out = []
+    while count > 0:
+        epoch, offset = divmod(start, n)
+        take = min(count, n - offset)
+        out.append(np.random.default_rng([seed, epoch]).permutation(n)[offset:offset + take])
+        start, count = start + take, count - take
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def text_batch_indices(lengths: np.ndarray, position: int, batch_size: int, seed: int,
+                       group_by_length: bool = True, rank: int = 0, world_size: int = 1) -> np.ndarray:
+    """The texts of micro-step ``position`` for ``rank`` (the data position is the step itself).
+
+    An epoch is a permutation of the ``n`` texts seeded by ``(seed, epoch)``, cut into
+    ``n // (batch_size * world_size)`` global batches (the few texts left over wait for a later
+    epoch's order, as with ``drop_last``). With ``group_by_length`` each run of ``LENGTH_WINDOW``
+    batches of an epoch is sorted by text length and its batches are taken in a shuffled order,
+    so a batch holds texts of similar length (far less padding) while every text is still drawn
+    at most once per epoch. Ranks take strided shares of the global batch. A corpus smaller than
+    one global batch is cycled through.
+    """
+    n = len(lengths)
+    size = batch_size * world_size
+    per_epoch = n // size
+    if per_epoch == 0:
+        chosen = _text_stream(n, seed, position * size, size)
+    else:
+        epoch, j = divmod(position, per_epoch)
+        order = np.random.default_rng([seed, epoch]).permutation(n)[:per_epoch * size]
+        if group_by_length:
+            window, slot = divmod(j, LENGTH_WINDOW)
+            first = window * LENGTH_WINDOW
+            count = min(LENGTH_WINDOW, per_epoch - first)
+            texts = order[first * size:(first + count) * size]
+            texts = texts[np.argsort(lengths[texts], kind="stable")]
+            k = int(np.random.default_rng([seed, epoch, window]).permutation(count)[slot])
+            chosen = texts[k * size:(k + 1) * size]
+        else:
+            chosen = order[j * size:(j + 1) * size]
+    return np.asarray(chosen[rank::world_size], dtype=np.int64)
 
 
 @dataclass
@@ -66,47 +121,149 @@ class PretrainData:
     special_ids: list[int]
     mask_id: int
     vocab_size: int
+    report: dict = field(default_factory=dict)
 
 
 @dataclass
-class StepOutput:
-    losses: dict[str, float]
-    extra: dict[str, float] = field(default_factory=dict)
+class StepBatch:
+    """Everything one micro-step consumes (:meth:`Pretrainer.sample_batch`).
+
+    Local indices point into ``subgraph.node_ids``; ``entity_candidates`` holds global entity
+    indices (column 0 the truth) and ``entity_valid`` masks padding and negatives equal to it.
+    """
+
+    text: TextBatch  # token-masked texts
+    mlm_labels: torch.Tensor  # (B, L) original ids at predicted positions, -100 elsewhere
+    subgraph: Subgraph  # every triple joining a predicted pair hidden
+    mention_node: torch.Tensor  # (M,) local node of each fused mention's entity, -1 if removed
+    fuse_mask: torch.Tensor  # (M,) False = removed (masked entity prediction)
+    category_node: torch.Tensor  # (c,) walked entities that have a category
+    category_label: torch.Tensor  # (c,)
+    relation_head: torch.Tensor  # (r,) local
+    relation_tail: torch.Tensor  # (r,) local
+    relation_label: torch.Tensor  # (r,)
+    predicted_triples: np.ndarray  # (r,) triple indices whose relation is predicted
+    hidden_triples: np.ndarray  # triples hidden from the sampler (all joining a predicted pair)
+    entity_candidates: torch.Tensor  # (k, C)
+    entity_valid: torch.Tensor  # (k, C) bool
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to(self, device) -> "StepBatch":
+        moved = {name: value.to(device) if hasattr(value, "to") and not isinstance(value, np.ndarray)
+                 else value for name, value in self.__dict__.items()}
+        return StepBatch(**moved)
 
 
-def _head(model, *names):
-    for name in names:
-        head = getattr(model, name, None)
-        if head is not None:
-            return head
-    raise AttributeError(f"model has none of {names}")
+class PretrainingObjective(nn.Module):
+    """The model and the four pre-training losses, one ``forward`` (so DDP sees one call).
+
+    ``forward(batch) -> (total, losses, extra)``: ``total`` the weighted sum, ``losses`` the
+    unweighted task losses present in this batch (a task without examples is absent; a weight of
+    0 switches a task off), ``extra`` the masked-entity candidate accuracy.
+    """
+
+    def __init__(self, model: nn.Module, tasks_config: TaskConfig):
+        super().__init__()
+        self.model = model
+        self.weights = {"category": tasks_config.weight_category,
+                        "relation": tasks_config.weight_relation,
+                        "mlm": tasks_config.weight_mlm, "entity": tasks_config.weight_entity}
+
+    def forward(self, batch: StepBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor],
+                                                 dict[str, torch.Tensor]]:
+        model = self.model
+        out = model(batch.text, batch.subgraph, batch.mention_node, batch.fuse_mask)
+        entity_km = out.entity_km.float()
+        losses: dict[str, torch.Tensor] = {}
+        extra: dict[str, torch.Tensor] = {}
+        w = self.weights
+        # entity category prediction (L_c) from E^KM of the walked entities
+        if w["category"] > 0 and len(batch.category_node):
+            logits = model.category_head(entity_km[batch.category_node])
+            losses["category"] = F.cross_entropy(logits.float(), batch.category_label)
+        # relation prediction (L_r) from the E^KM of both ends (their joining edges hidden)
+        if w["relation"] > 0 and len(batch.relation_label):
+            logits = model.relation_head(entity_km[batch.relation_head], entity_km[batch.relation_tail])
+            losses["relation"] = F.cross_entropy(logits.float(), batch.relation_label)
+        # masked token prediction (L_t): only the masked positions are decoded
+        chosen = batch.mlm_labels != -100
+        if w["mlm"] > 0 and bool(chosen.any()):
+            logits = out.mlm_logits[chosen] if out.mlm_logits is not None else \
+                model.language.mlm_logits(out.hidden[chosen])
+            losses["mlm"] = F.cross_entropy(logits.float(), batch.mlm_labels[chosen])
+        # masked entity prediction (L_e): q = g((Z_s + Z_o) / 2) against memory rows
+        removed = ~batch.fuse_mask
+        if w["entity"] > 0 and bool(removed.any()):
+            text = batch.text
+            z = out.hidden.float()
+            b, s, o = text.mention_batch[removed], text.mention_start[removed], text.mention_end[removed]
+            q = model.entity_head((z[b, s] + z[b, o]) / 2)
+            rows = model.memory.entity_rows(batch.entity_candidates.reshape(-1).cpu())
+            rows = rows.to(q.device).float().reshape(*batch.entity_candidates.shape, -1)
+            loss, accuracy = tasks.candidate_loss(q, rows, batch.entity_valid)
+            losses["entity"] = loss
+            extra["entity_acc"] = accuracy
+        # a head without examples in this batch still joins the graph with a zero term, so every
+        # parameter gets a gradient on every rank (DDP without find_unused_parameters)
+        total = out.hidden.sum() * 0.0
+        idle = {"category": lambda: model.category_head(entity_km[:1]),
+                "relation": lambda: model.relation_head(entity_km[:1], entity_km[:1]),
+                "mlm": lambda: model.language.mlm_logits(out.hidden[:1, 0]),
+                "entity": lambda: model.entity_head(out.hidden[:1, 0])}
+        for name, head in idle.items():
+            if name in losses:
+                total = total + w[name] * losses[name]
+            else:
+                total = total + head().float().sum() * 0.0
+        return total, losses, extra
+
+
+def _autocast(device: torch.device, enabled: bool):
+    if not enabled:
+        return contextlib.nullcontext()
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise ValueError("bf16=true: this GPU does not support bfloat16")
+    return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
 class Pretrainer:
-    """Holds the model, optimiser, schedule and data order; ``run()`` trains and writes outputs."""
+    """Holds the model, optimiser, schedule and data order; ``run()`` trains and writes outputs.
+
+    Only rank 0 writes (``out_dir``); every rank trains on its own share of each step's data.
+    """
 
     def __init__(self, config: PretrainConfig, model, data: PretrainData, out_dir: str | Path,
                  dist_info: DistInfo = DistInfo(), device: str | torch.device = "cpu"):
         self.config = config
-        self.model = model.to(device)
+        self.device = torch.device(device)
+        self.model = model.to(self.device)
         self.data = data
         self.out = Path(out_dir)
         self.info = dist_info
-        self.device = torch.device(device)
+        self.objective = PretrainingObjective(self.model, config.tasks)
+        if dist_info.active:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self.engine: nn.Module = DistributedDataParallel(self.objective)
+        else:
+            self.engine = self.objective
         o = config.optim
         self.optimizer = build_optimizer(self.model, o.lm_lr, o.km_lr, o.weight_decay, o.betas, o.eps)
         warmup = int(round(o.warmup_fraction * config.steps))
         self.scheduler = build_scheduler(self.optimizer, config.steps, warmup)
         m = config.memory
         self.refresh_at = set(refresh_steps(config.steps, m.initial, m.growth, m.every, m.maximum))
+        self.pairs = tasks.PairIndex(data.kg)
+        self._lengths = np.array([len(ids) for ids in data.train.input_ids], dtype=np.int64)
         self.step = 0
         self.refresh_count = 0
         self.refresh_seconds = 0.0
         self.train_seconds = 0.0
         self.memory_filled = False
-        self.stop_at: int | None = None  # a hook for tests: stop (as if killed) after this step
-        #: benchmark mode: encode every subgraph entity's description on the fly each step
-        #: (what the memory avoids) instead of reading the memory rows
+        self.evaluation_start: dict | None = None
+        self.progress = False
+        #: benchmark mode (``jaket bench pretrain``): encode every subgraph entity's description on
+        #: the fly each step (what the memory avoids) instead of reading the memory rows
         self.on_the_fly_descriptions = False
         self.description_seconds = 0.0
 
@@ -116,143 +273,112 @@ class Pretrainer:
         return self.model.memory
 
     def refresh_memory(self) -> dict:
-        """Eq. 11-12 with momentum (the first fill replaces); ranks split the work."""
+        """Eq. 7, 11-12 with momentum (the first fill replaces); ranks split the rows."""
         start = time.perf_counter()
         memory = self.memory
-        before_e = memory.entities.detach().clone()
-        before_r = memory.relations.detach().clone()
-        language = self.model.language
-        was_training = language.training
-        language.eval()
-        stats = memory.refresh(language, self.data.kg, batch_size=self.config.memory.batch_size,
+        before_e = memory.entities.detach().clone() if self.info.active else None
+        before_r = memory.relations.detach().clone() if self.info.active else None
+        momentum = self.config.model.memory_momentum if self.memory_filled else 0.0
+        stats = memory.refresh(self.model.language, self.data.kg,
+                               batch_size=self.config.memory.batch_size,
                                max_length=self.config.model.description_max_length,
                                rank=self.info.rank, world_size=self.info.world_size,
-                               momentum=self.config.model.memory_momentum if self.memory_filled
-                               else 0.0)
-        language.train(was_training)
-        all_reduce_delta(memory.entities, before_e, self.info)
-        all_reduce_delta(memory.relations, before_r, self.info)
+                               momentum=momentum, progress=self.progress and self.info.is_main)
+        if self.info.active:
+            all_reduce_delta(memory.entities, before_e, self.info)
+            all_reduce_delta(memory.relations, before_r, self.info)
+        memory.filled = True
         self.refresh_count += 1
         self.memory_filled = True
-        self.refresh_seconds += time.perf_counter() - start
-        return stats if isinstance(stats, dict) else {}
+        seconds = time.perf_counter() - start
+        self.refresh_seconds += seconds
+        log.log(logging.INFO if self.info.is_main else logging.DEBUG,
+                "memory refresh %d before step %d: %d entity rows%s, momentum %.2f, %.1f s",
+                self.refresh_count, self.step, stats.get("entities", 0),
+                f" on each of {self.info.world_size} ranks" if self.info.active else "", momentum,
+                seconds)
+        return stats
 
     # ---------------------------------------------------------------- data
-    def text_indices(self, step: int) -> np.ndarray:
-        """This rank's texts for ``step``: an epoch-wise permutation seeded by (seed, epoch); the
-        global batch is cut into ``world_size`` strided shares. The data position is ``step``."""
-        n = len(self.data.train)
-        global_batch = self.config.text_batch_size * self.info.world_size
-        start = step * global_batch
-        epoch, offset = divmod(start, n)
-        picks = []
-        while len(picks) < global_batch:
-            order = np.random.default_rng([self.config.seed, epoch]).permutation(n)
-            take = order[offset:offset + global_batch - len(picks)]
-            picks.extend(take.tolist())
-            epoch, offset = epoch + 1, 0
-        return np.asarray(picks[self.info.rank::self.info.world_size], dtype=np.int64)
+    def text_indices(self, position: int) -> np.ndarray:
+        """This rank's texts for micro-step ``position`` (:func:`text_batch_indices`)."""
+        return text_batch_indices(self._lengths, position, self.config.text_batch_size,
+                                  self.config.seed, self.config.data.group_by_length,
+                                  self.info.rank, self.info.world_size)
 
-    def special_mask(self, input_ids: torch.Tensor) -> torch.Tensor:
-        mask = torch.zeros_like(input_ids, dtype=torch.bool)
+    def special_mask(self, batch: TextBatch) -> torch.Tensor:
+        """True at special tokens and padding: never masked."""
+        mask = batch.attention_mask == 0
         for token in self.data.special_ids:
-            mask |= input_ids == token
+            mask |= batch.input_ids == token
         return mask
 
-    # ---------------------------------------------------------------- one step
-    def compute_losses(self, step: int) -> tuple[torch.Tensor, dict[str, float]]:
-        cfg, kg, model = self.config, self.data.kg, self.model
-        rng = np.random.default_rng([cfg.seed, step, self.info.rank])
+    def sample_batch(self, position: int) -> StepBatch:
+        """All random choices of micro-step ``position`` on this rank (see the module docstring)."""
+        cfg, kg = self.config, self.data.kg
+        t = cfg.tasks
+        rng = np.random.default_rng([cfg.seed, position, self.info.rank])
         tgen = torch.Generator().manual_seed(int(rng.integers(2**62)))
-        # knowledge-module batch: roots + random walks, triples to predict among them
-        roots = rng.integers(0, kg.num_entities, size=cfg.tasks.root_entities)
-        walks = random_walks(kg, roots, cfg.tasks.walk_length, rng)
+        counts: dict[str, int] = {}
+        # knowledge-module batch: roots + random walks; triples among them for relation prediction
+        roots = rng.integers(0, kg.num_entities, size=t.root_entities)
+        walks = random_walks(kg, roots, t.walk_length, rng)
         walked = np.unique(walks[walks >= 0])
-        predicted = tasks.sample_relation_pairs(kg, walked, cfg.tasks.relation_pairs, rng) \
-            if cfg.tasks.weight_relation > 0 else np.zeros(0, dtype=np.int64)
-        triples = kg.triples[predicted].astype(np.int64)
-        # text batch: remove ~15% of the mentions, the rest are fused
-        batch = collate_texts(self.data.train, self.text_indices(step), self.data.pad_id)
-        fuse_mask = tasks.choose_masked_mentions(len(batch.mention_entity),
-                                                 cfg.tasks.entity_mask_probability, tgen)
-        if cfg.tasks.weight_entity <= 0:
-            fuse_mask[:] = True
-        fused_entities = batch.mention_entity[fuse_mask].numpy()
+        if t.weight_relation > 0:
+            predicted = tasks.sample_relation_pairs(kg, walked, t.relation_pairs, rng)
+        else:
+            predicted = np.zeros(0, dtype=np.int64)
+        hidden = self.pairs.triples_of_pairs(predicted)
+        triples = kg.triples[predicted].astype(np.int64).reshape(-1, 3)
+        # text batch: ~15% of the mentions removed (not fused), the others' entities are seeds
+        text = collate_texts(self.data.train, self.text_indices(position), self.data.pad_id)
+        num_mentions = len(text.mention_entity)
+        if t.weight_entity > 0:
+            fuse_mask = tasks.choose_masked_mentions(num_mentions, t.entity_mask_probability, tgen)
+        else:
+            fuse_mask = torch.ones(num_mentions, dtype=torch.bool)
+        fused_entities = text.mention_entity[fuse_mask].numpy()
         seeds = np.concatenate([walked, triples[:, 0], triples[:, 2], fused_entities]).astype(np.int64)
         subgraph = sample_neighbors(kg, seeds, tuple(cfg.model.fanouts), rng,
-                                    exclude_triples=predicted if len(predicted) else None)
-        if self.on_the_fly_descriptions:
-            began = time.perf_counter()
-            self.memory.refresh(self.model.language, kg, batch_size=self.config.memory.batch_size,
-                                max_length=cfg.model.description_max_length, momentum=0.0,
-                                entity_subset=subgraph.node_ids.numpy())
-            self.description_seconds += time.perf_counter() - began
+                                    exclude_triples=hidden if len(hidden) else None)
         local = subgraph.seed_local
         n_walk, n_pair = len(walked), len(triples)
-        walk_local = local[:n_walk]
-        head_local = local[n_walk:n_walk + n_pair]
-        tail_local = local[n_walk + n_pair:n_walk + 2 * n_pair]
-        mention_node = torch.zeros(len(fuse_mask), dtype=torch.long)
+        mention_node = torch.full((num_mentions,), -1, dtype=torch.long)
         mention_node[fuse_mask] = local[n_walk + 2 * n_pair:]
+        # entity category prediction targets (entities without a category are skipped, counted)
+        category = torch.from_numpy(kg.entity_category[walked].astype(np.int64))
+        has_category = category >= 0
+        counts["category_skipped"] = int((~has_category).sum())
+        if t.weight_category <= 0:
+            has_category[:] = False
         # masked token prediction
-        masked_ids, mlm_labels = tasks.mask_tokens(
-            batch.input_ids, self.special_mask(batch.input_ids), self.data.mask_id,
-            self.data.vocab_size, cfg.tasks.mlm_probability, tgen)
-        text = TextBatch(masked_ids, batch.attention_mask, batch.mention_batch, batch.mention_start,
-                         batch.mention_end, batch.mention_entity).to(self.device)
-        subgraph = subgraph.to(self.device)
-        autocast = torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
-        with autocast:
-            out = model(text, subgraph, mention_node.to(self.device), fuse_mask.to(self.device))
-        losses: dict[str, torch.Tensor] = {}
-        extra: dict[str, float] = {}
-        entity_km = out.entity_km.float()
-        # entity category prediction from E^KM of the walked entities
-        if cfg.tasks.weight_category > 0:
-            category = torch.from_numpy(kg.entity_category[walked].astype(np.int64))
-            keep = category >= 0
-            if keep.any():
-                logits = _head(model, "category_head")(entity_km[walk_local[keep].to(self.device)])
-                losses["category"] = F.cross_entropy(logits.float(), category[keep].to(self.device))
-        # relation prediction on entity pairs whose own edges were hidden
-        if cfg.tasks.weight_relation > 0 and n_pair:
-            head = _head(model, "relation_head")
-            logits = head(entity_km[head_local.to(self.device)], entity_km[tail_local.to(self.device)])
-            labels = torch.from_numpy(triples[:, 1]).to(self.device)
-            losses["relation"] = F.cross_entropy(logits.float(), labels)
-        # masked token prediction
-        if cfg.tasks.weight_mlm > 0 and (mlm_labels != -100).any():
-            chosen = (mlm_labels != -100).to(self.device)
-            if getattr(out, "mlm_logits", None) is not None:
-                logits = out.mlm_logits[chosen]
-            else:  # decode only the masked positions (the vocabulary projection dominates a step)
-                logits = model.language.mlm_logits(out.hidden[chosen])
-            losses["mlm"] = F.cross_entropy(logits.float(), mlm_labels.to(self.device)[chosen])
-        # masked entity prediction: q = g((Z_s + Z_o) / 2) against memory rows
+        masked_ids, mlm_labels = tasks.mask_tokens(text.input_ids, self.special_mask(text),
+                                                   self.data.mask_id, self.data.vocab_size,
+                                                   t.mlm_probability, tgen)
+        if t.weight_mlm <= 0:
+            mlm_labels[:] = -100
+        # masked entity prediction candidates: truth, KG neighbours, random entities
         removed = ~fuse_mask
-        if cfg.tasks.weight_entity > 0 and removed.any():
-            z = out.hidden.float()
-            b = batch.mention_batch[removed].to(self.device)
-            s = batch.mention_start[removed].to(self.device)
-            o = batch.mention_end[removed].to(self.device)
-            q = _head(model, "entity_head")((z[b, s] + z[b, o]) / 2)
-            truth = batch.mention_entity[removed].numpy()
-            candidates, valid = tasks.entity_candidates(kg, truth, cfg.tasks.entity_hard_negatives,
-                                                        cfg.tasks.entity_random_negatives, rng)
-            rows = self.memory.entity_rows(torch.from_numpy(candidates.reshape(-1)))
-            rows = rows.to(self.device).float().reshape(*candidates.shape, -1)
-            loss, accuracy = tasks.candidate_loss(q, rows, torch.from_numpy(valid).to(self.device))
-            losses["entity"] = loss
-            extra["entity_acc"] = float(accuracy)
-        weights = {"category": cfg.tasks.weight_category, "relation": cfg.tasks.weight_relation,
-                   "mlm": cfg.tasks.weight_mlm, "entity": cfg.tasks.weight_entity}
-        total = sum(weights[k] * v for k, v in losses.items())
-        if not torch.is_tensor(total):
-            total = torch.zeros((), requires_grad=True)
-        values = {f"loss_{k}": float(v.detach()) for k, v in losses.items()}
-        values.update(extra)
-        return total, values
+        candidates, valid = tasks.entity_candidates(
+            kg, text.mention_entity[removed].numpy(), t.entity_hard_negatives,
+            t.entity_random_negatives, rng)
+        counts.update(category=int(has_category.sum()), relation=n_pair,
+                      mlm=int((mlm_labels != -100).sum()), entity=int(removed.sum()),
+                      texts=len(text.input_ids), subgraph_nodes=subgraph.num_nodes,
+                      subgraph_edges=subgraph.num_edges, hidden_triples=len(hidden))
+        return StepBatch(
+            text=TextBatch(masked_ids, text.attention_mask, text.mention_batch, text.mention_start,
+                           text.mention_end, text.mention_entity),
+            mlm_labels=mlm_labels, subgraph=subgraph, mention_node=mention_node, fuse_mask=fuse_mask,
+            category_node=local[:n_walk][has_category], category_label=category[has_category],
+            relation_head=local[n_walk:n_walk + n_pair],
+            relation_tail=local[n_walk + n_pair:n_walk + 2 * n_pair],
+            relation_label=torch.from_numpy(triples[:, 1].copy()),
+            predicted_triples=predicted, hidden_triples=hidden,
+            entity_candidates=torch.from_numpy(candidates), entity_valid=torch.from_numpy(valid),
+            counts=counts)
 
+    # ---------------------------------------------------------------- one step
     def train_step(self) -> dict[str, float]:
         """One optimisation step (``accumulation_steps`` micro-batches) at ``self.step``."""
         cfg = self.config
@@ -262,28 +388,60 @@ class Pretrainer:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         accum = cfg.optim.accumulation_steps
-        sums: dict[str, float] = {}
+        # per task: sum of (loss x examples) and examples, so logged values are example means
+        sums = {name: 0.0 for name in (*LOSS_NAMES, "entity_acc")}
+        counts = {name: 0.0 for name in (*LOSS_NAMES, "entity_acc")}
+        skipped = 0.0
         for micro in range(accum):
-            total, values = self.compute_losses(self.step * accum + micro)
-            (total / accum).backward()
-            for k, v in values.items():
-                sums[k] = sums.get(k, 0.0) + v / accum
-        params = [p for g in self.optimizer.param_groups for p in g["params"]]
-        average_gradients(params, self.info)
-        norm = torch.nn.utils.clip_grad_norm_(params, cfg.optim.max_grad_norm)
+            position = self.step * accum + micro
+            batch = self.sample_batch(position)
+            if self.on_the_fly_descriptions:
+                began = time.perf_counter()
+                self.memory.refresh(self.model.language, self.data.kg,
+                                    batch_size=cfg.memory.batch_size,
+                                    max_length=cfg.model.description_max_length, momentum=0.0,
+                                    entity_subset=batch.subgraph.node_ids.numpy())
+                self.description_seconds += time.perf_counter() - began
+            # dropout of this micro-step: its own seed, so resuming needs no RNG history
+            torch.manual_seed(int(np.random.default_rng([cfg.seed, position, self.info.rank, 1])
+                                  .integers(2**62)))
+            sync = micro == accum - 1 or not self.info.active
+            with contextlib.nullcontext() if sync else self.engine.no_sync():
+                with _autocast(self.device, cfg.bf16):
+                    total, losses, extra = self.engine(batch.to(self.device))
+                (total / accum).backward()
+            for name, value in losses.items():
+                n = batch.counts[name]
+                sums[name] += float(value.detach()) * n
+                counts[name] += n
+            skipped += batch.counts["category_skipped"]
+            if "entity_acc" in extra:
+                sums["entity_acc"] += float(extra["entity_acc"]) * batch.counts["entity"]
+                counts["entity_acc"] += batch.counts["entity"]
+        norm = torch.nn.utils.clip_grad_norm_(
+            [p for g in self.optimizer.param_groups for p in g["params"]], cfg.optim.max_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
         self.step += 1
         self.train_seconds += time.perf_counter() - start
-        keys = sorted(sums)
-        if self.info.active:
-            reduced = all_reduce_mean(torch.tensor([sums[k] for k in keys], dtype=torch.float64),
-                                      self.info)
-            sums = dict(zip(keys, reduced.tolist()))
-        sums["grad_norm"] = float(norm)
-        sums["lr_lm"] = self.optimizer.param_groups[0]["lr"]
-        sums["lr_km"] = self.optimizer.param_groups[2]["lr"]
-        return sums
+        names = list(sums)
+        packed = torch.tensor([sums[k] for k in names] + [counts[k] for k in names] + [skipped],
+                              dtype=torch.float64)
+        packed = all_reduce_sum(packed, self.info)
+        values: dict[str, float] = {}
+        for i, name in enumerate(names):
+            n = float(packed[len(names) + i])
+            if n > 0:
+                key = name if name == "entity_acc" else f"loss_{name}"
+                values[key] = float(packed[i]) / n
+                if name != "entity_acc":
+                    values[f"n_{name}"] = int(n)
+        if packed[-1] > 0:  # walked entities without a category: no category example
+            values["n_category_skipped"] = int(packed[-1])
+        values["grad_norm"] = float(norm)
+        values["lr_lm"] = self.optimizer.param_groups[0]["lr"]
+        values["lr_km"] = self.optimizer.param_groups[2]["lr"]
+        return values
 
     # ---------------------------------------------------------------- checkpoints
     def save(self) -> Path | None:
@@ -292,14 +450,19 @@ class Pretrainer:
         memory = {"entities": self.memory.entities, "relations": self.memory.relations}
         state = {"refresh_count": self.refresh_count, "memory_filled": self.memory_filled,
                  "data_position": {"step": self.step,
+                                   "micro_steps": self.step * self.config.optim.accumulation_steps,
                                    "texts_consumed": self.step * self.config.text_batch_size
                                    * self.info.world_size * self.config.optim.accumulation_steps},
                  "refresh_seconds": self.refresh_seconds, "train_seconds": self.train_seconds,
+                 "evaluation_start": self.evaluation_start,
                  "config": self.config.model_dump(mode="json")}
-        return save_checkpoint(self.out, self.step, self.model, self.optimizer, self.scheduler,
-                               memory, state)
+        path = save_checkpoint(self.out, self.step, self.model, self.optimizer, self.scheduler,
+                               memory, state, keep=self.config.keep_checkpoints)
+        log.debug("checkpoint %s", path)
+        return path
 
     def resume(self, path: str | Path | None = None) -> bool:
+        """Restore the newest checkpoint (or ``path``); False when there is none."""
         path = Path(path) if path else latest_checkpoint(self.out)
         if path is None:
             return False
@@ -307,11 +470,18 @@ class Pretrainer:
         with torch.no_grad():
             self.memory.entities.copy_(memory["entities"])
             self.memory.relations.copy_(memory["relations"])
+        self.memory.filled = bool(meta["memory_filled"])
         self.step = meta["step"]
         self.refresh_count = meta["refresh_count"]
         self.memory_filled = meta["memory_filled"]
         self.refresh_seconds = meta.get("refresh_seconds", 0.0)
         self.train_seconds = meta.get("train_seconds", 0.0)
+        self.evaluation_start = meta.get("evaluation_start")
+        saved, now = _flatten(meta.get("config", {})), _flatten(self.config.model_dump(mode="json"))
+        changed = sorted(k for k in saved.keys() | now.keys() if saved.get(k) != now.get(k))
+        if changed:
+            log.warning("resuming %s with a config that differs from the checkpoint's in: %s",
+                        path, ", ".join(f"{k} ({saved.get(k)!r} -> {now.get(k)!r})" for k in changed))
         log.info("resumed from %s at step %d", path, self.step)
         return True
 
@@ -319,70 +489,90 @@ class Pretrainer:
     @torch.no_grad()
     def evaluate_masked_entity(self, max_texts: int) -> dict:
         """Held-out masked entity prediction: every mention removed, its entity ranked against
-        every memory row; baseline = always the most frequent entity of the training mentions."""
+        every memory row (top-1 and top-10); baseline = always the most frequent entity of the
+        training mentions."""
         kg, data = self.data.kg, self.data
+        began = time.perf_counter()
+        was_training = self.model.training
         self.model.eval()
         train_entities = np.concatenate([m[:, 2] for m in data.train.mentions if len(m)] or
                                         [np.zeros(0, dtype=np.int64)])
         most_frequent = int(np.bincount(train_entities, minlength=kg.num_entities).argmax()) \
             if len(train_entities) else 0
         memory = self.memory.entity_rows(torch.arange(kg.num_entities)).float().to(self.device)
-        correct = baseline = total = 0
+        correct = top10 = baseline = total = 0
         indices = np.arange(min(max_texts, len(data.heldout)))
+        empty = sample_neighbors(kg, np.zeros(1, dtype=np.int64), (), np.random.default_rng(0))
         for start in range(0, len(indices), self.config.text_batch_size):
             batch = collate_texts(data.heldout, indices[start:start + self.config.text_batch_size],
                                   data.pad_id)
             m = len(batch.mention_entity)
             if m == 0:
                 continue
-            fuse_mask = torch.zeros(m, dtype=torch.bool)
-            subgraph = sample_neighbors(kg, np.zeros(1, dtype=np.int64), (1,),
-                                        np.random.default_rng(0))
-            out = self.model(batch.to(self.device), subgraph.to(self.device),
-                             torch.zeros(m, dtype=torch.long, device=self.device),
-                             fuse_mask.to(self.device))
+            out = self.model(batch.to(self.device), empty.to(self.device),
+                             torch.full((m,), -1, dtype=torch.long, device=self.device),
+                             torch.zeros(m, dtype=torch.bool, device=self.device))
             z = out.hidden.float()
-            q = _head(self.model, "entity_head")(
-                (z[batch.mention_batch, batch.mention_start] + z[batch.mention_batch, batch.mention_end]) / 2)
-            predicted = (q.float() @ memory.T).argmax(dim=1).cpu()
+            b, s, o = batch.mention_batch, batch.mention_start, batch.mention_end
+            q = self.model.entity_head((z[b, s] + z[b, o]) / 2)
+            ranked = (q.float() @ memory.T).topk(min(10, kg.num_entities), dim=1).indices.cpu()
             truth = batch.mention_entity
-            correct += int((predicted == truth).sum())
+            correct += int((ranked[:, 0] == truth).sum())
+            top10 += int((ranked == truth[:, None]).any(dim=1).sum())
             baseline += int((truth == most_frequent).sum())
             total += m
-        self.model.train()
-        return {"heldout_mentions": total,
-                "masked_entity_accuracy": correct / total if total else float("nan"),
-                "most_frequent_baseline": baseline / total if total else float("nan"),
-                "candidates": int(kg.num_entities)}
+        self.model.train(was_training)
+        nan = float("nan")
+        return {"heldout_texts": int(len(indices)), "heldout_mentions": total,
+                "masked_entity_accuracy": correct / total if total else nan,
+                "masked_entity_top10": top10 / total if total else nan,
+                "most_frequent_baseline": baseline / total if total else nan,
+                "candidates": int(kg.num_entities),
+                "seconds": round(time.perf_counter() - began, 2)}
 
     # ---------------------------------------------------------------- the loop
     def run(self, resume: bool = False, progress: bool = True) -> dict:
         cfg = self.config
         main = self.info.is_main
+        self.progress = progress
         metrics_path = self.out / "metrics.jsonl"
+        began_wall, began_cpu = time.perf_counter(), time.process_time()
+        load_start = os.getloadavg()
         if main:
             self.out.mkdir(parents=True, exist_ok=True)
+            (self.out / "config.yaml").write_text(dump_config(cfg), encoding="utf-8")
+            if self.data.report:
+                _write_json(self.out / "data_report.json", self.data.report)
         if resume and self.resume():
             if main:
-                truncate_metrics(metrics_path, self.step)
+                removed = truncate_metrics(metrics_path, self.step)
+                if removed:
+                    log.info("metrics.jsonl: %d rows after step %d removed (they are redone)",
+                             removed, self.step)
         elif main and metrics_path.exists():
             metrics_path.unlink()
+        if not self.memory_filled:
+            self.refresh_memory()
+        if main and self.step == 0 and cfg.eval_texts and self.evaluation_start is None:
+            self.evaluation_start = self.evaluate_masked_entity(cfg.eval_texts)
+            log.info("held-out masked entity prediction before training: %s", self.evaluation_start)
         board = TensorBoard(self.out / "tensorboard", cfg.tensorboard and main)
         from tqdm.auto import tqdm
+
         bar = tqdm(total=cfg.steps, initial=self.step, disable=not (progress and main),
                    desc="pretrain", dynamic_ncols=True)
         running: dict[str, float] = {}
-        start = time.perf_counter()
         handle = open(metrics_path, "a", encoding="utf-8") if main else None
         try:
             while self.step < cfg.steps:
                 values = self.train_step()
                 row = {"step": self.step, **values}
-                for k in LOSS_NAMES:
-                    if f"loss_{k}" in values:
-                        old = running.get(k)
-                        running[k] = values[f"loss_{k}"] if old is None else 0.9 * old + 0.1 * values[f"loss_{k}"]
-                if handle is not None:
+                for name in LOSS_NAMES:
+                    if f"loss_{name}" in values:
+                        old = running.get(name)
+                        new = values[f"loss_{name}"]
+                        running[name] = new if old is None else 0.9 * old + 0.1 * new
+                if handle is not None and (self.step % cfg.log_every == 0 or self.step == cfg.steps):
                     handle.write(json.dumps(row) + "\n")
                     handle.flush()
                     board.log(row)
@@ -390,68 +580,113 @@ class Pretrainer:
                 bar.update(1)
                 if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0 and self.step < cfg.steps:
                     self.save()
-                if self.stop_at is not None and self.step >= self.stop_at:
-                    return {"stopped_at": self.step}
         finally:
             bar.close()
             if handle is not None:
                 handle.close()
             board.close()
-        elapsed = time.perf_counter() - start
         self.save()
-        summary = {"steps": self.step, "wall_seconds_this_session": elapsed,
-                   "train_seconds": self.train_seconds, "refresh_seconds": self.refresh_seconds,
+        summary = {"steps": self.step, "world_size": self.info.world_size,
+                   "train_seconds": round(self.train_seconds, 1),
+                   "refresh_seconds": round(self.refresh_seconds, 1),
                    "refresh_count": self.refresh_count}
         if main:
             rows = read_metrics(metrics_path)
             summary["losses"] = first_last_tenth(rows)
-            summary["evaluation"] = self.evaluate_masked_entity(cfg.eval_texts)
+            summary["evaluation_start"] = self.evaluation_start
+            summary["evaluation"] = self.evaluate_masked_entity(cfg.eval_texts) if cfg.eval_texts else None
             plot_losses(rows, self.out / "loss_curves.png")
-            tmp = self.out / ".summary.json.tmp"
-            tmp.write_text(json.dumps(summary, indent=2), encoding="utf-8")
-            tmp.replace(self.out / "summary.json")
+        summary["session"] = {
+            "wall_seconds": round(time.perf_counter() - began_wall, 1),
+            "cpu_seconds": round(time.process_time() - began_cpu, 1),
+            "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
+            "load_average_start": [round(x, 2) for x in load_start],
+            "load_average_end": [round(x, 2) for x in os.getloadavg()],
+            "resumed": bool(resume)}
+        if main:
+            _write_json(self.out / "summary.json", summary)
         return summary
 
 
+def _flatten(data: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _write_json(path: Path, data) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
 # -------------------------------------------------------------------- building a run
-def prepare_data(kg, corpus, tokenizer, config: PretrainConfig) -> PretrainData:
-    """Split the corpus (held-out share for the final evaluation) and tokenise both parts."""
+def prepare_data(kg, corpus, tokenizer, config: PretrainConfig, report: dict | None = None) -> PretrainData:
+    """Split the corpus (held-out share for the final evaluation) and tokenise both parts;
+    mentions lost to truncation or alignment are counted in the report and logged."""
     heldout, train = corpus.split(config.data.heldout_fraction, seed=config.seed)
     encoded_train = train.encode(tokenizer, max_length=config.data.max_length)
     encoded_heldout = heldout.encode(tokenizer, max_length=config.data.max_length)
-    dropped = encoded_train.dropped_mentions + encoded_heldout.dropped_mentions
-    if dropped:
-        log.info("%d mentions cut off by max_length=%d", dropped, config.data.max_length)
     if len(encoded_train) == 0:
         raise ValueError("the training corpus is empty")
+    dropped = encoded_train.dropped_mentions + encoded_heldout.dropped_mentions
+    unaligned = encoded_train.unaligned_mentions + encoded_heldout.unaligned_mentions
+    if dropped or unaligned:
+        log.warning("%d mentions cut off by data.max_length=%d and %d covering no token are not "
+                    "used", dropped, config.data.max_length, unaligned)
+    report = dict(report or {})
+    report["pretraining"] = {
+        "train_texts": len(encoded_train), "heldout_texts": len(encoded_heldout),
+        "train_mentions": encoded_train.num_mentions, "heldout_mentions": encoded_heldout.num_mentions,
+        "texts_without_mentions": int(sum(1 for m in encoded_train.mentions if len(m) == 0)),
+        "mentions_cut_by_max_length": int(dropped), "mentions_without_tokens": int(unaligned)}
     return PretrainData(kg=kg, train=encoded_train, heldout=encoded_heldout,
                         pad_id=int(tokenizer.pad_token_id), special_ids=list(tokenizer.all_special_ids),
-                        mask_id=int(tokenizer.mask_token_id), vocab_size=int(len(tokenizer)))
+                        mask_id=int(tokenizer.mask_token_id), vocab_size=int(len(tokenizer)),
+                        report=report)
 
 
 def load_kg_and_corpus(config: PretrainConfig):
-    """The KG and its mention corpus named by ``config.data``."""
-    source = config.data.source
-    if source == "toy":
+    """``(kg, corpus, report)`` named by ``config.data``."""
+    data = config.data
+    if data.source == "toy":
         from jaket.kg.toy import toy_kg
-        return toy_kg()
-    if source == "wordnet":
+
+        kg, corpus = toy_kg()
+        report = {"source": "toy"}
+    elif data.source == "wordnet":
         from jaket.kg.sources.wordnet import build_wordnet
-        kg, corpus, report = build_wordnet(max_entities=config.data.max_entities,
-                                           roots=config.data.wordnet_roots, seed=config.seed)
-        log.info("WordNet subset: %s", report)
-        return kg, corpus
-    if source == "dir":
+
+        kg, corpus, report = build_wordnet(max_entities=data.max_entities, roots=data.wordnet_roots,
+                                           seed=config.seed)
+        log.info("WordNet subset: %d entities, %d relations, %d triples, %d categories, %d texts "
+                 "(%d usage examples without a mention left out)", report["entities"],
+                 report["relations"], report["triples"], report["categories"], report["texts"],
+                 report["examples_without_mention"])
+    else:
         from jaket.kg.io import load_corpus, load_kg
-        if not config.data.path:
-            raise ValueError("data.source=dir needs data.path")
-        kg = load_kg(config.data.path)
-        return kg, load_corpus(config.data.path, kg)
-    raise ValueError(f"unknown data.source {source!r}")
+
+        kg = load_kg(data.path)
+        corpus = load_corpus(data.path, kg) if data.corpus is None else None
+        report = {"source": "dir", "path": str(data.path)}
+    if data.corpus is not None:
+        from jaket.kg.io import load_corpus
+
+        corpus = load_corpus(data.corpus, kg)
+        report["corpus"] = str(data.corpus)
+    report.setdefault("entities", kg.num_entities)
+    report.setdefault("relations", kg.num_relations)
+    report.setdefault("triples", kg.num_triples)
+    report.setdefault("texts", len(corpus))
+    return kg, corpus, report
 
 
 def build_model(config: PretrainConfig, kg):
-    """A JaketModel with its entity context memory attached (jaket.model public API)."""
+    """A JaketModel with its (empty) entity context memory attached."""
     from jaket.model.jaket import JaketConfig, JaketModel
     from jaket.model.memory import EntityContextMemory
     from jaket.paths import default_model_path
@@ -461,31 +696,34 @@ def build_model(config: PretrainConfig, kg):
                        km_layers=m.km_layers, km_heads=m.km_heads, composition=m.composition,
                        fanouts=tuple(m.fanouts), description_max_length=m.description_max_length,
                        memory_momentum=m.memory_momentum, num_categories=max(1, kg.num_categories),
-                       num_relations=max(1, kg.num_relations))
+                       num_relations=max(1, kg.num_relations),
+                       use_relation_memory=config.tasks.use_relation_memory,
+                       category_names=list(kg.category_names), relation_names=list(kg.relation_names))
     model = JaketModel(jcfg)
-    memory = EntityContextMemory(kg.num_entities, kg.num_relations, model.language.hidden_size,
+    memory = EntityContextMemory(kg.num_entities, kg.num_relations, model.hidden_size,
                                  momentum=m.memory_momentum)
-    model.attach_memory(memory)
-    if hasattr(model, "use_relation_memory"):
-        model.use_relation_memory = config.tasks.use_relation_memory
+    model.attach_memory(memory, kg)
+    model.use_relation_memory = config.tasks.use_relation_memory
     return model
 
 
 def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False,
              progress: bool = True, model_factory: Callable | None = None) -> dict:
-    """Run (or resume) pre-training as configured; rank 0 writes ``out_dir``."""
-    from jaket.train.distributed import init_distributed
+    """Run (or resume) pre-training as configured; rank 0 writes ``out_dir`` (the trained model
+    in ``out_dir/model``, loadable with ``JaketModel.from_pretrained``)."""
+    from jaket.train.distributed import finish_distributed, init_distributed
 
-    info = init_distributed()
-    torch.manual_seed(config.seed)
-    np.random.seed(config.seed)
-    kg, corpus = load_kg_and_corpus(config)
-    model = (model_factory or build_model)(config, kg)
-    data = prepare_data(kg, corpus, model.language.tokenizer, config)
-    trainer = Pretrainer(config, model, data, out_dir, info)
-    summary = trainer.run(resume=resume, progress=progress)
-    if info.is_main:
-        model_dir = Path(out_dir) / "model"
-        if hasattr(model, "save_pretrained"):
-            model.save_pretrained(model_dir)
-    return summary
+    info, created = init_distributed()
+    try:
+        torch.manual_seed(config.seed)
+        np.random.seed(config.seed)
+        kg, corpus, report = load_kg_and_corpus(config)
+        model = (model_factory or build_model)(config, kg)
+        data = prepare_data(kg, corpus, model.language.tokenizer, config, report)
+        trainer = Pretrainer(config, model, data, out_dir, info)
+        summary = trainer.run(resume=resume, progress=progress)
+        if info.is_main:
+            model.save_pretrained(Path(out_dir) / "model")
+        return summary
+    finally:
+        finish_distributed(created)

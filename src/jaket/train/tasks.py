@@ -11,11 +11,13 @@ Pure functions on tensors / arrays so that each task's sampling is testable on i
   inner product of q = g((Z_s + Z_o) / 2) with each candidate's memory row, trained with
   cross-entropy (target always column 0; a negative equal to the true entity is masked out);
 * :func:`sample_relation_pairs` — relation prediction: triples among the sampled entities whose
-  relation the model predicts from the pair's E^KM. These triples are passed to
-  ``sample_neighbors(exclude_triples=...)`` so the GNN never sees the edge it predicts. Only
-  positive pairs (true triples) are used: the label space is the P relations, with no
-  "no relation" class, so there are no sampled negative pairs; when a pair has several relations
-  each triple is its own example (a multi-class loss over a multi-label truth, as in the paper).
+  relation the model predicts from the pair's E^KM. Every triple joining the same two entities
+  (either direction, any relation: :class:`PairIndex`) is passed to
+  ``sample_neighbors(exclude_triples=...)``, so the GNN sees no edge between a pair whose relation
+  it predicts. Only positive pairs (true triples) are used: the label space is the P relations,
+  with no "no relation" class, so there are no sampled negative pairs; when a pair has several
+  relations each triple is its own example (a multi-class loss over a multi-label truth, as in
+  the paper).
 * entity category prediction uses the category of each sampled entity (entities with category -1
   are skipped and counted).
 """
@@ -115,3 +117,27 @@ def sample_relation_pairs(kg, entities: np.ndarray, count: int, rng: np.random.G
         either = np.setdiff1d(np.flatnonzero(inside[heads] | inside[tails]), chosen)
         chosen = np.concatenate([chosen, rng.permutation(either)[:count - len(chosen)]])
     return chosen.astype(np.int64)
+
+
+class PairIndex:
+    """Which triples join the same two entities (in either direction), for hiding whole pairs."""
+
+    def __init__(self, kg):
+        triples = np.asarray(kg.triples, dtype=np.int64).reshape(-1, 3)
+        low = np.minimum(triples[:, 0], triples[:, 2])
+        high = np.maximum(triples[:, 0], triples[:, 2])
+        self.key = low * max(1, kg.num_entities) + high
+        self.order = np.argsort(self.key, kind="stable")
+        self.sorted_key = self.key[self.order]
+
+    def triples_of_pairs(self, triple_ids: np.ndarray) -> np.ndarray:
+        """Every triple joining the two entities of any of ``triple_ids`` (sorted, unique)."""
+        keys = np.unique(self.key[np.asarray(triple_ids, dtype=np.int64)])
+        if not len(keys):
+            return np.zeros(0, dtype=np.int64)
+        first = np.searchsorted(self.sorted_key, keys, side="left")
+        last = np.searchsorted(self.sorted_key, keys, side="right")
+        counts = last - first
+        positions = np.repeat(first, counts) + (np.arange(counts.sum()) -
+                                                np.repeat(np.cumsum(counts) - counts, counts))
+        return np.unique(self.order[positions])
