@@ -243,6 +243,9 @@ class JaketModel(nn.Module):
         directory = Path(directory)
         directory.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
         try:
             self.language.save_pretrained(tmp / ENCODER_DIR)
             save_file({k: v.detach().contiguous() for k, v in self._head_state().items()},
