@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.atomic import atomic_directory
 from jaket.kg.corpus import Mention, MentionCorpus
 from jaket.kg.graph import CSRAdjacency, KnowledgeGraph
 
@@ -557,8 +558,7 @@ def write_cache(kg: KnowledgeGraph, directory, stamps: dict | None = None) -> Pa
     directory = Path(directory)
     stamps = stamps if stamps is not None else _source_stamps(directory)
     target = directory / CACHE_DIR
-    temporary = Path(tempfile.mkdtemp(dir=directory, prefix=f"{CACHE_DIR}.tmp-"))
-    try:
+    with atomic_directory(target, prefix=CACHE_DIR) as temporary:
         for name in _STRING_TABLES:
             values = getattr(kg, name)
             table = values if isinstance(values, StringTable) else StringTable.from_strings(list(values))
@@ -578,16 +578,6 @@ def write_cache(kg: KnowledgeGraph, directory, stamps: dict | None = None) -> Pa
                     "num_entities": kg.num_entities, "num_relations": kg.num_relations,
                     "num_triples": kg.num_triples}
         (temporary / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        old = None
-        if target.exists():
-            old = Path(tempfile.mkdtemp(dir=directory, prefix=f"{CACHE_DIR}.old-"))
-            os.replace(target, old / "cache")
-        os.replace(temporary, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
     return target
 
 

@@ -19,9 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
-import tempfile
 import weakref
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -30,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from jaket.atomic import atomic_directory
 from jaket.model.fusion import MentionFusion
 from jaket.model.heads import CategoryHead, EntityHead, RelationHead
 from jaket.model.knowledge import KnowledgeModule
@@ -241,12 +239,7 @@ class JaketModel(nn.Module):
         from safetensors.torch import save_file
 
         directory = Path(directory)
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
-        try:
+        with atomic_directory(directory) as tmp:
             self.language.save_pretrained(tmp / ENCODER_DIR)
             save_file({k: v.detach().contiguous() for k, v in self._head_state().items()},
                       str(tmp / WEIGHTS_FILE))
@@ -258,16 +251,6 @@ class JaketModel(nn.Module):
             (tmp / CONFIG_FILE).write_text(json.dumps(config, indent=2), encoding="utf-8")
             if save_memory and self.memory is not None:
                 self.memory.save(tmp / MEMORY_DIR)
-            old = None
-            if directory.exists():
-                old = directory.with_name(f".{directory.name}.old-{os.getpid()}")
-                os.replace(directory, old)
-            os.replace(tmp, directory)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         return directory
 
     @classmethod
