@@ -23,6 +23,7 @@ import numpy as np
 
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import KGFormatError, Problem
+from jaket.kg.sources.wn18rr import read_id_triples
 
 #: dataset -> (folder inside pykeen/datasets, what its entities are, what its relations are)
 DATASETS = {
@@ -66,18 +67,7 @@ def readable(identifier: str) -> str:
 
 
 def _read(path: Path, problems: list[Problem]) -> list[tuple[str, str, str]]:
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            parts = [p.strip() for p in line.split("\t")]
-            if len(parts) != 3 or not all(parts):
-                problems.append(Problem(str(path), number, f"expected head<TAB>relation<TAB>tail, got {line[:80]!r}"))
-                continue
-            rows.append((parts[0], parts[1], parts[2]))
-    return rows
+    return [row[1:] for row in read_id_triples(path, problems)]
 
 
 def read_splits(name: str) -> dict[str, list[tuple[str, str, str]]]:

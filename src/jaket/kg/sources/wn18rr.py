@@ -97,7 +97,9 @@ def _read_dict(path: Path, problems: list[Problem]) -> list[str]:
     return [rows[i] for i in sorted(rows)]
 
 
-def _read_triples(path: Path, problems: list[Problem]) -> list[tuple[int, str, str, str]]:
+def read_id_triples(path: Path, problems: list[Problem]) -> list[tuple[int, str, str, str]]:
+    """``(line number, head, relation, tail)`` of every ``head<TAB>relation<TAB>tail`` line; each
+    malformed line becomes a :class:`Problem`."""
     out = []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
@@ -131,7 +133,7 @@ def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
     problems: list[Problem] = []
     entities_path, relations_path = folder / "entities.dict", folder / "relations.dict"
     split_paths = [p for p in (folder / "valid.txt", folder / "test.txt") if p.is_file()]
-    train = _read_triples(train_path, problems)
+    train = read_id_triples(train_path, problems)
     if entities_path.is_file() and relations_path.is_file():
         entity_ids = _read_dict(entities_path, problems)
         relation_ids = _read_dict(relations_path, problems)
@@ -139,7 +141,7 @@ def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
     else:  # no dictionaries: every id met in the triple files, in order of first appearance
         entity_ids, relation_ids = [], []
         for path in [train_path] + split_paths:
-            rows = train if path == train_path else _read_triples(path, problems)
+            rows = train if path == train_path else read_id_triples(path, problems)
             for _, h, r, t in rows:
                 entity_ids.extend((h, t))
                 relation_ids.append(r)
