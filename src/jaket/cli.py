@@ -13,7 +13,7 @@ import logging
 import sys
 
 from jaket import __version__
-from jaket.paths import offline_environment
+from jaket.paths import offline_environment, thread_environment
 
 #: modules that contribute subcommands, in the order they appear in ``jaket --help``
 _SUBCOMMAND_MODULES = (
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     offline_environment()
+    thread_environment()  # before the subcommand modules import torch
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
