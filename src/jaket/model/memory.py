@@ -92,9 +92,13 @@ class EntityContextMemory:
             raise ValueError(f"momentum must lie in [0, 1), not {momentum}")
         self.num_entities, self.num_relations, self.dim = int(num_entities), int(num_relations), int(dim)
         self.dtype, self.momentum, self.path = dtype, float(momentum), path
+        existed = path is not None and Path(path).exists()
         self.entities = self._storage((self.num_entities, self.dim), path)
         self.relations = torch.zeros(self.num_relations, self.dim, dtype=DTYPES[dtype])
-        self.filled = False
+        #: an existing memory file already holds E^context rows: they count as the first fill
+        self.filled = existed
+        if existed:
+            log.info("%s: entity context memory rows read from the file (not recomputed)", path)
         self.refreshes = 0
         self._tokens: dict[tuple, tuple[weakref.ref, DescriptionTokens, DescriptionTokens]] = {}
 

@@ -57,6 +57,11 @@ class ModelSection(_Strict):
     fanouts: list[int] = Field(default_factory=lambda: [5, 5])
     description_max_length: int = Field(16, ge=4)  # WordNet: lemmas come first
     memory_momentum: float = Field(0.8, ge=0.0, lt=1.0)
+    #: storage of E^context: float32, float16 or bfloat16 (rows are read as float32)
+    memory_dtype: Literal["float32", "float16", "bfloat16"] = "float32"
+    #: a .npy file to memory-map E^context from (created when absent; when it exists with the
+    #: right shape its rows are the first fill, e.g. from `jaket embed --layer memory`)
+    memory_path: str | None = None
 
 
 class TaskConfig(_Strict):

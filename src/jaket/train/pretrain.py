@@ -259,7 +259,7 @@ class Pretrainer:
         self.refresh_count = 0
         self.refresh_seconds = 0.0
         self.train_seconds = 0.0
-        self.memory_filled = False
+        self.memory_filled = bool(model.memory.filled)  # True when a filled memory file was given
         self.evaluation_start: dict | None = None
         self.progress = False
         #: benchmark mode (``jaket bench pretrain``): encode every subgraph entity's description on
@@ -695,13 +695,14 @@ def build_model(config: PretrainConfig, kg):
     jcfg = JaketConfig(encoder=str(m.encoder or default_model_path()), lm1_layers=m.lm1_layers,
                        km_layers=m.km_layers, km_heads=m.km_heads, composition=m.composition,
                        fanouts=tuple(m.fanouts), description_max_length=m.description_max_length,
-                       memory_momentum=m.memory_momentum, num_categories=max(1, kg.num_categories),
+                       memory_momentum=m.memory_momentum, memory_dtype=m.memory_dtype,
+                       num_categories=max(1, kg.num_categories),
                        num_relations=max(1, kg.num_relations),
                        use_relation_memory=config.tasks.use_relation_memory,
                        category_names=list(kg.category_names), relation_names=list(kg.relation_names))
     model = JaketModel(jcfg)
     memory = EntityContextMemory(kg.num_entities, kg.num_relations, model.hidden_size,
-                                 momentum=m.memory_momentum)
+                                 dtype=m.memory_dtype, path=m.memory_path, momentum=m.memory_momentum)
     model.attach_memory(memory, kg)
     model.use_relation_memory = config.tasks.use_relation_memory
     return model
