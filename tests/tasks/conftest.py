@@ -9,6 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# The parts every task is built on. Plain imports: a missing or broken part is an error of this
+# test package, never a skip.
+import jaket.kg.sources.wordnet  # noqa: F401,E402
+import jaket.model.fusion  # noqa: F401,E402
+import jaket.model.jaket  # noqa: F401,E402
+import jaket.model.knowledge  # noqa: F401,E402
+import jaket.model.language  # noqa: F401,E402
+import jaket.model.memory  # noqa: F401,E402
+import jaket.train.pretrain  # noqa: F401,E402
+
 _CATEGORIES = {
     "noun.animal": ["dog", "cat", "wolf", "fox", "horse", "cow", "sheep", "goat", "lion", "tiger",
                     "bear", "mouse"],
@@ -92,19 +102,21 @@ def fewrel_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture()
-def model_parts():
-    """The model part's modules these tasks build on (skips while that part is not installed)."""
-    for name in ("jaket.model.language", "jaket.model.knowledge", "jaket.model.fusion"):
-        pytest.importorskip(name)
+@pytest.fixture(scope="session")
+def tiny_jaket_dir(tiny_bert_dir, tmp_path_factory) -> Path:
+    """A `JaketModel` folder (``save_pretrained``) on the tiny BERT, with a KM whose weights are
+    recognisably not a fresh initialisation (every KM parameter is shifted by +0.5), so a test
+    can tell that a task really fine-tunes from the saved knowledge module."""
+    import torch
 
+    from jaket.model.jaket import JaketConfig, JaketModel
 
-@pytest.fixture()
-def wordnet_source():
-    pytest.importorskip("jaket.kg.sources.wordnet")
-
-
-@pytest.fixture()
-def pretraining(model_parts, wordnet_source):
-    pytest.importorskip("jaket.train.pretrain")
-    pytest.importorskip("jaket.model.jaket")
+    torch.manual_seed(0)
+    model = JaketModel(JaketConfig(encoder=str(tiny_bert_dir), km_heads=4, fanouts=(3, 3),
+                                   description_max_length=16, num_categories=3, num_relations=3))
+    with torch.no_grad():
+        for parameter in model.knowledge.parameters():
+            parameter.add_(0.5)
+    out = tmp_path_factory.mktemp("tiny-jaket") / "model"
+    model.save_pretrained(out, save_memory=False)
+    return out

@@ -9,7 +9,7 @@ from jaket.cli import main
 
 
 @pytest.mark.slow
-def test_demo_quick(pretraining, tiny_bert_dir, tmp_path, capsys):
+def test_demo_quick(tiny_bert_dir, tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "--encoder", str(tiny_bert_dir), "--out", str(out)]) == 0
     printed = capsys.readouterr().out

@@ -48,7 +48,7 @@ def test_heldout_regions_and_pretraining_split(small_kg):
 
 
 @pytest.mark.parametrize("variant", ["lm", "gnn", "lm+g+m"])
-def test_runs_each_variant_and_writes_report(model_parts, small_kg, tiny_bert_dir, tmp_path, variant):
+def test_runs_each_variant_and_writes_report(small_kg, tiny_bert_dir, tmp_path, variant):
     config = ec.EntityClassificationConfig(variants=(variant,), train_fractions=(1.0, 0.2), seeds=(0, 1),
                                            epochs=20, encoder=tiny_bert_dir, km_heads=4)
     results = ec.run_entity_classification(small_kg, config, tmp_path)

@@ -30,7 +30,7 @@ def test_kg_50_drops_half_and_is_seeded():
 
 
 @pytest.mark.parametrize("variant", ["lm", "lm+g+m"])
-def test_run_kgqa(model_parts, small_kg, tiny_bert_dir, tmp_path, variant):
+def test_run_kgqa(small_kg, tiny_bert_dir, tmp_path, variant):
     questions = kgqa.wordnet_questions(small_kg, seed=0, max_questions=60)
     config = kgqa.KGQAConfig(variants=(variant,), seeds=(0,), steps=3, batch_size=4, encoder=tiny_bert_dir,
                              km_heads=4)

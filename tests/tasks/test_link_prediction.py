@@ -39,7 +39,7 @@ def test_read_split_counts_unknown(small_kg, tmp_path):
         lp.read_split(path, small_kg)
 
 
-def test_train_and_evaluate_inductive(model_parts, small_kg, tiny_bert_dir, tmp_path):
+def test_train_and_evaluate_inductive(small_kg, tiny_bert_dir, tmp_path):
     triples = np.asarray(small_kg.triples, dtype=np.int64)
     rng = np.random.default_rng(0)
     order = rng.permutation(len(triples))
@@ -53,12 +53,23 @@ def test_train_and_evaluate_inductive(model_parts, small_kg, tiny_bert_dir, tmp_
         run = results["runs"][key][0]
         assert 0 < run["valid"]["mrr"] <= 1 and run["valid"]["count"] == 16  # head + tail
         assert "unseen" in run["valid"]
+        # seen + unseen partition the evaluation triples (head + tail ranks each)
+        assert run["valid"]["seen"]["count"] + run["valid"]["unseen"]["count"] == 16
+        assert run["train_cpu_seconds"] > 0
+    seen_triples = results["data"]["eval_seen_triples"]["valid"]
+    assert results["runs"]["lm+g+m/distmult"][0]["valid"]["seen"]["count"] == 2 * seen_triples
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert set(metrics["summary"]) == {"lm+g+m/distmult", "lm+g+m/rotate"}
     assert (tmp_path / "rank_histogram.png").exists()
+    # the exact split is written in the WN18RR format, readable back against the KG
+    written, skipped = lp.read_split(tmp_path / "split" / "train.txt", small_kg)
+    assert skipped == 0 and len(written) == results["data"]["train_triples"]
+    assert set(map(tuple, written.tolist())) <= set(map(tuple, train.tolist()))
+    back, _ = lp.read_split(tmp_path / "split" / "valid.txt", small_kg)
+    assert np.array_equal(back, valid)
 
 
-def test_shared_wn18rr_subset(model_parts, shared_data, small_kg, tiny_bert_dir):
+def test_shared_wn18rr_subset(shared_data, small_kg, tiny_bert_dir):
     """The evaluation reads the real WN18RR files; a small subset keeps it fast."""
     from jaket.kg.graph import KnowledgeGraph
 

@@ -46,3 +46,28 @@ def test_kg_relation_instances(small_kg):
     assert inst.tokens[inst.head[0]] == inst.head_name
     assert inst.tokens[inst.tail[0]] == inst.tail_name
     assert not any("hypernym" in t for t in inst.tokens)
+
+
+def test_lm_and_jaket_read_pairs_through_the_same_path(fewrel_file, tiny_bert_dir, tiny_jaket_dir):
+    """A `jaket` folder whose encoder is the base encoder scores every pair exactly as `lm` does:
+    the two rows of Table 1 differ by their weights only (no segment embeddings on one side)."""
+    import torch
+
+    data = load_fewrel(fewrel_file)
+    lm = rc.PairEncoder("lm", tiny_bert_dir, None)
+    jaket = rc.PairEncoder("jaket", None, tiny_jaket_dir)
+    jaket.score.load_state_dict(lm.score.state_dict())
+    lm.eval(), jaket.eval()
+    a, b = data.instances["P0"][0].marked_text(), data.instances["P3"][1].marked_text()
+    with torch.no_grad():
+        assert torch.allclose(lm([a, b], [b, a], 64), jaket([a, b], [b, a], 64), atol=1e-6)
+
+
+def test_jaket_variant_runs(fewrel_file, tiny_jaket_dir, tmp_path):
+    data = load_fewrel(fewrel_file)
+    config = rc.RelationClassificationConfig(variants=("jaket",), settings=((3, 1),), seeds=(0,),
+                                             train_steps=2, train_way=2, episodes=6, max_length=32,
+                                             pretrained=tiny_jaket_dir)
+    results = rc.run_relation_classification(data, config, tmp_path)
+    assert len(results["runs"]["jaket"][0]["train_loss"]) == 2
+    assert 0.0 <= results["summary"]["jaket"]["3-1"]["mean"] <= 1.0

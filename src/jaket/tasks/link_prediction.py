@@ -274,34 +274,64 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
                     memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length)
                 for scorer in config.scorers:
                     progress.set_postfix_str(f"{variant} {scorer} seed {seed}")
-                    started = time.perf_counter()
+                    started, cpu_started = time.perf_counter(), time.process_time()
                     torch.manual_seed(seed)
                     model = LinkScorer(backbone, scorer, kg.num_relations)
                     losses = train_scorer(model, memory, kg.num_entities, train, edges, config, seed, progress)
+                    train_seconds = time.perf_counter() - started
+                    train_cpu_seconds = time.process_time() - cpu_started
                     model.eval()
                     with torch.no_grad():
                         entities = model.entities(memory, *edges)
                         relations = model.relations(memory)
-                    run = {"seed": seed, "train_loss": losses}
+                    run = {"seed": seed, "train_loss": losses, "train_seconds": train_seconds,
+                           "train_cpu_seconds": train_cpu_seconds}
                     for name, triples in eval_sets.items():
                         tails, heads = filtered_ranks(model, entities, relations, triples, all_true,
                                                       config.eval_batch_size)
                         ranks = np.concatenate([tails, heads])
                         run[name] = {**rep.ranking_metrics(ranks), "tail": rep.ranking_metrics(tails),
                                      "head": rep.ranking_metrics(heads)}
+                        # "seen": both entities occur in a training triple (the triples a
+                        # transductive baseline such as PyKEEN can score); "unseen": the others,
+                        # embedded from their descriptions only
                         unseen = ~(seen[triples[:, 0]] & seen[triples[:, 2]])
+                        run[name]["seen"] = rep.ranking_metrics(
+                            np.concatenate([tails[~unseen], heads[~unseen]]))
                         if unseen.any():
                             run[name]["unseen"] = rep.ranking_metrics(
                                 np.concatenate([tails[unseen], heads[unseen]]))
                         histograms[f"{variant} {scorer}"] = ranks
                     run["seconds"] = time.perf_counter() - started
                     results["runs"].setdefault(f"{variant}/{scorer}", []).append(run)
+    metric_names = ("mrr", "hits@1", "hits@3", "hits@10")
     for key, runs in results["runs"].items():
-        results["summary"][key] = {name: rep.summarize_seeds([{m: r[name][m] for m in ("mrr", "hits@1", "hits@3", "hits@10")}
-                                                              for r in runs]) for name in eval_sets}
+        summary = {}
+        for name in eval_sets:
+            summary[name] = rep.summarize_seeds([{m: r[name][m] for m in metric_names} for r in runs])
+            for part in ("seen", "unseen"):  # only when the split has both kinds of triples
+                if all(part in r[name] and r[name][part]["count"] for r in runs) and \
+                        all(r[name][part]["count"] < r[name]["count"] for r in runs):
+                    summary[f"{name} ({part})"] = rep.summarize_seeds(
+                        [{m: r[name][part][m] for m in metric_names} for r in runs])
+        results["summary"][key] = summary
+    results["data"]["eval_seen_triples"] = {
+        name: int((seen[v[:, 0]] & seen[v[:, 2]]).sum()) for name, v in eval_sets.items()}
     if out_dir is not None:
+        write_split(kg, train, eval_sets, Path(out_dir) / "split")
         write_report(results, Path(out_dir), histograms)
     return results
+
+
+def write_split(kg, train: np.ndarray, evaluation: dict[str, np.ndarray], folder: Path) -> None:
+    """The exact triples a run trained and evaluated on, in the WN18RR format with the KG's ids
+    (``folder/train.txt``, ``folder/<name>.txt``), so a baseline can use the same split
+    (``benchmarks/pykeen_baseline.py --train ... --eval ...``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    entity, relation = list(kg.entity_ids), list(kg.relation_ids)
+    for name, triples in {"train": train, **evaluation}.items():
+        lines = [f"{entity[h]}\t{relation[r]}\t{entity[t]}\n" for h, r, t in np.asarray(triples).tolist()]
+        rep.write_text_atomic(folder / f"{name}.txt", "".join(lines))
 
 
 def _edges(kg, train: np.ndarray):

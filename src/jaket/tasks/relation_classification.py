@@ -84,41 +84,36 @@ class PairEncoder(nn.Module):
                 f"variant {variant!r} needs the FewRel entities in the KG; relation classification "
                 f"supports {', '.join(SUPPORTED_VARIANTS)} (see the module docstring)")
         self.variant = variant
+        # Both settings read a pair through the same code path, LM2(LM1(x)) of a
+        # SplitLanguageModel, so that the rows differ only by their weights (in particular no
+        # setting gets segment embeddings the other does not: LM1 takes no token types).
         if variant == "jaket":
             if pretrained is None:
                 raise VariantError("variant 'jaket' needs a pre-trained model folder (--model DIR)")
             from jaket.model.jaket import JaketModel
 
-            self.language = JaketModel.from_pretrained(pretrained).language
-            self.tokenizer = self.language.tokenizer
-            hidden = int(self.language.hidden_size)
-            self.bert = None
+            self.language = JaketModel.from_pretrained(pretrained, load_memory=False).language
         else:
-            from transformers import AutoModel, AutoTokenizer
+            from jaket.model.language import SplitLanguageModel
 
             if encoder is None:
                 from jaket.paths import default_model_path
 
                 encoder = default_model_path()
-            self.bert = AutoModel.from_pretrained(encoder)
-            self.tokenizer = AutoTokenizer.from_pretrained(encoder)
-            hidden = int(self.bert.config.hidden_size)
-            self.language = None
+            self.language = SplitLanguageModel.from_pretrained(encoder)
+        self.tokenizer = self.language.tokenizer
+        hidden = int(self.language.hidden_size)
         self.score = nn.Linear(hidden, 1)
 
     def forward(self, queries: list[str], supports: list[str], max_length: int) -> torch.Tensor:
         batch = self.tokenizer(queries, supports, truncation=True, max_length=max_length,
                                padding=True, return_tensors="pt")
         ids, mask = batch["input_ids"], batch["attention_mask"]
-        if self.bert is not None:
-            kwargs = {"token_type_ids": batch["token_type_ids"]} if "token_type_ids" in batch else {}
-            hidden = self.bert(input_ids=ids, attention_mask=mask, **kwargs).last_hidden_state
-        else:
-            hidden = self.language.lm2(self.language.lm1(ids, mask), mask)
+        hidden = self.language.lm2(self.language.lm1(ids, mask), mask)
         return self.score(hidden[:, 0]).squeeze(-1)
 
     def encoder_parameters(self):
-        return (self.bert if self.bert is not None else self.language).parameters()
+        return self.language.parameters()
 
 
 def sample_episode(data: FewRelData, relations: list[str], way: int, shot: int, queries_per_class: int,

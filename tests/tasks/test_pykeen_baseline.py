@@ -1,0 +1,55 @@
+"""benchmarks/pykeen_baseline.py: the same split, the same candidate entities, the same filtered
+ranks as jaket's link prediction, offline."""
+
+import json
+
+import numpy as np
+import torch
+
+from benchmarks import pykeen_baseline as pb
+
+
+def _write(path, rows):
+    path.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in rows))
+    return path
+
+
+def test_baseline_on_a_given_split(tmp_path):
+    train = [(f"e{i}", "r0", f"e{i + 1}") for i in range(19)] + [(f"e{i}", "r1", f"e{i + 2}") for i in range(0, 18, 2)]
+    valid = [("e0", "r0", "e2"), ("e3", "r1", "e5"), ("e7", "r0", "e9"), ("e10", "r1", "e12"),
+             ("e25", "r0", "e1"), ("e2", "r1", "e26")]  # the last two name entities absent from training
+    (tmp_path / "entities.txt").write_text("".join(f"e{i}\n" for i in range(30)))
+    out = tmp_path / "baseline.json"
+    assert pb.main(["--train", str(_write(tmp_path / "train.txt", train)),
+                    "--eval", str(_write(tmp_path / "valid.txt", valid)), "--entities", str(tmp_path / "entities.txt"),
+                    "--seconds", "0.2", "--dim", "8", "--out", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    assert figures["candidate_entities"] == 30 and figures["eval_seen_triples"] == 4
+    for name in ("transe", "rotate"):
+        m = figures["models"][name]
+        assert m["epochs"] >= 1 and m["train_cpu_seconds"] >= 0.2
+        assert m["all"]["count"] == 12 and m["seen"]["count"] == 8  # head + tail per triple
+        assert 1 / 30 <= m["all"]["mrr"] <= 1
+
+
+def test_filtered_ranks_match_brute_force():
+    from pykeen.models import TransE
+    from pykeen.triples import TriplesFactory
+
+    labels = np.array([[f"e{i}", f"r{i % 2}", f"e{(i * 3 + 1) % 12}"] for i in range(12)], dtype=str)
+    factory = TriplesFactory.from_labeled_triples(labels)
+    model = TransE(triples_factory=factory, embedding_dim=4, random_seed=0)
+    triples = factory.mapped_triples
+    tails, heads = pb._filtered_ranks(model, triples[:5], triples, batch_size=2)
+    n = factory.num_entities
+    known = {tuple(x) for x in triples.tolist()}
+    with torch.no_grad():
+        for i, (h, r, t) in enumerate(triples[:5].tolist()):
+            cand = torch.tensor([[h, r, e] for e in range(n)])
+            s = model.score_hrt(cand).squeeze(-1)
+            others = [e for e in range(n) if e != t and (h, r, e) not in known]
+            assert tails[i] == 1 + int((s[others] > s[t]).sum())
+            cand = torch.tensor([[e, r, t] for e in range(n)])
+            s = model.score_hrt(cand).squeeze(-1)
+            others = [e for e in range(n) if e != h and (e, r, t) not in known]
+            assert heads[i] == 1 + int((s[others] > s[h]).sum())
