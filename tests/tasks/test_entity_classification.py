@@ -72,3 +72,22 @@ def test_jaket_needs_a_model(small_kg):
 
     with pytest.raises(VariantError, match="pre-trained model"):
         ec.EntityClassificationConfig(variants=("jaket",)).variant_config("jaket")
+
+
+def test_label_space_is_the_categories_in_use(small_kg, tiny_bert_dir):
+    """A KG' built in memory keeps every category name of its source; saved and loaded it keeps
+    those in use. Both must give the same classes and the same results."""
+    import dataclasses
+
+    names = sorted(small_kg.category_names + ["adj.all", "verb.weather"])  # two unused categories
+    remap = np.array([names.index(c) for c in small_kg.category_names])
+    wide = dataclasses.replace(small_kg, category_names=names,
+                               entity_category=remap[np.asarray(small_kg.entity_category)])
+    compact, dropped = ec.present_categories(wide)
+    assert dropped == ["adj.all", "verb.weather"] and compact.category_names == small_kg.category_names
+    assert np.array_equal(compact.entity_category, small_kg.entity_category)
+    config = ec.EntityClassificationConfig(variants=("gnn",), train_fractions=(1.0,), seeds=(0,), epochs=4,
+                                           encoder=tiny_bert_dir, km_heads=4)
+    a, b = ec.run_entity_classification(wide, config), ec.run_entity_classification(small_kg, config)
+    assert a["kg"]["categories"] == 3 and a["kg"]["unused_categories_dropped"] == ["adj.all", "verb.weather"]
+    assert a["runs"]["gnn"]["1.0"][0]["history"] == b["runs"]["gnn"]["1.0"][0]["history"]

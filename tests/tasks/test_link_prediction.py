@@ -89,3 +89,34 @@ def test_shared_wn18rr_subset(shared_data, small_kg, tiny_bert_dir):
                                      negatives=4, encoder=tiny_bert_dir)
     results = lp.run_link_prediction(kg, triples[:120], {"valid": triples[120:150]}, config)
     assert results["runs"]["lm/transe"][0]["valid"]["count"] == 60
+
+
+def test_training_never_shows_a_positive_as_an_edge(small_kg, tiny_bert_dir, monkeypatch):
+    """Each step's KM input hides exactly the batch's own triples (nothing else)."""
+    from jaket.kg import sampling
+    from jaket.tasks.variants import VariantConfig, kg_memory, load_backbone
+
+    triples = np.asarray(small_kg.triples, dtype=np.int64)
+    graph = lp.train_view(small_kg, triples)
+    seen = []
+    real = sampling.sample_neighbors
+
+    def spy(kg, seeds, fanouts, generator, exclude_triples=None):
+        sub = real(kg, seeds, fanouts, generator, exclude_triples)
+        seen.append((np.asarray(exclude_triples), sub.triple_id.numpy(), np.asarray(seeds)))
+        return sub
+
+    monkeypatch.setattr(sampling, "sample_neighbors", spy)
+    backbone = load_backbone(VariantConfig("lm+g+m", encoder=tiny_bert_dir, km_heads=4))
+    memory = kg_memory(backbone, small_kg, max_length=16)
+    config = lp.LinkPredictionConfig(steps=4, batch_size=8, negatives=5, fanouts=(50, 50))
+    losses = lp.train_scorer(lp.LinkScorer(backbone, "transe", small_kg.num_relations), memory, graph,
+                             triples, config, seed=0)
+    assert len(losses) == 4 and len(seen) == 4
+    for hidden, used, seeds in seen:
+        assert len(seeds) == 2 * 8 + 5
+        assert not set(hidden.tolist()) & set(used.tolist())
+        # with fan-outs above every degree, every other triple near the seeds is visible
+        near = set(seeds.tolist())
+        touching = {i for i, (h, _, t) in enumerate(triples.tolist()) if h in near or t in near}
+        assert touching - set(hidden.tolist()) <= set(used.tolist())

@@ -48,3 +48,29 @@ def test_jaket_link_prediction_and_kgqa(small_kg, tiny_jaket_dir, tmp_path):
                          pretrained=tiny_jaket_dir, description_max_length=16)
     out = kgqa.run_kgqa(small_kg, questions, qa, tmp_path)
     assert 0.0 <= out["runs"]["jaket"]["full"][0]["test"]["all"] <= 1.0
+
+
+def test_fresh_km_takes_the_pretrained_structure(tiny_bert_dir, tiny_jaket_dir):
+    """RoBERTa+GNN(+M) "have the same model structure as JAKET": with a --model, a fresh KM gets
+    its layers / heads unless they are given explicitly."""
+    same = load_backbone(VariantConfig("lm+g+m", encoder=tiny_bert_dir, pretrained=tiny_jaket_dir))
+    assert same.knowledge.layers[0].heads == 4 and len(same.knowledge.layers) == 2
+    assert _norm_weight(same).eq(1.0).all()  # the structure, not the weights
+    explicit = VariantConfig("gnn", encoder=tiny_bert_dir, pretrained=tiny_jaket_dir, km_heads=8, km_layers=1)
+    assert explicit.km_structure() == {"layers": 1, "heads": 8, "composition": "add"}
+    assert VariantConfig("gnn").km_structure() == {"layers": 2, "heads": 8, "composition": "add"}
+    # the jaket setting always uses the saved KM
+    assert VariantConfig("jaket", pretrained=tiny_jaket_dir, km_heads=8).km_structure()["heads"] == 4
+
+
+def test_relation_memory_switch(small_kg, tiny_bert_dir):
+    backbone = load_backbone(VariantConfig("lm+g+m", encoder=tiny_bert_dir, km_heads=4))
+    on = kg_memory(backbone, small_kg, max_length=16)
+    off = kg_memory(backbone, small_kg, max_length=16, relation_memory=False)
+    assert on.relations.abs().sum() > 0 and off.relations.abs().sum() == 0
+    assert torch.equal(on.entities, off.entities)
+    # R = 0 is the KM's "no relation embeddings" path of pre-training
+    ei, et = torch.tensor([[1, 2], [0, 0]]), torch.tensor([0, 4])
+    x = on.entities[:3]
+    assert torch.allclose(backbone.knowledge(x, ei, et, off.relations),
+                          backbone.knowledge(x, ei, et, None, num_relations=small_kg.num_relations))

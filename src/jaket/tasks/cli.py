@@ -46,8 +46,15 @@ def _add_common(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--seeds", type=int, default=5 if evaluate else 1, help="number of seeds (0..N-1)")
     parser.add_argument("--out", type=Path, help="output folder (default runs/<task>)")
     parser.add_argument("--json", action="store_true", help="print metrics.json's summary as JSON")
-    parser.add_argument("--km-layers", type=int, default=2)
-    parser.add_argument("--km-heads", type=int, default=8)
+    parser.add_argument("--km-layers", type=int,
+                        help="layers of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 2)")
+    parser.add_argument("--km-heads", type=int,
+                        help="heads of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 8)")
+
+
+def _add_relation_memory(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-relation-memory", dest="relation_memory", action="store_false",
+                        help="R = 0 in the KM (ablation; default: R from relation descriptions, as the paper)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,6 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ec.add_argument("--data-seed", type=int, default=0, help="seed of the WordNet subset and held-out part")
         ec.add_argument("--train-fractions", type=_floats, default=(1.0, 0.2, 0.05))
         ec.add_argument("--epochs", type=int, default=150)
+        _add_relation_memory(ec)
         ec.set_defaults(func=_run_entity_classification, evaluate=evaluate)
 
         lp = tasks.add_parser("link-prediction", help="filtered MRR / Hits@k over descriptions + KM")
@@ -77,9 +85,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         lp.add_argument("--max-eval", type=int, help="evaluate at most this many triples per file")
         lp.add_argument("--scorers", type=_csv, default=("distmult", "transe"))
         lp.add_argument("--steps", type=int, default=300)
-        lp.add_argument("--negatives", type=int, default=64)
+        lp.add_argument("--negatives", type=int, default=256, help="shared negative entities per step")
+        lp.add_argument("--batch-size", type=int, default=256, help="training triples per step")
+        lp.add_argument("--fanouts", type=lambda t: tuple(int(x) for x in _csv(t)), default=(10, 10),
+                        help="neighbours sampled per hop in training (default 10,10)")
         lp.add_argument("--holdout-fraction", type=float, default=0.0,
                         help="inductive split: drop training triples touching this share of eval entities")
+        _add_relation_memory(lp)
         lp.set_defaults(func=_run_link_prediction, evaluate=evaluate)
 
         qa = tasks.add_parser("kgqa", help="question answering over the KG, Hits@1 (Table 2)")
@@ -89,6 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         qa.add_argument("--max-questions", type=int, default=1500)
         qa.add_argument("--kg-settings", type=_csv, default=("full", "50%"))
         qa.add_argument("--steps", type=int, default=300)
+        _add_relation_memory(qa)
         qa.set_defaults(func=_run_kgqa, evaluate=evaluate)
 
         rc = tasks.add_parser("relation-classification", help="few-shot relation classification, PAIR (Table 1)")
@@ -141,7 +154,7 @@ def _run_entity_classification(args) -> int:
     config = ec.EntityClassificationConfig(
         variants=_variants(args, "entity-classification"), train_fractions=args.train_fractions,
         seeds=tuple(range(args.seeds)), epochs=args.epochs, encoder=args.encoder, pretrained=args.model,
-        km_layers=args.km_layers, km_heads=args.km_heads)
+        km_layers=args.km_layers, km_heads=args.km_heads, relation_memory=args.relation_memory)
     out = _out(args, "entity-classification")
     results = ec.run_entity_classification(kg, config, out)
     return _finish(args, results, ec.results_table(results), out)
@@ -180,9 +193,10 @@ def _run_link_prediction(args) -> int:
         train = train[rng.permutation(len(train))[: args.max_train]]
     config = lp.LinkPredictionConfig(
         variants=_variants(args, "link-prediction"), scorers=args.scorers, seeds=tuple(range(args.seeds)),
-        steps=args.steps, negatives=args.negatives, max_eval_triples=args.max_eval,
+        steps=args.steps, negatives=args.negatives, batch_size=args.batch_size, fanouts=args.fanouts,
+        max_eval_triples=args.max_eval,
         holdout_fraction=args.holdout_fraction, encoder=args.encoder, pretrained=args.model,
-        km_layers=args.km_layers, km_heads=args.km_heads)
+        km_layers=args.km_layers, km_heads=args.km_heads, relation_memory=args.relation_memory)
     out = _out(args, "link-prediction")
     results = lp.run_link_prediction(kg, train, evaluation, config, out)
     return _finish(args, results, lp.results_table(results), out)
@@ -208,7 +222,8 @@ def _run_kgqa(args) -> int:
         questions = kgqa.wordnet_questions(kg, seed=0, max_questions=args.max_questions)
     config = kgqa.KGQAConfig(variants=_variants(args, "kgqa"), kg_settings=args.kg_settings,
                              seeds=tuple(range(args.seeds)), steps=args.steps, encoder=args.encoder,
-                             pretrained=args.model, km_layers=args.km_layers, km_heads=args.km_heads)
+                             pretrained=args.model, km_layers=args.km_layers, km_heads=args.km_heads,
+                             relation_memory=args.relation_memory)
     out = _out(args, "kgqa")
     results = kgqa.run_kgqa(kg, questions, config, out)
     return _finish(args, results, kgqa.results_table(results), out)

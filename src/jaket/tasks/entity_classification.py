@@ -49,15 +49,17 @@ class EntityClassificationConfig:
     dropout: float = 0.2
     encoder: Path | None = None
     pretrained: Path | None = None
-    km_layers: int = 2
-    km_heads: int = 8
+    km_layers: int | None = None  # None: the pre-trained model's structure, else 2 layers
+    km_heads: int | None = None  # None: the pre-trained model's structure, else 8 heads
     description_max_length: int = 64
+    relation_memory: bool = True  # False: R = 0 (ablation, see jaket.tasks.variants)
     min_class_size: int = 1  # categories with fewer labelled entities are kept but reported
 
     def variant_config(self, variant: str) -> VariantConfig:
         return VariantConfig(variant=variant, encoder=self.encoder, pretrained=self.pretrained,
                              km_layers=self.km_layers, km_heads=self.km_heads,
-                             description_max_length=self.description_max_length)
+                             description_max_length=self.description_max_length,
+                             relation_memory=self.relation_memory)
 
 
 @dataclass
@@ -179,8 +181,29 @@ def majority_baseline(kg, split: Split) -> float:
     return float((labels[split.test] == counts.argmax()).mean()) if len(split.test) else 0.0
 
 
+def present_categories(kg):
+    """``(kg', dropped)``: ``kg`` with only the categories some entity has (indices remapped,
+    names kept sorted), so the label space -- and with it the classifier's initialisation --
+    is the same whether KG' was built in memory (which keeps every category name of the source
+    KG) or saved and loaded again (which keeps only those in use)."""
+    import dataclasses
+
+    labels = np.asarray(kg.entity_category)
+    present = np.unique(labels[labels >= 0])
+    if len(present) == len(kg.category_names):
+        return kg, []
+    new_index = np.full(len(kg.category_names), -1, dtype=np.int64)
+    new_index[present] = np.arange(len(present))
+    remapped = np.where(labels >= 0, new_index[np.maximum(labels, 0)], -1)
+    dropped = [kg.category_names[i] for i in range(len(kg.category_names)) if new_index[i] < 0]
+    return dataclasses.replace(kg, entity_category=remapped,
+                               category_names=[kg.category_names[i] for i in present]), dropped
+
+
 def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: Path | None = None) -> dict:
-    """Every (variant, training fraction, seed) on ``kg``; writes the report when ``out_dir``."""
+    """Every (variant, training fraction, seed) on ``kg``; writes the report when ``out_dir``.
+    Categories no entity of ``kg`` has are not classes (:func:`present_categories`)."""
+    kg, unused_categories = present_categories(kg)
     leakage = label_leakage(kg)
     if leakage["descriptions_with_full_category_name"]:
         logger.warning("label leakage: descriptions spell categories %s", leakage["categories_spelled"])
@@ -188,8 +211,10 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
     results: dict = {"task": "entity-classification", "config": _jsonable(asdict(config)),
                      "kg": {"entities": int(kg.num_entities), "relations": int(kg.num_relations),
                             "triples": int(len(kg.triples)), "categories": int(len(kg.category_names)),
-                            "labelled": int((np.asarray(kg.entity_category) >= 0).sum())},
-                     "leakage": leakage, "runs": {}, "summary": {}}
+                            "labelled": int((np.asarray(kg.entity_category) >= 0).sum()),
+                            "unused_categories_dropped": unused_categories},
+                     "leakage": leakage, "runs": {}, "summary": {},
+                     "km": {v: config.variant_config(v).km_structure() for v in config.variants if v != "lm"}}
     total = len(config.variants) * len(config.train_fractions) * len(config.seeds) * config.epochs
     confusion = None
     with tqdm(total=total, desc="entity classification", unit="epoch") as progress:
@@ -207,7 +232,8 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
                 started = time.perf_counter()
                 backbone = load_backbone(vconfig, seed=seed, need_language=variant in ("lm", "lm+g+m", "jaket"))
                 if memory_cache is None or variant in ("gnn", "lm+g"):
-                    memory_cache = kg_memory(backbone, kg, seed, max_length=config.description_max_length)
+                    memory_cache = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
+                                             relation_memory=config.relation_memory)
                 for fraction in config.train_fractions:
                     split = split_entities(kg.entity_category, seed, config.split, fraction)
                     run = train_one(backbone, memory_cache, kg, split, config, seed, edges, progress)

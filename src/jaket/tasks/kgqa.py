@@ -66,14 +66,16 @@ class KGQAConfig:
     max_candidates: int = 2000
     encoder: Path | None = None
     pretrained: Path | None = None
-    km_layers: int = 2
-    km_heads: int = 8
+    km_layers: int | None = None  # None: the pre-trained model's structure, else 2 layers
+    km_heads: int | None = None  # None: the pre-trained model's structure, else 8 heads
     description_max_length: int = 64
+    relation_memory: bool = True  # False: R = 0 (ablation, see jaket.tasks.variants)
 
     def variant_config(self, variant: str) -> VariantConfig:
         return VariantConfig(variant=variant, encoder=self.encoder, pretrained=self.pretrained,
                              km_layers=self.km_layers, km_heads=self.km_heads,
-                             description_max_length=self.description_max_length)
+                             description_max_length=self.description_max_length,
+                             relation_memory=self.relation_memory)
 
 
 # ----------------------------------------------------------------------------- WordNet questions
@@ -340,7 +342,8 @@ def run_kgqa(kg, questions: list[QAExample], config: KGQAConfig, out_dir: Path |
                               "questions": len(questions),
                               "1-hop": sum(q.hops == 1 for q in questions),
                               "2-hop": sum(q.hops == 2 for q in questions)},
-                     "runs": {}, "summary": {}}
+                     "runs": {}, "summary": {},
+                     "km": {v: config.variant_config(v).km_structure() for v in config.variants if v != "lm"}}
     total = len(config.variants) * len(config.kg_settings) * len(config.seeds) * config.steps
     with tqdm(total=total, desc="kgqa", unit="step") as progress:
         for variant in config.variants:
@@ -348,7 +351,8 @@ def run_kgqa(kg, questions: list[QAExample], config: KGQAConfig, out_dir: Path |
             for seed in config.seeds:
                 backbone = load_backbone(config.variant_config(variant), seed=seed)
                 if memory is None or variant in ("gnn", "lm+g"):
-                    memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length)
+                    memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
+                                       relation_memory=config.relation_memory)
                 train_idx, dev_idx, test_idx = _split(len(questions), config.split, seed)
                 for setting in config.kg_settings:
                     progress.set_postfix_str(f"{variant} KG-{setting} seed {seed}")

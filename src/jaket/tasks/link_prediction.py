@@ -10,8 +10,11 @@ relation-description memory (so a relation is also known by its text). A scoring
 * ``rotate``:   ``-||h o e^{i theta_r} - t||_2`` with h, t read as complex vectors (first half real,
   second half imaginary) and the phase ``theta_r`` from the relation embedding.
 
-Training: for each positive triple, ``negatives`` corrupted tails and as many corrupted heads
-(uniform entities), softmax cross-entropy with the positive first. Evaluation: filtered MRR and
+Training (:func:`train_scorer`): mini-batches of training triples with ``negatives`` uniformly
+drawn entities shared by the batch as corrupted tails and heads, softmax cross-entropy with the
+positive first; the KM reads a sampled neighbourhood (``fanouts``) of the step's entities in the
+training graph with the batch's own triples hidden (a positive is never an edge of its own
+input, as an evaluation triple is not). Evaluation: the KM over the whole training graph, filtered MRR and
 Hits@1/3/10, averaged over head and tail prediction, ranks against every entity with all known
 true triples (training + every evaluation file) filtered out. Any split file in the WN18RR format
 (``head<TAB>relation<TAB>tail``, ids of the KG) can be evaluated.
@@ -55,7 +58,10 @@ class LinkPredictionConfig:
     seeds: tuple[int, ...] = (0,)
     steps: int = 300
     batch_size: int = 256
-    negatives: int = 64
+    #: uniformly drawn entities shared by a step's batch, each scored as tail and as head
+    negatives: int = 256
+    #: neighbours sampled per hop around a step's entities (training; evaluation reads the whole graph)
+    fanouts: tuple[int, ...] = (10, 10)
     lr: float = 1e-3
     km_lr: float = 5e-4
     eval_batch_size: int = 256
@@ -63,9 +69,10 @@ class LinkPredictionConfig:
     holdout_fraction: float = 0.0
     encoder: Path | None = None
     pretrained: Path | None = None
-    km_layers: int = 2
-    km_heads: int = 8
+    km_layers: int | None = None  # None: the pre-trained model's structure, else 2 layers
+    km_heads: int | None = None  # None: the pre-trained model's structure, else 8 heads
     description_max_length: int = 64
+    relation_memory: bool = True  # False: R = 0 (ablation, see jaket.tasks.variants)
 
     def __post_init__(self) -> None:
         for s in self.scorers:
@@ -75,7 +82,8 @@ class LinkPredictionConfig:
     def variant_config(self, variant: str) -> VariantConfig:
         return VariantConfig(variant=variant, encoder=self.encoder, pretrained=self.pretrained,
                              km_layers=self.km_layers, km_heads=self.km_heads,
-                             description_max_length=self.description_max_length)
+                             description_max_length=self.description_max_length,
+                             relation_memory=self.relation_memory)
 
 
 def read_split(path: str | Path, kg) -> tuple[np.ndarray, int]:
@@ -196,8 +204,26 @@ def filtered_ranks(model: LinkScorer, entities: torch.Tensor, relations: torch.T
     return cat(tail_ranks), cat(head_ranks)
 
 
-def train_scorer(model: LinkScorer, memory: FrozenMemory, num_entities: int, train: np.ndarray,
-                 edges, config: LinkPredictionConfig, seed: int, progress: tqdm | None = None) -> list[float]:
+def train_view(kg, train: np.ndarray):
+    """``kg`` with ``train`` as its triples: the graph the KM reads and training samples from."""
+    import dataclasses
+
+    return dataclasses.replace(kg, triples=np.asarray(train, dtype=np.int32).reshape(-1, 3), _adjacency=None)
+
+
+def train_scorer(model: LinkScorer, memory: FrozenMemory, graph, train: np.ndarray,
+                 config: LinkPredictionConfig, seed: int, progress: tqdm | None = None) -> list[float]:
+    """Mini-batch training, one sampled subgraph per step (as pre-training samples, paper
+    "Implementation Details").
+
+    Each step draws ``batch_size`` training triples and ``negatives`` uniformly drawn entities
+    shared by the batch; the KM runs over the ``fanouts`` neighbourhood of these seeds in
+    ``graph`` (the training triples) **with the batch's own triples hidden**, so a positive is
+    never visible as an edge -- as an evaluation triple is not. Each positive is scored against
+    every shared negative as tail and as head (softmax cross-entropy, the positive first).
+    """
+    from jaket.kg.sampling import sample_neighbors
+
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     params = [{"params": [p for n, p in model.named_parameters() if not n.startswith("knowledge.")],
@@ -205,21 +231,28 @@ def train_scorer(model: LinkScorer, memory: FrozenMemory, num_entities: int, tra
     if model.knowledge is not None:
         params.append({"params": model.knowledge.parameters(), "lr": config.km_lr})
     optimizer = torch.optim.AdamW(params, weight_decay=0.0)
-    edge_index, edge_type = edges
+    num_entities = int(graph.num_entities)
     losses = []
     model.train()
     for _ in range(config.steps):
-        batch = torch.as_tensor(train[rng.integers(len(train), size=min(config.batch_size, len(train)))],
-                                dtype=torch.long)
-        entities = model.entities(memory, edge_index, edge_type)
-        relations = model.relations(memory)
-        h, r, t = entities[batch[:, 0]], relations[batch[:, 1]], entities[batch[:, 2]]
-        k = config.negatives
-        neg = torch.as_tensor(rng.integers(num_entities, size=(len(batch), 2, k)), dtype=torch.long)
+        rows = rng.integers(len(train), size=min(config.batch_size, len(train)))
+        batch = torch.as_tensor(train[rows], dtype=torch.long)
+        b = len(batch)
+        seeds = np.concatenate([train[rows, 0], train[rows, 2], rng.integers(num_entities, size=config.negatives)])
+        if model.knowledge is not None:
+            sub = sample_neighbors(graph, seeds, config.fanouts, rng, exclude_triples=rows)
+            x = memory.entities[sub.node_ids]
+            out = model.knowledge(x, sub.edge_index, sub.edge_type, memory.relations,
+                                  hops=(sub.nodes_per_hop, sub.edges_per_hop))
+            embedded = out[sub.seed_local]
+        else:
+            embedded = model.entity_projection(memory.entities[torch.as_tensor(seeds)])
+        h, t, negatives = embedded[:b], embedded[b:2 * b], embedded[2 * b:]
+        r = model.relations(memory)[batch[:, 1]]
         pos = model.score(h, r, t)[:, None]
-        tail_neg = model.score(h[:, None], r[:, None], entities[neg[:, 0]])
-        head_neg = model.score(entities[neg[:, 1]], r[:, None], t[:, None])
-        zeros = torch.zeros(len(batch), dtype=torch.long)
+        tail_neg = model.score(h[:, None], r[:, None], negatives[None])
+        head_neg = model.score(negatives[None], r[:, None], t[:, None])
+        zeros = torch.zeros(b, dtype=torch.long)
         loss = (nn.functional.cross_entropy(torch.cat([pos, tail_neg], 1), zeros)
                 + nn.functional.cross_entropy(torch.cat([pos, head_neg], 1), zeros)) / 2
         optimizer.zero_grad()
@@ -254,12 +287,14 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
     seen[train[:, 2]] = True
     mask = np.zeros(len(train), dtype=bool)
     edges = _edges(kg, train)
+    graph = train_view(kg, train)
     results: dict = {"task": "link-prediction",
                      "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
                      "data": {"entities": int(kg.num_entities), "relations": int(kg.num_relations),
                               "train_triples": int(len(train)),
                               **{f"{k}_triples": int(len(v)) for k, v in evaluation.items()}},
-                     "runs": {}, "summary": {}}
+                     "runs": {}, "summary": {},
+                     "km": {v: config.variant_config(v).km_structure() for v in config.variants if v != "lm"}}
     del mask
     eval_sets = {k: (v[: config.max_eval_triples] if config.max_eval_triples else v) for k, v in evaluation.items()}
     total = len(config.variants) * len(config.scorers) * len(config.seeds) * config.steps
@@ -271,13 +306,14 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
                 backbone = load_backbone(config.variant_config(variant), seed=seed,
                                          need_language=variant in ("lm", "lm+g+m", "jaket"))
                 if memory is None or variant in ("gnn", "lm+g"):
-                    memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length)
+                    memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
+                                       relation_memory=config.relation_memory)
                 for scorer in config.scorers:
                     progress.set_postfix_str(f"{variant} {scorer} seed {seed}")
                     started, cpu_started = time.perf_counter(), time.process_time()
                     torch.manual_seed(seed)
                     model = LinkScorer(backbone, scorer, kg.num_relations)
-                    losses = train_scorer(model, memory, kg.num_entities, train, edges, config, seed, progress)
+                    losses = train_scorer(model, memory, graph, train, config, seed, progress)
                     train_seconds = time.perf_counter() - started
                     train_cpu_seconds = time.process_time() - cpu_started
                     model.eval()

@@ -54,16 +54,40 @@ class VariantConfig:
     #: jointly pre-trained model folder (required by ``jaket``)
     pretrained: Path | None = None
     lm1_layers: int | None = None
-    km_layers: int = 2
-    km_heads: int = 8
+    #: structure of the fresh KM of ``gnn`` / ``lm+g`` / ``lm+g+m``; None = that of the
+    #: pre-trained model when one is given (the paper: RoBERTa+GNN(+M) "have the same model
+    #: structure as JAKET"), else 2 layers / 8 heads
+    km_layers: int | None = None
+    km_heads: int | None = None
     description_max_length: int = 64
     batch_size: int = 64
+    #: R^context from the relation descriptions (the paper's fine-tuning); False = R = 0, an edge
+    #: then carries only its direction embedding, as in pre-training (an ablation)
+    relation_memory: bool = True
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise VariantError(f"unknown variant {self.variant!r}; choose from {', '.join(VARIANTS)}")
         if self.variant == "jaket" and self.pretrained is None:
             raise VariantError("variant 'jaket' needs a pre-trained model folder (--model DIR)")
+
+    def km_structure(self) -> dict:
+        """``{"layers", "heads", "composition"}`` of the KM this setting uses."""
+        saved: dict = {}
+        if self.pretrained is not None:
+            import json
+
+            config_path = Path(self.pretrained) / "config.json"
+            try:
+                saved = json.loads(config_path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as error:
+                raise VariantError(f"{config_path}: cannot read the pre-trained model's config: {error}") from None
+        if self.variant == "jaket":  # the saved KM, whatever was asked for
+            return {"layers": int(saved.get("km_layers", 2)), "heads": int(saved.get("km_heads", 8)),
+                    "composition": str(saved.get("composition", "add"))}
+        return {"layers": int(self.km_layers if self.km_layers is not None else saved.get("km_layers", 2)),
+                "heads": int(self.km_heads if self.km_heads is not None else saved.get("km_heads", 8)),
+                "composition": str(saved.get("composition", "add"))}
 
 
 @dataclass
@@ -113,7 +137,9 @@ def load_backbone(config: VariantConfig, seed: int = 0, *, need_language: bool =
     if config.variant == "lm":
         return Backbone("lm", hidden, language, None, None)
     torch.manual_seed(seed)
-    knowledge = KnowledgeModule(hidden, num_layers=config.km_layers, heads=config.km_heads)
+    structure = config.km_structure()
+    knowledge = KnowledgeModule(hidden, num_layers=structure["layers"], heads=structure["heads"],
+                                composition=structure["composition"])
     fusion = None
     if language is not None:
         from jaket.model.fusion import MentionFusion
@@ -175,14 +201,22 @@ class FrozenMemory:
 
 
 def kg_memory(backbone: Backbone, kg, seed: int = 0, *, max_length: int = 64,
-              batch_size: int = 64) -> FrozenMemory:
+              batch_size: int = 64, relation_memory: bool = True) -> FrozenMemory:
     """The memory a setting starts from on ``kg``.
 
     ``gnn`` / ``lm+g``: one fixed random Gaussian row per entity and relation (seeded);
     ``lm+g+m`` / ``jaket``: recomputed from ``kg``'s descriptions with the setting's LM1
     (``EntityContextMemory.from_kg``) -- for an unseen KG this is the paper's adaptation step;
     ``lm``: the full encoder's description features (there is no KM).
+    ``relation_memory=False`` sets every relation row to 0 (see :class:`VariantConfig`).
     """
+    memory = _kg_memory(backbone, kg, seed, max_length=max_length, batch_size=batch_size)
+    if not relation_memory:
+        memory = FrozenMemory(memory.entities, torch.zeros_like(memory.relations))
+    return memory
+
+
+def _kg_memory(backbone: Backbone, kg, seed: int, *, max_length: int, batch_size: int) -> FrozenMemory:
     n, p, f = int(kg.num_entities), int(kg.num_relations), backbone.hidden_size
     if backbone.variant in ("gnn", "lm+g"):
         generator = torch.Generator().manual_seed(10_000 + seed)
