@@ -120,3 +120,23 @@ def test_training_never_shows_a_positive_as_an_edge(small_kg, tiny_bert_dir, mon
         near = set(seeds.tolist())
         touching = {i for i, (h, _, t) in enumerate(triples.tolist()) if h in near or t in near}
         assert touching - set(hidden.tolist()) <= set(used.tolist())
+
+
+def test_self_negatives_enter_the_loss_unless_true(small_kg, tiny_bert_dir):
+    """(h, r, h) and (t, r, t) are extra negatives: one step's loss is higher with them (more
+    negatives in the same softmax), and a self-loop that is a true triple is never a negative."""
+    from jaket.tasks.variants import VariantConfig, kg_memory, load_backbone
+
+    triples = np.asarray(small_kg.triples, dtype=np.int64)
+    backbone = load_backbone(VariantConfig("lm+g+m", encoder=tiny_bert_dir, km_heads=4))
+    memory = kg_memory(backbone, small_kg, max_length=16)
+
+    def first_loss(train, self_negatives):
+        config = lp.LinkPredictionConfig(steps=1, batch_size=len(train), negatives=4, self_negatives=self_negatives)
+        torch.manual_seed(0)
+        model = lp.LinkScorer(backbone, "distmult", small_kg.num_relations)
+        return lp.train_scorer(model, memory, lp.train_view(small_kg, train), train, config, seed=0)[0]
+
+    assert first_loss(triples, True) > first_loss(triples, False)
+    loops = np.array([[h, r, h] for h, r, _ in triples[:6]])  # every training triple a self-loop
+    assert first_loss(loops, True) == pytest.approx(first_loss(loops, False))

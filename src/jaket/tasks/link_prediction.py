@@ -62,6 +62,10 @@ class LinkPredictionConfig:
     negatives: int = 256
     #: neighbours sampled per hop around a step's entities (training; evaluation reads the whole graph)
     fanouts: tuple[int, ...] = (10, 10)
+    #: also score each positive against its own head as a tail and its own tail as a head: with
+    #: description-based entity vectors the query entity is the nearest one to itself, and
+    #: uniform negatives almost never contain it (the "self-negatives" of text-based KG completion)
+    self_negatives: bool = True
     lr: float = 1e-3
     km_lr: float = 5e-4
     eval_batch_size: int = 256
@@ -232,6 +236,9 @@ def train_scorer(model: LinkScorer, memory: FrozenMemory, graph, train: np.ndarr
         params.append({"params": model.knowledge.parameters(), "lr": config.km_lr})
     optimizer = torch.optim.AdamW(params, weight_decay=0.0)
     num_entities = int(graph.num_entities)
+    known = {tuple(x) for x in np.asarray(train).tolist()}
+    self_true = torch.as_tensor([(h, r, h) in known or (t, r, t) in known for h, r, t in np.asarray(train).tolist()],
+                                dtype=torch.bool)
     losses = []
     model.train()
     for _ in range(config.steps):
@@ -252,6 +259,10 @@ def train_scorer(model: LinkScorer, memory: FrozenMemory, graph, train: np.ndarr
         pos = model.score(h, r, t)[:, None]
         tail_neg = model.score(h[:, None], r[:, None], negatives[None])
         head_neg = model.score(negatives[None], r[:, None], t[:, None])
+        if config.self_negatives:  # (h, r, h) and (t, r, t), unless that triple is true
+            tail_self = model.score(h, r, h)[:, None].masked_fill(self_true[rows, None], -torch.inf)
+            head_self = model.score(t, r, t)[:, None].masked_fill(self_true[rows, None], -torch.inf)
+            tail_neg, head_neg = torch.cat([tail_neg, tail_self], 1), torch.cat([head_neg, head_self], 1)
         zeros = torch.zeros(b, dtype=torch.long)
         loss = (nn.functional.cross_entropy(torch.cat([pos, tail_neg], 1), zeros)
                 + nn.functional.cross_entropy(torch.cat([pos, head_neg], 1), zeros)) / 2
