@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,14 +30,14 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from jaket.tasks import report as rep
-from jaket.tasks.variants import (VARIANT_LABELS, Backbone, FrozenMemory, VariantConfig, full_graph,
+from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, FrozenMemory, full_graph,
                                   kg_memory, load_backbone)
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class EntityClassificationConfig:
+class EntityClassificationConfig(BackboneSettings):
     variants: tuple[str, ...] = ("lm", "gnn", "lm+g+m", "jaket")
     train_fractions: tuple[float, ...] = (1.0, 0.2, 0.05)
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
@@ -47,19 +47,7 @@ class EntityClassificationConfig:
     km_lr: float = 5e-4
     weight_decay: float = 0.01
     dropout: float = 0.2
-    encoder: Path | None = None
-    pretrained: Path | None = None
-    km_layers: int | None = None  # None: the pre-trained model's structure, else 2 layers
-    km_heads: int | None = None  # None: the pre-trained model's structure, else 8 heads
-    description_max_length: int = 64
-    relation_memory: bool = True  # False: R = 0 (ablation, see jaket.tasks.variants)
     min_class_size: int = 1  # categories with fewer labelled entities are kept but reported
-
-    def variant_config(self, variant: str) -> VariantConfig:
-        return VariantConfig(variant=variant, encoder=self.encoder, pretrained=self.pretrained,
-                             km_layers=self.km_layers, km_heads=self.km_heads,
-                             description_max_length=self.description_max_length,
-                             relation_memory=self.relation_memory)
 
 
 @dataclass

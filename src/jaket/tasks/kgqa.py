@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 
 from jaket.kg.sources.metaqa import QAExample
 from jaket.tasks import report as rep
-from jaket.tasks.variants import (VARIANT_LABELS, Backbone, FrozenMemory, VariantConfig, VariantError,
+from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, FrozenMemory, VariantError,
                                   full_graph, kg_memory, load_backbone)
 
 logger = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ _TEMPLATES = {
 
 
 @dataclass
-class KGQAConfig:
+class KGQAConfig(BackboneSettings):
     variants: tuple[str, ...] = ("lm", "lm+g+m", "jaket")
     kg_settings: tuple[str, ...] = ("full", "50%")
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
@@ -64,18 +64,6 @@ class KGQAConfig:
     max_length: int = 48
     split: tuple[float, float, float] = (0.6, 0.1, 0.3)
     max_candidates: int = 2000
-    encoder: Path | None = None
-    pretrained: Path | None = None
-    km_layers: int | None = None  # None: the pre-trained model's structure, else 2 layers
-    km_heads: int | None = None  # None: the pre-trained model's structure, else 8 heads
-    description_max_length: int = 64
-    relation_memory: bool = True  # False: R = 0 (ablation, see jaket.tasks.variants)
-
-    def variant_config(self, variant: str) -> VariantConfig:
-        return VariantConfig(variant=variant, encoder=self.encoder, pretrained=self.pretrained,
-                             km_layers=self.km_layers, km_heads=self.km_heads,
-                             description_max_length=self.description_max_length,
-                             relation_memory=self.relation_memory)
 
 
 # ----------------------------------------------------------------------------- WordNet questions

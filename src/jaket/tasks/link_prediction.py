@@ -39,7 +39,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from jaket.tasks import report as rep
-from jaket.tasks.variants import (VARIANT_LABELS, Backbone, FrozenMemory, VariantConfig, full_graph,
+from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, FrozenMemory, full_graph,
                                   kg_memory, load_backbone)
 
 logger = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class SplitFormatError(ValueError):
 
 
 @dataclass
-class LinkPredictionConfig:
+class LinkPredictionConfig(BackboneSettings):
     variants: tuple[str, ...] = ("lm+g+m",)
     scorers: tuple[str, ...] = ("distmult", "transe")
     seeds: tuple[int, ...] = (0,)
@@ -71,23 +71,11 @@ class LinkPredictionConfig:
     eval_batch_size: int = 256
     max_eval_triples: int | None = None
     holdout_fraction: float = 0.0
-    encoder: Path | None = None
-    pretrained: Path | None = None
-    km_layers: int | None = None  # None: the pre-trained model's structure, else 2 layers
-    km_heads: int | None = None  # None: the pre-trained model's structure, else 8 heads
-    description_max_length: int = 64
-    relation_memory: bool = True  # False: R = 0 (ablation, see jaket.tasks.variants)
 
     def __post_init__(self) -> None:
         for s in self.scorers:
             if s not in SCORERS:
                 raise ValueError(f"unknown scorer {s!r}; choose from {', '.join(SCORERS)}")
-
-    def variant_config(self, variant: str) -> VariantConfig:
-        return VariantConfig(variant=variant, encoder=self.encoder, pretrained=self.pretrained,
-                             km_layers=self.km_layers, km_heads=self.km_heads,
-                             description_max_length=self.description_max_length,
-                             relation_memory=self.relation_memory)
 
 
 def read_split(path: str | Path, kg) -> tuple[np.ndarray, int]:

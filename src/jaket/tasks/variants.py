@@ -105,6 +105,30 @@ class Backbone:
         return self.variant in ("lm+g+m", "jaket")
 
 
+@dataclass(kw_only=True)
+class BackboneSettings:
+    """The backbone fields every task config shares; ``variant_config`` turns them into the
+    :class:`VariantConfig` of one comparison setting."""
+
+    #: base Hugging Face encoder folder; None = the bundled MiniLM
+    encoder: Path | None = None
+    #: jointly pre-trained model folder (enables ``jaket``)
+    pretrained: Path | None = None
+    #: structure of the fresh KM; None = the pre-trained model's, else 2 layers / 8 heads
+    km_layers: int | None = None
+    km_heads: int | None = None
+    description_max_length: int = 64
+    #: False: R = 0 (an ablation, see :class:`VariantConfig`)
+    relation_memory: bool = True
+
+    def variant_config(self, variant: str) -> VariantConfig:
+        return VariantConfig(variant=variant, encoder=self.encoder, pretrained=self.pretrained,
+                             km_layers=self.km_layers, km_heads=self.km_heads,
+                             description_max_length=self.description_max_length,
+                             relation_memory=self.relation_memory)
+
+
+
 def _encoder_path(config: VariantConfig) -> Path:
     if config.encoder is not None:
         return Path(config.encoder)
