@@ -91,6 +91,27 @@ def test_validate_names_both_files_and_lines(broken_dir: Path, capsys):
     assert jaket_main(["kg", "stats", str(broken_dir)]) == 1
 
 
+def test_two_objects_on_a_line_and_a_split_object_are_both_reported(tmp_path: Path):
+    """Read as one JSON array these three lines parse to three objects; read line by line,
+    line 1 holds two objects and lines 2-3 one object split in two, and every later entity
+    keeps its own line number."""
+    _write(tmp_path, "entities.jsonl", [
+        _entity("dog") + ", " + _entity("cat"),  # 1 two objects
+        '{"id": "sun", "name": "sun", "description": "star", "aliases": [["x"',  # 2 split ...
+        '"y"]]}',  # 3 ... over two lines
+        _entity("moon"),  # 4
+        _entity("moon"),  # 5 duplicate of line 4
+    ])
+    _write(tmp_path, "relations.jsonl", [json.dumps({"id": "near", "name": "near", "description": "x"})])
+    _write(tmp_path, "triples.tsv", ["moon\tnear\tmoon"])
+    shown = [str(p) for p in validate_kg_dir(tmp_path) if p.is_error]
+    where = f"{tmp_path / 'entities.jsonl'}"
+    assert any(s.startswith(f"{where}:1: malformed JSON") for s in shown)
+    assert any(s.startswith(f"{where}:2: malformed JSON") for s in shown)
+    assert any(s.startswith(f"{where}:3: ") for s in shown)
+    assert any(s.startswith(f"{where}:5: duplicate entity id 'moon' (first defined at line 4)") for s in shown)
+
+
 def test_every_kind_of_problem_is_reported(tmp_path: Path):
     _write(tmp_path, "entities.jsonl", [
         _entity("dog"),

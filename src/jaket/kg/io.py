@@ -255,22 +255,10 @@ _NO_ALIASES: list[str] = []
 
 def _records(path: Path, problems: list[Problem]) -> list[tuple[int, str, dict | None]]:
     """``(line number, line, JSON object or None)`` of every non-blank line of a JSONL file;
-    malformed lines become problems. Parses the whole file in one call when it is well formed."""
-    lines = _lines(path, problems)
-    try:
-        values = json.loads("[" + ",".join(line for _, line in lines) + "]")
-    except (json.JSONDecodeError, RecursionError):
-        values = None
-    if values is not None and len(values) == len(lines):
-        out = []
-        for (number, line), value in zip(lines, values):
-            if type(value) is not dict:
-                problems.append(Problem(str(path), number,
-                                        f"expected a JSON object, found {type(value).__name__}"))
-                value = None
-            out.append((number, line, value))
-        return out
-    return [(number, line, _json_object(path, number, line, problems)) for number, line in lines]
+    malformed lines become problems. Each line is parsed on its own: parsing the whole file as
+    one JSON array is about twice as fast, but a line holding two objects and an object split
+    over two lines can then cancel out and shift every later record onto the wrong line."""
+    return [(number, line, _json_object(path, number, line, problems)) for number, line in _lines(path, problems)]
 
 
 def _parse_entities(path: Path, problems: list[Problem]):
