@@ -56,7 +56,7 @@ def test_a_checkpoint_without_head_gets_a_tied_head(tmp_path, tiny_bert_dir, cap
 
 
 def test_an_architecture_that_cannot_be_split_is_named(tmp_path):
-    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+    from transformers import GPT2Config, GPT2LMHeadModel
 
     with pytest.raises(UnsupportedArchitectureError, match="gpt2"):
         SplitLanguageModel(GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=32, n_head=2)), tokenizer=None)

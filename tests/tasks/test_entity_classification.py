@@ -2,6 +2,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from jaket.tasks import entity_classification as ec
 
@@ -91,3 +92,45 @@ def test_label_space_is_the_categories_in_use(small_kg, tiny_bert_dir):
     a, b = ec.run_entity_classification(wide, config), ec.run_entity_classification(small_kg, config)
     assert a["kg"]["categories"] == 3 and a["kg"]["unused_categories_dropped"] == ["adj.all", "verb.weather"]
     assert a["runs"]["gnn"]["1.0"][0]["history"] == b["runs"]["gnn"]["1.0"][0]["history"]
+
+
+class _PassThrough(torch.nn.Module):
+    def forward(self, x, edge_index, edge_type, relations):
+        return x
+
+
+class _Oracle(torch.nn.Module):
+    """A 'pre-trained category head' over its own list of names: logit 1 at ``answer[i]``."""
+
+    def __init__(self, answer: np.ndarray, width: int):
+        super().__init__()
+        self.answer, self.width = torch.as_tensor(answer), width
+
+    def forward(self, x):
+        return torch.nn.functional.one_hot(self.answer, self.width).float()
+
+
+def test_zero_shot_matches_categories_by_name(small_kg):
+    """The pre-trained head's category i is KG' category ``names[i]``, whatever the order; a name
+    KG' lacks is never right; no shared name means no zero-shot figure at all."""
+    from jaket.tasks.variants import Backbone, FrozenMemory, full_graph
+
+    n, gold = small_kg.num_entities, np.asarray(small_kg.entity_category)
+    names = list(small_kg.category_names)
+    head_names = ["noun.unknown"] + names[::-1]  # another order, plus a category KG' lacks
+    as_head_index = np.array([head_names.index(names[c]) for c in gold])
+    memory = FrozenMemory(torch.zeros(n, 4), torch.zeros(small_kg.num_relations, 4))
+    edges, everyone = full_graph(small_kg), np.arange(n)
+
+    def accuracy(answer, category_names):
+        backbone = Backbone("jaket", 4, None, _PassThrough(), category_head=_Oracle(answer, len(head_names)),
+                            category_names=tuple(category_names))
+        return ec.zero_shot_accuracy(backbone, memory, small_kg, everyone, edges)
+
+    assert accuracy(as_head_index, head_names) == 1.0
+    wrong_on_half = np.where(everyone % 2 == 0, as_head_index, 0)  # 0 = the unknown name
+    assert accuracy(wrong_on_half, head_names) == pytest.approx(0.5, abs=0.02)
+    assert accuracy(as_head_index, ["x.a", "x.b", "x.c", "x.d"]) is None
+    row = ec.results_table({"config": {"train_fractions": [1.0]}, "summary": {},
+                            "zero_shot": {"jaket": [{"test_accuracy": 0.25}, {"test_accuracy": 0.35}]}})
+    assert "zero-shot" in row and "30.0 ± 7.1" in row  # sample std (ddof 1)

@@ -188,6 +188,31 @@ def present_categories(kg):
                                category_names=[kg.category_names[i] for i in present]), dropped
 
 
+@torch.no_grad()
+def zero_shot_accuracy(backbone: Backbone, memory: FrozenMemory, kg, entities: np.ndarray, edges) -> float | None:
+    """Accuracy on ``entities`` of the *pre-trained* category head (pre-training task 1) over the
+    pre-trained KM, with no label of ``kg`` seen: a category the head knows is matched by name.
+    ``None`` when the backbone has no category head or shares no category name with ``kg``.
+
+    This measures what joint pre-training put into LM1 + KM about categories of entities it never
+    saw; the fine-tuned rows start a fresh head instead, as the paper does."""
+    if backbone.category_head is None or backbone.knowledge is None:
+        return None
+    own = {name: i for i, name in enumerate(kg.category_names)}
+    to_kg = torch.as_tensor([own.get(name, -1) for name in backbone.category_names], dtype=torch.long)
+    if not (to_kg >= 0).any():
+        return None
+    knowledge, head = backbone.knowledge, backbone.category_head
+    modes = (knowledge.training, head.training)
+    knowledge.eval(), head.eval()
+    try:
+        logits = head(knowledge(memory.entities, edges[0], edges[1], memory.relations))
+    finally:
+        knowledge.train(modes[0]), head.train(modes[1])
+    predicted = to_kg[logits.argmax(1)].numpy()[entities]
+    return float((predicted == np.asarray(kg.entity_category)[entities]).mean())
+
+
 def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: Path | None = None) -> dict:
     """Every (variant, training fraction, seed) on ``kg``; writes the report when ``out_dir``.
     Categories no entity of ``kg`` has are not classes (:func:`present_categories`)."""
@@ -234,6 +259,11 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
                     run["train_size"] = int(len(split.train))
                     results["runs"].setdefault(variant, {}).setdefault(str(fraction), []).append(
                         {"seed": seed, **run})
+                test = split_entities(kg.entity_category, seed, config.split).test
+                zero_shot = zero_shot_accuracy(backbone, memory_cache, kg, test, edges)
+                if zero_shot is not None:
+                    results.setdefault("zero_shot", {}).setdefault(variant, []).append(
+                        {"seed": seed, "test_accuracy": zero_shot})
             for fraction in config.train_fractions:
                 runs = results["runs"][variant][str(fraction)]
                 results["summary"].setdefault(variant, {})[str(fraction)] = rep.summarize_seeds(
@@ -262,6 +292,10 @@ def results_table(results: dict) -> str:
         rows.append([VARIANT_LABELS.get(variant, variant)] + [
             rep.format_mean_std(by_fraction[f]["test_accuracy"]["values"]) if f in by_fraction else "-"
             for f in fractions])
+    for variant, runs in results.get("zero_shot", {}).items():
+        value = rep.format_mean_std([r["test_accuracy"] for r in runs])
+        rows.append([f"{VARIANT_LABELS.get(variant, variant)}, zero-shot (pre-trained category head, no label)"]
+                    + [value] * len(fractions))
     if "majority_baseline" in results:
         rows.append(["(majority class)"] + [
             rep.format_mean_std(results["majority_baseline"][f]["values"]) for f in fractions])

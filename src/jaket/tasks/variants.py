@@ -99,6 +99,9 @@ class Backbone:
     language: nn.Module | None = None  # SplitLanguageModel (None for gnn)
     knowledge: nn.Module | None = None  # KnowledgeModule (None for lm)
     fusion: nn.Module | None = None  # MentionFusion (KGQA)
+    #: ``jaket`` only: the pre-trained entity-category head and the category names it predicts
+    category_head: nn.Module | None = None
+    category_names: tuple[str, ...] = ()
 
     @property
     def uses_memory_from_lm(self) -> bool:
@@ -128,7 +131,6 @@ class BackboneSettings:
                              relation_memory=self.relation_memory)
 
 
-
 def _encoder_path(config: VariantConfig) -> Path:
     if config.encoder is not None:
         return Path(config.encoder)
@@ -146,7 +148,8 @@ def load_backbone(config: VariantConfig, seed: int = 0, *, need_language: bool =
         model = JaketModel.from_pretrained(config.pretrained)
         language = model.language
         return Backbone("jaket", int(language.hidden_size), language, model.knowledge,
-                        model.fusion)
+                        model.fusion, category_head=model.category_head,
+                        category_names=tuple(model.config.category_names or ()))
     from jaket.model.knowledge import KnowledgeModule
     from jaket.model.language import SplitLanguageModel
 
