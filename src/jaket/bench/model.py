@@ -210,8 +210,8 @@ def run(args: argparse.Namespace) -> dict:
         stages.setdefault(name, []).append(value)
         cpu_stages.setdefault(name, []).append(cpu)
 
-    ratios_fwd, ratios_fb, ratios_fwd_trim, ratios_fb_trim = [], [], [], []
-    cpu_ratios_fwd, cpu_ratios_fb, cpu_ratios_trim_fwd, cpu_ratios_trim_fb = [], [], [], []
+    #: ``{km}_over_lm_{phase}[_cpu]`` -> per-repeat ratio of a KM stage to LM1 + LM2
+    ratios: dict[str, list[float]] = {}
     want_trim = args.km_variant in ("trimmed", "both")
     for repeat in range(repeats + 1):  # the first round is a warm-up
         times: dict[str, float] = {}
@@ -278,21 +278,11 @@ def run(args: argparse.Namespace) -> dict:
         for name, value in times.items():
             record(name, value, cpu[name])
         if language is not None:
-            lm = times["lm1_forward"] + times["lm2_forward"]
-            ratios_fwd.append(times["km_forward"] / lm)
-            cpu_ratios_fwd.append(cpu["km_forward"] / (cpu["lm1_forward"] + cpu["lm2_forward"]))
-            if want_trim:
-                ratios_fwd_trim.append(times["km_trimmed_forward"] / lm)
-                cpu_ratios_trim_fwd.append(cpu["km_trimmed_forward"] / (cpu["lm1_forward"] + cpu["lm2_forward"]))
-            if not args.no_backward:
-                lm_fb = times["lm1_forward_backward"] + times["lm2_forward_backward"]
-                ratios_fb.append(times["km_forward_backward"] / lm_fb)
-                cpu_ratios_fb.append(cpu["km_forward_backward"] / (
-                    cpu["lm1_forward_backward"] + cpu["lm2_forward_backward"]))
-                if want_trim:
-                    ratios_fb_trim.append(times["km_trimmed_forward_backward"] / lm_fb)
-                    cpu_ratios_trim_fb.append(cpu["km_trimmed_forward_backward"] / (
-                        cpu["lm1_forward_backward"] + cpu["lm2_forward_backward"]))
+            for phase in ("forward",) + (() if args.no_backward else ("forward_backward",)):
+                for km in ("km",) + (("km_trimmed",) if want_trim else ()):
+                    for clock, suffix in ((times, ""), (cpu, "_cpu")):
+                        lm = clock[f"lm1_{phase}"] + clock[f"lm2_{phase}"]
+                        ratios.setdefault(f"{km}_over_lm_{phase}{suffix}", []).append(clock[f"{km}_{phase}"] / lm)
 
     figures: dict = {
         "shape": args.shape,
@@ -317,22 +307,8 @@ def run(args: argparse.Namespace) -> dict:
     figures["km_forward_cpu_ms_per_node"] = figures["km_forward_cpu_ms"] / max(1, n)
     if want_trim:
         figures["km_trimmed_forward_ms_per_seed"] = figures["km_trimmed_forward_ms"] / max(1, subgraph.num_seeds)
-    if ratios_fwd:
-        figures["km_over_lm_forward"] = statistics.median(ratios_fwd)
-    if ratios_fb:
-        figures["km_over_lm_forward_backward"] = statistics.median(ratios_fb)
-    if cpu_ratios_fwd:
-        figures["km_over_lm_forward_cpu"] = statistics.median(cpu_ratios_fwd)
-    if cpu_ratios_fb:
-        figures["km_over_lm_forward_backward_cpu"] = statistics.median(cpu_ratios_fb)
-    if cpu_ratios_trim_fwd:
-        figures["km_trimmed_over_lm_forward_cpu"] = statistics.median(cpu_ratios_trim_fwd)
-    if cpu_ratios_trim_fb:
-        figures["km_trimmed_over_lm_forward_backward_cpu"] = statistics.median(cpu_ratios_trim_fb)
-    if ratios_fwd_trim:
-        figures["km_trimmed_over_lm_forward"] = statistics.median(ratios_fwd_trim)
-    if ratios_fb_trim:
-        figures["km_trimmed_over_lm_forward_backward"] = statistics.median(ratios_fb_trim)
+    for name, values in ratios.items():
+        figures[name] = statistics.median(values)
     # flop counts: the paper's estimate, ours, and the language module's
     per_seq_mentions = len(text.mention_entity) / batch
     figures["paper_km_flops_per_sequence"] = paper_km_flops_per_sequence(args.length, hidden,

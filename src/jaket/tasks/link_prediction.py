@@ -224,9 +224,11 @@ def train_scorer(model: LinkScorer, memory: FrozenMemory, graph, train: np.ndarr
         params.append({"params": model.knowledge.parameters(), "lr": config.km_lr})
     optimizer = torch.optim.AdamW(params, weight_decay=0.0)
     num_entities = int(graph.num_entities)
-    known = {tuple(x) for x in np.asarray(train).tolist()}
-    self_true = torch.as_tensor([(h, r, h) in known or (t, r, t) in known for h, r, t in np.asarray(train).tolist()],
-                                dtype=torch.bool)
+    if config.self_negatives:  # (h, r, h) / (t, r, t) is true when the training set has that self-loop
+        h_all, r_all, t_all = (np.asarray(train, dtype=np.int64)[:, i] for i in range(3))
+        width = int(r_all.max(initial=0)) + 1
+        loops = np.unique((h_all * width + r_all)[h_all == t_all])
+        self_true = torch.as_tensor(np.isin(h_all * width + r_all, loops) | np.isin(t_all * width + r_all, loops))
     losses = []
     model.train()
     for _ in range(config.steps):
