@@ -127,3 +127,44 @@ def test_refresh_uses_momentum_after_the_first_fill(make_trainer, tmp_path):
 def test_bf16_autocast_step(make_trainer, tmp_path):
     values = make_trainer(tmp_path, "bf16=true").train_step()
     assert all(np.isfinite(values[f"loss_{k}"]) for k in ("category", "relation", "mlm", "entity"))
+
+
+def test_description_rows_train_lm1_through_the_knowledge_losses(make_trainer, tmp_path):
+    """tasks.description_rows > 0: the category loss alone reaches LM1 through E^(0) of the seeds
+    (Eq. 7 with gradients); with 0 (the paper) it cannot, the memory being read without them."""
+    grads = {}
+    for rows in (0, 6):
+        trainer = make_trainer(tmp_path / str(rows), f"tasks.description_rows={rows}",
+                               "tasks.weight_relation=0", "tasks.weight_mlm=0", "tasks.weight_entity=0")
+        trainer.refresh_memory()
+        batch = trainer.sample_batch(0)
+        assert 0 < len(batch.description_local) <= rows if rows else len(batch.description_local) == 0
+        if rows:
+            nodes = batch.subgraph.node_ids[batch.description_local].numpy()
+            tokens, _ = trainer.memory.description_tokens(trainer.model.language, trainer.data.kg,
+                                                          trainer.config.model.description_max_length)
+            expected = tokens.batch(nodes)[0]
+            assert torch.equal(batch.description_tokens[0], expected)
+        trainer.model.train()
+        trainer.optimizer.zero_grad(set_to_none=True)
+        total, losses, _ = trainer.engine(batch)
+        assert set(losses) == {"category"}
+        total.backward()
+        grads[rows] = sum(float(p.grad.abs().sum()) for name, p in trainer.model.named_parameters()
+                          if name.startswith("language.") and p.grad is not None)
+    assert grads[0] == 0.0
+    assert grads[6] > 0.0
+
+
+def test_description_rows_replace_the_memory_rows_of_their_nodes(make_trainer, tmp_path):
+    trainer = make_trainer(tmp_path, "tasks.description_rows=4")
+    trainer.refresh_memory()
+    batch = trainer.sample_batch(3)
+    model = trainer.model.eval()
+    with torch.no_grad():
+        rows = model.describe(*batch.description_tokens)
+        plain = model.knowledge_forward(batch.subgraph, seeds_only=False)
+        fresh = model.knowledge_forward(batch.subgraph, seeds_only=False,
+                                        fresh_rows=(batch.description_local, rows + 1.0))
+    changed = (plain - fresh).abs().sum(1) > 1e-6
+    assert changed[batch.description_local].all()  # their own rows changed their output

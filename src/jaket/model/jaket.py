@@ -162,21 +162,34 @@ class JaketModel(nn.Module):
 
     # ------------------------------------------------------------------ knowledge module
     def knowledge_forward(self, subgraph, memory: EntityContextMemory | None = None,
-                          seeds_only: bool = True) -> torch.Tensor:
+                          seeds_only: bool = True, fresh_rows: tuple[torch.Tensor, torch.Tensor] | None = None
+                          ) -> torch.Tensor:
         """``E^KM`` of the subgraph's seeds (``(num_seeds, F)``; the seeds are its first nodes):
         memory rows -> KM (Eq. 1-5), each layer restricted to what the seeds need. With
-        ``seeds_only=False`` every node's row ``(n, F)`` (the untrimmed computation)."""
+        ``seeds_only=False`` every node's row ``(n, F)`` (the untrimmed computation).
+
+        ``fresh_rows = (local, rows)`` replaces the memory rows ``E^(0)`` of the local nodes
+        ``local`` by ``rows`` (e.g. Eq. 7 computed with gradients: :meth:`describe`)."""
         memory = memory if memory is not None else self.memory
         if memory is None:
             raise RuntimeError("no entity context memory: call attach_memory() or pass memory=")
         device = subgraph.edge_index.device
         x = memory.entity_rows(subgraph.node_ids.cpu()).to(device)
+        if fresh_rows is not None and len(fresh_rows[0]):
+            x = x.index_put((fresh_rows[0].to(device),), fresh_rows[1].to(x.dtype))
         relations = memory.relation_rows().to(device) if self.config.use_relation_memory else None
         hops = None
         if seeds_only and subgraph.nodes_per_hop is not None:
             hops = (subgraph.nodes_per_hop, subgraph.edges_per_hop)
         return self.knowledge(x, subgraph.edge_index, subgraph.edge_type, relations,
                               num_relations=memory.num_relations, hops=hops)
+
+    def describe(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, start: torch.Tensor,
+                 end: torch.Tensor) -> torch.Tensor:
+        """Eq. 7 with gradients: ``(Z_s + Z_o) / 2`` of LM1 over tokenised descriptions (n, F)."""
+        z = self.language.lm1(input_ids, attention_mask)
+        arange = torch.arange(len(input_ids), device=z.device)
+        return (z[arange, start] + z[arange, end]) / 2
 
     def encode_entities(self, kg, entity_indices, memory: EntityContextMemory | None = None,
                         batch_size: int = 1024, generator: np.random.Generator | None = None,
@@ -204,14 +217,15 @@ class JaketModel(nn.Module):
 
     # ------------------------------------------------------------------ text
     def forward(self, text, subgraph, mention_node: torch.Tensor, fuse_mask: torch.Tensor | None = None,
-                return_mlm_logits: bool = False) -> JaketOutput:
+                return_mlm_logits: bool = False,
+                fresh_rows: tuple[torch.Tensor, torch.Tensor] | None = None) -> JaketOutput:
         """Steps 1-4 on a text batch and the subgraph around its entities.
 
         ``mention_node`` (M,): local index in ``subgraph`` of each mention's entity;
         ``fuse_mask`` (M,) False = the mention is removed (masked entity prediction) and gets no
-        KG embedding.
+        KG embedding; ``fresh_rows``: see :meth:`knowledge_forward`.
         """
-        entity_km = self.knowledge_forward(subgraph)  # Eq. 1-5
+        entity_km = self.knowledge_forward(subgraph, fresh_rows=fresh_rows)  # Eq. 1-5
         z = self.language.lm1(text.input_ids, text.attention_mask)  # Eq. 6
         if fuse_mask is None:
             fuse_mask = torch.ones_like(mention_node, dtype=torch.bool)

@@ -71,6 +71,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ec.add_argument("--data-seed", type=int, default=0, help="seed of the WordNet subset and held-out part")
         ec.add_argument("--train-fractions", type=_floats, default=(1.0, 0.2, 0.05))
         ec.add_argument("--epochs", type=int, default=150)
+        ec.add_argument("--description-max-length", type=int, default=64,
+                        help="tokens of each description read by LM1 (default %(default)s)")
+        ec.add_argument("--km-lr", type=float, default=5e-4,
+                        help="learning rate of the KM during fine-tuning; 0 = frozen KM, a linear probe "
+                             "(default %(default)s)")
         _add_relation_memory(ec)
         ec.set_defaults(func=_run_entity_classification, evaluate=evaluate)
 
@@ -154,10 +159,13 @@ def _run_entity_classification(args) -> int:
     config = ec.EntityClassificationConfig(
         variants=_variants(args, "entity-classification"), train_fractions=args.train_fractions,
         seeds=tuple(range(args.seeds)), epochs=args.epochs, encoder=args.encoder, pretrained=args.model,
-        km_layers=args.km_layers, km_heads=args.km_heads, relation_memory=args.relation_memory)
+        km_layers=args.km_layers, km_heads=args.km_heads, relation_memory=args.relation_memory,
+        description_max_length=args.description_max_length, km_lr=args.km_lr)
     out = _out(args, "entity-classification")
     results = ec.run_entity_classification(kg, config, out)
-    return _finish(args, results, ec.results_table(results), out)
+    table = ec.results_table(results)
+    paired = ec.paired_table(results)
+    return _finish(args, results, table + ("\n\n" + paired if paired else ""), out)
 
 
 def _run_link_prediction(args) -> int:

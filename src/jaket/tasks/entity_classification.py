@@ -278,9 +278,50 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
                 runs = results["runs"][variant][str(fraction)]
                 results["summary"].setdefault(variant, {})[str(fraction)] = rep.summarize_seeds(
                     [{"test_accuracy": r["test_accuracy"], "dev_accuracy": r["dev_accuracy"]} for r in runs])
+    results["paired"] = paired_differences(results)
     if out_dir is not None:
         write_report(results, Path(out_dir), kg=kg, confusion=confusion)
     return results
+
+
+#: the paired comparisons reported when both settings ran: (setting, reference setting)
+PAIRS = (("jaket", "lm+g+m"), ("lm+g+m", "lm"), ("lm+g+m", "gnn"))
+
+
+def paired_differences(results: dict) -> dict:
+    """``{"jaket-lm+g+m": {fraction: {"mean", "ci_low", "ci_high", "values"}}}``: test-accuracy
+    differences of runs with the same split and seed (:func:`jaket.tasks.report.paired_difference`,
+    95% Student-t interval over the seeds)."""
+    out: dict = {}
+    runs = results["runs"]
+    for a, b in PAIRS:
+        if a not in runs or b not in runs:
+            continue
+        for fraction, rows in runs[a].items():
+            other = {r["seed"]: r["test_accuracy"] for r in runs[b].get(fraction, [])}
+            pairs = [(r["test_accuracy"], other[r["seed"]]) for r in rows if r["seed"] in other]
+            if pairs:
+                out.setdefault(f"{a}-{b}", {})[fraction] = rep.paired_difference(
+                    [p[0] for p in pairs], [p[1] for p in pairs])
+    return out
+
+
+def paired_table(results: dict) -> str:
+    """Paired differences in points (mean [95% CI]) per training size."""
+    fractions = [str(f) for f in results["config"]["train_fractions"]]
+    rows = []
+    for name, by_fraction in results.get("paired", {}).items():
+        a, b = name.split("-", 1)
+        cells = []
+        for f in fractions:
+            d = by_fraction.get(f)
+            cells.append("-" if d is None else
+                         f"{100 * d['mean']:+.1f} [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]")
+        rows.append([f"{VARIANT_LABELS.get(a, a)} − {VARIANT_LABELS.get(b, b)}"] + cells)
+    if not rows:
+        return ""
+    return rep.markdown_table(["Paired difference (points, 95% CI)"] +
+                              [f"{float(f) * 100:g}%" for f in fractions], rows)
 
 
 def _jsonable(value):
@@ -338,6 +379,7 @@ def write_report(results: dict, out_dir: Path, kg=None, confusion=None) -> None:
             f"{results['kg']['categories']} categories. Split 20/20/60 (train/dev/test) per seed; "
             f"seeds {results['config']['seeds']}; test accuracy (%) at the best dev epoch, mean ± std.", "",
             results_table(results), "",
+            paired_table(results), "",
             f"Leakage check: {leak['descriptions_with_full_category_name']} of {leak['descriptions_checked']} "
             f"descriptions contain a category name; {leak['labelled_descriptions_containing_own_category_word']} "
             f"of {leak['labelled_entities']} labelled descriptions contain the last word of their "

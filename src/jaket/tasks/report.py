@@ -40,6 +40,24 @@ def mean_std(values: Iterable[float]) -> tuple[float, float]:
     return float(array.mean()), std
 
 
+def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> dict:
+    """The paired difference ``a - b`` (same split and seed at each position): ``{"mean",
+    "ci_low", "ci_high", "values"}`` with a Student-t interval over the pairs (``nan`` bounds
+    for a single pair)."""
+    from scipy import stats
+
+    diff = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if diff.size == 0:
+        raise ValueError("paired_difference needs at least one pair")
+    mean = float(diff.mean())
+    if diff.size < 2:
+        low = high = math.nan
+    else:
+        half = float(stats.t.ppf(0.5 + confidence / 2, diff.size - 1) * diff.std(ddof=1) / math.sqrt(diff.size))
+        low, high = mean - half, mean + half
+    return {"mean": mean, "ci_low": low, "ci_high": high, "values": diff.tolist()}
+
+
 def format_mean_std(values: Iterable[float], scale: float = 100.0, digits: int = 1) -> str:
     """``"81.6 ± 0.4"``: mean ± std over seeds, in percent by default (the paper's tables)."""
     mean, std = mean_std(values)

@@ -79,6 +79,11 @@ class TaskConfig(_Strict):
     entity_random_negatives: int = Field(128, ge=0)
     entity_hard_negatives: int = Field(8, ge=0)
     use_relation_memory: bool = False  # paper: relation memory off during pre-training
+    #: beyond the paper: this many of each step's KM seed entities (walked entities and predicted
+    #: pairs) take E^(0) = LM1(description) computed *with* gradients instead of their memory row,
+    #: so the category and relation losses train LM1 on descriptions too (0 = the paper: LM1
+    #: learns from text only and the memory is read without gradients)
+    description_rows: int = Field(0, ge=0)
 
 
 class OptimConfig(_Strict):

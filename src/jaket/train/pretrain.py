@@ -147,10 +147,15 @@ class StepBatch:
     entity_candidates: torch.Tensor  # (k, C)
     entity_valid: torch.Tensor  # (k, C) bool
     counts: dict[str, int] = field(default_factory=dict)
+    #: ``tasks.description_rows``: local nodes whose E^(0) is LM1 over their description with
+    #: gradients, and those descriptions tokenised (ids, mask, span start, span end); empty = off
+    description_local: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    description_tokens: tuple[torch.Tensor, ...] = ()
 
     def to(self, device) -> "StepBatch":
         moved = {name: value.to(device) if hasattr(value, "to") and not isinstance(value, np.ndarray)
                  else value for name, value in self.__dict__.items()}
+        moved["description_tokens"] = tuple(t.to(device) for t in self.description_tokens)
         return StepBatch(**moved)
 
 
@@ -172,7 +177,10 @@ class PretrainingObjective(nn.Module):
     def forward(self, batch: StepBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor],
                                                  dict[str, torch.Tensor]]:
         model = self.model
-        out = model(batch.text, batch.subgraph, batch.mention_node, batch.fuse_mask)
+        fresh = None
+        if len(batch.description_local):  # E^(0) of some seeds with gradients (description_rows)
+            fresh = (batch.description_local, model.describe(*batch.description_tokens))
+        out = model(batch.text, batch.subgraph, batch.mention_node, batch.fuse_mask, fresh_rows=fresh)
         entity_km = out.entity_km.float()
         losses: dict[str, torch.Tensor] = {}
         extra: dict[str, torch.Tensor] = {}
@@ -362,6 +370,15 @@ class Pretrainer:
         candidates, valid = tasks.entity_candidates(
             kg, text.mention_entity[removed].numpy(), t.entity_hard_negatives,
             t.entity_random_negatives, rng)
+        description_local = torch.zeros(0, dtype=torch.long)
+        description_tokens: tuple[torch.Tensor, ...] = ()
+        if t.description_rows > 0:
+            pool = np.unique(local[:n_walk + 2 * n_pair].numpy())
+            chosen = np.sort(rng.permutation(pool)[:t.description_rows])
+            tokens, _ = self.memory.description_tokens(self.model.language, kg,
+                                                       cfg.model.description_max_length)
+            description_tokens = tokens.batch(subgraph.node_ids[chosen].numpy())
+            description_local = torch.from_numpy(chosen.astype(np.int64))
         counts.update(category=int(has_category.sum()), relation=n_pair,
                       mlm=int((mlm_labels != -100).sum()), entity=int(removed.sum()),
                       texts=len(text.input_ids), subgraph_nodes=subgraph.num_nodes,
@@ -376,7 +393,7 @@ class Pretrainer:
             relation_label=torch.from_numpy(triples[:, 1].copy()),
             predicted_triples=predicted, hidden_triples=hidden,
             entity_candidates=torch.from_numpy(candidates), entity_valid=torch.from_numpy(valid),
-            counts=counts)
+            counts=counts, description_local=description_local, description_tokens=description_tokens)
 
     # ---------------------------------------------------------------- one step
     def train_step(self) -> dict[str, float]:
