@@ -96,6 +96,7 @@ class KnowledgeGraph:
     _adjacency: CSRAdjacency | None = field(default=None, repr=False)
     _entity_lookup: dict[str, int] | None = field(default=None, repr=False)
     _relation_lookup: dict[str, int] | None = field(default=None, repr=False)
+    _fingerprint: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.entity_category = np.asarray(self.entity_category, dtype=np.int32).reshape(-1)
@@ -159,6 +160,37 @@ class KnowledgeGraph:
         except KeyError:
             raise KeyError(f"unknown relation id {relation_id!r}") from None
 
+    # identity ----------------------------------------------------------------------------
+    def fingerprint(self) -> str:
+        """``"N:P:hash"``: the entity and relation counts and a BLAKE2b hash of the entity and
+        relation ids in index order (computed once, then cached).
+
+        Two graphs with the same fingerprint index the same entities and relations the same way,
+        so an entity context memory computed for one (rows in entity index order) fits the other;
+        reordering, adding or removing an entity changes it. Triples, names and descriptions do
+        not enter it (a graph with some triples dropped keeps its fingerprint).
+        """
+        if self._fingerprint is None:
+            import hashlib
+
+            digest = hashlib.blake2b(digest_size=12)
+            for table in (self.entity_ids, self.relation_ids):
+                blob, offsets = getattr(table, "blob", None), getattr(table, "offsets", None)
+                # the UTF-8 byte length of every id, then all ids' bytes (the same for a list and
+                # for a StringTable, whose storage is exactly that)
+                if blob is not None and offsets is not None:
+                    lengths = np.diff(np.asarray(offsets, dtype=np.int64))
+                    data = np.asarray(blob)[int(offsets[0]):int(offsets[-1])].tobytes()
+                else:
+                    encoded = [value.encode("utf-8") for value in table]
+                    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+                    data = b"".join(encoded)
+                digest.update(lengths.astype("<i8").tobytes())
+                digest.update(data)
+                digest.update(b"\x00")
+            self._fingerprint = f"{self.num_entities}:{self.num_relations}:{digest.hexdigest()}"
+        return self._fingerprint
+
     # adjacency ---------------------------------------------------------------------------
     @property
     def adjacency(self) -> CSRAdjacency:
@@ -221,6 +253,7 @@ class KnowledgeGraph:
             relation_descriptions=self.relation_descriptions,
             triples=self.triples[~mask].copy(),
             _entity_lookup=self._entity_lookup, _relation_lookup=self._relation_lookup,
+            _fingerprint=self._fingerprint,
         )
 
     # comparison --------------------------------------------------------------------------
