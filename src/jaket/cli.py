@@ -22,6 +22,7 @@ _SUBCOMMAND_MODULES = (
     "jaket.model.cli",
     "jaket.train.cli",
     "jaket.tasks.cli",
+    "jaket.tasks.predict",
     "jaket.bench.cli",
     "jaket.demo",
 )
