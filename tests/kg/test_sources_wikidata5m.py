@@ -70,6 +70,10 @@ def test_import_maps_names_descriptions_categories_and_splits(tmp_path):
     assert kg.relation_descriptions[kg.relation_index("P27")] == "country of citizenship (also: citizenship)"
     assert {k: len(v) for k, v in splits.items()} == {"valid": 1, "test": 2}
     assert splits["valid"].tolist() == [[kg.entity_index("Q84"), kg.relation_index("P17"), kg.entity_index("Q145")]]
+    (tmp_path / "work").mkdir()  # descriptions in memory-mapped files instead of RAM: the same KG
+    spilled, _, _ = load_wikidata5m(tmp_path / "w5m", max_description_chars=100, work_dir=tmp_path / "work")
+    assert spilled == kg and sorted(p.name for p in (tmp_path / "work").iterdir()) == [
+        "descriptions-read.bin", "descriptions.bin"]
     kept, _, _ = load_wikidata5m(tmp_path / "w5m", keep_category_triples=True, category_relation="P31")
     assert kept.num_triples == len(TRAIN)
     inductive, splits, _ = load_wikidata5m(tmp_path / "w5m", setting="inductive", category_relation=None)
@@ -86,6 +90,7 @@ def test_cli_writes_a_valid_kg_directory_with_splits(tmp_path, capsys):
     kg = load_kg(out)
     assert kg.entity_names[kg.entity_index("Q42")] == "Douglas Adams"
     assert (out / "valid.txt").read_text() == "Q84\tP17\tQ145\n"
+    assert not list(out.glob(".import-*"))  # the description files are gone
     from jaket.tasks.link_prediction import read_split
 
     test, _ = read_split(out / "test.txt", kg)

@@ -215,3 +215,22 @@ def test_the_shipped_config_lists_every_key_with_its_default():
     keys = set(read_yaml_mapping(path))
     assert keys == {f.name for f in dc.fields(EntityClassificationJob)}
     assert set(read_yaml_mapping(path)["data"]) == {f.name for f in dc.fields(EntityClassificationJob().data)}
+
+
+@pytest.mark.parametrize("variant", ["lm", "gnn"])
+def test_every_setting_saves_a_folder_that_predicts_what_it_tested(variant, small_kg, kg_dir, tiny_bert_dir,
+                                                                    tmp_path):
+    files = _splits(small_kg, tmp_path)
+    out = tmp_path / "run"
+    assert main(["finetune", "entity-classification", "--variant", variant, "--kg", str(kg_dir),
+                 "--encoder", str(tiny_bert_dir), "--km-heads", "4", "--epochs", "6", "--train-fractions", "1.0",
+                 "--train", str(files["train"]), "--dev", str(files["dev"]), "--test", str(files["test"]),
+                 "--out", str(out)]) == 0
+    tested = json.loads((out / "metrics.json").read_text())["runs"][variant]["1.0"][0]["test_accuracy"]
+    assert json.loads((out / "model" / "task.json").read_text())["variant"] == variant
+    predictions = tmp_path / "p.jsonl"
+    assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir),
+                 "--entities", str(files["test"]), "--out", str(predictions)]) == 0
+    truth = {small_kg.entity_ids[i]: small_kg.category_names[small_kg.entity_category[i]] for i in range(36)}
+    rows = _rows(predictions)
+    assert len(rows) == 12 and np.mean([r["label"] == truth[r["entity"]] for r in rows]) == pytest.approx(tested)

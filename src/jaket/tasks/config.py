@@ -17,7 +17,7 @@ from typing import Any, TypeVar, get_type_hints
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from jaket.train.config import _describe, apply_overrides, set_value
+from jaket.train.config import _describe, layer_overrides
 
 T = TypeVar("T")
 
@@ -50,13 +50,7 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
     of values that are well-typed but wrong; they are reported like type errors."""
     path = Path(path) if path is not None else None
     data = read_yaml_mapping(path) if path is not None else {}
-    origins: dict[str, str] = {}
-    for item in overrides or []:
-        origins[item.split("=", 1)[0].strip()] = f"--set {item}"
-    apply_overrides(data, list(overrides or []))
-    for key, value in (values or {}).items():
-        set_value(data, key, value, key)
-        origins[key] = f"{_flag(key)} {value}"
+    origins = layer_overrides(data, overrides, values, lambda key, value: f"{_flag(key)} {value}")
     try:
         config = TypeAdapter(cls).validate_python(data)
     except ValidationError as error:

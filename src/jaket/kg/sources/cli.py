@@ -147,11 +147,13 @@ def _import_wikidata5m(args: argparse.Namespace) -> int:
     from jaket.kg.sources.wikidata5m import load_wikidata5m
 
     began = time.perf_counter()
-    with _stages(2, "Wikidata5M") as progress:
+    args.out.mkdir(parents=True, exist_ok=True)
+    # the descriptions wait in memory-mapped files beside the output until it is written
+    with _stages(2, "Wikidata5M") as progress, tempfile.TemporaryDirectory(dir=args.out, prefix=".import-") as work:
         progress.set_postfix_str("reading")
         kg, splits, report = load_wikidata5m(
             args.source_dir, args.setting, None if args.category_relation.lower() == "none" else args.category_relation,
-            args.keep_category_triples, args.max_description_chars)
+            args.keep_category_triples, args.max_description_chars, work_dir=work)
         progress.update(1)
         ids = kg.entity_ids
         relation_ids = kg.relation_ids

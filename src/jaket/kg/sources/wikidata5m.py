@@ -25,8 +25,9 @@ give the label away to the knowledge module. Everything left out or changed is c
 report.
 
 The files are read line by line (a block of lines at a time), never whole, and strings are kept
-in compact byte tables (:class:`jaket.kg.io.StringTable`), so the importer's memory grows with
-the data it keeps, not with the file sizes. Every bad line is a :class:`jaket.kg.io.Problem`
+in compact byte tables (:class:`jaket.kg.io.StringTable`); the descriptions, the bulk of the data,
+can be kept in memory-mapped files (``work_dir``; the command line does so), so the importer's
+memory grows with the ids, names and triples it keeps, not with the file sizes. Every bad line is a :class:`jaket.kg.io.Problem`
 (``path:line: message``); :class:`Wikidata5MError` lists them (the first 100, then a count).
 """
 
@@ -120,15 +121,21 @@ def _blocks(path: Path, problems: _Problems):
 
 
 class _Strings:
-    """A growing :class:`StringTable`: UTF-8 bytes appended to one buffer, lengths to another."""
+    """A growing :class:`StringTable`: UTF-8 bytes appended to one buffer (or, with ``spill``, to
+    that file, memory-mapped when done), lengths to another."""
 
-    def __init__(self):
-        self.blob = bytearray()
+    def __init__(self, spill: Path | None = None):
         self.lengths = array("q")
+        self.spill = spill
+        self.blob = bytearray() if spill is None else None
+        self._file = open(spill, "wb") if spill is not None else None
 
     def append(self, text: str) -> None:
         encoded = text.encode("utf-8")
-        self.blob += encoded
+        if self._file is not None:
+            self._file.write(encoded)
+        else:
+            self.blob += encoded
         self.lengths.append(len(encoded))
 
     def __len__(self) -> int:
@@ -137,7 +144,11 @@ class _Strings:
     def table(self) -> StringTable:
         offsets = np.zeros(len(self.lengths) + 1, dtype=np.int64)
         np.cumsum(np.frombuffer(self.lengths, dtype=np.int64), out=offsets[1:])
-        return StringTable(np.frombuffer(self.blob, dtype=np.uint8), offsets)  # no copy
+        if self._file is None:
+            return StringTable(np.frombuffer(self.blob, dtype=np.uint8), offsets)  # no copy
+        self._file.close()
+        blob = np.memmap(self.spill, dtype=np.uint8, mode="r") if offsets[-1] else np.zeros(0, np.uint8)
+        return StringTable(blob, offsets)
 
 
 def _read_names(path: Path, what: str, problems: _Problems):
@@ -179,10 +190,11 @@ def _read_names(path: Path, what: str, problems: _Problems):
 
 
 def _read_descriptions(path: Path, index: dict[str, int], names: StringTable, max_chars: int,
-                       problems: _Problems, report: dict) -> StringTable:
-    """Every entity's description in entity order (module docstring for the rules)."""
+                       problems: _Problems, report: dict, work_dir: Path | None = None) -> StringTable:
+    """Every entity's description in entity order (module docstring for the rules); with
+    ``work_dir`` the text is kept in files there, memory-mapped, instead of in RAM."""
     n = len(names)
-    texts = _Strings()
+    texts = _Strings(work_dir / "descriptions-read.bin" if work_dir is not None else None)
     owner = array("q")
     seen_at = np.zeros(n, dtype=np.int64)
     unknown = truncated = 0
@@ -213,7 +225,7 @@ def _read_descriptions(path: Path, index: dict[str, int], names: StringTable, ma
     found = texts.table()
     position = np.full(n, -1, dtype=np.int64)
     position[np.frombuffer(owner, dtype=np.int64)] = np.arange(len(owner))
-    ordered = _Strings()
+    ordered = _Strings(work_dir / "descriptions.bin" if work_dir is not None else None)
     prefixed = 0
     for entity in range(n):
         name = names[entity]
@@ -289,9 +301,13 @@ def _categories(triples: np.ndarray, relation: int, names: StringTable, ids: Str
 
 
 def load_wikidata5m(directory, setting: str = "transductive", category_relation: str | None = "P31",
-                    keep_category_triples: bool = False, max_description_chars: int = 1000):
+                    keep_category_triples: bool = False, max_description_chars: int = 1000,
+                    work_dir=None):
     """``(KnowledgeGraph, {split: (T, 3) int32 triples}, report)`` of a Wikidata5M folder; the
-    splits are ``valid`` / ``test`` (none for ``setting="all"``). Mapping in the module docstring."""
+    splits are ``valid`` / ``test`` (none for ``setting="all"``). Mapping in the module docstring.
+
+    ``work_dir``: a folder for the description text (memory-mapped files; the bulk of the data),
+    which must outlive the returned KG's use; None keeps it in RAM."""
     directory = Path(directory)
     files = triple_files(setting)
     required = [ENTITY_FILE, RELATION_FILE, TEXT_FILE, files["train"]]
@@ -315,7 +331,7 @@ def load_wikidata5m(directory, setting: str = "transductive", category_relation:
     lap("entities")
     r_ids, r_names, r_aliases, r_index = _read_names(directory / RELATION_FILE, "relation", problems)
     descriptions = _read_descriptions(directory / TEXT_FILE, e_index, e_names, max_description_chars,
-                                      problems, report)
+                                      problems, report, Path(work_dir) if work_dir is not None else None)
     lap("descriptions")
     triples = _read_triples(directory / files["train"], e_index, r_index, problems)
     splits = {}
