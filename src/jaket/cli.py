@@ -23,6 +23,7 @@ _SUBCOMMAND_MODULES = (
     "jaket.train.cli",
     "jaket.tasks.cli",
     "jaket.tasks.reference",
+    "jaket.tasks.predict",
     "jaket.bench.cli",
     "jaket.demo",
 )

@@ -59,3 +59,41 @@ def test_readable_and_unknown_dataset():
     assert readable("militaryAlliance") == "military Alliance"
     with pytest.raises(PyKEENDataError, match="unknown PyKEEN dataset 'fb15k'"):
         load_pykeen_dataset("fb15k")
+
+
+def test_triples_factory_round_trip_both_ways(no_network):
+    """KnowledgeGraph <-> PyKEEN TriplesFactory: same labels, same triples, either direction."""
+    from pykeen.datasets import UMLS
+    from pykeen.triples import CoreTriplesFactory
+
+    from jaket.kg.graph import KnowledgeGraph
+    from jaket.kg.toy import toy_kg
+
+    kg, _ = toy_kg()
+    factory = kg.to_triples_factory()
+    assert (factory.num_entities, factory.num_relations, factory.num_triples) == (
+        kg.num_entities, kg.num_relations, kg.num_triples)
+    labelled = {tuple(row) for row in factory.triples.tolist()}
+    assert labelled == {(kg.entity_ids[h], kg.relation_ids[r], kg.entity_ids[t]) for h, r, t in kg.triples.tolist()}
+    back = KnowledgeGraph.from_triples_factory(
+        factory, descriptions=dict(zip(kg.entity_ids, kg.entity_descriptions)),
+        categories={e: kg.category_names[c] for e, c in zip(kg.entity_ids, kg.entity_category) if c >= 0},
+        relation_descriptions=dict(zip(kg.relation_ids, kg.relation_descriptions)))
+    assert list(back.entity_ids) == list(kg.entity_ids) and (back.triples == kg.triples).all()
+    assert list(back.entity_descriptions) == list(kg.entity_descriptions)
+    assert list(back.category_names) == list(kg.category_names)
+    assert (back.entity_category == kg.entity_category).all()
+    assert back.fingerprint() == kg.fingerprint()
+    # PyKEEN's own UMLS training factory: the same triples as the jaket importer reads
+    training = UMLS().training
+    umls = KnowledgeGraph.from_triples_factory(training)
+    ours, _ = load_pykeen_dataset("umls")
+    as_labels = lambda g: {(g.entity_ids[h], g.relation_ids[r], g.entity_ids[t])  # noqa: E731
+                           for h, r, t in g.triples.tolist()}
+    assert as_labels(umls) == as_labels(ours)
+    i = umls.entity_index("cell_or_molecular_dysfunction")
+    assert umls.entity_names[i] == umls.entity_descriptions[i] == "cell or molecular dysfunction"
+    # a factory without labels: its ids become the entity ids
+    core = CoreTriplesFactory(training.mapped_triples, training.num_entities, training.num_relations)
+    plain = KnowledgeGraph.from_triples_factory(core)
+    assert plain.entity_ids[0] == "0" and plain.num_triples == training.num_triples

@@ -96,6 +96,7 @@ class KnowledgeGraph:
     _adjacency: CSRAdjacency | None = field(default=None, repr=False)
     _entity_lookup: dict[str, int] | None = field(default=None, repr=False)
     _relation_lookup: dict[str, int] | None = field(default=None, repr=False)
+    _fingerprint: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.entity_category = np.asarray(self.entity_category, dtype=np.int32).reshape(-1)
@@ -159,6 +160,37 @@ class KnowledgeGraph:
         except KeyError:
             raise KeyError(f"unknown relation id {relation_id!r}") from None
 
+    # identity ----------------------------------------------------------------------------
+    def fingerprint(self) -> str:
+        """``"N:P:hash"``: the entity and relation counts and a BLAKE2b hash of the entity and
+        relation ids in index order (computed once, then cached).
+
+        Two graphs with the same fingerprint index the same entities and relations the same way,
+        so an entity context memory computed for one (rows in entity index order) fits the other;
+        reordering, adding or removing an entity changes it. Triples, names and descriptions do
+        not enter it (a graph with some triples dropped keeps its fingerprint).
+        """
+        if self._fingerprint is None:
+            import hashlib
+
+            digest = hashlib.blake2b(digest_size=12)
+            for table in (self.entity_ids, self.relation_ids):
+                blob, offsets = getattr(table, "blob", None), getattr(table, "offsets", None)
+                # the UTF-8 byte length of every id, then all ids' bytes (the same for a list and
+                # for a StringTable, whose storage is exactly that)
+                if blob is not None and offsets is not None:
+                    lengths = np.diff(np.asarray(offsets, dtype=np.int64))
+                    data = np.asarray(blob)[int(offsets[0]):int(offsets[-1])].tobytes()
+                else:
+                    encoded = [value.encode("utf-8") for value in table]
+                    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+                    data = b"".join(encoded)
+                digest.update(lengths.astype("<i8").tobytes())
+                digest.update(data)
+                digest.update(b"\x00")
+            self._fingerprint = f"{self.num_entities}:{self.num_relations}:{digest.hexdigest()}"
+        return self._fingerprint
+
     # adjacency ---------------------------------------------------------------------------
     @property
     def adjacency(self) -> CSRAdjacency:
@@ -221,7 +253,63 @@ class KnowledgeGraph:
             relation_descriptions=self.relation_descriptions,
             triples=self.triples[~mask].copy(),
             _entity_lookup=self._entity_lookup, _relation_lookup=self._relation_lookup,
+            _fingerprint=self._fingerprint,
         )
+
+    # PyKEEN -------------------------------------------------------------------------------
+    def to_triples_factory(self, create_inverse_triples: bool = False):
+        """This graph's triples as a PyKEEN ``TriplesFactory`` (labels = the entity and relation
+        ids, PyKEEN ids = this graph's indices), e.g. to train a PyKEEN model on a JAKET KG."""
+        import torch
+        from pykeen.triples import TriplesFactory
+
+        return TriplesFactory(
+            mapped_triples=torch.from_numpy(self.triples.astype(np.int64)),
+            entity_to_id={entity: i for i, entity in enumerate(self.entity_ids)},
+            relation_to_id={relation: i for i, relation in enumerate(self.relation_ids)},
+            create_inverse_triples=create_inverse_triples,
+            num_entities=self.num_entities, num_relations=self.num_relations)
+
+    @classmethod
+    def from_triples_factory(cls, factory, descriptions=None, categories=None,
+                             relation_descriptions=None) -> "KnowledgeGraph":
+        """A KG of a PyKEEN ``TriplesFactory``: entity / relation ids = its labels (its ids as
+        strings for a factory without labels), indices = its ids, triples = its mapped triples.
+
+        PyKEEN's graphs carry no text: ``descriptions`` / ``relation_descriptions`` (mappings from
+        label to text) supply it; otherwise the label made readable is both name and description
+        (``cell_or_molecular_dysfunction`` -> ``cell or molecular dysfunction``, as the PyKEEN
+        dataset importer does). ``categories``: an optional mapping from entity label to category.
+        """
+        from jaket.kg.sources.pykeen_datasets import readable
+
+        def labels(mapping: dict | None, count: int) -> list[str]:
+            if mapping is None:
+                return [str(i) for i in range(count)]
+            ordered = [None] * count
+            for label, index in mapping.items():
+                ordered[int(index)] = str(label)
+            if any(label is None for label in ordered):
+                raise ValueError("the factory's label-to-id mapping leaves ids without a label")
+            return ordered
+
+        entity_ids = labels(getattr(factory, "entity_to_id", None), int(factory.num_entities))
+        relation_ids = labels(getattr(factory, "relation_to_id", None), int(factory.num_relations))
+        names = [readable(e) for e in entity_ids]
+        relation_names = [readable(r) for r in relation_ids]
+        texts = dict(descriptions or {})
+        entity_descriptions = [texts.get(e) or n for e, n in zip(entity_ids, names)]
+        relation_texts = dict(relation_descriptions or {})
+        category_of = dict(categories or {})
+        category_names = sorted({str(c) for c in category_of.values() if c is not None})
+        index = {c: i for i, c in enumerate(category_names)}
+        entity_category = np.array([index[str(category_of[e])] if category_of.get(e) is not None else -1
+                                    for e in entity_ids], dtype=np.int32)
+        return cls(entity_ids=entity_ids, entity_names=names, entity_descriptions=entity_descriptions,
+                   entity_aliases=[[] for _ in entity_ids], entity_category=entity_category,
+                   category_names=category_names, relation_ids=relation_ids, relation_names=relation_names,
+                   relation_descriptions=[relation_texts.get(r) or n for r, n in zip(relation_ids, relation_names)],
+                   triples=factory.mapped_triples.cpu().numpy().astype(np.int32))
 
     # comparison --------------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:

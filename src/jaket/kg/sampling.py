@@ -42,6 +42,9 @@ class Subgraph:
     #: the seeds do not need (``KnowledgeModule.forward(..., hops=...)``)
     nodes_per_hop: tuple[int, ...] | None = None
     edges_per_hop: tuple[int, ...] | None = None
+    #: :meth:`KnowledgeGraph.fingerprint` of the graph it was sampled from: the model checks it
+    #: against the KG its entity context memory describes (None = not known, not checked)
+    kg_fingerprint: str | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -54,7 +57,8 @@ class Subgraph:
     def to(self, device) -> "Subgraph":
         return Subgraph(self.node_ids.to(device), self.num_seeds, self.seed_local.to(device),
                         self.edge_index.to(device), self.edge_type.to(device),
-                        self.triple_id.to(device), self.nodes_per_hop, self.edges_per_hop)
+                        self.triple_id.to(device), self.nodes_per_hop, self.edges_per_hop,
+                        self.kg_fingerprint)
 
 
 def _ragged_arange(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -222,6 +226,7 @@ def sample_neighbors(kg: KnowledgeGraph, seeds, fanouts: Sequence[int] = (10, 10
         triple_id=torch.from_numpy(adjacency.triple_id[position].astype(np.int64)),
         nodes_per_hop=tuple(nodes_per_hop),
         edges_per_hop=tuple(edges_per_hop),
+        kg_fingerprint=kg.fingerprint(),
     )
 
 

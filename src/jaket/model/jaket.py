@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from jaket.atomic import atomic_directory
+from jaket.kg.corpus import Mention
 from jaket.model.fusion import MentionFusion
 from jaket.model.heads import CategoryHead, EntityHead, RelationHead
 from jaket.model.knowledge import KnowledgeModule
@@ -81,6 +82,55 @@ class JaketConfig:
         return cls(**values)
 
 
+class KGMismatchError(ValueError):
+    """A subgraph (or KG) is not the one whose entity context memory the model would use."""
+
+
+@dataclass
+class TextEncoding:
+    """What :meth:`JaketModel.encode_texts` returns, one entry per text.
+
+    ``tokens[i]`` (L_i, F) is ``Z^LM`` (Eq. 10) at every token of text ``i`` (special tokens
+    included, in the order of ``input_ids[i]``; ``offsets[i]`` (L_i, 2) is each token's character
+    span, ``(0, 0)`` for special tokens). ``mentions[i]`` are the linked mentions that were encoded
+    (character spans, end exclusive, entity index; mentions cut off by ``max_length`` are left out
+    and counted in ``dropped_mentions``), ``mention_spans[i]`` (k_i, 2) their inclusive token spans
+    ``(s, o)``, ``mention_embeddings[i]`` (k_i, F) ``(Z^LM_s + Z^LM_o) / 2`` and
+    ``entity_embeddings[i]`` (k_i, F) the linked entity's ``E^KM`` (Eq. 1-5) that was fused there.
+    """
+
+    texts: list[str]
+    input_ids: list[torch.Tensor]
+    offsets: list[np.ndarray]
+    tokens: list[torch.Tensor]
+    mentions: list[list]
+    mention_spans: list[np.ndarray]
+    mention_embeddings: list[torch.Tensor]
+    entity_embeddings: list[torch.Tensor]
+    dropped_mentions: int = 0
+
+
+def check_memory_fits(memory: EntityContextMemory, subgraph) -> None:
+    """Raise :class:`KGMismatchError` unless ``subgraph`` was sampled from the KG ``memory``
+    describes (compared by :meth:`KnowledgeGraph.fingerprint` when both are known, and always by
+    the entity indices the subgraph holds)."""
+    sampled_from = getattr(subgraph, "kg_fingerprint", None)
+    if sampled_from is not None and memory.kg_fingerprint is not None and sampled_from != memory.kg_fingerprint:
+        raise KGMismatchError(
+            f"the subgraph was sampled from another KG ({_describe_fingerprint(sampled_from)}) than the "
+            f"one the entity context memory describes ({_describe_fingerprint(memory.kg_fingerprint)}): "
+            f"compute that KG's memory with model.memory_for(kg) and pass it (memory=...) or attach it "
+            f"(model.attach_memory(memory, kg)); model.encode_texts(texts, kg) does all of this")
+    if subgraph.num_nodes and int(subgraph.node_ids.max()) >= memory.num_entities:
+        raise KGMismatchError(f"the subgraph holds entity index {int(subgraph.node_ids.max())}, the entity "
+                              f"context memory only {memory.num_entities} rows: it describes another KG")
+
+
+def _describe_fingerprint(fingerprint: str) -> str:
+    entities, relations, digest = (fingerprint.split(":") + ["", "", ""])[:3]
+    return f"{entities} entities, {relations} relations, ids hash {digest[:8]}"
+
+
 @dataclass
 class JaketOutput:
     """``hidden`` = Z^LM (B, L, F); ``entity_km`` = E^KM of the subgraph's seeds (num_seeds, F),
@@ -121,6 +171,7 @@ class JaketModel(nn.Module):
         self.memory: EntityContextMemory | None = None
         self._memory_kg: weakref.ref | None = None
         self._kg_memories: dict[int, tuple[weakref.ref, EntityContextMemory]] = {}
+        self._kg_linkers: dict[int, tuple[weakref.ref, object]] = {}
 
     @property
     def use_relation_memory(self) -> bool:
@@ -136,9 +187,21 @@ class JaketModel(nn.Module):
 
     # ------------------------------------------------------------------ memory
     def attach_memory(self, memory: EntityContextMemory, kg=None) -> None:
-        """Use ``memory`` as E^context / R^context (``kg``: the graph it describes, if known)."""
+        """Use ``memory`` as E^context / R^context (``kg``: the graph it describes, if known).
+
+        With ``kg`` the memory is tied to that graph's :meth:`KnowledgeGraph.fingerprint`, and
+        :meth:`forward` refuses subgraphs sampled from any other graph."""
         if memory.dim != self.hidden_size:
             raise ValueError(f"memory rows have {memory.dim} dims, the model {self.hidden_size}")
+        if kg is not None:
+            fingerprint = kg.fingerprint()
+            if memory.num_entities != kg.num_entities or memory.num_relations != kg.num_relations:
+                raise KGMismatchError(f"the memory has {memory.num_entities} entity / {memory.num_relations} "
+                                      f"relation rows, the KG {kg.num_entities} / {kg.num_relations}")
+            if memory.kg_fingerprint not in (None, fingerprint):
+                raise KGMismatchError(f"the memory was computed for another KG ({memory.kg_fingerprint}) "
+                                      f"than this one ({fingerprint}); use model.memory_for(kg)")
+            memory.kg_fingerprint = fingerprint
         self.memory = memory
         self._memory_kg = weakref.ref(kg) if kg is not None else None
 
@@ -173,6 +236,7 @@ class JaketModel(nn.Module):
         memory = memory if memory is not None else self.memory
         if memory is None:
             raise RuntimeError("no entity context memory: call attach_memory() or pass memory=")
+        check_memory_fits(memory, subgraph)
         device = subgraph.edge_index.device
         x = memory.entity_rows(subgraph.node_ids.cpu()).to(device)
         if fresh_rows is not None and len(fresh_rows[0]):
@@ -217,15 +281,17 @@ class JaketModel(nn.Module):
 
     # ------------------------------------------------------------------ text
     def forward(self, text, subgraph, mention_node: torch.Tensor, fuse_mask: torch.Tensor | None = None,
-                return_mlm_logits: bool = False,
+                return_mlm_logits: bool = False, memory: EntityContextMemory | None = None,
                 fresh_rows: tuple[torch.Tensor, torch.Tensor] | None = None) -> JaketOutput:
         """Steps 1-4 on a text batch and the subgraph around its entities.
 
         ``mention_node`` (M,): local index in ``subgraph`` of each mention's entity;
         ``fuse_mask`` (M,) False = the mention is removed (masked entity prediction) and gets no
-        KG embedding; ``fresh_rows``: see :meth:`knowledge_forward`.
+        KG embedding; ``memory``: E^context of the subgraph's KG (default: the attached one);
+        ``fresh_rows``: see :meth:`knowledge_forward`.
+        Raises :class:`KGMismatchError` when the subgraph comes from another KG than the memory's.
         """
-        entity_km = self.knowledge_forward(subgraph, fresh_rows=fresh_rows)  # Eq. 1-5
+        entity_km = self.knowledge_forward(subgraph, memory, fresh_rows=fresh_rows)  # Eq. 1-5
         z = self.language.lm1(text.input_ids, text.attention_mask)  # Eq. 6
         if fuse_mask is None:
             fuse_mask = torch.ones_like(mention_node, dtype=torch.bool)
@@ -242,6 +308,79 @@ class JaketModel(nn.Module):
         if subgraph is None:
             return self.language(text.input_ids, text.attention_mask)
         return self.forward(text, subgraph, mention_node).hidden
+
+    @torch.no_grad()
+    def encode_texts(self, texts, kg, *, max_length: int = 128, batch_size: int = 16,
+                     memory: EntityContextMemory | None = None, linker=None,
+                     generator: np.random.Generator | None = None) -> TextEncoding:
+        """Plain texts in, ``Z^LM`` and mention embeddings out, in one call.
+
+        Every step of the paper's data flow on ``kg`` (which may be unseen): the texts are linked
+        to ``kg``'s entities by their names and aliases (:class:`jaket.kg.linking.EntityLinker`,
+        built once per KG), tokenised (at most ``max_length`` tokens), each batch's mentioned
+        entities get their sampled neighbourhood (``config.fanouts``), the knowledge module runs
+        over ``kg``'s memory (:meth:`memory_for`, or ``memory``; Eq. 1-5), its output is fused at
+        the mentions (Eq. 8-9) and LM2 finishes (Eq. 10). See :class:`TextEncoding`.
+        """
+        from jaket.kg.corpus import collate_texts
+        from jaket.kg.sampling import sample_neighbors
+
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        if linker is None:
+            linker = self._linker_for(kg)
+        corpus = linker.link_texts(texts)
+        memory = memory if memory is not None else self.memory_for(kg, progress=False)
+        generator = generator if generator is not None else np.random.default_rng(0)
+        tokenizer = self.language.tokenizer
+        encoded = corpus.encode(tokenizer, max_length=max_length)
+        offsets = [np.asarray(o, dtype=np.int64).reshape(-1, 2) for o in tokenizer(
+            texts, truncation=True, max_length=max_length, return_offsets_mapping=True,
+            return_attention_mask=False, return_token_type_ids=False)["offset_mapping"]] if texts else []
+        device = next(self.knowledge.parameters()).device
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        result = TextEncoding(texts, [], offsets, [], [], [], [], [], encoded.dropped_mentions)
+        was_training = self.training
+        self.eval()
+        try:
+            for begin in range(0, len(texts), batch_size):
+                rows = list(range(begin, min(len(texts), begin + batch_size)))
+                batch = collate_texts(encoded, rows, pad)
+                entities = batch.mention_entity.numpy()
+                seeds = entities if len(entities) else np.zeros(1, dtype=np.int64)
+                subgraph = sample_neighbors(kg, seeds, self.config.fanouts if len(entities) else (),
+                                            generator)
+                mention_node = subgraph.seed_local[:len(entities)]
+                out = self.forward(batch.to(device), subgraph.to(device), mention_node.to(device),
+                                   memory=memory)
+                hidden = out.hidden.float().cpu()
+                b, s, o = batch.mention_batch, batch.mention_start, batch.mention_end
+                spans = (hidden[b, s] + hidden[b, o]) / 2
+                fused = out.entity_km.float().cpu()[mention_node]
+                for j, row in enumerate(rows):
+                    length = len(encoded.input_ids[row])
+                    mine = (b == j).numpy()
+                    token_spans = np.stack([s.numpy()[mine], o.numpy()[mine]], axis=1)
+                    result.input_ids.append(torch.from_numpy(encoded.input_ids[row].astype(np.int64)))
+                    result.tokens.append(hidden[j, :length])
+                    result.mention_spans.append(token_spans)
+                    result.mentions.append([Mention(int(offsets[row][a, 0]), int(offsets[row][z, 1]), int(e))
+                                            for (a, z), e in zip(token_spans, entities[mine])])
+                    result.mention_embeddings.append(spans[mine])
+                    result.entity_embeddings.append(fused[mine])
+        finally:
+            self.train(was_training)
+        return result
+
+    def _linker_for(self, kg):
+        """The gazetteer linker of ``kg`` (built on first use, kept for the lifetime of ``kg``)."""
+        from jaket.kg.linking import EntityLinker
+
+        cached = self._kg_linkers.get(id(kg))
+        if cached is not None and cached[0]() is kg:
+            return cached[1]
+        linker = EntityLinker.from_kg(kg)
+        self._kg_linkers = {id(kg): (weakref.ref(kg), linker)}
+        return linker
 
     # ------------------------------------------------------------------ files
     def _head_state(self) -> dict[str, torch.Tensor]:

@@ -100,6 +100,8 @@ class EntityContextMemory:
         if existed:
             log.info("%s: entity context memory rows read from the file (not recomputed)", path)
         self.refreshes = 0
+        #: :meth:`KnowledgeGraph.fingerprint` of the KG whose rows these are (None = not known)
+        self.kg_fingerprint: str | None = None
         self._tokens: dict[tuple, tuple[weakref.ref, DescriptionTokens, DescriptionTokens]] = {}
 
     def _storage(self, shape: tuple[int, int], path) -> torch.Tensor:
@@ -222,6 +224,7 @@ class EntityContextMemory:
                      path=path, momentum=momentum)
         memory.refresh(language, kg, batch_size=batch_size, max_length=max_length, momentum=0.0,
                        progress=progress)
+        memory.kg_fingerprint = kg.fingerprint()
         return memory
 
     # ------------------------------------------------------------------ files
@@ -237,7 +240,7 @@ class EntityContextMemory:
         os.replace(tmp, directory / MEMORY_FILE)
         meta = {"num_entities": self.num_entities, "num_relations": self.num_relations, "dim": self.dim,
                 "dtype": self.dtype, "momentum": self.momentum, "filled": self.filled,
-                "refreshes": self.refreshes}
+                "refreshes": self.refreshes, "kg_fingerprint": self.kg_fingerprint}
         tmp = directory / f".{MEMORY_META}.tmp"
         tmp.write_text(json.dumps(meta, indent=2), encoding="utf-8")
         os.replace(tmp, directory / MEMORY_META)
@@ -260,4 +263,5 @@ class EntityContextMemory:
         memory.relations[:] = tensors["relations"].to(memory.relations.dtype)
         memory.filled = bool(meta.get("filled", True))
         memory.refreshes = int(meta.get("refreshes", 0))
+        memory.kg_fingerprint = meta.get("kg_fingerprint")
         return memory

@@ -65,19 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         tasks = parser.add_subparsers(dest="task", metavar="TASK", required=True)
         ec = tasks.add_parser("entity-classification", help="categories of an unseen KG's entities (Table 3)")
         _add_common(ec, evaluate)
-        ec.add_argument("--kg", type=Path, help="KG' folder (default: the held-out part of the WordNet subset)")
-        ec.add_argument("--max-entities", type=int, default=3000, help="WordNet subset size (default KG)")
-        ec.add_argument("--heldout-fraction", type=float, default=0.3)
-        ec.add_argument("--data-seed", type=int, default=0, help="seed of the WordNet subset and held-out part")
-        ec.add_argument("--train-fractions", type=_floats, default=(1.0, 0.2, 0.05))
-        ec.add_argument("--epochs", type=int, default=150)
-        ec.add_argument("--description-max-length", type=int, default=64,
-                        help="tokens of each description read by LM1 (default %(default)s)")
-        ec.add_argument("--km-lr", type=float, default=5e-4,
-                        help="learning rate of the KM during fine-tuning; 0 = frozen KM, a linear probe "
-                             "(default %(default)s)")
-        _add_relation_memory(ec)
-        ec.set_defaults(func=_run_entity_classification, evaluate=evaluate)
+        from jaket.tasks.entity_classification_cli import add_arguments as add_entity_classification
+
+        add_entity_classification(ec, evaluate)  # its flags, --config/--set, user splits; func
 
         lp = tasks.add_parser("link-prediction", help="filtered MRR / Hits@k over descriptions + KM")
         _add_common(lp, evaluate)
@@ -144,28 +134,6 @@ def _finish(args, results: dict, table: str, out: Path) -> int:
 
 def _out(args, task: str) -> Path:
     return args.out or Path("runs") / task
-
-
-def _run_entity_classification(args) -> int:
-    from jaket.tasks import entity_classification as ec
-
-    if args.kg is not None:
-        from jaket.kg.io import load_kg
-
-        kg = load_kg(args.kg)
-    else:
-        _, _, kg, info = ec.wordnet_protocol(args.max_entities, args.heldout_fraction, args.data_seed)
-        logger.info("WordNet protocol: %s", info)
-    config = ec.EntityClassificationConfig(
-        variants=_variants(args, "entity-classification"), train_fractions=args.train_fractions,
-        seeds=tuple(range(args.seeds)), epochs=args.epochs, encoder=args.encoder, pretrained=args.model,
-        km_layers=args.km_layers, km_heads=args.km_heads, relation_memory=args.relation_memory,
-        description_max_length=args.description_max_length, km_lr=args.km_lr)
-    out = _out(args, "entity-classification")
-    results = ec.run_entity_classification(kg, config, out)
-    table = ec.results_table(results)
-    paired = ec.paired_table(results)
-    return _finish(args, results, table + ("\n\n" + paired if paired else ""), out)
 
 
 def _run_link_prediction(args) -> int:

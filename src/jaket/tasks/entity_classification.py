@@ -8,12 +8,18 @@ Protocol
   classified but still take part in the graph.
 * Semi-supervised, transductive: the labelled entities of ``KG'`` are split 20% / 20% / 60%
   (train / dev / test); ``train_fraction`` keeps 100%, 20% or 5% of the training part. The whole
-  graph (all entities and triples, no labels) is visible, as in the paper.
+  graph (all entities and triples, no labels) is visible, as in the paper. A user's own split
+  files (:mod:`jaket.tasks.splits`) replace the random split; they may also carry the labels.
 * Predictions come from the knowledge module's output over ``KG'``: LM1 on the descriptions ->
   frozen memory -> KM (trained) -> linear head. The ``lm`` setting classifies the full encoder's
   description embedding instead (see :mod:`jaket.tasks.variants`).
 * Each seed draws its own split and initialisation; the test accuracy at the best dev accuracy
-  is reported as mean ± std over the seeds.
+  is reported as mean ± std over the seeds. With ``patience``, training stops once the dev
+  accuracy has not improved for that many epochs (early stopping); the weights of the best dev
+  epoch are the ones kept.
+* ``jaket finetune`` saves the run of the first training fraction and the first seed as a
+  fine-tuned folder (:class:`FinetunedEntityClassifier`, format in :mod:`jaket.tasks.finetuned`)
+  that ``jaket predict entity-classification`` uses.
 * :func:`label_leakage` checks that no entity or relation description spells a category name.
 """
 
@@ -48,6 +54,28 @@ class EntityClassificationConfig(BackboneSettings):
     weight_decay: float = 0.01
     dropout: float = 0.2
     min_class_size: int = 1  # categories with fewer labelled entities are kept but reported
+    #: stop when the dev accuracy has not improved for this many epochs (None: run every epoch)
+    patience: int | None = None
+
+    def check(self) -> list[tuple[str, str]]:
+        """``(key, problem)`` of every value that is well-typed but unusable."""
+        from jaket.tasks.variants import VARIANTS
+
+        problems = [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
+                    for v in self.variants if v not in VARIANTS]
+        problems += [("train_fractions", f"{f} is not in (0, 1]") for f in self.train_fractions if not 0 < f <= 1]
+        if len(self.split) != 3 or abs(sum(self.split) - 1.0) > 1e-6 or min(self.split, default=0) < 0:
+            problems.append(("split", f"three non-negative fractions summing to 1 (train, dev, test), got {list(self.split)}"))
+        for key in ("epochs", "patience"):
+            value = getattr(self, key)
+            if value is not None and value < 1:
+                problems.append((key, f"must be at least 1, got {value}"))
+        for key in ("head_lr", "km_lr"):
+            if getattr(self, key) <= 0:
+                problems.append((key, f"must be positive, got {getattr(self, key)}"))
+        if not 0 <= self.dropout < 1:
+            problems.append(("dropout", f"must be in [0, 1), got {self.dropout}"))
+        return problems
 
 
 @dataclass
@@ -75,6 +103,45 @@ def split_entities(labels: np.ndarray, seed: int, fractions=(0.2, 0.2, 0.6),
         keep = max(1, int(round(train_fraction * len(train))))
         train = train[:keep]  # order is already random; a prefix is a random subset
     return Split(np.sort(train), np.sort(dev), np.sort(test))
+
+
+def subsample_train(split: Split, train_fraction: float, seed: int) -> Split:
+    """``split`` with ``train_fraction`` of its training entities (a seeded random subset, at least
+    one entity; dev and test unchanged)."""
+    if not (0 < train_fraction <= 1):
+        raise ValueError(f"train_fraction must be in (0, 1], got {train_fraction}")
+    train = np.asarray(split.train, dtype=np.int64)
+    if train_fraction < 1:
+        keep = max(1, int(round(train_fraction * len(train))))
+        train = np.random.default_rng([seed, 1]).permutation(train)[:keep]
+    return Split(np.sort(train), np.sort(np.asarray(split.dev, dtype=np.int64)),
+                 np.sort(np.asarray(split.test, dtype=np.int64)))
+
+
+def make_split(labels: np.ndarray, seed: int, config: EntityClassificationConfig, train_fraction: float,
+               fixed: Split | None = None) -> Split:
+    """The split of one run: the user's ``fixed`` split (its training part subsampled), else the
+    random 20/20/60 split of the labelled entities (:func:`split_entities`)."""
+    if fixed is not None:
+        return subsample_train(fixed, train_fraction, seed)
+    return split_entities(labels, seed, config.split, train_fraction)
+
+
+def identical_fractions(labels: np.ndarray, config: EntityClassificationConfig, fixed: Split | None = None) -> list[str]:
+    """Warnings for requested training fractions that select the same training set (on a small
+    KG, 20% and 5% of a handful of entities both round to the same count; the same count is the
+    same set, a prefix of one random order), so their runs would be identical."""
+    seed = config.seeds[0] if config.seeds else 0
+    sizes: dict[int, list[float]] = {}
+    total = 0
+    for fraction in config.train_fractions:
+        split = make_split(labels, seed, config, fraction, fixed)
+        total = max(total, len(split.train))
+        sizes.setdefault(len(split.train), []).append(fraction)
+    return [f"training fractions {', '.join(f'{f:g}' for f in fractions)} all select the same {size} training "
+            f"entit{'y' if size == 1 else 'ies'}: their runs are identical (too few labelled entities for "
+            f"these fractions; use a larger KG or fewer fractions)"
+            for size, fractions in sizes.items() if len(fractions) > 1]
 
 
 def label_leakage(kg) -> dict:
@@ -116,8 +183,10 @@ class EntityClassifier(nn.Module):
 
 
 def train_one(backbone: Backbone, memory: FrozenMemory, kg, split: Split, config: EntityClassificationConfig,
-              seed: int, edges=None, progress: tqdm | None = None) -> dict:
-    """Fine-tune the KM (when present) and the head on ``split.train``; select by dev accuracy."""
+              seed: int, edges=None, progress: tqdm | None = None, keep_model: bool = False) -> dict:
+    """Fine-tune the KM (when present) and the head on ``split.train``; select by dev accuracy,
+    stop early after ``config.patience`` epochs without a better one. ``keep_model``: the result
+    holds the classifier with the weights of the best dev epoch (``"model"``)."""
     torch.manual_seed(seed)
     labels = torch.as_tensor(np.asarray(kg.entity_category), dtype=torch.long)
     num_classes = int(len(kg.category_names))
@@ -134,7 +203,9 @@ def train_one(backbone: Backbone, memory: FrozenMemory, kg, split: Split, config
     dev = torch.as_tensor(split.dev, dtype=torch.long)
     test = torch.as_tensor(split.test, dtype=torch.long)
     history = {"train_loss": [], "dev_accuracy": []}
-    best = (-1.0, 0.0, 0, None)
+    best = (-1.0, None, 0, None)
+    best_state = None
+    stopped = None
     for epoch in range(config.epochs):
         model.train()
         logits = model(memory, edge_index, edge_type)
@@ -149,12 +220,24 @@ def train_one(backbone: Backbone, memory: FrozenMemory, kg, split: Split, config
         history["train_loss"].append(loss.item())
         history["dev_accuracy"].append(dev_acc)
         if dev_acc > best[0]:
-            test_acc = float((predicted[test] == labels[test]).float().mean()) if len(test) else 0.0
+            test_acc = float((predicted[test] == labels[test]).float().mean()) if len(test) else None
             best = (dev_acc, test_acc, epoch, predicted[test].numpy().copy())
+            if keep_model:
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         if progress is not None:
             progress.update(1)
-    return {"dev_accuracy": best[0], "test_accuracy": best[1], "best_epoch": best[2],
-            "history": history, "test_predictions": best[3]}
+        if config.patience is not None and epoch - best[2] >= config.patience:
+            stopped = epoch
+            if progress is not None:
+                progress.update(config.epochs - epoch - 1)
+            break
+    run = {"dev_accuracy": best[0], "test_accuracy": best[1], "best_epoch": best[2],
+           "stopped_early_at_epoch": stopped, "history": history, "test_predictions": best[3]}
+    if keep_model:
+        if best_state is not None:
+            model.load_state_dict(best_state)
+        run["model"] = model.eval()
+    return run
 
 
 def _fresh_copy(module: nn.Module) -> nn.Module:
@@ -163,10 +246,10 @@ def _fresh_copy(module: nn.Module) -> nn.Module:
     return copy.deepcopy(module)
 
 
-def majority_baseline(kg, split: Split) -> float:
+def majority_baseline(kg, split: Split) -> float | None:
     labels = np.asarray(kg.entity_category)
     counts = np.bincount(labels[split.train], minlength=len(kg.category_names))
-    return float((labels[split.test] == counts.argmax()).mean()) if len(split.test) else 0.0
+    return float((labels[split.test] == counts.argmax()).mean()) if len(split.test) else None
 
 
 def present_categories(kg):
@@ -221,9 +304,19 @@ def zero_shot_accuracy(backbone: Backbone, memory: FrozenMemory, kg, entities: n
     return float((predicted[entities] == np.asarray(kg.entity_category)[entities]).mean())
 
 
-def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: Path | None = None) -> dict:
+def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: Path | None = None,
+                              splits=None, save_dir: Path | None = None) -> dict:
     """Every (variant, training fraction, seed) on ``kg``; writes the report when ``out_dir``.
-    Categories no entity of ``kg`` has are not classes (:func:`present_categories`)."""
+    Categories no entity of ``kg`` has are not classes (:func:`present_categories`).
+
+    ``splits``: the user's :class:`jaket.tasks.splits.EntitySplits` (used for every seed; with
+    labels, they replace the KG's categories) instead of the random 20/20/60 split.
+    ``save_dir``: write the classifier of the first (variant, training fraction, seed) there as a
+    fine-tuned folder (:class:`FinetunedEntityClassifier`)."""
+    fixed = None
+    if splits is not None:
+        kg = splits.relabel(kg)
+        fixed = Split(splits.train, splits.dev, splits.test)
     kg, unused_categories = present_categories(kg)
     leakage = label_leakage(kg)
     if leakage["descriptions_with_full_category_name"]:
@@ -236,16 +329,23 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
                             "labelled": int((np.asarray(kg.entity_category) >= 0).sum()),
                             "unused_categories_dropped": unused_categories},
                      "leakage": leakage, "runs": {}, "summary": {},
+                     "split": ({"files": splits.files, "labels": "files" if splits.labelled_by_files else "categories",
+                                **{k: int(len(getattr(fixed, k))) for k in ("train", "dev", "test")}}
+                               if splits is not None else {"random": list(config.split)}),
                      "km": {v: config.variant_config(v).km_structure() for v in config.variants if v != "lm"}}
+    warnings = identical_fractions(labels, config, fixed)
+    for warning in warnings:
+        logger.warning(warning)
+    results["warnings"] = warnings
     total = len(config.variants) * len(config.train_fractions) * len(config.seeds) * config.epochs
     confusion = None
     with tqdm(total=total, desc="entity classification", unit="epoch") as progress:
         majority = {}
         for fraction in config.train_fractions:
-            majority[str(fraction)] = [majority_baseline(kg, split_entities(
-                kg.entity_category, s, config.split, fraction)) for s in config.seeds]
+            majority[str(fraction)] = [majority_baseline(kg, make_split(labels, s, config, fraction, fixed))
+                                       for s in config.seeds]
         results["majority_baseline"] = {k: rep.summarize_seeds([{"acc": v} for v in vals])["acc"]
-                                        for k, vals in majority.items()}
+                                        for k, vals in majority.items() if None not in vals}
         for variant in config.variants:
             vconfig = config.variant_config(variant)
             memory_cache: FrozenMemory | None = None
@@ -257,9 +357,17 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
                     memory_cache = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
                                              relation_memory=config.relation_memory)
                 for fraction in config.train_fractions:
-                    split = split_entities(kg.entity_category, seed, config.split, fraction)
-                    run = train_one(backbone, memory_cache, kg, split, config, seed, edges, progress)
-                    if variant == config.variants[-1] and fraction == config.train_fractions[0] and seed == config.seeds[0]:
+                    split = make_split(labels, seed, config, fraction, fixed)
+                    first = fraction == config.train_fractions[0] and seed == config.seeds[0]
+                    keep = save_dir is not None and first and variant == config.variants[0]
+                    run = train_one(backbone, memory_cache, kg, split, config, seed, edges, progress,
+                                    keep_model=keep)
+                    if keep:
+                        saved = FinetunedEntityClassifier(
+                            backbone, run.pop("model"), list(kg.category_names), vconfig,
+                            settings=_finetuned_settings(config, kg, seed, split, splits, run, fraction))
+                        results["saved_model"] = str(saved.save_pretrained(save_dir))
+                    if variant == config.variants[-1] and first and len(split.test):
                         confusion = rep.confusion_matrix(run["test_predictions"],
                                                          np.asarray(kg.entity_category)[split.test],
                                                          len(kg.category_names))
@@ -270,8 +378,8 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
                         {"seed": seed, **run})
                 if seed == config.seeds[0]:  # the pre-trained head and KM do not depend on the seed
                     zero_shot = zero_shot_predictions(backbone, memory_cache, kg, edges)
-                if zero_shot is not None:
-                    test = split_entities(kg.entity_category, seed, config.split).test
+                test = make_split(labels, seed, config, 1.0, fixed).test
+                if zero_shot is not None and len(test):
                     results.setdefault("zero_shot", {}).setdefault(variant, []).append(
                         {"seed": seed, "test_accuracy": float((zero_shot[test] == labels[test]).mean())})
             for fraction in config.train_fractions:
@@ -341,15 +449,16 @@ def results_table(results: dict) -> str:
     rows = []
     for variant, by_fraction in results["summary"].items():
         rows.append([VARIANT_LABELS.get(variant, variant)] + [
-            rep.format_mean_std(by_fraction[f]["test_accuracy"]["values"]) if f in by_fraction else "-"
-            for f in fractions])
+            rep.format_mean_std(by_fraction[f]["test_accuracy"]["values"])
+            if "test_accuracy" in by_fraction.get(f, {}) else "-" for f in fractions])
     for variant, runs in results.get("zero_shot", {}).items():
         value = rep.format_mean_std([r["test_accuracy"] for r in runs])
         rows.append([f"{VARIANT_LABELS.get(variant, variant)}, zero-shot (pre-trained category head, no label)"]
                     + [value] * len(fractions))
-    if "majority_baseline" in results:
+    if results.get("majority_baseline"):
         rows.append(["(majority class)"] + [
-            rep.format_mean_std(results["majority_baseline"][f]["values"]) for f in fractions])
+            rep.format_mean_std(results["majority_baseline"][f]["values"]) if f in results["majority_baseline"]
+            else "-" for f in fractions])
     return rep.markdown_table(headers, rows)
 
 
@@ -365,21 +474,23 @@ def write_report(results: dict, out_dir: Path, kg=None, confusion=None) -> None:
     dev_curves = {v: next(iter(b.values()))[0]["history"]["dev_accuracy"] for v, b in results["runs"].items()}
     rep.plot_curves(dev_curves, out_dir / "dev_accuracy.png", xlabel="epoch", ylabel="dev accuracy")
     fractions = [str(f) for f in results["config"]["train_fractions"]]
-    series = {VARIANT_LABELS.get(v, v): ([100 * s[f]["test_accuracy"]["mean"] for f in fractions],
-                                         [100 * s[f]["test_accuracy"]["std"] for f in fractions])
+    metric = "test_accuracy" if all("test_accuracy" in s[f] for s in results["summary"].values() for f in fractions) \
+        else "dev_accuracy"
+    series = {VARIANT_LABELS.get(v, v): ([100 * s[f][metric]["mean"] for f in fractions],
+                                         [100 * s[f][metric]["std"] for f in fractions])
               for v, s in results["summary"].items()}
     rep.plot_grouped_bars([f"{float(f) * 100:g}% train" for f in fractions], series,
-                          out_dir / "accuracy.png", title="entity classification on the unseen KG")
+                          out_dir / "accuracy.png", title=f"entity classification ({metric.replace('_', ' ')})")
     if confusion is not None and kg is not None:
         rep.plot_confusion(confusion, list(kg.category_names), out_dir / "confusion.png")
     leak = results["leakage"]
     text = ["# Entity classification on an unseen KG", "",
             f"KG': {results['kg']['entities']} entities, {results['kg']['relations']} relations, "
             f"{results['kg']['triples']} triples, {results['kg']['labelled']} labelled entities in "
-            f"{results['kg']['categories']} categories. Split 20/20/60 (train/dev/test) per seed; "
+            f"{results['kg']['categories']} categories. {_split_sentence(results)}; "
             f"seeds {results['config']['seeds']}; test accuracy (%) at the best dev epoch, mean ± std.", "",
-            results_table(results), "",
-            paired_table(results), "",
+            results_table(results), "", paired_table(results), "",
+            *[f"Warning: {w}" for w in results.get("warnings", [])],
             f"Leakage check: {leak['descriptions_with_full_category_name']} of {leak['descriptions_checked']} "
             f"descriptions contain a category name; {leak['labelled_descriptions_containing_own_category_word']} "
             f"of {leak['labelled_entities']} labelled descriptions contain the last word of their "
@@ -387,6 +498,153 @@ def write_report(results: dict, out_dir: Path, kg=None, confusion=None) -> None:
             "![accuracy](accuracy.png)", "", "![learning curves](learning_curves.png)", "",
             "![dev accuracy](dev_accuracy.png)", ""]
     rep.write_text_atomic(out_dir / "report.md", "\n".join(text))
+
+
+def _split_sentence(results: dict) -> str:
+    split = results.get("split", {})
+    if "files" in split:
+        labels = "labels from the split files" if split.get("labels") == "files" else "labels = KG categories"
+        return (f"User split files ({split['train']} train / {split['dev']} dev / {split['test']} test "
+                f"entities, {labels})")
+    return "Split {}/{}/{} (train/dev/test) per seed".format(*(f"{100 * f:g}" for f in split.get("random", (0.2, 0.2, 0.6))))
+
+
+# ----------------------------------------------------------------------------- the fine-tuned model
+
+
+def _finetuned_settings(config: EntityClassificationConfig, kg, seed: int, split: Split, splits, run: dict,
+                        fraction: float) -> dict:
+    """The ``task.json`` fields of a classifier fine-tuned on ``kg`` (labels already final)."""
+    labelled = np.flatnonzero(np.asarray(kg.entity_category) >= 0)
+    return {
+        "memory_seed": int(seed), "dropout": float(config.dropout),
+        "description_max_length": int(config.description_max_length),
+        "relation_memory": bool(config.relation_memory),
+        "label_source": "files" if splits is not None and splits.labelled_by_files else "categories",
+        "labelled_entity_ids": [kg.entity_ids[i] for i in labelled.tolist()],
+        "kg": {"entities": int(kg.num_entities), "relations": int(kg.num_relations),
+               "fingerprint": kg.fingerprint()},
+        "training": {"seed": int(seed), "train_fraction": float(fraction), "train_size": int(len(split.train)),
+                     "dev_size": int(len(split.dev)), "test_size": int(len(split.test)),
+                     "dev_accuracy": run["dev_accuracy"], "test_accuracy": run["test_accuracy"],
+                     "best_epoch": run["best_epoch"], "stopped_early_at_epoch": run["stopped_early_at_epoch"],
+                     "config": _jsonable(asdict(config))},
+    }
+
+
+class FinetunedEntityClassifier:
+    """A fine-tuned entity classifier: the backbone (LM1 + the fine-tuned KM), the head and the
+    label names, saved and loaded like a Transformers model (:meth:`save_pretrained`,
+    :meth:`from_pretrained`; folder layout in :mod:`jaket.tasks.finetuned`).
+
+    :meth:`predict` labels entities of any KG: its memory is recomputed from that KG's
+    descriptions by the backbone's LM1 (for the ``gnn`` / ``lm+g`` settings: the same seeded
+    random memory as in fine-tuning, which only means something on the KG it was trained on), the
+    KM runs over the whole graph and the head gives a probability per label.
+    """
+
+    task = "entity-classification"
+
+    def __init__(self, backbone: Backbone, classifier: EntityClassifier, labels: list[str],
+                 variant_config=None, settings: dict | None = None):
+        self.backbone = backbone
+        self.classifier = classifier.eval()
+        self.labels = list(labels)
+        self.variant_config = variant_config
+        self.settings = dict(settings or {})
+
+    @property
+    def variant(self) -> str:
+        return self.backbone.variant
+
+    def save_pretrained(self, directory) -> Path:
+        """Write the fine-tuned folder (replaced atomically)."""
+        from jaket.tasks.finetuned import backbone_model, write_finetuned
+
+        if self.variant_config is None:
+            raise ValueError("this classifier was loaded from a folder; copy that folder instead of saving it again")
+        model = backbone_model(self.backbone, self.variant_config, self.classifier.knowledge)
+        task_config = {"variant": self.variant, "labels": self.labels, "hidden_size": int(self.backbone.hidden_size),
+                       **self.settings}
+        return write_finetuned(directory, self.task, model, self.classifier.head.state_dict(), task_config)
+
+    @classmethod
+    def from_pretrained(cls, directory) -> "FinetunedEntityClassifier":
+        """Read a folder written by :meth:`save_pretrained` (local files, safetensors and JSON only)."""
+        from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned
+
+        folder = read_finetuned(directory, cls.task)
+        settings = dict(folder.task_config)
+        variant, labels = settings.get("variant"), settings.get("labels")
+        if variant not in VARIANT_LABELS or not isinstance(labels, list) or not labels:
+            raise FinetunedFormatError(f"{directory}/task.json: needs 'variant' (one of {', '.join(VARIANT_LABELS)}) "
+                                       "and a non-empty list 'labels'")
+        model = folder.backbone.eval()
+        hidden = int(model.hidden_size)
+        knowledge = model.knowledge if variant != "lm" else None
+        backbone = Backbone(variant, hidden, model.language, knowledge, model.fusion)
+        classifier = EntityClassifier(knowledge, hidden, len(labels), float(settings.get("dropout", 0.0)))
+        try:
+            classifier.head.load_state_dict(folder.head)
+        except RuntimeError as error:
+            first = str(error).strip().splitlines()[0]
+            raise FinetunedFormatError(f"{directory}/head.safetensors: does not fit {len(labels)} labels and "
+                                       f"{hidden} features: {first}") from None
+        return cls(backbone, classifier, labels, settings=settings)
+
+    @torch.no_grad()
+    def probabilities(self, kg) -> torch.Tensor:
+        """(N, labels): the probability of every label for every entity of ``kg``."""
+        trained_on = self.settings.get("kg", {}).get("fingerprint")
+        if self.variant in ("gnn", "lm+g") and trained_on not in (None, kg.fingerprint()):
+            logger.warning("a %s model's memory is random per entity index: its predictions on another KG than "
+                           "the one it was fine-tuned on mean nothing", self.variant)
+        memory = kg_memory(self.backbone, kg, int(self.settings.get("memory_seed", 0)),
+                           max_length=int(self.settings.get("description_max_length", 64)),
+                           relation_memory=bool(self.settings.get("relation_memory", True)))
+        self.classifier.eval()
+        return torch.softmax(self.classifier(memory, *full_graph(kg)), dim=-1)
+
+    def unlabelled(self, kg) -> np.ndarray:
+        """Entities of ``kg`` that had no label in fine-tuning (and, when the labels were the KG's
+        categories, that have no category in ``kg``)."""
+        known = set(self.settings.get("labelled_entity_ids", []))
+        keep = np.fromiter((entity not in known for entity in kg.entity_ids), dtype=bool, count=kg.num_entities)
+        if self.settings.get("label_source", "categories") == "categories":
+            keep &= np.asarray(kg.entity_category) < 0
+        return np.flatnonzero(keep)
+
+    def predict(self, kg, entities=None, top_k: int = 1) -> list[dict]:
+        """One row per entity (default: :meth:`unlabelled`): ``{"entity", "name", "label",
+        "probability"}``, and with ``top_k > 1`` the ``top_k`` most probable labels (``"top"``)."""
+        entities = self.unlabelled(kg) if entities is None else np.asarray(entities, dtype=np.int64)
+        if not len(entities):
+            return []
+        probabilities = self.probabilities(kg)[torch.as_tensor(entities)]
+        values, indices = probabilities.topk(min(max(1, top_k), len(self.labels)), dim=1)
+        rows = []
+        for i, entity in enumerate(entities.tolist()):
+            row = {"entity": kg.entity_ids[entity], "name": kg.entity_names[entity],
+                   "label": self.labels[int(indices[i, 0])], "probability": round(float(values[i, 0]), 6)}
+            if top_k > 1:
+                row["top"] = [{"label": self.labels[int(k)], "probability": round(float(v), 6)}
+                              for v, k in zip(values[i].tolist(), indices[i].tolist())]
+            rows.append(row)
+        return rows
+
+
+def predict_rows(model: FinetunedEntityClassifier, args) -> list[dict]:
+    """The rows ``jaket predict entity-classification`` prints (one per entity)."""
+    from jaket.kg.io import load_kg
+    from jaket.tasks.splits import read_entity_list
+
+    kg = load_kg(args.kg)
+    entities = None
+    if args.entities is not None:
+        entities = read_entity_list(args.entities, kg)
+    elif args.all:
+        entities = np.arange(kg.num_entities)
+    return model.predict(kg, entities, top_k=args.top_k)
 
 
 # ----------------------------------------------------------------------------- the WordNet protocol

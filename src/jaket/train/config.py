@@ -155,6 +155,21 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
     return data
 
 
+def layer_overrides(data: dict, overrides: list[str] | None, values: dict[str, Any] | None,
+                    value_origin=lambda key, value: f"{key}={value}") -> dict[str, str]:
+    """Apply ``overrides`` (``"a.b=value"``), then ``values`` (``{"a.b": value}``) to ``data`` in
+    place; returns the origin of each key set (``--set a.b=value``, or ``value_origin(key,
+    value)``) for the error messages of :func:`_describe`."""
+    origins: dict[str, str] = {}
+    for item in overrides or []:
+        origins[item.split("=", 1)[0].strip()] = f"--set {item}"
+    apply_overrides(data, list(overrides or []))
+    for key, value in (values or {}).items():
+        set_value(data, key, value, key)
+        origins[key] = value_origin(key, value)
+    return origins
+
+
 def _yaml_line(path: Path, loc: tuple) -> int | None:
     """The line of ``path`` holding the key at ``loc`` (or its deepest existing parent)."""
     try:
@@ -196,13 +211,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         if not isinstance(loaded, dict):
             raise ValueError(f"{path}:1: expected a mapping at the top level")
         data = loaded
-    origins: dict[str, str] = {}
-    for item in overrides or []:
-        origins[item.split("=", 1)[0].strip()] = f"--set {item}"
-    apply_overrides(data, list(overrides or []))
-    for key, value in (values or {}).items():
-        set_value(data, key, value, key)
-        origins[key] = f"{key}={value}"
+    origins = layer_overrides(data, overrides, values)
     try:
         return PretrainConfig.model_validate(data)
     except ValidationError as error:

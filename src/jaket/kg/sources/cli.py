@@ -7,6 +7,7 @@
     jaket kg import wn18rr SRC_DIR --out DIR
     jaket kg import rdf FILE --out DIR [--format turtle]
     jaket kg import pykeen {umls,nations,kinships} --out DIR
+    jaket kg import wikidata5m SRC_DIR --out DIR [--setting transductive|inductive|all]
 
 Each writes the directory format (:func:`jaket.kg.io.save_kg`; WordNet adds ``corpus.jsonl``,
 WN18RR and PyKEEN add their ``valid.txt`` / ``test.txt`` evaluation splits), prints a short
@@ -67,7 +68,12 @@ def _finish(out: Path, kg, corpus, report: dict, began: float, progress) -> int:
                        ("unresolved", "entities not found in WordNet"),
                        ("ambiguous_conflated", "WN18RR entities standing for several synsets"),
                        ("literal_triples_ignored", "literal-valued triples ignored"),
-                       ("blank_node_triples_ignored", "blank-node triples ignored")):
+                       ("blank_node_triples_ignored", "blank-node triples ignored"),
+                       ("entities_without_description", "entities without a description (their name is used)"),
+                       ("descriptions_of_unknown_entities_skipped", "descriptions of entities not in the "
+                                                                    "entity file, skipped"),
+                       ("descriptions_truncated", "descriptions cut at --max-description-chars"),
+                       ("category_triples_removed", "category triples removed from the KG")):
         if report.get(key):
             print(f"  {report[key]:,} {label}")
     print(f"  report: {out / REPORT}")
@@ -134,6 +140,25 @@ def _import_rdf(args: argparse.Namespace) -> int:
         progress.set_postfix_str("parsing")
         kg, report = load_rdf(args.file, args.format)
         progress.update(1)
+        return _finish(args.out, kg, None, report, began, progress)
+
+
+def _import_wikidata5m(args: argparse.Namespace) -> int:
+    from jaket.kg.sources.wikidata5m import load_wikidata5m
+
+    began = time.perf_counter()
+    args.out.mkdir(parents=True, exist_ok=True)
+    # the descriptions wait in memory-mapped files beside the output until it is written
+    with _stages(2, "Wikidata5M") as progress, tempfile.TemporaryDirectory(dir=args.out, prefix=".import-") as work:
+        progress.set_postfix_str("reading")
+        kg, splits, report = load_wikidata5m(
+            args.source_dir, args.setting, None if args.category_relation.lower() == "none" else args.category_relation,
+            args.keep_category_triples, args.max_description_chars, work_dir=work)
+        progress.update(1)
+        ids = kg.entity_ids
+        relation_ids = kg.relation_ids
+        _write_splits(args.out, {name: [(ids[h], relation_ids[r], ids[t]) for h, r, t in rows.tolist()]
+                                 for name, rows in splits.items()})
         return _finish(args.out, kg, None, report, began, progress)
 
 
@@ -231,7 +256,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     synthetic.add_argument("--seed", type=int, default=0)
     synthetic.set_defaults(func=_guarded(_build_synthetic))
 
-    importer = commands.add_parser("import", help="import a KG: WN18RR, an RDF file or a PyKEEN dataset")
+    importer = commands.add_parser("import", help="import a KG: WN18RR, Wikidata5M, an RDF file or a PyKEEN dataset")
     formats = importer.add_subparsers(dest="source", metavar="FORMAT", required=True)
 
     wn18rr = formats.add_parser("wn18rr", help="a WN18RR folder (entities.dict, relations.dict, "
@@ -246,6 +271,24 @@ def register(commands: argparse._SubParsersAction) -> None:
     rdf.add_argument("--format", default=None,
                      help="rdflib format name (turtle, nt, xml, n3, json-ld, ...); default: from the extension")
     rdf.set_defaults(func=_guarded(_import_rdf))
+
+    wikidata5m = formats.add_parser(
+        "wikidata5m", help="a Wikidata5M folder (entity, relation and description files, triple splits; "
+                           "docs/data.md)")
+    wikidata5m.add_argument("source_dir", type=Path, metavar="SRC_DIR")
+    _out(wikidata5m)
+    wikidata5m.add_argument("--setting", choices=["transductive", "inductive", "all"], default="transductive",
+                            help="which triples are the KG: the setting's train file, its valid/test "
+                                 "written as splits; all = wikidata5m_all_triplet.txt (default transductive)")
+    wikidata5m.add_argument("--category-relation", default="P31", metavar="PID",
+                            help="category = the tail of this relation (default P31, instance of; 'none': "
+                                 "no categories)")
+    wikidata5m.add_argument("--keep-category-triples", action="store_true",
+                            help="keep the category relation's triples in the KG (default: removed, they "
+                                 "would give the category away)")
+    wikidata5m.add_argument("--max-description-chars", type=_count, default=1000, metavar="N",
+                            help="cut longer descriptions (counted in the report; 0 = never; default 1000)")
+    wikidata5m.set_defaults(func=_guarded(_import_wikidata5m))
 
     pykeen = formats.add_parser("pykeen", help="a dataset bundled with PyKEEN (no download)")
     pykeen.add_argument("dataset", choices=["umls", "nations", "kinships"])

@@ -1,0 +1,85 @@
+"""Fine-tuning configs from YAML with ``--set key=value`` overrides, as pre-training's.
+
+A task's config is a dataclass (e.g. :class:`jaket.tasks.entity_classification.EntityClassificationConfig`);
+:func:`load_task_config` fills it from the dataclass defaults, then a YAML file, then ``--set``
+overrides, then values the command's own flags give, and validates the result with pydantic. The
+override syntax and the error format are those of :mod:`jaket.train.config`:
+``FILE:LINE: key: message`` for a bad value in the file, ``--set key=value: key: message`` for an
+override.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+from typing import Any, TypeVar, get_type_hints
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from jaket.train.config import _describe, layer_overrides
+
+T = TypeVar("T")
+
+
+def read_yaml_mapping(path: Path) -> dict:
+    """The top-level mapping of a YAML file (``path:line: message`` on any problem)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ValueError(f"{path}: cannot read the config: {error.strerror or error}") from None
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        raise ValueError(f"{path}:{mark.line + 1 if mark else 1}: invalid YAML: "
+                         f"{getattr(error, 'problem', None) or error}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ValueError(f"{path}:1: expected a mapping of config keys at the top level")
+    return loaded
+
+
+def load_task_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | None = None,
+                     values: dict[str, Any] | None = None, what: str = "fine-tuning") -> T:
+    """``cls`` (a dataclass) from its defaults < the YAML file at ``path`` < ``overrides``
+    (``"a.b=value"``, values parsed as YAML) < ``values`` (``{"a.b": value}``, used as given).
+
+    After pydantic's type checks, ``cls.check()`` (when defined) returns ``(key, message)`` pairs
+    of values that are well-typed but wrong; they are reported like type errors."""
+    path = Path(path) if path is not None else None
+    data = read_yaml_mapping(path) if path is not None else {}
+    origins = layer_overrides(data, overrides, values, lambda key, value: f"{_flag(key)} {value}")
+    try:
+        config = TypeAdapter(cls).validate_python(data)
+    except ValidationError as error:
+        raise ValueError(f"invalid {what} config:\n" + "\n".join(
+            _describe(_known_key(e, cls), path, origins) for e in error.errors())) from None
+    check = getattr(config, "check", None)
+    problems = check() if callable(check) else []
+    if problems:
+        raise ValueError(f"invalid {what} config:\n" + "\n".join(
+            _describe({"loc": tuple(key.split(".")), "msg": message}, path, origins) for key, message in problems))
+    return config
+
+
+def _flag(key: str) -> str:
+    return "--" + key.split(".")[-1].replace("_", "-")
+
+
+def _known_key(error: dict, cls) -> dict:
+    """Pydantic names an unknown key ``unexpected_keyword_argument``; say which keys exist."""
+    if error.get("type") == "unexpected_keyword_argument" and is_dataclass(cls):
+        node = cls
+        for part in error["loc"][:-1]:
+            node = get_type_hints(node).get(str(part)) if is_dataclass(node) else None
+        if node is not None and is_dataclass(node):
+            names = ", ".join(f.name for f in fields(node) if not f.name.startswith("_"))
+            return {**error, "msg": f"unknown key; the keys are: {names}"}
+    return error
+
+
+def dump_task_config(config) -> str:
+    """The resolved config as YAML (paths as strings, tuples as lists)."""
+    return yaml.safe_dump(TypeAdapter(type(config)).dump_python(config, mode="json"), sort_keys=False)

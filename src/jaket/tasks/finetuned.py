@@ -1,0 +1,192 @@
+"""The fine-tuned model folder that ``jaket finetune TASK`` writes and ``jaket predict TASK`` reads.
+
+Layout (``save_pretrained`` style; safetensors and JSON only, nothing is unpickled)::
+
+    DIR/
+      task.json           {"format": "jaket-finetuned", "format_version": 1, "task": "...",
+                           "variant": "...", "labels": [...], ...}   the task config
+      head.safetensors    the task head's weights
+      backbone/           a JAKET model folder (JaketModel.save_pretrained, without memory):
+        config.json         the model config
+        jaket.safetensors   the knowledge module as fine-tuned, fusion and pre-training heads
+        encoder/            the language module (LM1 + LM2) as a plain Transformers folder
+
+``task.json`` holds what the task needs to rebuild its head and read its outputs (label names,
+sizes, the setting the backbone was used in) and a record of the fine-tuning run (``training``).
+The memory is not stored: it is recomputed from the descriptions of the KG a prediction runs on
+(the paper's unseen-KG step), so a fine-tuned model also predicts on a KG it never saw.
+
+Every task registers its save / load / predict functions in :data:`REGISTRY` under its command
+name (``"module:attribute"`` strings, imported on first use); ``jaket predict`` builds one
+subcommand per entry. Adding a task = a class with ``save_pretrained`` / ``from_pretrained`` and
+two functions (``add_predict_arguments(parser)``, ``predict_rows(model, args) -> rows``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from jaket.atomic import atomic_directory
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "jaket-finetuned"
+FORMAT_VERSION = 1
+TASK_FILE = "task.json"
+HEAD_FILE = "head.safetensors"
+BACKBONE_DIR = "backbone"
+
+
+@dataclass(frozen=True)
+class TaskHandlers:
+    """How one task's fine-tuned folder is saved, loaded and used (``"module:attribute"`` paths)."""
+
+    help: str
+    save: str  # (model, directory) -> Path, e.g. a save_pretrained method
+    load: str  # (directory) -> model
+    add_predict_arguments: str  # (argparse parser) -> None
+    predict_rows: str  # (model, argparse namespace) -> iterable of JSON-able dicts
+
+    def resolve(self, name: str):
+        module, _, attribute = getattr(self, name).partition(":")
+        target = importlib.import_module(module)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+        return target
+
+
+_EC = "jaket.tasks.entity_classification"
+#: task command name -> its handlers
+REGISTRY: dict[str, TaskHandlers] = {
+    "entity-classification": TaskHandlers(
+        help="a label and its probability for entities of a KG",
+        save=f"{_EC}:FinetunedEntityClassifier.save_pretrained",
+        load=f"{_EC}:FinetunedEntityClassifier.from_pretrained",
+        add_predict_arguments="jaket.tasks.entity_classification_cli:add_predict_arguments",
+        predict_rows=f"{_EC}:predict_rows"),
+}
+
+
+class FinetunedFormatError(ValueError):
+    """A folder is not a fine-tuned model of the expected task (the message says what it is)."""
+
+
+@dataclass
+class FinetunedFolder:
+    """The parts of a fine-tuned folder as read from disk."""
+
+    task_config: dict
+    backbone: object  # JaketModel
+    head: dict[str, torch.Tensor]
+
+
+def write_finetuned(directory, task: str, backbone, head: dict[str, torch.Tensor], task_config: dict) -> Path:
+    """Write a fine-tuned folder (layout in the module docstring), replacing ``directory`` atomically.
+
+    ``backbone``: a :class:`jaket.model.jaket.JaketModel` (see :func:`backbone_model`); ``head``:
+    the head's state dict; ``task_config``: JSON-able task settings (``task.json``)."""
+    from safetensors.torch import save_file
+
+    from jaket import __version__
+
+    if task not in REGISTRY:
+        raise ValueError(f"unknown task {task!r}; registered: {', '.join(REGISTRY)}")
+    directory = Path(directory)
+    with atomic_directory(directory) as tmp:
+        backbone.save_pretrained(tmp / BACKBONE_DIR, save_memory=False)
+        save_file({k: v.detach().contiguous() for k, v in head.items()}, str(tmp / HEAD_FILE))
+        data = {"format": FORMAT, "format_version": FORMAT_VERSION, "task": task, "jaket_version": __version__,
+                **task_config}
+        (tmp / TASK_FILE).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return directory
+
+
+def read_task_config(directory, task: str | None = None) -> dict:
+    """``task.json`` of a fine-tuned folder, checked to be of ``task`` (when given)."""
+    directory = Path(directory)
+    path = directory / TASK_FILE
+    if not path.is_file():
+        if (directory / "config.json").is_file():
+            raise FinetunedFormatError(
+                f"{directory}: a pre-trained model or encoder folder, not a fine-tuned one (no {TASK_FILE}); "
+                f"fine-tune it first: jaket finetune {task or 'TASK'} --model {directory} --out OUT "
+                "(the fine-tuned model is OUT/model)")
+        raise FinetunedFormatError(f"{directory}: not a fine-tuned model folder (no {TASK_FILE}); "
+                                   "jaket finetune TASK --out OUT writes one to OUT/model")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise FinetunedFormatError(f"{path}:{error.lineno}: invalid JSON: {error.msg}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise FinetunedFormatError(f"{path}: 'format' is not {FORMAT!r}")
+    if int(data.get("format_version", 0)) > FORMAT_VERSION:
+        raise FinetunedFormatError(f"{path}: format_version {data['format_version']} is newer than this "
+                                   f"jaket reads ({FORMAT_VERSION}); update jaket")
+    if task is not None and data.get("task") != task:
+        raise FinetunedFormatError(f"{directory}: a fine-tuned {data.get('task')} model, not {task}: use "
+                                   f"jaket predict {data.get('task')} --model {directory}")
+    return data
+
+
+def read_finetuned(directory, task: str | None = None) -> FinetunedFolder:
+    """The task config, the backbone (a JaketModel) and the head weights of a fine-tuned folder."""
+    from safetensors.torch import load_file
+
+    from jaket.model.jaket import JaketModel
+
+    directory = Path(directory)
+    data = read_task_config(directory, task)
+    head_path = directory / HEAD_FILE
+    if not head_path.is_file():
+        raise FinetunedFormatError(f"{head_path}: missing (the task head's weights)")
+    backbone = JaketModel.from_pretrained(directory / BACKBONE_DIR, load_memory=False)
+    return FinetunedFolder(data, backbone, load_file(str(head_path)))
+
+
+def backbone_model(backbone, config, knowledge: nn.Module | None = None):
+    """A :class:`~jaket.model.jaket.JaketModel` of the parts a task fine-tuned, ready to save.
+
+    ``backbone``: the task's :class:`~jaket.tasks.variants.Backbone`; ``config``: its
+    :class:`~jaket.tasks.variants.VariantConfig`; ``knowledge``: the fine-tuned knowledge module
+    (default: the backbone's). The ``jaket`` setting keeps the pre-trained model's config, fusion
+    and pre-training heads; the other settings get a config of the KM structure they used (the
+    ``lm`` setting's KM is fresh and unused). A setting without a language module (``gnn``,
+    ``lm+g``) stores the base encoder all the same, so every folder has the same layout.
+    """
+    from safetensors.torch import load_file
+
+    from jaket.model.jaket import CONFIG_FILE, WEIGHTS_FILE, JaketConfig, JaketModel
+    from jaket.model.language import SplitLanguageModel
+    from jaket.tasks.variants import _encoder_path
+
+    language = backbone.language
+    if language is None:
+        language = SplitLanguageModel.from_pretrained(_encoder_path(config), lm1_layers=config.lm1_layers)
+    structure = config.km_structure()
+    if config.variant == "jaket":
+        saved = json.loads((Path(config.pretrained) / CONFIG_FILE).read_text(encoding="utf-8"))
+        jconfig = JaketConfig.from_dict(saved)
+        jconfig.encoder = ""
+    else:
+        jconfig = JaketConfig(lm1_layers=language.lm1_layers, km_layers=structure["layers"],
+                              km_heads=structure["heads"], composition=structure["composition"])
+    jconfig.lm1_layers = language.lm1_layers
+    jconfig.description_max_length = config.description_max_length
+    jconfig.use_relation_memory = config.relation_memory
+    model = JaketModel(jconfig, language=language)
+    if config.variant == "jaket":
+        state = load_file(str(Path(config.pretrained) / WEIGHTS_FILE))
+        model.load_state_dict(state, strict=False)
+    knowledge = knowledge if knowledge is not None else backbone.knowledge
+    if knowledge is not None:
+        model.knowledge.load_state_dict(knowledge.state_dict())
+    if backbone.fusion is not None and config.variant != "jaket":
+        model.fusion.load_state_dict(backbone.fusion.state_dict())
+    return model

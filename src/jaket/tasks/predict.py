@@ -1,0 +1,57 @@
+"""``jaket predict TASK --model DIR ...``: use a model that ``jaket finetune TASK`` saved.
+
+``DIR`` is a fine-tuned folder (``OUT/model`` of ``jaket finetune``; format in
+:mod:`jaket.tasks.finetuned`). One JSON object a line, one line per query, goes to ``--out FILE``
+(written atomically) or to stdout. The tasks are those of :data:`jaket.tasks.finetuned.REGISTRY`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from jaket.tasks.finetuned import REGISTRY
+
+
+def _write_rows(rows, out: Path | None) -> int:
+    from jaket.tasks.report import write_text_atomic
+
+    lines = [json.dumps(row, ensure_ascii=False) for row in rows]
+    if out is None:
+        for line in lines:
+            print(line)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out, "".join(line + "\n" for line in lines))
+    return len(lines)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from jaket.kg.io import KGFormatError
+    from jaket.tasks.finetuned import FinetunedFormatError
+
+    handlers = REGISTRY[args.task]
+    try:
+        model = handlers.resolve("load")(args.model)
+        count = _write_rows(handlers.resolve("predict_rows")(model, args), args.out)
+    except (FinetunedFormatError, KGFormatError, FileNotFoundError, ValueError) as error:
+        print(f"jaket predict: {error}", file=sys.stderr)
+        return 1
+    where = f" -> {args.out}" if args.out is not None else ""
+    print(f"{count} prediction(s){where}", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("predict", help="predict with a fine-tuned model (JSONL, one row per query)",
+                                   description=__doc__.split("\n\n")[0])
+    tasks = parser.add_subparsers(dest="task", metavar="TASK", required=True)
+    for name, handlers in REGISTRY.items():
+        task = tasks.add_parser(name, help=handlers.help)
+        task.add_argument("--model", type=Path, required=True, metavar="DIR",
+                          help=f"a fine-tuned {name} folder (jaket finetune {name} ... --out OUT writes OUT/model)")
+        task.add_argument("--out", type=Path, metavar="FILE", help="JSONL output file (default: stdout)")
+        handlers.resolve("add_predict_arguments")(task)
+        task.set_defaults(func=_run)

@@ -1,0 +1,171 @@
+"""User split files: which entities train, select (dev) and test a fine-tuned model.
+
+A split file lists one entity a line, in one of two forms; every line of every split file of a run
+uses the same one::
+
+    Q42                an entity id: its label is the entity's category in the KG
+    Q42<TAB>writer     an entity id and its label (the KG's categories are then not used)
+
+Blank lines and lines starting with ``#`` are skipped. Every problem is reported as
+``path:line: message`` (:class:`jaket.kg.io.KGFormatError`): an unknown entity id, an id listed
+twice (in one file or in two files of the run), more than two tab-separated fields, a line whose
+form differs from the first line's, an id-only line for an entity without a category in the KG.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from jaket.kg.io import KGFormatError, Problem
+
+SPLIT_NAMES = ("train", "dev", "test")
+
+
+@dataclass
+class EntityRow:
+    line: int
+    entity: int
+    label: str | None
+
+
+@dataclass
+class EntitySplits:
+    """Entity indices of each split (in file order) and where each came from.
+
+    ``label_names`` / ``labels`` are set when the files carry labels: ``labels[i]`` is the index
+    into ``label_names`` of entity ``i``'s label, -1 for an entity in no file."""
+
+    train: np.ndarray
+    dev: np.ndarray
+    test: np.ndarray
+    files: dict[str, str] = field(default_factory=dict)
+    label_names: list[str] | None = None
+    labels: np.ndarray | None = None
+
+    @property
+    def labelled_by_files(self) -> bool:
+        return self.label_names is not None
+
+    def relabel(self, kg):
+        """``kg`` with the files' labels as its categories (only when the files carry labels)."""
+        if self.label_names is None:
+            return kg
+        return dataclasses.replace(kg, entity_category=self.labels, category_names=list(self.label_names))
+
+
+def read_entity_file(path, kg, problems: list[Problem]) -> list[EntityRow]:
+    """The rows of one split (or entity list) file; problems are appended, bad lines left out."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        problems.append(Problem(str(path), None, f"cannot read: {error.strerror or error}"))
+        return []
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    rows: list[EntityRow] = []
+    seen: dict[int, int] = {}
+    labelled: bool | None = None
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError as error:
+            problems.append(Problem(str(path), number, f"invalid UTF-8 (byte {error.start} of the line)"))
+            continue
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) > 2:
+            problems.append(Problem(str(path), number, f"expected 'id' or 'id<TAB>label', found {len(fields)} "
+                                                       "tab-separated fields"))
+            continue
+        entity_id = fields[0].strip()
+        label = fields[1].strip() if len(fields) == 2 else None
+        if label == "":
+            problems.append(Problem(str(path), number, "empty label after the tab"))
+            continue
+        if labelled is None:
+            labelled = label is not None
+        elif labelled != (label is not None):
+            problems.append(Problem(str(path), number, "this line has " + ("a label" if label is not None else
+                                                                              "no label") +
+                                    " but the file's first line " + ("has one" if labelled else "has none") +
+                                    ": use one form ('id' or 'id<TAB>label') in every line"))
+            continue
+        try:
+            index = kg.entity_index(entity_id)
+        except KeyError:
+            problems.append(Problem(str(path), number, f"unknown entity id {entity_id!r} (not in the KG)"))
+            continue
+        if index in seen:
+            problems.append(Problem(str(path), number, f"entity {entity_id!r} is listed twice "
+                                                       f"(first at line {seen[index]})"))
+            continue
+        seen[index] = number
+        rows.append(EntityRow(number, index, label))
+    return rows
+
+
+def read_entity_list(path, kg) -> np.ndarray:
+    """Entity indices of a file of entity ids (split-file format; labels are ignored)."""
+    problems: list[Problem] = []
+    rows = read_entity_file(path, kg, problems)
+    if problems:
+        raise KGFormatError(problems)
+    return np.asarray([r.entity for r in rows], dtype=np.int64)
+
+
+def read_splits(kg, train, dev, test=None) -> EntitySplits:
+    """The user's splits of ``kg`` (module docstring). ``train`` and ``dev`` are required (dev
+    selects the epoch and stops training early); without ``test`` nothing is tested."""
+    paths = {"train": train, "dev": dev, "test": test}
+    for name in ("train", "dev"):
+        if paths[name] is None:
+            raise ValueError(f"user splits need a {name} file (--{name} FILE); dev selects the best epoch "
+                             "and stops training early")
+    problems: list[Problem] = []
+    rows = {name: read_entity_file(path, kg, problems) if path is not None else []
+            for name, path in paths.items()}
+    where: dict[int, tuple[str, int]] = {}
+    form: tuple[str, int, bool] | None = None
+    for name, split_rows in rows.items():
+        for row in split_rows:
+            if row.entity in where:
+                other, line = where[row.entity]
+                problems.append(Problem(str(paths[name]), row.line,
+                                        f"entity {kg.entity_ids[row.entity]!r} is also in the {other} split "
+                                        f"({paths[other]}:{line}); splits must be disjoint"))
+                continue
+            where[row.entity] = (name, row.line)
+            has_label = row.label is not None
+            if form is None:
+                form = (str(paths[name]), row.line, has_label)
+            elif form[2] != has_label:
+                problems.append(Problem(str(paths[name]), row.line,
+                                        f"{'labelled' if has_label else 'unlabelled'} row, but {form[0]}:{form[1]} "
+                                        f"is {'labelled' if form[2] else 'unlabelled'}: every split file of a "
+                                        "run uses the same form"))
+            elif not has_label and kg.entity_category[row.entity] < 0:
+                problems.append(Problem(str(paths[name]), row.line,
+                                        f"entity {kg.entity_ids[row.entity]!r} has no category in the KG; give "
+                                        "its label as 'id<TAB>label'"))
+    for name in ("train", "dev"):
+        if not rows[name] and not any(p.path == str(paths[name]) for p in problems):
+            problems.append(Problem(str(paths[name]), None, f"the {name} split lists no entity"))
+    if problems:
+        raise KGFormatError(problems)
+    splits = EntitySplits(*(np.asarray([r.entity for r in rows[n]], dtype=np.int64) for n in SPLIT_NAMES),
+                          files={n: str(p) for n, p in paths.items() if p is not None})
+    if form is not None and form[2]:
+        names = sorted({r.label for split_rows in rows.values() for r in split_rows})
+        index = {name: i for i, name in enumerate(names)}
+        labels = np.full(kg.num_entities, -1, dtype=np.int32)
+        for split_rows in rows.values():
+            for r in split_rows:
+                labels[r.entity] = index[r.label]
+        splits.label_names, splits.labels = names, labels
+    return splits

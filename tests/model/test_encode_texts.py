@@ -1,0 +1,158 @@
+"""JaketModel.encode_texts (text in, Z^LM and mention embeddings out) and the KG identity check of
+forward (a memory never silently serves another KG)."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from jaket.kg.corpus import collate_texts
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.io import save_kg
+from jaket.kg.linking import EntityLinker
+from jaket.kg.sampling import sample_neighbors
+from jaket.kg.toy import toy_kg
+from jaket.model.jaket import JaketConfig, JaketModel, KGMismatchError
+
+TEXTS = ["The wolf hunts in the forest near the river.", "A cow eats grass on the farm.",
+         "Nothing to link here."]
+
+
+@pytest.fixture()
+def model(tiny_bert_dir):
+    kg, _ = toy_kg()
+    torch.manual_seed(0)
+    model = JaketModel(JaketConfig(encoder=str(tiny_bert_dir), km_heads=2, fanouts=(10, 10),
+                                   description_max_length=32, num_categories=kg.num_categories,
+                                   num_relations=kg.num_relations))
+    return model.eval()
+
+
+def _permuted(kg: KnowledgeGraph, order: np.ndarray) -> KnowledgeGraph:
+    """The same graph with its entities stored in another order (new index = position in order)."""
+    new_of_old = np.empty(kg.num_entities, dtype=np.int64)
+    new_of_old[order] = np.arange(kg.num_entities)
+    triples = kg.triples.astype(np.int64).copy()
+    triples[:, 0], triples[:, 2] = new_of_old[triples[:, 0]], new_of_old[triples[:, 2]]
+    pick = order.tolist()
+    return KnowledgeGraph(
+        entity_ids=[kg.entity_ids[i] for i in pick], entity_names=[kg.entity_names[i] for i in pick],
+        entity_descriptions=[kg.entity_descriptions[i] for i in pick],
+        entity_aliases=[list(kg.entity_aliases[i]) for i in pick], entity_category=kg.entity_category[order],
+        category_names=list(kg.category_names), relation_ids=list(kg.relation_ids),
+        relation_names=list(kg.relation_names), relation_descriptions=list(kg.relation_descriptions),
+        triples=triples)
+
+
+def test_encode_texts_is_the_whole_pipeline_in_one_call(model):
+    kg, _ = toy_kg()
+    out = model.encode_texts(TEXTS, kg, max_length=32)
+    # linked mentions: their surface is an entity name or alias, and they are the linker's
+    linked = EntityLinker.from_kg(kg).link_texts(TEXTS)
+    assert [[(m.start, m.end, m.entity) for m in ms] for ms in out.mentions] == \
+        [[(m.start, m.end, m.entity) for m in ms] for ms in linked.mentions]
+    assert {kg.entity_ids[m.entity] for m in out.mentions[0]} == {"wolf", "forest", "river"}
+    assert out.mentions[2] == [] and out.mention_embeddings[2].shape == (0, model.hidden_size)
+    for i, text in enumerate(TEXTS):
+        assert out.tokens[i].shape == (len(out.input_ids[i]), model.hidden_size)
+        assert out.offsets[i].shape == (len(out.input_ids[i]), 2)
+        for m, (s, o), row in zip(out.mentions[i], out.mention_spans[i], out.mention_embeddings[i]):
+            surface = text[m.start:m.end].lower()
+            assert surface in [kg.entity_names[m.entity]] + list(kg.entity_aliases[m.entity])
+            assert torch.allclose(row, (out.tokens[i][s] + out.tokens[i][o]) / 2)
+    # the same as the eight steps written out by hand
+    memory = model.memory_for(kg, progress=False)
+    encoded = linked.encode(model.language.tokenizer, max_length=32)
+    batch = collate_texts(encoded, range(len(TEXTS)), model.language.tokenizer.pad_token_id)
+    subgraph = sample_neighbors(kg, batch.mention_entity.numpy(), model.config.fanouts, np.random.default_rng(0))
+    with torch.no_grad():
+        hidden = model(batch, subgraph, subgraph.seed_local, memory=memory).hidden
+    for i in range(len(TEXTS)):
+        assert torch.allclose(out.tokens[i], hidden[i, :len(out.input_ids[i])], atol=1e-6)
+    # fusing changed the mentions' states: not the plain encoder
+    with torch.no_grad():
+        plain = model.encode_text(batch)
+    assert not torch.allclose(plain[0, :len(out.input_ids[0])], out.tokens[0], atol=1e-3)
+
+
+def test_forward_refuses_a_subgraph_of_another_kg(model):
+    """The reported bug: a memory attached for one KG silently served a reordered copy of it."""
+    kg, corpus = toy_kg()
+    model.attach_memory(model.memory_for(kg, progress=False), kg)
+    reordered = _permuted(kg, np.random.default_rng(1).permutation(kg.num_entities))
+    assert reordered.fingerprint() != kg.fingerprint()
+    encoded = corpus.encode(model.language.tokenizer, max_length=32)
+    batch = collate_texts(encoded, [0, 1], model.language.tokenizer.pad_token_id)
+    subgraph = sample_neighbors(reordered, batch.mention_entity.numpy(), (3, 3), np.random.default_rng(0))
+    with pytest.raises(KGMismatchError, match="another KG .*memory_for"):
+        model(batch, subgraph, subgraph.seed_local)
+    with pytest.raises(KGMismatchError):
+        model.attach_memory(model.memory, reordered)
+    # encode_texts recomputes the reordered KG's own memory: the same embeddings as on the original
+    a = model.encode_texts(TEXTS, kg, max_length=32)
+    b = model.encode_texts(TEXTS, reordered, max_length=32)
+    for x, y in zip(a.tokens, b.tokens):
+        assert torch.allclose(x, y, atol=1e-5)
+    # a graph with triples dropped indexes the same entities: same fingerprint, accepted
+    fewer = kg.drop_triples(np.arange(kg.num_triples) % 2 == 0)
+    assert fewer.fingerprint() == kg.fingerprint()
+    with torch.no_grad():
+        model(batch, sample_neighbors(fewer, batch.mention_entity.numpy(), (3, 3), np.random.default_rng(0)),
+              subgraph.seed_local)
+
+
+def test_fingerprint_is_the_same_for_a_loaded_kg(tmp_path):
+    from jaket.kg.io import load_kg
+
+    kg, _ = toy_kg()
+    save_kg(kg, tmp_path / "kg")
+    assert load_kg(tmp_path / "kg").fingerprint() == kg.fingerprint()  # parsed
+    assert load_kg(tmp_path / "kg", lazy_strings=True).fingerprint() == kg.fingerprint()  # cached, lazy
+    renamed = KnowledgeGraph(**{**{f: getattr(kg, f) for f in (
+        "entity_names", "entity_descriptions", "entity_aliases", "entity_category", "category_names",
+        "relation_ids", "relation_names", "relation_descriptions", "triples")},
+        "entity_ids": [f"x{i}" for i in range(kg.num_entities)]})
+    assert renamed.fingerprint() != kg.fingerprint()
+
+
+def test_saved_memory_keeps_its_kg(model, tmp_path):
+    kg, _ = toy_kg()
+    model.attach_memory(model.memory_for(kg, progress=False), kg)
+    loaded = JaketModel.from_pretrained(model.save_pretrained(tmp_path / "m"))
+    assert loaded.memory.kg_fingerprint == kg.fingerprint()
+    other = _permuted(kg, np.arange(kg.num_entities)[::-1].copy())
+    subgraph = sample_neighbors(other, [0, 1], (2,), np.random.default_rng(0))
+    with pytest.raises(KGMismatchError):
+        loaded.knowledge_forward(subgraph)
+
+
+def test_embed_texts_command(model, tmp_path):
+    from jaket.cli import main
+
+    kg, _ = toy_kg()
+    save_kg(kg, tmp_path / "kg")
+    folder = model.save_pretrained(tmp_path / "m", save_memory=False)
+    (tmp_path / "texts.txt").write_text("\n".join(TEXTS) + "\n")
+    out = tmp_path / "texts.npy"
+    assert main(["embed", "--model", str(folder), "--kg", str(tmp_path / "kg"), "--texts",
+                 str(tmp_path / "texts.txt"), "--out", str(out), "--max-length", "32"]) == 0
+    mentions = [json.loads(line) for line in (tmp_path / "texts.npy.mentions.jsonl").read_text().splitlines()]
+    rows = np.load(out, allow_pickle=False)
+    linked = EntityLinker.from_kg(kg).link_texts(TEXTS)
+    assert rows.shape == (len(mentions), model.hidden_size) and len(mentions) == linked.num_mentions
+    assert [m["entity"] for m in mentions if m["text"] == 0] == ["wolf", "forest", "river"]
+    assert all(TEXTS[m["text"]][m["start"]:m["end"]] == m["surface"] for m in mentions)
+    tokens = np.load(tmp_path / "texts.npy.tokens.npy", allow_pickle=False)
+    texts = [json.loads(line) for line in (tmp_path / "texts.npy.texts.jsonl").read_text().splitlines()]
+    assert [t["text"] for t in texts] == TEXTS and texts[-1]["token_rows"][1] == len(tokens)
+    expected = model.encode_texts(TEXTS, load_kg_dir(tmp_path / "kg"), max_length=32)
+    assert np.allclose(rows[:3], expected.mention_embeddings[0].numpy(), atol=1e-5)
+    first = texts[1]["token_rows"]
+    assert np.allclose(tokens[first[0]:first[1]], expected.tokens[1].numpy(), atol=1e-5)
+
+
+def load_kg_dir(path):
+    from jaket.kg.io import load_kg
+
+    return load_kg(path)
