@@ -12,6 +12,7 @@ gets ``0o777`` less the umask.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -64,6 +65,8 @@ def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
     matplotlib); when the block succeeds the file written there replaces ``target``. ``suffix``
     keeps an extension some writers read the format from (``".png"``)."""
     target = Path(target)
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder; name a file to write", str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = _file_mode(target)
     fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.tmp-", suffix=suffix)
@@ -116,6 +119,13 @@ def write_lines(path: str | Path, lines: Iterable[str]) -> Path:
             handle.write(line)
             handle.write("\n")
     return Path(path)
+
+
+def copy_file(source: str | Path, target: str | Path) -> Path:
+    """A copy of ``source`` at ``target``, appearing whole or not at all."""
+    with atomic_path(target) as temporary:
+        shutil.copyfile(source, temporary)
+    return Path(target)
 
 
 def write_json(path: str | Path, data: Any, indent: int | None = 2,
