@@ -7,7 +7,9 @@ collects them, so the command-line surface grows without one file every part edi
 It is also the one error boundary of every command (:func:`main`): a user error (a bad file, flag,
 config, model folder or checkpoint: ``ValueError`` and the project's subclasses of it, such as
 :class:`jaket.kg.io.KGFormatError`, and ``OSError``) is printed as one line per problem naming the
-file (and line) or flag, exit status 1 (2 for a wrong invocation: :class:`UsageError`, argparse);
+file (and line) or flag (``error: ...``; a KG file's problems as ``path:line: problem``, at most
+:data:`MAX_LINES`), exit status 1 (2 for a wrong invocation: :class:`jaket.errors.UsageError`,
+argparse);
 the traceback is shown only with ``--debug``. Training stopped by a signal exits with
 ``128 + signal``. Any other exception is a bug and keeps its traceback.
 """
@@ -21,6 +23,7 @@ import sys
 import traceback
 
 from jaket import __version__
+from jaket.errors import UsageError
 from jaket.paths import MissingResourceError, offline_environment, thread_environment
 
 #: modules that contribute subcommands, in the order they appear in ``jaket --help``
@@ -35,10 +38,6 @@ _SUBCOMMAND_MODULES = (
 )
 #: problems printed for one error before "... and N more"
 MAX_LINES = 5
-
-
-class UsageError(ValueError):
-    """The command was invoked wrongly (a flag or argument): exit status 2."""
 
 
 def _add_debug(parser: argparse.ArgumentParser, top: bool) -> None:
@@ -80,9 +79,15 @@ def _kg_folder_hint(error) -> str:
 
 
 def describe(error: BaseException) -> list[str]:
-    """The lines that tell a user what went wrong (the first names the file or flag)."""
+    """The lines that tell a user what went wrong: ``error: <file or flag>: <problem>``, or, for
+    a KG or corpus file, ``path:line: problem`` lines as ``jaket kg validate`` prints them."""
     from jaket.kg.io import KGFormatError
+    from jaket.train.rundir import TrainingInterrupted
 
+    if isinstance(error, KeyboardInterrupt):
+        return ["interrupted"]
+    if isinstance(error, TrainingInterrupted):
+        return [str(error)]
     if isinstance(error, KGFormatError):
         errors = [p for p in error.problems if p.is_error] or error.problems
         lines = [str(p) for p in errors[:MAX_LINES]]
@@ -91,13 +96,13 @@ def describe(error: BaseException) -> list[str]:
         return lines or [str(error)]
     if isinstance(error, OSError) and error.filename is not None:
         target = f"{error.filename} -> {error.filename2}" if error.filename2 else str(error.filename)
-        return [f"{target}: {error.strerror or error}"]
+        return [f"error: {target}: {error.strerror or error}"]
     lines = [line for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
     if len(lines) > MAX_LINES + 1:
-        lines = lines[:MAX_LINES + 1] + [f"... and {len(lines) - MAX_LINES - 1} more lines"]
+        lines = lines[:MAX_LINES + 1] + [f"... and {len(lines) - MAX_LINES - 1} more"]
     if not type(error).__module__.startswith("jaket") and not isinstance(error, OSError):
         lines[-1] += " (--debug shows where)"  # a library's message: the traceback may help
-    return lines
+    return [f"error: {line}" for line in lines]
 
 
 def exit_status(error: BaseException) -> int | None:
@@ -113,11 +118,6 @@ def exit_status(error: BaseException) -> int | None:
     if isinstance(error, (ValueError, OSError, MissingResourceError)):
         return 1
     return None
-
-
-def _command_name(args: argparse.Namespace) -> str:
-    parts = [getattr(args, key, None) for key in ("command", "kg_command", "source")]
-    return " ".join(["jaket"] + [p for p in parts if isinstance(p, str)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,12 +140,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         if args.debug:
             traceback.print_exc()
-        name = _command_name(args)
-        if isinstance(error, KeyboardInterrupt):
-            print(f"{name}: interrupted", file=sys.stderr)
-        else:
-            for line in describe(error):
-                print(f"{name}: {line}", file=sys.stderr)
+        for line in describe(error):
+            print(line, file=sys.stderr)
         return status
 
 

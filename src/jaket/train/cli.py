@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
+from jaket.errors import UsageError
 from jaket.train.config import dump_config, load_config
 
 
@@ -78,21 +78,16 @@ def config_from_args(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        config = config_from_args(args)
-    except ValueError as error:
-        print(f"jaket pretrain: {error}", file=sys.stderr)
-        return 2
+    config = config_from_args(args)  # a ConfigError is a usage error: exit status 2
     if args.print_config:
         print(dump_config(config), end="")
         return 0
     for flag, path, kind in (("--kg", args.kg, "directory"), ("--corpus", args.corpus, "file")):
         if path is not None and not (path.is_dir() if kind == "directory" else path.is_file()):
-            print(f"jaket pretrain: {flag} {path}: no such {kind}", file=sys.stderr)
-            return 2
+            raise UsageError(f"{flag} {path}: no such {kind}")
     if args.resume and args.overwrite:
-        print("jaket pretrain: --resume and --overwrite contradict each other", file=sys.stderr)
-        return 2
+        raise UsageError("--resume and --overwrite contradict each other: continue the run or "
+                         "replace it")
     from jaket.train.pretrain import pretrain
 
     summary = pretrain(config, args.out, resume=args.resume or False, progress=not args.no_progress,
