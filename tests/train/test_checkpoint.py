@@ -3,11 +3,12 @@ restart, nothing of another run deleted, the KG and model shapes checked before 
 writer per output folder, and a checkpoint on SIGTERM / SIGINT (real JaketModel on the tiny BERT,
 toy KG, `jaket pretrain` in this process)."""
 
-import fcntl
 import json
 import logging
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -184,15 +185,21 @@ def test_a_checkpoint_for_another_kg_or_model_is_refused_before_loading(tiny_ber
 def test_a_second_run_on_the_same_folder_is_refused(tiny_bert_dir, tmp_path, capsys):
     out = tmp_path / "run"
     out.mkdir()
-    with open(out / LOCK_FILE, "w") as holder:  # another open file: conflicts like another process
-        holder.write("pid 4242 on elsewhere\n")
-        holder.flush()
-        fcntl.flock(holder, fcntl.LOCK_EX)
+    holder = subprocess.Popen(  # another process holding the folder's lock, as a running pretrain does
+        [sys.executable, "-c", "import fcntl, sys, time\n"
+         f"f = open({str(out / LOCK_FILE)!r}, 'w'); f.write('pid 4242 on elsewhere'); f.flush()\n"
+         "fcntl.flock(f, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
         assert _pretrain(tiny_bert_dir, out) == 1
         err = capsys.readouterr().err
         assert "another jaket pretrain is writing this folder (pid 4242 on elsewhere)" in err
         assert not (out / "metrics.jsonl").exists()
-    assert _pretrain(tiny_bert_dir, out, steps=2) == 0  # released: it runs
+    finally:
+        holder.kill()
+        holder.wait()
+    assert _pretrain(tiny_bert_dir, out, steps=2) == 0  # the lock died with its holder: it runs
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])

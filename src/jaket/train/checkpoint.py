@@ -31,10 +31,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from pydantic import BaseModel, ConfigDict, ValidationError
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from jaket.atomic import atomic_directory, write_json, write_text
+from jaket.fields import Bool, NonNegativeFloat, NonNegativeInt, describe_errors
 
 log = logging.getLogger(__name__)
 
@@ -280,15 +282,35 @@ def verify_checkpoint(path: str | Path) -> dict:
     return manifest
 
 
+class _State(BaseModel):
+    """The fields of ``state.json`` the trainer reads (others are kept as they are)."""
+
+    model_config = ConfigDict(extra="allow")
+    step: NonNegativeInt
+    refresh_count: NonNegativeInt = 0
+    memory_filled: Bool = True
+    refresh_seconds: NonNegativeFloat = 0.0
+    train_seconds: NonNegativeFloat = 0.0
+    evaluation_start: dict | None = None
+    config: dict = {}
+    kg: dict | None = None
+    optimizer: dict
+    scheduler: dict
+    rng: dict
+
+
 def read_state(path: str | Path) -> dict:
+    """``state.json`` of the checkpoint ``path``, its fields checked (:class:`CorruptCheckpointError`)."""
     path = Path(path)
     try:
         meta = json.loads((path / STATE).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise CorruptCheckpointError(f"{path / STATE}: unreadable ({error})") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("step"), int):
-        raise CorruptCheckpointError(f"{path / STATE}: not a checkpoint state")
-    return meta
+    try:
+        return _State.model_validate(meta).model_dump()
+    except ValidationError as error:
+        raise CorruptCheckpointError(f"{path / STATE}: not a checkpoint state ("
+                                     + "; ".join(describe_errors(error.errors())) + ")") from None
 
 
 def _header_shapes(file: Path) -> dict[str, list[int]]:
@@ -356,20 +378,19 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
             tensors[name] = load_file(path / f"{name}.safetensors")
         except Exception as error:  # SafetensorError, OSError
             raise CorruptCheckpointError(f"{path / name}.safetensors: unreadable ({error})") from None
-    try:
-        optimizer_state = _optimizer_state(tensors["optimizer"], meta["optimizer"])
-        scheduler_state = dict(meta["scheduler"])
-        rng = meta["rng"]
-    except (KeyError, TypeError, ValueError) as error:
-        raise CorruptCheckpointError(f"{path / STATE}: incomplete ({error!r})") from None
     missing, unexpected = model.load_state_dict(tensors["model"], strict=False)
     if unexpected or missing:
         raise IncompatibleCheckpointError(f"{path}/model.safetensors: missing {missing}, "
                                           f"unexpected {unexpected}")
-    optimizer.load_state_dict(optimizer_state)
-    scheduler_state["lr_lambdas"] = [None] * len(optimizer.param_groups)  # rebuilt, not stored
-    scheduler.load_state_dict(scheduler_state)
-    set_rng_state(rng, tensors["rng"])
+    try:  # the hash matched, so a failure here is a state written by another version (or by hand)
+        optimizer.load_state_dict(_optimizer_state(tensors["optimizer"], meta["optimizer"]))
+        scheduler_state = dict(meta["scheduler"])
+        scheduler_state["lr_lambdas"] = [None] * len(optimizer.param_groups)  # rebuilt, not stored
+        scheduler.load_state_dict(scheduler_state)
+        set_rng_state(meta["rng"], tensors["rng"])
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RuntimeError) as error:
+        raise CorruptCheckpointError(f"{path}: optimizer, scheduler or RNG state unusable "
+                                     f"({type(error).__name__}: {error})") from None
     return meta, tensors["memory"]
 
 

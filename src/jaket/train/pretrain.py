@@ -498,14 +498,14 @@ class Pretrainer:
         with torch.no_grad():
             self.memory.entities.copy_(memory["entities"])
             self.memory.relations.copy_(memory["relations"])
-        self.memory.filled = bool(meta["memory_filled"])
+        self.memory.filled = meta["memory_filled"]  # fields typed by read_state
         self.step = meta["step"]
         self.refresh_count = meta["refresh_count"]
         self.memory_filled = meta["memory_filled"]
-        self.refresh_seconds = meta.get("refresh_seconds", 0.0)
-        self.train_seconds = meta.get("train_seconds", 0.0)
-        self.evaluation_start = meta.get("evaluation_start")
-        self.run_id = manifest.get("run_id") or self.run_id
+        self.refresh_seconds = meta["refresh_seconds"]
+        self.train_seconds = meta["train_seconds"]
+        self.evaluation_start = meta["evaluation_start"]
+        self.run_id = manifest["run_id"] if isinstance(manifest.get("run_id"), str) else self.run_id
         self.saved_step = self.step
         changes = self._config_changes(meta)
         if changes:
@@ -691,7 +691,13 @@ def prepare_data(kg, corpus, tokenizer, config: PretrainConfig, report: dict | N
     encoded_train = train.encode(tokenizer, max_length=config.data.max_length)
     encoded_heldout = heldout.encode(tokenizer, max_length=config.data.max_length)
     if len(encoded_train) == 0:
-        raise ValueError("the training corpus is empty")
+        raise PretrainDataError(f"{_corpus_name(config)}: no training text is left after holding out "
+                                f"data.heldout_fraction={config.data.heldout_fraction}")
+    if encoded_train.num_mentions == 0 and config.tasks.weight_entity > 0:
+        raise PretrainDataError(
+            f"{_corpus_name(config)}: no mention is left in the training texts after tokenisation "
+            f"(data.max_length={config.data.max_length} cuts them off?); raise data.max_length or "
+            f"switch masked entity prediction off with --set tasks.weight_entity=0")
     dropped = encoded_train.dropped_mentions + encoded_heldout.dropped_mentions
     unaligned = encoded_train.unaligned_mentions + encoded_heldout.unaligned_mentions
     if dropped or unaligned:
@@ -709,8 +715,42 @@ def prepare_data(kg, corpus, tokenizer, config: PretrainConfig, report: dict | N
                         report=report)
 
 
+class PretrainDataError(ValueError):
+    """The KG or corpus cannot be pre-trained on; the message names the file and what to do."""
+
+
+def _corpus_name(config: PretrainConfig) -> str:
+    data = config.data
+    if data.corpus is not None:
+        return str(data.corpus)
+    return str(Path(data.path) / "corpus.jsonl") if data.source == "dir" else f"the {data.source} corpus"
+
+
+def check_pretraining_data(kg, corpus, config: PretrainConfig) -> None:
+    """Refuse, with the file and a remedy, a KG or corpus on which a task would silently vanish or
+    the sampler fail: no entity, no triple, no text, no mention (masked entity prediction on)."""
+    data = config.data
+    folder = Path(data.path) if data.source == "dir" else None
+    where = (lambda name: str(folder / name)) if folder else (lambda name: f"the {data.source} KG")
+    if kg.num_entities == 0:
+        raise PretrainDataError(f"{where('entities.jsonl')}: the KG has no entity; pre-training needs "
+                                f"entities with descriptions")
+    if kg.num_triples == 0:
+        raise PretrainDataError(f"{where('triples.tsv')}: the KG has no triple; the knowledge module "
+                                f"and relation prediction need some (head<TAB>relation<TAB>tail lines)")
+    corpus_name = _corpus_name(config)
+    if len(corpus) == 0:
+        raise PretrainDataError(f"{corpus_name}: the corpus has no text; pre-training needs texts "
+                                f"with entity mentions (`jaket link` finds them in plain text)")
+    if corpus.num_mentions == 0 and config.tasks.weight_entity > 0:
+        raise PretrainDataError(
+            f"{corpus_name}: no text mentions an entity, so masked entity prediction has nothing to "
+            f"predict; link the texts (`jaket link --kg DIR --text FILE --out CORPUS`) or switch the "
+            f"task off with --set tasks.weight_entity=0")
+
+
 def load_kg_and_corpus(config: PretrainConfig):
-    """``(kg, corpus, report)`` named by ``config.data``."""
+    """``(kg, corpus, report)`` named by ``config.data`` (checked by :func:`check_pretraining_data`)."""
     data = config.data
     if data.source == "toy":
         from jaket.kg.toy import toy_kg
@@ -727,9 +767,14 @@ def load_kg_and_corpus(config: PretrainConfig):
                  report["relations"], report["triples"], report["categories"], report["texts"],
                  report["examples_without_mention"])
     else:
-        from jaket.kg.io import load_corpus, load_kg
+        from jaket.kg.io import CORPUS, load_corpus, load_kg
 
         kg = load_kg(data.path)
+        if data.corpus is None and not (Path(data.path) / CORPUS).is_file():
+            raise PretrainDataError(
+                f"{Path(data.path) / CORPUS}: missing; pre-training needs a mention corpus: create it "
+                f"with `jaket link --kg {data.path} --text FILE --out {Path(data.path) / CORPUS}` or "
+                f"pass --corpus FILE")
         corpus = load_corpus(data.path, kg) if data.corpus is None else None
         report = {"source": "dir", "path": str(data.path)}
     if data.corpus is not None:
@@ -737,6 +782,7 @@ def load_kg_and_corpus(config: PretrainConfig):
 
         corpus = load_corpus(data.corpus, kg)
         report["corpus"] = str(data.corpus)
+    check_pretraining_data(kg, corpus, config)
     report.setdefault("entities", kg.num_entities)
     report.setdefault("relations", kg.num_relations)
     report.setdefault("triples", kg.num_triples)
@@ -746,12 +792,13 @@ def load_kg_and_corpus(config: PretrainConfig):
 
 def build_model(config: PretrainConfig, kg):
     """A JaketModel with its (empty) entity context memory attached."""
-    from jaket.model.jaket import JaketConfig, JaketModel
+    from jaket.model.jaket import JaketConfig, JaketModel, check_fits_encoder, encoder_shape
     from jaket.model.memory import EntityContextMemory
     from jaket.paths import default_model_path
 
     m = config.model
-    jcfg = JaketConfig(encoder=str(m.encoder or default_model_path()), lm1_layers=m.lm1_layers,
+    encoder = str(m.encoder or default_model_path())
+    jcfg = JaketConfig(encoder=encoder, lm1_layers=m.lm1_layers,
                        km_layers=m.km_layers, km_heads=m.km_heads, composition=m.composition,
                        fanouts=tuple(m.fanouts), description_max_length=m.description_max_length,
                        memory_momentum=m.memory_momentum, memory_dtype=m.memory_dtype,
@@ -759,6 +806,7 @@ def build_model(config: PretrainConfig, kg):
                        num_relations=max(1, kg.num_relations),
                        use_relation_memory=config.tasks.use_relation_memory,
                        category_names=list(kg.category_names), relation_names=list(kg.relation_names))
+    check_fits_encoder(jcfg, *encoder_shape(encoder), where=f"model.encoder={encoder}", prefix="model.")
     model = JaketModel(jcfg)
     memory = EntityContextMemory(kg.num_entities, kg.num_relations, model.hidden_size,
                                  dtype=m.memory_dtype, path=m.memory_path, momentum=m.memory_momentum)
