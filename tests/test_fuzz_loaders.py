@@ -132,6 +132,18 @@ def test_pretraining_config(tmp_path, data):
         assert error.problems and all(p.startswith(str(path)) for p in error.problems), error.problems
 
 
+def _damage(data, path: Path) -> bytes:
+    """New content for a file of a saved folder: for JSON, also the valid object with one value
+    replaced by random JSON; for binary files, random or mutated bytes."""
+    valid = path.read_bytes()
+    if path.suffix == ".json":
+        original = json.loads(valid)
+        key = data.draw(st.sampled_from(sorted(original)))
+        replaced = json.dumps(original | {key: data.draw(json_values)}).encode()
+        return data.draw(st.one_of(content(valid), st.just(replaced)))
+    return data.draw(st.one_of(st.binary(max_size=200), mutated(valid)))
+
+
 # ------------------------------------------------------------------------ model folder
 @pytest.fixture(scope="module")
 def model_folder(tiny_bert_dir, tmp_path_factory):
@@ -162,15 +174,7 @@ def test_model_folder(model_folder, data, name):
     holder, folder = _scratch(model_folder)
     with holder:
         path = folder / name
-        valid = path.read_bytes()
-        if name.endswith(".json"):  # also valid JSON with one value replaced by random JSON
-            original = json.loads(valid)
-            key = data.draw(st.sampled_from(sorted(original)))
-            replaced = json.dumps(original | {key: data.draw(json_values)}).encode()
-            raw = data.draw(st.one_of(content(valid), st.just(replaced)))
-        else:
-            raw = data.draw(st.one_of(st.binary(max_size=200), mutated(valid)))
-        path.write_bytes(raw)
+        path.write_bytes(_damage(data, path))
         try:
             assert isinstance(JaketModel.from_pretrained(folder), JaketModel)
         except (ModelFolderError, EncoderLoadError) as error:
@@ -217,14 +221,7 @@ def test_checkpoint(checkpoint_run, fresh_trainer, data, name, rehash):
     with holder:
         folder = out / "checkpoints" / "step-0000001"
         path = folder / name
-        valid = path.read_bytes()
-        if name.endswith(".json"):
-            original = json.loads(valid)
-            key = data.draw(st.sampled_from(sorted(original)))
-            replaced = json.dumps(original | {key: data.draw(json_values)}).encode()
-            raw = data.draw(st.one_of(content(valid), st.just(replaced)))
-        else:
-            raw = data.draw(st.one_of(st.binary(max_size=200), mutated(valid)))
+        raw = _damage(data, path)
         path.write_bytes(raw)
         if rehash and name != "manifest.json":
             manifest = json.loads((folder / "manifest.json").read_text())

@@ -84,7 +84,7 @@ def test_killed_run_resumes_exactly(tiny_bert_dir, tmp_path):
 def test_sigterm_saves_the_current_step_and_resume_loses_none(tiny_bert_dir, tmp_path):
     """A scheduler's pre-emption (SIGTERM) of a real `jaket pretrain` process mid-run: it finishes
     the step it is in, checkpoints it and exits 143; `--resume` continues from that very step."""
-    out, steps = tmp_path / "run", 40
+    out, steps = tmp_path / "run", 16
     command = [sys.executable, "-m", "jaket", "pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"),
                "--model", str(tiny_bert_dir), "--out", str(out), "--no-progress", "--steps", str(steps),
                "--set", "checkpoint_every=0", "--set", "eval_texts=0"]

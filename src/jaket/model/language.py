@@ -102,13 +102,14 @@ class SplitLanguageModel(nn.Module):
         finally:
             hf_logging.set_verbosity(verbosity)
         if not getattr(tokenizer, "is_fast", False):
-            raise ValueError(f"{path}: jaket needs a fast tokenizer (tokenizer.json) for mention offsets")
+            raise EncoderLoadError(f"{path}: jaket needs a fast tokenizer (tokenizer.json) for mention "
+                                   f"offsets")
         missing = sorted(info.get("missing_keys") or [])
         if missing:
             base_prefix = encoder.base_model_prefix + "."
             in_base = [k for k in missing if k.startswith(base_prefix)]
             if in_base:
-                raise ValueError(f"{path}: encoder weights missing from the checkpoint: {in_base[:5]}")
+                raise EncoderLoadError(f"{path}: encoder weights missing from the checkpoint: {in_base[:5]}")
             tied = encoder.get_output_embeddings() is not None and (
                 encoder.get_output_embeddings().weight is encoder.get_input_embeddings().weight)
             log.info("%s has no MLM head (%d tensors): a new one is initialised%s", path, len(missing),

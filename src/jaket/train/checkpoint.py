@@ -218,18 +218,6 @@ def checkpoint_dirs(out_dir: str | Path) -> list[Path]:
     return [p for _, p in sorted(found, reverse=True)]
 
 
-def latest_checkpoint(out_dir: str | Path) -> Path | None:
-    """The folder ``latest`` names, if it exists (``None`` for a missing, empty or dangling
-    pointer; :func:`restore_newest` does not rely on it)."""
-    pointer = Path(out_dir) / CHECKPOINTS / LATEST
-    try:
-        name = pointer.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    path = pointer.parent / name
-    return path if name and _STEP_DIR.match(name) and path.is_dir() else None
-
-
 def _latest_problem(out_dir: Path) -> str | None:
     """Why ``latest`` is no guide (``None`` when it names an existing checkpoint or is absent)."""
     pointer = out_dir / CHECKPOINTS / LATEST

@@ -648,6 +648,7 @@ class Pretrainer:
                     handle.close()
                 board.close()
             path = self.save()  # a signal during this save waits for it
+            stopped = stopped or signals.received
         if stopped:
             raise TrainingInterrupted(stopped, self.step, path)
         summary = {"steps": self.step, "world_size": self.info.world_size,
@@ -690,14 +691,9 @@ def prepare_data(kg, corpus, tokenizer, config: PretrainConfig, report: dict | N
     heldout, train = corpus.split(config.data.heldout_fraction, seed=config.seed)
     encoded_train = train.encode(tokenizer, max_length=config.data.max_length)
     encoded_heldout = heldout.encode(tokenizer, max_length=config.data.max_length)
-    if len(encoded_train) == 0:
-        raise PretrainDataError(f"{_corpus_name(config)}: no training text is left after holding out "
-                                f"data.heldout_fraction={config.data.heldout_fraction}")
-    if encoded_train.num_mentions == 0 and config.tasks.weight_entity > 0:
-        raise PretrainDataError(
-            f"{_corpus_name(config)}: no mention is left in the training texts after tokenisation "
-            f"(data.max_length={config.data.max_length} cuts them off?); raise data.max_length or "
-            f"switch masked entity prediction off with --set tasks.weight_entity=0")
+    _require_texts(_corpus_name(config), len(encoded_train), encoded_train.num_mentions, config,
+                   f" in the training share (data.heldout_fraction={config.data.heldout_fraction}, "
+                   f"texts cut at data.max_length={config.data.max_length})")
     dropped = encoded_train.dropped_mentions + encoded_heldout.dropped_mentions
     unaligned = encoded_train.unaligned_mentions + encoded_heldout.unaligned_mentions
     if dropped or unaligned:
@@ -738,13 +734,16 @@ def check_pretraining_data(kg, corpus, config: PretrainConfig) -> None:
     if kg.num_triples == 0:
         raise PretrainDataError(f"{where('triples.tsv')}: the KG has no triple; the knowledge module "
                                 f"and relation prediction need some (head<TAB>relation<TAB>tail lines)")
-    corpus_name = _corpus_name(config)
-    if len(corpus) == 0:
-        raise PretrainDataError(f"{corpus_name}: the corpus has no text; pre-training needs texts "
-                                f"with entity mentions (`jaket link` finds them in plain text)")
-    if corpus.num_mentions == 0 and config.tasks.weight_entity > 0:
+    _require_texts(_corpus_name(config), len(corpus), corpus.num_mentions, config)
+
+
+def _require_texts(name: str, texts: int, mentions: int, config: PretrainConfig, where: str = "") -> None:
+    if texts == 0:
+        raise PretrainDataError(f"{name}: no text{where}; pre-training needs texts with entity "
+                                f"mentions (`jaket link` finds them in plain text)")
+    if mentions == 0 and config.tasks.weight_entity > 0:
         raise PretrainDataError(
-            f"{corpus_name}: no text mentions an entity, so masked entity prediction has nothing to "
+            f"{name}: no text mentions an entity{where}, so masked entity prediction has nothing to "
             f"predict; link the texts (`jaket link --kg DIR --text FILE --out CORPUS`) or switch the "
             f"task off with --set tasks.weight_entity=0")
 
