@@ -1,34 +1,172 @@
-"""Writing a whole folder so that readers see the old one or the new one, never half of either."""
+"""Writing files and folders so that readers see the old version or the new one, never half of either.
+
+Every writer of jaket goes through this module: the content goes to a temporary file (or folder)
+beside the target, is flushed to disk (``fsync``) and then renamed over the target with
+``os.replace``, which is atomic on POSIX file systems. A process killed mid-write leaves the old
+target intact and at most a hidden ``.NAME.tmp-*`` file.
+
+Permissions are those a plain ``open(path, "w")`` would give: a new file gets ``0o666`` less the
+umask (``tempfile`` would make it private, ``0o600``), a replaced file keeps its mode; a new folder
+gets ``0o777`` less the umask.
+"""
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import shutil
+import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO, Any, Callable
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux allows (``/proc/self/status``)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore (not thread-safe, but only a fallback)
+    os.umask(mask)
+    return mask
+
+
+def _file_mode(target: Path) -> int:
+    try:
+        return stat.S_IMODE(target.stat().st_mode)  # open(..., "w") on an existing file keeps it
+    except OSError:
+        return 0o666 & ~current_umask()
+
+
+def fsync_directory(directory: str | Path) -> None:
+    """Make a rename inside ``directory`` durable (ignored where folders cannot be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 @contextmanager
-def atomic_directory(target: str | Path, prefix: str | None = None) -> Iterator[Path]:
+def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside ``target`` for a writer that wants a file name (safetensors,
+    matplotlib); when the block succeeds the file written there replaces ``target``. ``suffix``
+    keeps an extension some writers read the format from (``".png"``)."""
+    target = Path(target)
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder; name a file to write", str(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = _file_mode(target)
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.tmp-", suffix=suffix)
+    os.close(fd)
+    temporary = Path(name)
+    try:
+        yield temporary
+        with open(temporary, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    fsync_directory(target.parent)
+
+
+@contextmanager
+def atomic_open(target: str | Path, mode: str = "w", encoding: str | None = "utf-8",
+                newline: str | None = None) -> Iterator[IO[Any]]:
+    """``open(target, mode)`` whose result replaces ``target`` only when the block succeeds
+    (``mode`` ``"w"`` or ``"wb"``)."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_open writes a whole file: mode 'w' or 'wb', not {mode!r}")
+    with atomic_path(target) as temporary:
+        if mode == "wb":
+            with open(temporary, "wb") as handle:
+                yield handle
+        else:
+            with open(temporary, "w", encoding=encoding, newline=newline) as handle:
+                yield handle
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    with atomic_open(path, "wb") as handle:
+        handle.write(data)
+    return Path(path)
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    with atomic_open(path, "w", newline="\n") as handle:
+        handle.write(text)
+    return Path(path)
+
+
+def write_lines(path: str | Path, lines: Iterable[str]) -> Path:
+    """One string per line, each followed by ``\\n`` (streams: the lines are never all in memory)."""
+    with atomic_open(path, "w", newline="\n") as handle:
+        for line in lines:
+            handle.write(line)
+            handle.write("\n")
+    return Path(path)
+
+
+def copy_file(source: str | Path, target: str | Path) -> Path:
+    """A copy of ``source`` at ``target``, appearing whole or not at all."""
+    with atomic_path(target) as temporary:
+        shutil.copyfile(source, temporary)
+    return Path(target)
+
+
+def write_json(path: str | Path, data: Any, indent: int | None = 2,
+               default: Callable[[Any], Any] | None = None, sort_keys: bool = False) -> Path:
+    """``data`` as JSON (indented unless ``indent`` is None), ending with a newline."""
+    with atomic_open(path, "w", newline="\n") as handle:
+        json.dump(data, handle, indent=indent, default=default, sort_keys=sort_keys)
+        handle.write("\n")
+    return Path(path)
+
+
+def _fsync_tree(directory: Path) -> None:
+    for root, _, files in os.walk(directory):
+        for name in files:
+            with open(os.path.join(root, name), "rb") as handle:
+                os.fsync(handle.fileno())
+        fsync_directory(root)
+
+
+@contextmanager
+def atomic_directory(target: str | Path, prefix: str | None = None, durable: bool = False
+                     ) -> Iterator[Path]:
     """Yield an empty temporary folder beside ``target``; when the block succeeds it replaces
     ``target`` (an older ``target`` is moved aside first, then deleted); when it fails it is removed
-    and ``target`` is left as it was."""
+    and ``target`` is left as it was. ``durable``: every file is flushed to disk before the rename
+    (a folder that has its name is then complete even after a power cut)."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     prefix = prefix if prefix is not None else f".{target.name}"
     temporary = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{prefix}.tmp-"))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(temporary, 0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
+    os.chmod(temporary, 0o777 & ~current_umask())  # mkdtemp makes it private
     try:
         yield temporary
+        if durable:
+            _fsync_tree(temporary)
         old = None
         if target.exists():
             old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{prefix}.old-"))
             os.replace(target, old / target.name)
         os.replace(temporary, target)
+        fsync_directory(target.parent)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     except BaseException:

@@ -3,6 +3,15 @@
 Each subsystem owns its subcommands: a module with ``register(subparsers)`` that adds parsers whose
 ``func`` attribute is called with the parsed namespace and returns the exit status. This file only
 collects them, so the command-line surface grows without one file every part edits.
+
+It is also the one error boundary of every command (:func:`main`): a user error (a bad file, flag,
+config, model folder or checkpoint: ``ValueError`` and the project's subclasses of it, such as
+:class:`jaket.kg.io.KGFormatError`, and ``OSError``) is printed as one line per problem naming the
+file (and line) or flag (``error: ...``; a KG file's problems as ``path:line: problem``, at most
+:data:`MAX_LINES`), exit status 1 (2 for a wrong invocation: :class:`jaket.errors.UsageError`,
+argparse);
+the traceback is shown only with ``--debug``. Training stopped by a signal exits with
+``128 + signal``. Any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -11,9 +20,11 @@ import argparse
 import importlib
 import logging
 import sys
+import traceback
 
 from jaket import __version__
-from jaket.paths import offline_environment, thread_environment
+from jaket.errors import UsageError
+from jaket.paths import MissingResourceError, offline_environment, thread_environment
 
 #: modules that contribute subcommands, in the order they appear in ``jaket --help``
 _SUBCOMMAND_MODULES = (
@@ -27,6 +38,19 @@ _SUBCOMMAND_MODULES = (
     "jaket.bench.cli",
     "jaket.demo",
 )
+#: problems printed for one error before "... and N more"
+MAX_LINES = 5
+
+
+def _add_debug(parser: argparse.ArgumentParser, top: bool) -> None:
+    """``--debug`` before or after the subcommand (sub-parsers must not reset the top value)."""
+    parser.add_argument("--debug", action="store_true",
+                        default=False if top else argparse.SUPPRESS,
+                        help="show the Python traceback of an error")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _add_debug(child, top=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,14 +62,64 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as error:
-            if error.name == name:  # that part is not written yet
-                continue
-            raise
-        module.register(subparsers)
+        importlib.import_module(name).register(subparsers)
+    _add_debug(parser, top=True)
     return parser
+
+
+def _kg_folder_hint(error) -> str:
+    """What to run to see every problem of a KGFormatError."""
+    from pathlib import Path
+
+    from jaket.kg.io import CORPUS, ENTITIES, RELATIONS, TRIPLES
+
+    folders = {str(Path(p.path).parent) for p in error.problems
+               if Path(p.path).name in (ENTITIES, RELATIONS, TRIPLES, CORPUS)}
+    if len(folders) == 1:
+        return f"`jaket kg validate {folders.pop()}` lists them all"
+    return "fix them one by one"
+
+
+def describe(error: BaseException) -> list[str]:
+    """The lines that tell a user what went wrong: ``error: <file or flag>: <problem>``, or, for
+    a KG or corpus file, ``path:line: problem`` lines as ``jaket kg validate`` prints them."""
+    from jaket.kg.io import KGFormatError
+    from jaket.train.rundir import TrainingInterrupted
+
+    if isinstance(error, KeyboardInterrupt):
+        return ["interrupted"]
+    if isinstance(error, TrainingInterrupted):
+        return [str(error)]
+    if isinstance(error, KGFormatError):
+        errors = [p for p in error.problems if p.is_error] or error.problems
+        lines = [str(p) for p in errors[:MAX_LINES]]
+        if len(errors) > MAX_LINES:
+            lines.append(f"... and {len(errors) - MAX_LINES} more problems ({_kg_folder_hint(error)})")
+        return lines or [str(error)]
+    if isinstance(error, OSError) and error.filename is not None:
+        target = f"{error.filename} -> {error.filename2}" if error.filename2 else str(error.filename)
+        return [f"error: {target}: {error.strerror or error}"]
+    lines = [line for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
+    if len(lines) > MAX_LINES + 1:
+        lines = lines[:MAX_LINES + 1] + [f"... and {len(lines) - MAX_LINES - 1} more"]
+    if not type(error).__module__.startswith("jaket") and not isinstance(error, OSError):
+        lines[-1] += " (--debug shows where)"  # a library's message: the traceback may help
+    return [f"error: {line}" for line in lines]
+
+
+def exit_status(error: BaseException) -> int | None:
+    """The exit status of an error that is the user's to fix; ``None`` for a bug."""
+    from jaket.train.rundir import TrainingInterrupted
+
+    if isinstance(error, TrainingInterrupted):
+        return error.exit_status
+    if isinstance(error, KeyboardInterrupt):
+        return 130
+    if isinstance(error, UsageError):
+        return 2
+    if isinstance(error, (ValueError, OSError, MissingResourceError)):
+        return 1
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,9 +136,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except (Exception, KeyboardInterrupt) as error:
+        status = exit_status(error)
+        if status is None:
+            raise
+        if args.debug:
+            traceback.print_exc()
+        for line in describe(error):
+            print(line, file=sys.stderr)
+        return status
 
 
 if __name__ == "__main__":

@@ -203,7 +203,7 @@ def _pretrain(kg_dir: Path, out_dir: Path, config: DemoConfig) -> tuple[Path, di
     if config.max_entities < 1000:  # --quick: keep every step and refresh tiny
         overrides += ["text_batch_size=4", "tasks.root_entities=8", "tasks.relation_pairs=8",
                       "memory.initial=2", "eval_texts=16", "checkpoint_every=0"]
-    pretrain(load_config(None, overrides), out_dir)
+    pretrain(load_config(None, overrides), out_dir, overwrite=True)  # the demo's own folder
     return Path(out_dir) / "model", _loss_curves(Path(out_dir))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -298,3 +299,36 @@ def test_fresh_cache_is_used_without_parsing_or_pickle(tmp_path: Path, toy, monk
         handle.write("dog\teats\tcat\n")
     with pytest.raises(AssertionError, match="parsed"):
         load_kg(tmp_path)
+
+
+@pytest.mark.parametrize("built_long_after", [False, True])
+def test_cache_notices_an_in_place_same_size_edit_that_keeps_the_mtime(tmp_path: Path, toy, capsys,
+                                                                        built_long_after):
+    """`stats` must not print the old KG while `validate` reads the new file: an edit in place
+    (same inode), of the same size, with the mtime set back, is caught through the ctime, or,
+    for a file changed just before its cache was built (same clock tick possible), its hash."""
+    kg, corpus = toy
+    save_kg(kg, tmp_path, corpus)
+    load_kg(tmp_path)
+    manifest_path = tmp_path / CACHE_DIR / "manifest.json"
+    if built_long_after:  # as if the cache had been built long after the files were written:
+        manifest = json.loads(manifest_path.read_text())  # only the stat fields are compared
+        manifest["sources_read_ns"] += 3600 * 10**9
+        manifest_path.write_text(json.dumps(manifest))
+        time.sleep(0.05)  # ... so the edit below falls in a later tick of the file-system clock
+    path = tmp_path / "entities.jsonl"
+    before = path.stat()
+    text = path.read_text(encoding="utf-8").replace("barks", "BARKS")
+    with open(path, "r+", encoding="utf-8") as handle:  # in place: the same inode
+        handle.write(text)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns,
+                                                                 before.st_ino)
+    assert "BARKS" in load_kg(tmp_path).entity_descriptions[kg.entity_index("dog")]
+    assert jaket_main(["kg", "stats", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["entities"] == 40
+    # and a cache that was fresh stays trusted (no rebuild): its manifest is not rewritten
+    stamp = manifest_path.stat().st_mtime_ns
+    load_kg(tmp_path)
+    assert manifest_path.stat().st_mtime_ns == stamp

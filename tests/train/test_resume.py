@@ -79,3 +79,31 @@ def test_killed_run_resumes_exactly(tiny_bert_dir, tmp_path):
     assert ta.keys() == tb.keys()
     for name in ta:
         assert np.allclose(ta[name].float().numpy(), tb[name].float().numpy(), atol=1e-6, rtol=0), name
+
+
+def test_sigterm_saves_the_current_step_and_resume_loses_none(tiny_bert_dir, tmp_path):
+    """A scheduler's pre-emption (SIGTERM) of a real `jaket pretrain` process mid-run: it finishes
+    the step it is in, checkpoints it and exits 143; `--resume` continues from that very step."""
+    out, steps = tmp_path / "run", 16
+    command = [sys.executable, "-m", "jaket", "pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"),
+               "--model", str(tiny_bert_dir), "--out", str(out), "--no-progress", "--steps", str(steps),
+               "--set", "checkpoint_every=0", "--set", "eval_texts=0"]
+    victim = subprocess.Popen(command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    metrics = out / "metrics.jsonl"
+    deadline = time.monotonic() + 300
+    while victim.poll() is None and time.monotonic() < deadline and \
+            (not metrics.exists() or metrics.read_text().count("\n") < 3):
+        time.sleep(0.01)
+    victim.send_signal(signal.SIGTERM)
+    _, err = victim.communicate(timeout=300)
+    assert victim.returncode == 128 + signal.SIGTERM, err.decode()[-3000:]
+    last = max(r["step"] for r in _rows(out))
+    assert 3 <= last < steps
+    assert f"stopped by SIGTERM after step {last}" in err.decode()
+    assert (out / "checkpoints" / "latest").read_text().strip() == f"step-{last:07d}"  # none lost
+    assert not (out / "summary.json").exists()
+
+    resumed = subprocess.run(command + ["--resume"], env=_env(), capture_output=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr.decode()[-3000:]
+    assert f"resumed from {out / 'checkpoints' / f'step-{last:07d}'} at step {last}" in resumed.stderr.decode()
+    assert [r["step"] for r in _rows(out)] == list(range(1, steps + 1))

@@ -67,13 +67,7 @@ def _format_stats(stats: dict) -> str:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from jaket.kg.io import KGFormatError
-
-    try:
-        stats = kg_statistics(args.directory)
-    except KGFormatError as error:
-        print(str(error), file=sys.stderr)
-        return 1
+    stats = kg_statistics(args.directory)  # a KGFormatError is reported by jaket.cli
     print(json.dumps(stats, indent=2) if args.json else _format_stats(stats))
     return 0
 

@@ -13,8 +13,9 @@ Validation collects every problem as a :class:`Problem` printed ``path:line: mes
 
 The compiled cache ``DIR/.jaket-cache/`` holds ``.npy`` arrays only (strings as one UTF-8 byte blob
 plus int64 offsets; loaded with ``allow_pickle=False``) and ``manifest.json`` with the size,
-``mtime_ns`` and inode of each source file; it is rebuilt when any of them changes and always
-written atomically (a temporary directory renamed into place).
+``mtime_ns``, ``ctime_ns``, inode, device and SHA-256 of each source file; it is rebuilt when any
+stat field changes, or the content of a source edited just before the cache was built
+(:func:`_cache_is_fresh`), and always written atomically (a temporary directory renamed into place).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import hashlib
 import shutil
-import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaket.atomic import atomic_directory
+from jaket.atomic import atomic_directory, write_json, write_lines
 from jaket.kg.corpus import Mention, MentionCorpus
 from jaket.kg.graph import CSRAdjacency, KnowledgeGraph
 
@@ -42,7 +44,7 @@ RELATIONS = "relations.jsonl"
 TRIPLES = "triples.tsv"
 CORPUS = "corpus.jsonl"
 CACHE_DIR = ".jaket-cache"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 _SOURCES = (ENTITIES, RELATIONS, TRIPLES)
 _FORBIDDEN_IN_IDS = ("\t", "\n", "\r")
 
@@ -516,21 +518,58 @@ _STRING_TABLES = ("entity_ids", "entity_names", "entity_descriptions", "relation
 _ADJACENCY = ("indptr", "neighbors", "edge_type", "triple_id")
 
 
-def _source_stamps(directory: Path) -> dict[str, dict[str, int]]:
-    stamps = {}
-    for name in _SOURCES:
-        st = (directory / name).stat()
-        stamps[name] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
-    return stamps
+#: a source changed less than this before its cache was built may be edited again within the same
+#: coarse file-system clock tick without any stat field changing: its content hash is then checked
+RACY_NS = 2_000_000_000
+
+
+def _stat_stamp(path: Path) -> dict[str, int]:
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+            "inode": st.st_ino, "device": st.st_dev}
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _source_stamps(directory: Path) -> dict:
+    """What the cache is keyed by: each source's size, mtime, ctime, inode and device (any write
+    moves the ctime, which no user call can set back) and its SHA-256."""
+    return {name: _stat_stamp(directory / name) | {"sha256": _sha256(directory / name)}
+            for name in _SOURCES}
 
 
 def _cache_is_fresh(directory: Path) -> bool:
+    """Whether the cache was compiled from the sources as they are now: every stat field equal,
+    and, for a source changed within :data:`RACY_NS` before the stamps were read (a same-size
+    edit in the same clock tick would keep every field), an equal SHA-256 as well."""
     manifest_path = directory / CACHE_DIR / "manifest.json"
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        return manifest.get("format") == CACHE_FORMAT and manifest.get("sources") == _source_stamps(directory)
-    except (OSError, ValueError):
+        if manifest.get("format") != CACHE_FORMAT:
+            return False
+        sources, read_ns = manifest["sources"], manifest["sources_read_ns"]
+        racy = []
+        for name in _SOURCES:
+            now = _stat_stamp(directory / name)
+            if any(sources[name][key] != value for key, value in now.items()):
+                return False
+            if sources[name]["ctime_ns"] > read_ns - RACY_NS:
+                racy.append(name)
+        for name in racy:
+            if _sha256(directory / name) != sources[name]["sha256"]:
+                return False
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
+    if racy and time.time_ns() - RACY_NS > max(sources[name]["ctime_ns"] for name in racy):
+        manifest["sources_read_ns"] = time.time_ns()  # verified now: any later edit moves the ctime
+        try:
+            write_json(manifest_path, manifest, indent=1)
+        except OSError:
+            pass
+    return True
 
 
 def _save_array(folder: Path, name: str, array: np.ndarray) -> None:
@@ -541,10 +580,13 @@ def _load_array(folder: Path, name: str) -> np.ndarray:
     return np.load(folder / f"{name}.npy", allow_pickle=False)
 
 
-def write_cache(kg: KnowledgeGraph, directory, stamps: dict | None = None) -> Path:
-    """Compile ``kg`` into ``directory/.jaket-cache`` (atomically replacing an older one)."""
+def write_cache(kg: KnowledgeGraph, directory, stamps: dict | None = None,
+                read_ns: int | None = None) -> Path:
+    """Compile ``kg`` into ``directory/.jaket-cache`` (atomically replacing an older one);
+    ``stamps`` (:func:`_source_stamps`) read at ``read_ns`` (``time.time_ns()`` just before)."""
     directory = Path(directory)
-    stamps = stamps if stamps is not None else _source_stamps(directory)
+    if stamps is None:
+        read_ns, stamps = time.time_ns(), _source_stamps(directory)
     target = directory / CACHE_DIR
     with atomic_directory(target, prefix=CACHE_DIR) as temporary:
         for name in _STRING_TABLES:
@@ -562,10 +604,10 @@ def write_cache(kg: KnowledgeGraph, directory, stamps: dict | None = None) -> Pa
         adjacency = kg.adjacency
         for name in _ADJACENCY:
             _save_array(temporary, f"adjacency.{name}", getattr(adjacency, name))
-        manifest = {"format": CACHE_FORMAT, "sources": stamps,
+        manifest = {"format": CACHE_FORMAT, "sources": stamps, "sources_read_ns": read_ns if read_ns is not None else 0,
                     "num_entities": kg.num_entities, "num_relations": kg.num_relations,
                     "num_triples": kg.num_triples}
-        (temporary / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        write_json(temporary / "manifest.json", manifest, indent=1)
     return target
 
 
@@ -623,6 +665,7 @@ def load_kg(directory, use_cache: bool = True, lazy_strings: bool | None = None)
             return _read_cache(directory, lazy_strings)
         except (OSError, ValueError, KeyError) as error:
             logger.warning("%s: unreadable cache (%s); rebuilding it", directory / CACHE_DIR, error)
+    read_ns = time.time_ns()
     stamps = _source_stamps(directory)
     kg, _, problems = _parse_dir(directory, with_corpus=False)
     if kg is None:
@@ -632,7 +675,7 @@ def load_kg(directory, use_cache: bool = True, lazy_strings: bool | None = None)
         logger.warning("%s: %d warning(s), first: %s", directory, len(warnings), warnings[0])
     if use_cache:
         try:
-            write_cache(kg, directory, stamps)
+            write_cache(kg, directory, stamps, read_ns)
         except OSError as error:
             logger.warning("%s: cannot write the compiled cache (%s)", directory / CACHE_DIR, error)
     return kg
@@ -651,20 +694,6 @@ def load_corpus(path, kg: KnowledgeGraph) -> MentionCorpus:
     if any(p.is_error for p in problems):
         raise KGFormatError(problems)
     return corpus
-
-
-def _atomic_write_lines(path: Path, lines: Iterator[str]) -> None:
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            for line in lines:
-                handle.write(line)
-                handle.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def _check_ids(ids: Sequence[str], what: str) -> None:
@@ -713,9 +742,9 @@ def save_kg(kg: KnowledgeGraph, directory, corpus: MentionCorpus | None = None) 
             block = kg.triples[start:start + (1 << 16)]
             yield from map("\t".join, zip(e[block[:, 0]], r[block[:, 1]], e[block[:, 2]]))
 
-    _atomic_write_lines(directory / ENTITIES, entities())
-    _atomic_write_lines(directory / RELATIONS, relations())
-    _atomic_write_lines(directory / TRIPLES, triples())
+    write_lines(directory / ENTITIES, entities())
+    write_lines(directory / RELATIONS, relations())
+    write_lines(directory / TRIPLES, triples())
     if corpus is not None:
         save_corpus(corpus, directory / CORPUS, kg)
     return directory
@@ -733,5 +762,5 @@ def save_corpus(corpus: MentionCorpus, path, kg: KnowledgeGraph) -> Path:
                 {"start": m.start, "end": m.end, "entity": entity_ids[m.entity]}
                 for m in sorted(mentions, key=lambda m: m.start)]}, ensure_ascii=False)
 
-    _atomic_write_lines(path, records())
+    write_lines(path, records())
     return path

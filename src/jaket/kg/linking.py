@@ -401,7 +401,7 @@ def read_texts(path) -> TextFile:
     ``"text"`` field (other fields are ignored). Blank lines are skipped and counted.
 
     Raises :class:`jaket.kg.io.KGFormatError` listing every bad line as ``path:line: message``
-    (invalid UTF-8, malformed JSON, a record that is not an object or has no string ``"text"``).
+    (invalid UTF-8, NUL bytes, malformed JSON, a record that is not an object or has no string ``"text"``).
     """
     from jaket.kg.io import KGFormatError, Problem
 
@@ -424,6 +424,10 @@ def read_texts(path) -> TextFile:
             except UnicodeDecodeError as error:
                 problems.append(Problem(str(path), number,
                                         f"invalid UTF-8 (byte {error.start} of the line)"))
+                continue
+            if "\0" in line:
+                problems.append(Problem(str(path), number, "contains NUL bytes (a binary file, "
+                                                           "not text?)"))
                 continue
             if not line.strip():
                 result.blank_lines += 1
@@ -460,14 +464,14 @@ def write_corpus(corpus: MentionCorpus, path, kg: KnowledgeGraph) -> Path:
 
 # the command line ------------------------------------------------------------------------------
 def _link_command(args: argparse.Namespace) -> int:
-    from jaket.kg.io import KGFormatError, load_kg
+    from jaket.errors import UsageError
+    from jaket.kg.io import load_kg
 
-    try:
-        kg = load_kg(args.kg)
-        inputs = read_texts(args.text)
-    except KGFormatError as error:
-        print(str(error), file=sys.stderr)
-        return 1
+    if Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out}: is a folder; name the corpus file to write, e.g. "
+                         f"{Path(args.out) / 'corpus.jsonl'}")
+    kg = load_kg(args.kg)  # errors (KGFormatError: path:line) are reported by jaket.cli
+    inputs = read_texts(args.text)
     linker = EntityLinker.from_kg(kg, min_length=args.min_length, case_sensitive=args.case_sensitive,
                                   max_ambiguity=args.max_ambiguity,
                                   inflections=not args.exact_forms,

@@ -18,18 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 from pathlib import Path
 
-
-def _write_atomic_npy(path: Path, array) -> None:
-    import numpy as np
-
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as handle:
-        np.save(handle, array, allow_pickle=False)
-    os.replace(tmp, path)
+from jaket.atomic import atomic_open, write_text
 
 
 def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, layer: str = "km",
@@ -50,22 +41,24 @@ def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, laye
         else:
             rows = model.encode_entities(kg, np.arange(kg.num_entities), memory=memory,
                                          batch_size=batch_size, generator=np.random.default_rng(seed))
-    out.parent.mkdir(parents=True, exist_ok=True)
     _write_atomic_npy(out, rows.float().numpy())
     ids_path = out.with_name(out.name + ".ids.json")
-    tmp = ids_path.with_name(f".{ids_path.name}.tmp")
-    tmp.write_text(json.dumps(list(kg.entity_ids)), encoding="utf-8")
-    os.replace(tmp, ids_path)
+    write_text(ids_path, json.dumps(list(kg.entity_ids)))
     return {"entities": kg.num_entities, "dim": int(rows.shape[1]), "layer": layer,
             "embeddings": str(out), "ids": str(ids_path)}
 
 
+def _write_atomic_npy(path: Path, array) -> None:
+    import numpy as np
+
+    with atomic_open(path, "wb") as handle:
+        np.save(handle, array, allow_pickle=False)
+
+
 def _write_atomic_lines(path: Path, rows) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    from jaket.atomic import write_lines
+
+    write_lines(path, (json.dumps(row, ensure_ascii=False) for row in rows))
 
 
 def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_length: int = 128,
@@ -108,17 +101,11 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
 
 
 def _run(args: argparse.Namespace) -> int:
-    from jaket.kg.io import KGFormatError
-
-    try:
-        if args.texts is not None:
-            summary = embed_texts(args.model, args.kg, args.texts, args.out, args.max_length,
-                                  args.text_batch_size, args.seed)
-        else:
-            summary = embed(args.model, args.kg, args.out, args.batch_size, args.layer, args.seed)
-    except (KGFormatError, FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    if args.texts is not None:
+        summary = embed_texts(args.model, args.kg, args.texts, args.out, args.max_length,
+                              args.text_batch_size, args.seed)
+    else:
+        summary = embed(args.model, args.kg, args.out, args.batch_size, args.layer, args.seed)
     print(json.dumps(summary, indent=2))
     return 0
 

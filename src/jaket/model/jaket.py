@@ -22,13 +22,18 @@ import logging
 import weakref
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import torch
 from torch import nn
 
+from pydantic import Field
+
 from jaket.atomic import atomic_directory
 from jaket.kg.corpus import Mention
+from jaket.fields import (Activation, Bool, Composition, FusionNormalize, KMLayers, MemoryDtype,
+                          NonNegativeInt, PositiveInt, Text, UnitFraction, describe_errors)
 from jaket.model.fusion import MentionFusion
 from jaket.model.heads import CategoryHead, EntityHead, RelationHead
 from jaket.model.knowledge import KnowledgeModule
@@ -43,27 +48,34 @@ ENCODER_DIR = "encoder"
 MEMORY_DIR = "memory"
 
 
+class ModelFolderError(ValueError):
+    """A model folder (or its ``config.json``) cannot be loaded; the message names the file."""
+
+
 @dataclass
 class JaketConfig:
-    """Everything needed to rebuild a :class:`JaketModel` (paper defaults where it gives them)."""
+    """Everything needed to rebuild a :class:`JaketModel` (paper defaults where it gives them).
 
-    encoder: str = ""  # a local Hugging Face masked-LM folder ("" = the bundled MiniLM)
-    lm1_layers: int | None = None  # k; None = half of the encoder's layers (paper: 6 of 12)
-    km_layers: int = 2
-    km_heads: int = 8
-    composition: str = "add"  # f of Eq. 1
-    km_activation: str = "elu"  # σ of Eq. 2
-    km_dropout: float = 0.0
-    fanouts: tuple[int, ...] = (10, 10)
-    description_max_length: int = 64
-    memory_momentum: float = 0.8
-    memory_dtype: str = "float32"
-    fusion_normalize: str = "all"  # Eq. 9 at every position ("all") or at mentions only
-    num_categories: int = 1
-    num_relations: int = 1
-    use_relation_memory: bool = False  # R from relation descriptions (paper: fine-tuning only)
-    category_names: list[str] = field(default_factory=list)
-    relation_names: list[str] = field(default_factory=list)
+    The field types are the bounded ones of :mod:`jaket.fields`; :meth:`from_dict` validates them
+    (a saved ``config.json``), :func:`check_fits_encoder` what depends on the encoder."""
+
+    encoder: Text = ""  # a local Hugging Face masked-LM folder ("" = the bundled MiniLM)
+    lm1_layers: NonNegativeInt | None = None  # k; None = half of the encoder's layers (paper: 6 of 12)
+    km_layers: KMLayers = 2
+    km_heads: PositiveInt = 8
+    composition: Composition = "add"  # f of Eq. 1
+    km_activation: Activation = "elu"  # σ of Eq. 2
+    km_dropout: UnitFraction = 0.0
+    fanouts: Annotated[tuple[PositiveInt, ...], Field(min_length=1)] = (10, 10)
+    description_max_length: PositiveInt = 64
+    memory_momentum: UnitFraction = 0.8
+    memory_dtype: MemoryDtype = "float32"
+    fusion_normalize: FusionNormalize = "all"  # Eq. 9 at every position ("all") or at mentions only
+    num_categories: PositiveInt = 1
+    num_relations: PositiveInt = 1
+    use_relation_memory: Bool = False  # R from relation descriptions (paper: fine-tuning only)
+    category_names: list[Text] = field(default_factory=list)
+    relation_names: list[Text] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -71,15 +83,57 @@ class JaketConfig:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> "JaketConfig":
+    def from_dict(cls, data: dict, where: str = "config") -> "JaketConfig":
+        """Validate ``data`` (types and bounds); :class:`ModelFolderError` lists every bad field
+        as ``where: field: problem``."""
+        from pydantic import TypeAdapter, ValidationError
+
+        if not isinstance(data, dict):
+            raise ModelFolderError(f"{where}: expected a JSON object, found {type(data).__name__}")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known - {"model_type", "jaket_version"})
         if unknown:
-            raise ValueError(f"unknown JaketConfig fields: {unknown}")
+            raise ModelFolderError(f"{where}: unknown JaketConfig fields: {unknown}")
         values = {k: v for k, v in data.items() if k in known}
-        if "fanouts" in values:
-            values["fanouts"] = tuple(int(x) for x in values["fanouts"])
-        return cls(**values)
+        if isinstance(values.get("fanouts"), list):
+            values["fanouts"] = tuple(values["fanouts"])
+        try:
+            return TypeAdapter(cls).validate_python(values)
+        except ValidationError as error:
+            raise ModelFolderError("\n".join(describe_errors(error.errors(), f"{where}: "))) from None
+
+
+def check_fits_encoder(config: JaketConfig, hidden_size: int, num_layers: int, where: str = "",
+                       prefix: str = "") -> None:
+    """The checks that need the encoder: ``km_heads`` divides its width F (each head has F / K
+    dims) and ``lm1_layers`` is at most its depth. ``prefix`` names the fields as the user wrote
+    them (``model.`` in the pre-training config)."""
+    problems = []
+    if hidden_size % config.km_heads:
+        divisors = [k for k in range(1, min(hidden_size, 64) + 1) if hidden_size % k == 0]
+        problems.append(f"{prefix}km_heads={config.km_heads} does not divide the encoder's width "
+                        f"{hidden_size} (choose one of {divisors})")
+    if config.lm1_layers is not None and config.lm1_layers > num_layers:
+        problems.append(f"{prefix}lm1_layers={config.lm1_layers} exceeds the encoder's {num_layers} layers")
+    if problems:
+        raise ModelFolderError("\n".join(f"{where}: {p}" if where else p for p in problems))
+
+
+def encoder_shape(path: str | Path) -> tuple[int, int]:
+    """``(hidden_size, num_hidden_layers)`` from a Hugging Face folder's ``config.json`` (nothing
+    else is read)."""
+    config_path = Path(path) / "config.json"
+    try:
+        data = json.loads(config_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelFolderError(f"{path}: not a Hugging Face model folder (no config.json)") from None
+    except (OSError, ValueError) as error:
+        raise ModelFolderError(f"{config_path}: unreadable ({error})") from None
+    sizes = [data.get(k) if isinstance(data, dict) else None for k in ("hidden_size", "num_hidden_layers")]
+    if not all(type(v) is int and v > 0 for v in sizes):
+        raise ModelFolderError(f"{config_path}: hidden_size and num_hidden_layers must be positive "
+                               f"integers (found {sizes[0]!r}, {sizes[1]!r})")
+    return sizes[0], sizes[1]
 
 
 class KGMismatchError(ValueError):
@@ -408,29 +462,87 @@ class JaketModel(nn.Module):
 
     @classmethod
     def from_pretrained(cls, directory: str | Path, load_memory: bool = True) -> "JaketModel":
-        """Load a folder written by :meth:`save_pretrained` (local files only, safetensors)."""
+        """Load a folder written by :meth:`save_pretrained` (local files only, safetensors only).
+
+        Everything is checked before the weights are loaded: ``config.json`` (types and bounds,
+        :meth:`JaketConfig.from_dict`), that it fits the encoder (:func:`check_fits_encoder`) and
+        that the tensors of ``jaket.safetensors`` have the shapes the config implies; any problem
+        is a :class:`ModelFolderError` naming the file."""
+        from safetensors import safe_open
         from safetensors.torch import load_file
 
         directory = Path(directory)
         config_path = directory / CONFIG_FILE
         if not config_path.is_file():
-            raise FileNotFoundError(f"{directory}: not a jaket model folder (no {CONFIG_FILE})")
+            raise ModelFolderError(f"{directory}: not a jaket model folder (no {CONFIG_FILE})")
         try:
             data = json.loads(config_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
-            raise ValueError(f"{config_path}:{error.lineno}: invalid JSON: {error.msg}") from None
+            raise ModelFolderError(f"{config_path}:{error.lineno}: invalid JSON: {error.msg}") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise ModelFolderError(f"{config_path}: unreadable ({error})") from None
+        if not isinstance(data, dict):
+            raise ModelFolderError(f"{config_path}: expected a JSON object, found {type(data).__name__}")
         if data.get("model_type") != "jaket":
-            raise ValueError(f"{config_path}: model_type is {data.get('model_type')!r}, not 'jaket' "
-                             f"(a plain Transformers folder is loaded as an encoder: "
-                             f"JaketModel(JaketConfig(encoder=...)))")
-        config = JaketConfig.from_dict(data)
+            raise ModelFolderError(f"{config_path}: model_type is {data.get('model_type')!r}, not 'jaket' "
+                                   f"(a plain Transformers folder is loaded as an encoder: "
+                                   f"JaketModel(JaketConfig(encoder=...)))")
+        config = JaketConfig.from_dict(data, where=str(config_path))
         config.encoder = str(directory / ENCODER_DIR)
+        check_fits_encoder(config, *encoder_shape(config.encoder), where=str(config_path))
+        weights = directory / WEIGHTS_FILE
+        try:
+            with safe_open(str(weights), framework="pt") as handle:
+                shapes = {k: list(handle.get_slice(k).get_shape()) for k in handle.keys()}
+        except FileNotFoundError:
+            raise ModelFolderError(f"{weights}: missing") from None
+        except Exception as error:  # safetensors' own SafetensorError: a truncated or foreign file
+            raise ModelFolderError(f"{weights}: not a readable safetensors file ({error})") from None
+        for key, size, name in (("category_head.classifier.weight", config.num_categories, "num_categories"),
+                                ("relation_head.out.weight", config.num_relations, "num_relations")):
+            if key not in shapes or shapes[key][0] != size:  # checked before they are allocated
+                found = f"has {shapes[key][0]} rows" if key in shapes else "is missing"
+                raise ModelFolderError(f"{weights}: {key} {found}; {config_path} says {name}={size}")
         model = cls(config)
-        state = load_file(str(directory / WEIGHTS_FILE))
-        missing, unexpected = model.load_state_dict(state, strict=False)
-        missing = [k for k in missing if not k.startswith("language.")]
-        if missing or unexpected:
-            raise ValueError(f"{directory / WEIGHTS_FILE}: missing {missing}, unexpected {unexpected}")
+        expected = {k: list(v.shape) for k, v in model._head_state().items()}
+        wrong = [f"{k} is {shapes[k]}, the config implies {expected[k]}"
+                 for k in expected if k in shapes and shapes[k] != expected[k]]
+        missing = [k for k in expected if k not in shapes]
+        unexpected = [k for k in shapes if k not in expected]
+        if wrong or missing or unexpected:
+            raise ModelFolderError(f"{weights}: does not fit {config_path}: "
+                                   + "; ".join(wrong[:3] + [f"missing {missing[:5]}"] * bool(missing)
+                                               + [f"unexpected {unexpected[:5]}"] * bool(unexpected)))
+        try:
+            state = load_file(str(weights))
+        except Exception as error:
+            raise ModelFolderError(f"{weights}: not a readable safetensors file ({error})") from None
+        model.load_state_dict(state, strict=False)
         if load_memory and (directory / MEMORY_DIR).is_dir():
-            model.attach_memory(EntityContextMemory.load(directory / MEMORY_DIR))
+            model.attach_memory(_load_memory(directory / MEMORY_DIR, model.hidden_size))
         return model
+
+
+def _load_memory(folder: Path, hidden_size: int) -> EntityContextMemory:
+    """The memory of a model folder, its ``memory.json`` checked against the tensors' shapes in
+    the safetensors header first (so no size is allocated that the file does not hold)."""
+    from safetensors import safe_open
+
+    from jaket.model.memory import MEMORY_FILE, MEMORY_META
+
+    try:
+        meta = json.loads((folder / MEMORY_META).read_text(encoding="utf-8"))
+        with safe_open(str(folder / MEMORY_FILE), framework="pt") as handle:
+            shapes = {k: list(handle.get_slice(k).get_shape()) for k in handle.keys()}
+        expected = {"entities": [meta["num_entities"], meta["dim"]],
+                    "relations": [meta["num_relations"], meta["dim"]]}
+    except Exception as error:  # OSError, ValueError, KeyError, TypeError, SafetensorError
+        raise ModelFolderError(f"{folder}: unreadable memory ({type(error).__name__}: {error})") from None
+    if shapes != expected or meta["dim"] != hidden_size:
+        raise ModelFolderError(f"{folder}: {MEMORY_META} says entities {expected['entities']}, relations "
+                               f"{expected['relations']} for a model of width {hidden_size}; "
+                               f"{MEMORY_FILE} holds {shapes}")
+    try:
+        return EntityContextMemory.load(folder)
+    except Exception as error:  # OSError, ValueError, KeyError, SafetensorError
+        raise ModelFolderError(f"{folder}: unreadable memory ({type(error).__name__}: {error})") from None

@@ -23,6 +23,10 @@ from torch import nn
 log = logging.getLogger(__name__)
 
 
+class EncoderLoadError(ValueError):
+    """A Hugging Face folder whose tokenizer, config or (safetensors) weights cannot be loaded."""
+
+
 class UnsupportedArchitectureError(ValueError):
     """The checkpoint's architecture cannot be split into LM1 / LM2."""
 
@@ -82,23 +86,30 @@ class SplitLanguageModel(nn.Module):
             raise FileNotFoundError(f"{path}: not a Hugging Face model folder (no config.json)")
         from transformers.utils import logging as hf_logging
 
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        if not getattr(tokenizer, "is_fast", False):
-            raise ValueError(f"{path}: jaket needs a fast tokenizer (tokenizer.json) for mention offsets")
         # Transformers prints a load report for the missing head; we log one line of our own instead
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()
         try:
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            # safetensors only: a pickle weight file (pytorch_model.bin) is never opened
             encoder, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True,
-                                                                 local_files_only=True)
+                                                                 local_files_only=True,
+                                                                 use_safetensors=True)
+        except Exception as error:  # OSError, ValueError, SafetensorError, a config field's type
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise EncoderLoadError(f"{path}: cannot load the encoder ({first}); it must be a local "
+                                   f"Hugging Face masked-LM folder with safetensors weights") from error
         finally:
             hf_logging.set_verbosity(verbosity)
+        if not getattr(tokenizer, "is_fast", False):
+            raise EncoderLoadError(f"{path}: jaket needs a fast tokenizer (tokenizer.json) for mention "
+                                   f"offsets")
         missing = sorted(info.get("missing_keys") or [])
         if missing:
             base_prefix = encoder.base_model_prefix + "."
             in_base = [k for k in missing if k.startswith(base_prefix)]
             if in_base:
-                raise ValueError(f"{path}: encoder weights missing from the checkpoint: {in_base[:5]}")
+                raise EncoderLoadError(f"{path}: encoder weights missing from the checkpoint: {in_base[:5]}")
             tied = encoder.get_output_embeddings() is not None and (
                 encoder.get_output_embeddings().weight is encoder.get_input_embeddings().weight)
             log.info("%s has no MLM head (%d tensors): a new one is initialised%s", path, len(missing),

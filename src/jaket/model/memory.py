@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 import weakref
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from jaket.atomic import atomic_path, write_text
 
 log = logging.getLogger(__name__)
 
@@ -233,17 +234,13 @@ class EntityContextMemory:
         from safetensors.torch import save_file
 
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        tmp = directory / f".{MEMORY_FILE}.tmp"
-        save_file({"entities": self.entities.contiguous(), "relations": self.relations.contiguous()},
-                  str(tmp))
-        os.replace(tmp, directory / MEMORY_FILE)
+        with atomic_path(directory / MEMORY_FILE) as tmp:
+            save_file({"entities": self.entities.contiguous(), "relations": self.relations.contiguous()},
+                      str(tmp))
         meta = {"num_entities": self.num_entities, "num_relations": self.num_relations, "dim": self.dim,
                 "dtype": self.dtype, "momentum": self.momentum, "filled": self.filled,
                 "refreshes": self.refreshes, "kg_fingerprint": self.kg_fingerprint}
-        tmp = directory / f".{MEMORY_META}.tmp"
-        tmp.write_text(json.dumps(meta, indent=2), encoding="utf-8")
-        os.replace(tmp, directory / MEMORY_META)
+        write_text(directory / MEMORY_META, json.dumps(meta, indent=2))
 
     @classmethod
     def load(cls, directory: str | Path, path=None) -> "EntityContextMemory":

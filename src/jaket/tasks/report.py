@@ -8,14 +8,14 @@ histogram).
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+
+from jaket.atomic import atomic_path, write_json, write_text
 
 # ----------------------------------------------------------------------------- metrics
 
@@ -96,33 +96,12 @@ def summarize_seeds(per_seed: Sequence[Mapping[str, float]]) -> dict:
 
 
 def write_json_atomic(path: str | os.PathLike, data) -> Path:
-    """Write ``data`` as indented JSON through a temporary file and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=False, default=_json_default)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write ``data`` as indented JSON atomically (:func:`jaket.atomic.write_json`)."""
+    return write_json(path, data, default=_json_default)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_text(path, text)
 
 
 def _json_default(value):
@@ -162,10 +141,8 @@ def _pyplot():
 
 def _save_figure(fig, path: Path) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    os.replace(tmp, path)
+    with atomic_path(path, suffix=path.suffix) as tmp:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
     return path
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
+from jaket.errors import UsageError
 from jaket.train.config import dump_config, load_config
 
 
@@ -38,10 +38,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--relation-memory", action="store_true",
                         help="use the relation context memory during pre-training "
                              "(tasks.use_relation_memory=true; paper: off)")
-    parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoints/latest")
+    parser.add_argument("--resume", nargs="?", const="require", type=_resume, metavar="auto",
+                        help="continue from the newest intact checkpoint in OUT/checkpoints (an "
+                             "error when there is none); --resume=auto starts afresh when there is "
+                             "none (for a job that a scheduler may restart)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="start afresh even though OUT holds an earlier run (its metrics and "
+                             "checkpoints are removed); without it such a start is refused")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.set_defaults(func=_run)
+
+
+def _resume(text: str) -> str:
+    if text not in ("auto", "require"):  # argparse passes the const ("require") through here too
+        raise argparse.ArgumentTypeError(f"--resume takes no value or 'auto' (--resume=auto), not {text!r}")
+    return text
 
 
 def config_from_args(args: argparse.Namespace):
@@ -66,24 +78,20 @@ def config_from_args(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        config = config_from_args(args)
-    except ValueError as error:
-        print(f"jaket pretrain: {error}", file=sys.stderr)
-        return 2
+    config = config_from_args(args)  # a ConfigError is a usage error: exit status 2
     if args.print_config:
         print(dump_config(config), end="")
         return 0
     for flag, path, kind in (("--kg", args.kg, "directory"), ("--corpus", args.corpus, "file")):
         if path is not None and not (path.is_dir() if kind == "directory" else path.is_file()):
-            print(f"jaket pretrain: {flag} {path}: no such {kind}", file=sys.stderr)
-            return 2
-    if args.resume and not (args.out / "checkpoints" / "latest").exists():
-        print(f"jaket pretrain: --resume: {args.out}/checkpoints has no checkpoint; starting afresh",
-              file=sys.stderr)
+            raise UsageError(f"{flag} {path}: no such {kind}")
+    if args.resume and args.overwrite:
+        raise UsageError("--resume and --overwrite contradict each other: continue the run or "
+                         "replace it")
     from jaket.train.pretrain import pretrain
 
-    summary = pretrain(config, args.out, resume=args.resume, progress=not args.no_progress)
+    summary = pretrain(config, args.out, resume=args.resume or False, progress=not args.no_progress,
+                       overwrite=args.overwrite)
     if int(os.environ.get("RANK", "0")) == 0:
         print(json.dumps(summary, indent=2))
     return 0

@@ -14,7 +14,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from jaket.errors import UsageError
+from jaket.fields import (Bool, Composition, Fanouts, Int, KMLayers, MemoryDtype, NonEmptyText,
+                          NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, UnitFraction,
+                          error_text)
+
+
+class ConfigError(UsageError):
+    """A config value is wrong; one line per problem, each naming the file and line or the flag."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
 
 
 class _Strict(BaseModel):
@@ -31,13 +44,13 @@ class DataConfig(_Strict):
     """
 
     source: Literal["wordnet", "toy", "dir"] = "wordnet"
-    path: str | None = None
-    corpus: str | None = None
-    max_entities: int = Field(10_000, ge=1)
-    wordnet_roots: list[str] | None = None
-    max_length: int = Field(48, ge=4)  # text tokens, special tokens included
-    heldout_fraction: float = Field(0.05, ge=0.0, lt=1.0)
-    group_by_length: bool = True  # batches of similar length (less padding), see Pretrainer
+    path: NonEmptyText | None = None
+    corpus: NonEmptyText | None = None
+    max_entities: PositiveInt = 10_000
+    wordnet_roots: list[NonEmptyText] | None = Field(None, min_length=1)
+    max_length: Int = Field(48, ge=4)  # text tokens, special tokens included
+    heldout_fraction: UnitFraction = 0.05
+    group_by_length: Bool = True  # batches of similar length (less padding), see Pretrainer
 
     @model_validator(mode="after")
     def _path_for_dir(self) -> "DataConfig":
@@ -47,57 +60,67 @@ class DataConfig(_Strict):
 
 
 class ModelSection(_Strict):
-    """The :class:`jaket.model.jaket.JaketConfig` fields pre-training chooses."""
+    """The :class:`jaket.model.jaket.JaketConfig` fields pre-training chooses. Whether
+    ``km_heads`` divides the encoder's width and ``lm1_layers`` fits its depth is checked when
+    the encoder is known (:func:`jaket.model.jaket.check_fits_encoder`, at model build)."""
 
-    encoder: str | None = None  # any local Hugging Face masked-LM folder; None = the bundled MiniLM
-    lm1_layers: int | None = None  # None = half of the encoder's layers
-    km_layers: int = 2
-    km_heads: int = 4
-    composition: str = "add"
-    fanouts: list[int] = Field(default_factory=lambda: [5, 5])
-    description_max_length: int = Field(16, ge=4)  # WordNet: lemmas come first
-    memory_momentum: float = Field(0.8, ge=0.0, lt=1.0)
+    encoder: NonEmptyText | None = None  # any local Hugging Face masked-LM folder; None = bundled MiniLM
+    lm1_layers: NonNegativeInt | None = None  # None = half of the encoder's layers
+    km_layers: KMLayers = 2
+    km_heads: PositiveInt = 4
+    composition: Composition = "add"
+    fanouts: Fanouts = Field(default_factory=lambda: [5, 5])
+    description_max_length: Int = Field(16, ge=4)  # WordNet: lemmas come first
+    memory_momentum: UnitFraction = 0.8
     #: storage of E^context: float32, float16 or bfloat16 (rows are read as float32)
-    memory_dtype: Literal["float32", "float16", "bfloat16"] = "float32"
+    memory_dtype: MemoryDtype = "float32"
     #: a .npy file to memory-map E^context from (created when absent; when it exists with the
     #: right shape its rows are the first fill, e.g. from `jaket embed --layer memory`)
-    memory_path: str | None = None
+    memory_path: NonEmptyText | None = None
+
+    @field_validator("memory_path")
+    @classmethod
+    def _a_file(cls, value: str | None) -> str | None:
+        if value is not None and Path(value).is_dir():
+            raise ValueError(f"{value} is a folder; name the .npy file to memory-map, e.g. "
+                             f"{Path(value) / 'memory.npy'}")
+        return value
 
 
 class TaskConfig(_Strict):
     """Loss weights of the four tasks (0 switches a task off) and their sampling sizes."""
 
-    weight_category: float = Field(1.0, ge=0.0)
-    weight_relation: float = Field(1.0, ge=0.0)
-    weight_mlm: float = Field(1.0, ge=0.0)
-    weight_entity: float = Field(1.0, ge=0.0)
-    root_entities: int = Field(32, ge=1)  # roots per step for the knowledge-module tasks
-    walk_length: int = Field(3, ge=0)
-    relation_pairs: int = Field(32, ge=0)  # triples predicted per step (hidden from the GNN)
-    mlm_probability: float = Field(0.15, gt=0.0, lt=1.0)
-    entity_mask_probability: float = Field(0.15, gt=0.0, le=1.0)
-    entity_random_negatives: int = Field(128, ge=0)
-    entity_hard_negatives: int = Field(8, ge=0)
-    use_relation_memory: bool = False  # paper: relation memory off during pre-training
+    weight_category: NonNegativeFloat = 1.0
+    weight_relation: NonNegativeFloat = 1.0
+    weight_mlm: NonNegativeFloat = 1.0
+    weight_entity: NonNegativeFloat = 1.0
+    root_entities: PositiveInt = 32  # roots per step for the knowledge-module tasks
+    walk_length: NonNegativeInt = 3
+    relation_pairs: NonNegativeInt = 32  # triples predicted per step (hidden from the GNN)
+    mlm_probability: PositiveFloat = Field(0.15, lt=1.0)
+    entity_mask_probability: PositiveFloat = Field(0.15, le=1.0)
+    entity_random_negatives: NonNegativeInt = 128
+    entity_hard_negatives: NonNegativeInt = 8
+    use_relation_memory: Bool = False  # paper: relation memory off during pre-training
     #: beyond the paper: this many of each step's KM seed entities (walked entities and predicted
     #: pairs) take E^(0) = LM1(description) computed *with* gradients instead of their memory row,
     #: so the category and relation losses train LM1 on descriptions too (0 = the paper: LM1
     #: learns from text only and the memory is read without gradients)
-    description_rows: int = Field(0, ge=0)
+    description_rows: NonNegativeInt = 0
 
 
 class OptimConfig(_Strict):
     """AdamW (paper: 0.9, 0.999, 1e-8, weight decay 0.01); the language module warms up over
     ``warmup_fraction`` of the steps and decays linearly, the rest decays linearly from ``km_lr``."""
 
-    lm_lr: float = Field(1e-4, gt=0.0)  # paper 1e-5; a run of a few hundred steps needs more
-    km_lr: float = Field(1e-3, gt=0.0)  # paper 1e-4
-    warmup_fraction: float = Field(0.06, ge=0.0, lt=1.0)
-    weight_decay: float = Field(0.01, ge=0.0)
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = 1e-8
-    max_grad_norm: float = Field(1.0, gt=0.0)
-    accumulation_steps: int = Field(1, ge=1)
+    lm_lr: PositiveFloat = 1e-4  # paper 1e-5; a run of a few hundred steps needs more
+    km_lr: PositiveFloat = 1e-3  # paper 1e-4
+    warmup_fraction: UnitFraction = 0.06
+    weight_decay: NonNegativeFloat = 0.01
+    betas: tuple[UnitFraction, UnitFraction] = (0.9, 0.999)
+    eps: PositiveFloat = 1e-8
+    max_grad_norm: PositiveFloat = 1.0
+    accumulation_steps: PositiveInt = 1
 
 
 class MemoryConfig(_Strict):
@@ -106,11 +129,11 @@ class MemoryConfig(_Strict):
     A full refresh of 10,000 MiniLM descriptions costs 30-60 s on 2 cores, as much as 20-100
     training steps, so the 120-step default refreshes once, before step 60 (docs/pretraining.md)."""
 
-    initial: int = Field(60, ge=1)
-    growth: int = Field(2, ge=1)
-    every: int = Field(3, ge=1)
-    maximum: int = Field(500, ge=1)
-    batch_size: int = Field(128, ge=1)
+    initial: PositiveInt = 60
+    growth: PositiveInt = 2
+    every: PositiveInt = 3
+    maximum: PositiveInt = 500
+    batch_size: PositiveInt = 128
 
 
 class PretrainConfig(_Strict):
@@ -119,15 +142,15 @@ class PretrainConfig(_Strict):
     tasks: TaskConfig = Field(default_factory=TaskConfig)
     optim: OptimConfig = Field(default_factory=OptimConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
-    steps: int = Field(120, ge=1)
-    text_batch_size: int = Field(32, ge=1)  # texts per rank and micro-step
-    seed: int = 0
-    bf16: bool = False  # bf16 autocast (CPU: supported, but not faster on most CPUs)
-    checkpoint_every: int = Field(60, ge=0)  # 0 = only at the end
-    keep_checkpoints: int = Field(2, ge=1)  # the newest N step-* directories are kept
-    log_every: int = Field(1, ge=1)
-    tensorboard: bool = True  # used only when tensorboard is installed
-    eval_texts: int = Field(200, ge=0)  # held-out texts for the masked-entity evaluation
+    steps: PositiveInt = 120
+    text_batch_size: PositiveInt = 32  # texts per rank and micro-step
+    seed: NonNegativeInt = 0
+    bf16: Bool = False  # bf16 autocast (CPU: supported, but not faster on most CPUs)
+    checkpoint_every: NonNegativeInt = 60  # 0 = only at the end
+    keep_checkpoints: PositiveInt = 2  # the newest N step-* directories are kept
+    log_every: PositiveInt = 1
+    tensorboard: Bool = True  # used only when tensorboard is installed
+    eval_texts: NonNegativeInt = 200  # held-out texts for the masked-entity evaluation
 
 
 def set_value(data: dict, key: str, value: Any, origin: str) -> None:
@@ -137,7 +160,7 @@ def set_value(data: dict, key: str, value: Any, origin: str) -> None:
     for part in parts[:-1]:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
-            raise ValueError(f"{origin}: {part!r} is not a section")
+            raise ValueError(f"{origin}: {part!r} is not a section (it holds a value)")
     node[parts[-1]] = value
 
 
@@ -199,39 +222,50 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     if path is not None:
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except OSError as error:
-            raise ValueError(f"{path}: cannot read the config: {error.strerror}") from None
+            raise ConfigError([f"{path}: cannot read the config: {error.strerror}"]) from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            line = raw[:error.start].count(b"\n") + 1
+            raise ConfigError([f"{path}:{line}: not UTF-8 text (byte {error.start} of the file)"]) from None
         try:
             loaded = yaml.safe_load(text) or {}
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
             line = mark.line + 1 if mark else 1
-            raise ValueError(f"{path}:{line}: invalid YAML: {error}") from None
+            problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+            raise ConfigError([f"{path}:{line}: invalid YAML: {problem}"]) from None
         if not isinstance(loaded, dict):
-            raise ValueError(f"{path}:1: expected a mapping at the top level")
+            raise ConfigError([f"{path}:1: expected a mapping (key: value lines) at the top level"])
         data = loaded
-    origins = layer_overrides(data, overrides, values)
+    try:
+        origins = layer_overrides(data, overrides, values)
+    except ValueError as error:
+        raise ConfigError([str(error)]) from None
     try:
         return PretrainConfig.model_validate(data)
     except ValidationError as error:
-        raise ValueError("invalid pre-training config:\n" + "\n".join(
-            _describe(e, path, origins) for e in error.errors())) from None
+        located = sorted((_describe(e, path, origins) for e in error.errors()), key=lambda d: d[0])
+        raise ConfigError([text for _, text in located]) from None
 
 
-def _describe(error: dict, path: Path | None, origins: dict[str, str]) -> str:
+def _describe(error: dict, path: Path | None, origins: dict[str, str]) -> tuple[tuple, str]:
+    """(sort key: the file's problems in line order, then the flags'), ``where: key: problem``."""
     loc = tuple(str(p) for p in error["loc"])
     key = ".".join(loc)
-    message = error["msg"]
+    message = error_text(error)
     for depth in range(len(loc), 0, -1):
         origin = origins.get(".".join(loc[:depth]))
         if origin:
-            return f"  {origin}: {key}: {message}"
+            return (1, 0), f"{origin}: {key}: {message}"
     if path is not None:
         line = _yaml_line(path, loc)
         if line is not None:
-            return f"  {path}:{line}: {key}: {message}"
-    return f"  {key or '<config>'}: {message}"
+            return (0, line), f"{path}:{line}: {key}: {message}"
+        return (0, 0), f"{path}: {key or '<config>'}: {message}"
+    return (2, 0), f"{key or '<config>'}: {message}"
 
 
 def dump_config(config: PretrainConfig) -> str:

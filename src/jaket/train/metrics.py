@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 import numpy as np
+
+from jaket.atomic import atomic_path, write_lines
 
 LOSS_NAMES = ("category", "relation", "mlm", "entity")
 
@@ -44,9 +45,7 @@ def truncate_metrics(path: Path, max_step: int) -> int:
         return 0
     before = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
     rows = read_metrics(path, max_step, torn_tail_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    os.replace(tmp, path)
+    write_lines(path, (json.dumps(r) for r in rows))
     return before - len(rows)
 
 
@@ -79,10 +78,9 @@ def plot_losses(rows: list[dict], path: Path) -> None:
         ax.set_title(f"{name} loss")
         ax.set_xlabel("step")
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=100)
+    with atomic_path(path, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 class TensorBoard:

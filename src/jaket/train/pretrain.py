@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -36,15 +37,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from jaket.atomic import write_json, write_text
 from jaket.kg.corpus import EncodedCorpus, TextBatch, collate_texts
 from jaket.kg.sampling import Subgraph, random_walks, sample_neighbors
 from jaket.train import tasks
-from jaket.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from jaket.train.checkpoint import (check_compatible, kg_signature, load_checkpoint, read_state,
+                                   restore_newest, save_checkpoint)
 from jaket.train.config import PretrainConfig, TaskConfig, dump_config
 from jaket.train.distributed import DistInfo, all_reduce_delta, all_reduce_sum
 from jaket.train.metrics import (LOSS_NAMES, TensorBoard, first_last_tenth, plot_losses,
                                  read_metrics, truncate_metrics)
 from jaket.train.optim import build_optimizer, build_scheduler
+from jaket.train.rundir import (StopSignals, TrainingInterrupted, output_lock, prepare_output,
+                                resume_mode)
 
 log = logging.getLogger(__name__)
 
@@ -274,6 +279,11 @@ class Pretrainer:
         #: the fly each step (what the memory avoids) instead of reading the memory rows
         self.on_the_fly_descriptions = False
         self.description_seconds = 0.0
+        #: checkpoints of this run carry its id; pruning deletes no other run's (a resume adopts it)
+        self.run_id = uuid.uuid4().hex
+        self.saved_step: int | None = None
+        self.resumed_from: Path | None = None
+        self._kg_signature: dict | None = None
 
     # ---------------------------------------------------------------- memory
     @property
@@ -461,9 +471,19 @@ class Pretrainer:
         return values
 
     # ---------------------------------------------------------------- checkpoints
+    @property
+    def kg_signature(self) -> dict:
+        if self._kg_signature is None:
+            self._kg_signature = kg_signature(self.data.kg)
+        return self._kg_signature
+
     def save(self) -> Path | None:
+        """Checkpoint the current step (rank 0; once per step)."""
         if not self.info.is_main:
             return None
+        root = self.out / "checkpoints"
+        if self.saved_step == self.step:
+            return root / f"step-{self.step:07d}"
         memory = {"entities": self.memory.entities, "relations": self.memory.relations}
         state = {"refresh_count": self.refresh_count, "memory_filled": self.memory_filled,
                  "data_position": {"step": self.step,
@@ -472,35 +492,62 @@ class Pretrainer:
                                    * self.info.world_size * self.config.optim.accumulation_steps},
                  "refresh_seconds": self.refresh_seconds, "train_seconds": self.train_seconds,
                  "evaluation_start": self.evaluation_start,
-                 "config": self.config.model_dump(mode="json")}
+                 "config": self.config.model_dump(mode="json"), "kg": self.kg_signature}
         path = save_checkpoint(self.out, self.step, self.model, self.optimizer, self.scheduler,
-                               memory, state, keep=self.config.keep_checkpoints)
+                               memory, state, keep=self.config.keep_checkpoints, run_id=self.run_id)
+        self.saved_step = self.step
         log.debug("checkpoint %s", path)
         return path
 
-    def resume(self, path: str | Path | None = None) -> bool:
-        """Restore the newest checkpoint (or ``path``); False when there is none."""
-        path = Path(path) if path else latest_checkpoint(self.out)
-        if path is None:
-            return False
+    def _config_changes(self, meta: dict) -> list[str]:
+        saved, now = _flatten(meta.get("config", {})), _flatten(self.config.model_dump(mode="json"))
+        changed = sorted(k for k in saved.keys() | now.keys() if saved.get(k) != now.get(k))
+        return [f"{k} ({saved.get(k)!r} -> {now.get(k)!r})" for k in changed]
+
+    def _restore(self, path: Path, manifest: dict) -> None:
+        """Check ``path`` against this run's KG and model, then load it (see :meth:`resume`)."""
+        meta = read_state(path)
+        memory_shapes = {"entities": self.memory.entities.shape,
+                         "relations": self.memory.relations.shape}
+        check_compatible(path, meta, self.model, self.kg_signature, memory_shapes,
+                         [c for c in self._config_changes(meta) if c.startswith("model.")])
         meta, memory = load_checkpoint(path, self.model, self.optimizer, self.scheduler)
         with torch.no_grad():
             self.memory.entities.copy_(memory["entities"])
             self.memory.relations.copy_(memory["relations"])
-        self.memory.filled = bool(meta["memory_filled"])
+        self.memory.filled = meta["memory_filled"]  # fields typed by read_state
         self.step = meta["step"]
         self.refresh_count = meta["refresh_count"]
         self.memory_filled = meta["memory_filled"]
-        self.refresh_seconds = meta.get("refresh_seconds", 0.0)
-        self.train_seconds = meta.get("train_seconds", 0.0)
-        self.evaluation_start = meta.get("evaluation_start")
-        saved, now = _flatten(meta.get("config", {})), _flatten(self.config.model_dump(mode="json"))
-        changed = sorted(k for k in saved.keys() | now.keys() if saved.get(k) != now.get(k))
-        if changed:
+        self.refresh_seconds = meta["refresh_seconds"]
+        self.train_seconds = meta["train_seconds"]
+        self.evaluation_start = meta["evaluation_start"]
+        self.run_id = manifest["run_id"] if isinstance(manifest.get("run_id"), str) else self.run_id
+        self.saved_step = self.step
+        changes = self._config_changes(meta)
+        if changes:
             log.warning("resuming %s with a config that differs from the checkpoint's in: %s",
-                        path, ", ".join(f"{k} ({saved.get(k)!r} -> {now.get(k)!r})" for k in changed))
-        log.info("resumed from %s at step %d", path, self.step)
+                        path, ", ".join(changes))
+
+    def resume(self) -> bool:
+        """Restore the newest intact checkpoint of ``out_dir`` (a damaged newer one is skipped
+        with a warning naming it); False when there is none. A checkpoint made for another KG or
+        model shape raises :class:`~jaket.train.checkpoint.IncompatibleCheckpointError`."""
+        found = restore_newest(self.out, self._restore)
+        if found is None:
+            return False
+        self.resumed_from = found[0]
+        log.info("resumed from %s at step %d", found[0], self.step)
         return True
+
+    def _stop_signal(self, signals: StopSignals) -> int | None:
+        """The signal that asks to stop (any rank's), else None."""
+        received = signals.received or 0
+        if self.info.active:
+            flag = torch.tensor([received], dtype=torch.int64)
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+            received = int(flag)
+        return received or None
 
     # ---------------------------------------------------------------- evaluation
     @torch.no_grad()
@@ -548,7 +595,17 @@ class Pretrainer:
                 "seconds": round(time.perf_counter() - began, 2)}
 
     # ---------------------------------------------------------------- the loop
-    def run(self, resume: bool = False, progress: bool = True) -> dict:
+    def run(self, resume: bool | str = False, progress: bool = True, overwrite: bool = False) -> dict:
+        """Train to ``config.steps`` and write the outputs (rank 0 under the folder's lock).
+
+        ``resume``: False (a fresh start; a folder holding an earlier run is refused unless
+        ``overwrite``), True (continue from the newest intact checkpoint; an error when there is
+        none) or ``"auto"`` (continue when there is a checkpoint, else start). SIGTERM / SIGINT end
+        the run after the current step with a checkpoint (:class:`TrainingInterrupted`)."""
+        with output_lock(self.out) if self.info.is_main else contextlib.nullcontext():
+            return self._run(resume_mode(resume), progress, overwrite)
+
+    def _run(self, mode: str, progress: bool, overwrite: bool) -> dict:
         cfg = self.config
         main = self.info.is_main
         self.progress = progress
@@ -557,52 +614,60 @@ class Pretrainer:
         load_start = os.getloadavg()
         if main:
             self.out.mkdir(parents=True, exist_ok=True)
-            (self.out / "config.yaml").write_text(dump_config(cfg), encoding="utf-8")
+        has_checkpoint = prepare_output(self.out, mode, overwrite, write=main)
+        if main:
+            write_text(self.out / "config.yaml", dump_config(cfg))
             if self.data.report:
-                _write_json(self.out / "data_report.json", self.data.report)
-        if resume and self.resume():
+                write_json(self.out / "data_report.json", self.data.report)
+        if has_checkpoint and self.resume():
             if main:
                 removed = truncate_metrics(metrics_path, self.step)
                 if removed:
                     log.info("metrics.jsonl: %d rows after step %d removed (they are redone)",
                              removed, self.step)
-        elif main and metrics_path.exists():
-            metrics_path.unlink()
-        if not self.memory_filled:
-            self.refresh_memory()
-        if main and self.step == 0 and cfg.eval_texts and self.evaluation_start is None:
-            self.evaluation_start = self.evaluate_masked_entity(cfg.eval_texts)
-            log.info("held-out masked entity prediction before training: %s", self.evaluation_start)
-        board = TensorBoard(self.out / "tensorboard", cfg.tensorboard and main)
-        from tqdm.auto import tqdm
+        stopped = None
+        with StopSignals() as signals:
+            if not self.memory_filled:
+                self.refresh_memory()
+            if main and self.step == 0 and cfg.eval_texts and self.evaluation_start is None:
+                self.evaluation_start = self.evaluate_masked_entity(cfg.eval_texts)
+                log.info("held-out masked entity prediction before training: %s", self.evaluation_start)
+            board = TensorBoard(self.out / "tensorboard", cfg.tensorboard and main)
+            from tqdm.auto import tqdm
 
-        bar = tqdm(total=cfg.steps, initial=self.step, disable=not (progress and main),
-                   desc="pretrain", dynamic_ncols=True)
-        running: dict[str, float] = {}
-        handle = open(metrics_path, "a", encoding="utf-8") if main else None
-        try:
-            while self.step < cfg.steps:
-                values = self.train_step()
-                row = {"step": self.step, **values}
-                for name in LOSS_NAMES:
-                    if f"loss_{name}" in values:
-                        old = running.get(name)
-                        new = values[f"loss_{name}"]
-                        running[name] = new if old is None else 0.9 * old + 0.1 * new
-                if handle is not None and (self.step % cfg.log_every == 0 or self.step == cfg.steps):
-                    handle.write(json.dumps(row) + "\n")
-                    handle.flush()
-                    board.log(row)
-                bar.set_postfix({k: f"{v:.3f}" for k, v in running.items()}, refresh=False)
-                bar.update(1)
-                if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0 and self.step < cfg.steps:
-                    self.save()
-        finally:
-            bar.close()
-            if handle is not None:
-                handle.close()
-            board.close()
-        self.save()
+            bar = tqdm(total=cfg.steps, initial=self.step, disable=not (progress and main),
+                       desc="pretrain", dynamic_ncols=True)
+            running: dict[str, float] = {}
+            handle = open(metrics_path, "a", encoding="utf-8") if main else None
+            try:
+                while self.step < cfg.steps:
+                    values = self.train_step()
+                    row = {"step": self.step, **values}
+                    for name in LOSS_NAMES:
+                        if f"loss_{name}" in values:
+                            old = running.get(name)
+                            new = values[f"loss_{name}"]
+                            running[name] = new if old is None else 0.9 * old + 0.1 * new
+                    if handle is not None and (self.step % cfg.log_every == 0 or self.step == cfg.steps):
+                        handle.write(json.dumps(row) + "\n")
+                        handle.flush()
+                        board.log(row)
+                    bar.set_postfix({k: f"{v:.3f}" for k, v in running.items()}, refresh=False)
+                    bar.update(1)
+                    if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0 and self.step < cfg.steps:
+                        self.save()
+                    stopped = self._stop_signal(signals)
+                    if stopped:
+                        break
+            finally:
+                bar.close()
+                if handle is not None:
+                    handle.close()
+                board.close()
+            path = self.save()  # a signal during this save waits for it
+            stopped = stopped or signals.received
+        if stopped:
+            raise TrainingInterrupted(stopped, self.step, path)
         summary = {"steps": self.step, "world_size": self.info.world_size,
                    "train_seconds": round(self.train_seconds, 1),
                    "refresh_seconds": round(self.refresh_seconds, 1),
@@ -619,9 +684,10 @@ class Pretrainer:
             "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
             "load_average_start": [round(x, 2) for x in load_start],
             "load_average_end": [round(x, 2) for x in os.getloadavg()],
-            "resumed": bool(resume)}
+            "resumed": self.resumed_from is not None,
+            "resumed_from": self.resumed_from.name if self.resumed_from is not None else None}
         if main:
-            _write_json(self.out / "summary.json", summary)
+            write_json(self.out / "summary.json", summary)
         return summary
 
 
@@ -635,12 +701,6 @@ def _flatten(data: dict, prefix: str = "") -> dict:
     return out
 
 
-def _write_json(path: Path, data) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
-
-
 # -------------------------------------------------------------------- building a run
 def prepare_data(kg, corpus, tokenizer, config: PretrainConfig, report: dict | None = None) -> PretrainData:
     """Split the corpus (held-out share for the final evaluation) and tokenise both parts;
@@ -648,8 +708,9 @@ def prepare_data(kg, corpus, tokenizer, config: PretrainConfig, report: dict | N
     heldout, train = corpus.split(config.data.heldout_fraction, seed=config.seed)
     encoded_train = train.encode(tokenizer, max_length=config.data.max_length)
     encoded_heldout = heldout.encode(tokenizer, max_length=config.data.max_length)
-    if len(encoded_train) == 0:
-        raise ValueError("the training corpus is empty")
+    _require_texts(_corpus_name(config), len(encoded_train), encoded_train.num_mentions, config,
+                   f" in the training share (data.heldout_fraction={config.data.heldout_fraction}, "
+                   f"texts cut at data.max_length={config.data.max_length})")
     dropped = encoded_train.dropped_mentions + encoded_heldout.dropped_mentions
     unaligned = encoded_train.unaligned_mentions + encoded_heldout.unaligned_mentions
     if dropped or unaligned:
@@ -667,8 +728,45 @@ def prepare_data(kg, corpus, tokenizer, config: PretrainConfig, report: dict | N
                         report=report)
 
 
+class PretrainDataError(ValueError):
+    """The KG or corpus cannot be pre-trained on; the message names the file and what to do."""
+
+
+def _corpus_name(config: PretrainConfig) -> str:
+    data = config.data
+    if data.corpus is not None:
+        return str(data.corpus)
+    return str(Path(data.path) / "corpus.jsonl") if data.source == "dir" else f"the {data.source} corpus"
+
+
+def check_pretraining_data(kg, corpus, config: PretrainConfig) -> None:
+    """Refuse, with the file and a remedy, a KG or corpus on which a task would silently vanish or
+    the sampler fail: no entity, no triple, no text, no mention (masked entity prediction on)."""
+    data = config.data
+    folder = Path(data.path) if data.source == "dir" else None
+    where = (lambda name: str(folder / name)) if folder else (lambda name: f"the {data.source} KG")
+    if kg.num_entities == 0:
+        raise PretrainDataError(f"{where('entities.jsonl')}: the KG has no entity; pre-training needs "
+                                f"entities with descriptions")
+    if kg.num_triples == 0:
+        raise PretrainDataError(f"{where('triples.tsv')}: the KG has no triple; the knowledge module "
+                                f"and relation prediction need some (head<TAB>relation<TAB>tail lines)")
+    _require_texts(_corpus_name(config), len(corpus), corpus.num_mentions, config)
+
+
+def _require_texts(name: str, texts: int, mentions: int, config: PretrainConfig, where: str = "") -> None:
+    if texts == 0:
+        raise PretrainDataError(f"{name}: no text{where}; pre-training needs texts with entity "
+                                f"mentions (`jaket link` finds them in plain text)")
+    if mentions == 0 and config.tasks.weight_entity > 0:
+        raise PretrainDataError(
+            f"{name}: no text mentions an entity{where}, so masked entity prediction has nothing to "
+            f"predict; link the texts (`jaket link --kg DIR --text FILE --out CORPUS`) or switch the "
+            f"task off with --set tasks.weight_entity=0")
+
+
 def load_kg_and_corpus(config: PretrainConfig):
-    """``(kg, corpus, report)`` named by ``config.data``."""
+    """``(kg, corpus, report)`` named by ``config.data`` (checked by :func:`check_pretraining_data`)."""
     data = config.data
     if data.source == "toy":
         from jaket.kg.toy import toy_kg
@@ -685,9 +783,14 @@ def load_kg_and_corpus(config: PretrainConfig):
                  report["relations"], report["triples"], report["categories"], report["texts"],
                  report["examples_without_mention"])
     else:
-        from jaket.kg.io import load_corpus, load_kg
+        from jaket.kg.io import CORPUS, load_corpus, load_kg
 
         kg = load_kg(data.path)
+        if data.corpus is None and not (Path(data.path) / CORPUS).is_file():
+            raise PretrainDataError(
+                f"{Path(data.path) / CORPUS}: missing; pre-training needs a mention corpus: create it "
+                f"with `jaket link --kg {data.path} --text FILE --out {Path(data.path) / CORPUS}` or "
+                f"pass --corpus FILE")
         corpus = load_corpus(data.path, kg) if data.corpus is None else None
         report = {"source": "dir", "path": str(data.path)}
     if data.corpus is not None:
@@ -695,6 +798,7 @@ def load_kg_and_corpus(config: PretrainConfig):
 
         corpus = load_corpus(data.corpus, kg)
         report["corpus"] = str(data.corpus)
+    check_pretraining_data(kg, corpus, config)
     report.setdefault("entities", kg.num_entities)
     report.setdefault("relations", kg.num_relations)
     report.setdefault("triples", kg.num_triples)
@@ -704,12 +808,13 @@ def load_kg_and_corpus(config: PretrainConfig):
 
 def build_model(config: PretrainConfig, kg):
     """A JaketModel with its (empty) entity context memory attached."""
-    from jaket.model.jaket import JaketConfig, JaketModel
+    from jaket.model.jaket import JaketConfig, JaketModel, check_fits_encoder, encoder_shape
     from jaket.model.memory import EntityContextMemory
     from jaket.paths import default_model_path
 
     m = config.model
-    jcfg = JaketConfig(encoder=str(m.encoder or default_model_path()), lm1_layers=m.lm1_layers,
+    encoder = str(m.encoder or default_model_path())
+    jcfg = JaketConfig(encoder=encoder, lm1_layers=m.lm1_layers,
                        km_layers=m.km_layers, km_heads=m.km_heads, composition=m.composition,
                        fanouts=tuple(m.fanouts), description_max_length=m.description_max_length,
                        memory_momentum=m.memory_momentum, memory_dtype=m.memory_dtype,
@@ -717,6 +822,7 @@ def build_model(config: PretrainConfig, kg):
                        num_relations=max(1, kg.num_relations),
                        use_relation_memory=config.tasks.use_relation_memory,
                        category_names=list(kg.category_names), relation_names=list(kg.relation_names))
+    check_fits_encoder(jcfg, *encoder_shape(encoder), where=f"model.encoder={encoder}", prefix="model.")
     model = JaketModel(jcfg)
     memory = EntityContextMemory(kg.num_entities, kg.num_relations, model.hidden_size,
                                  dtype=m.memory_dtype, path=m.memory_path, momentum=m.memory_momentum)
@@ -725,23 +831,30 @@ def build_model(config: PretrainConfig, kg):
     return model
 
 
-def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False,
-             progress: bool = True, model_factory: Callable | None = None) -> dict:
+def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool | str = False,
+             progress: bool = True, model_factory: Callable | None = None,
+             overwrite: bool = False) -> dict:
     """Run (or resume) pre-training as configured; rank 0 writes ``out_dir`` (the trained model
-    in ``out_dir/model``, loadable with ``JaketModel.from_pretrained``)."""
+    in ``out_dir/model``, loadable with ``JaketModel.from_pretrained``) under the folder's lock.
+
+    ``resume`` and ``overwrite`` as in :meth:`Pretrainer.run`; the folder is checked before the
+    data is loaded, so a wrong flag fails at once."""
     from jaket.train.distributed import finish_distributed, init_distributed
 
     info, created = init_distributed()
+    out_dir = Path(out_dir)
     try:
-        torch.manual_seed(config.seed)
-        np.random.seed(config.seed)
-        kg, corpus, report = load_kg_and_corpus(config)
-        model = (model_factory or build_model)(config, kg)
-        data = prepare_data(kg, corpus, model.language.tokenizer, config, report)
-        trainer = Pretrainer(config, model, data, out_dir, info)
-        summary = trainer.run(resume=resume, progress=progress)
-        if info.is_main:
-            model.save_pretrained(Path(out_dir) / "model")
+        with output_lock(out_dir) if info.is_main else contextlib.nullcontext():
+            prepare_output(out_dir, resume_mode(resume), overwrite, write=False)
+            torch.manual_seed(config.seed)
+            np.random.seed(config.seed)
+            kg, corpus, report = load_kg_and_corpus(config)
+            model = (model_factory or build_model)(config, kg)
+            data = prepare_data(kg, corpus, model.language.tokenizer, config, report)
+            trainer = Pretrainer(config, model, data, out_dir, info)
+            summary = trainer.run(resume=resume, progress=progress, overwrite=overwrite)
+            if info.is_main:
+                model.save_pretrained(out_dir / "model")
         return summary
     finally:
         finish_distributed(created)

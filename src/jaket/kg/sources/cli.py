@@ -20,28 +20,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from jaket.atomic import copy_file, write_text
 
 logger = logging.getLogger(__name__)
 
 REPORT = "build-report.json"
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def _stages(total: int, description: str):
@@ -58,7 +45,7 @@ def _finish(out: Path, kg, corpus, report: dict, began: float, progress) -> int:
     progress.update(1)
     progress.close()
     report = {**report, "out": str(out), "total_seconds": round(time.perf_counter() - began, 2)}
-    _atomic_write_text(out / REPORT, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    write_text(out / REPORT, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     parts = [f"{kg.num_entities:,} entities", f"{kg.num_relations:,} relations",
              f"{kg.num_triples:,} triples", f"{kg.num_categories:,} categories"]
     if corpus is not None:
@@ -84,7 +71,7 @@ def _write_splits(out: Path, splits: dict[str, list[tuple[str, str, str]]]) -> N
     out.mkdir(parents=True, exist_ok=True)
     for name, rows in splits.items():
         if name != "train":
-            _atomic_write_text(out / f"{name}.txt", "".join(f"{h}\t{r}\t{t}\n" for h, r, t in rows))
+            write_text(out / f"{name}.txt", "".join(f"{h}\t{r}\t{t}\n" for h, r, t in rows))
 
 
 # --------------------------------------------------------------------------- commands
@@ -125,10 +112,7 @@ def _import_wn18rr(args: argparse.Namespace) -> int:
         for name in report["splits"]:
             source, target = args.source_dir / name, args.out / name
             if not (target.exists() and source.resolve() == target.resolve()):
-                fd, temporary = tempfile.mkstemp(dir=args.out, prefix=f".{name}.tmp-")
-                os.close(fd)
-                shutil.copyfile(source, temporary)
-                os.replace(temporary, target)
+                copy_file(source, target)
         return _finish(args.out, kg, None, report, began, progress)
 
 
@@ -173,32 +157,11 @@ def _import_pykeen(args: argparse.Namespace) -> int:
         return _finish(args.out, kg, None, report, began, progress)
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    from jaket.kg.io import KGFormatError
-    from jaket.kg.sources.pykeen_datasets import PyKEENDataError
-    from jaket.kg.sources.rdf import RDFImportError
-    from jaket.kg.sources.wordnet import WordNetError
-    from jaket.paths import MissingResourceError
-
-    return (KGFormatError, WordNetError, RDFImportError, PyKEENDataError, MissingResourceError,
-            ValueError, OSError)
-
-
 def _guarded(command):
-    """Run a command; user errors become ``error: ...`` on stderr and exit status 1."""
-
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return command(args)
-        except _user_errors() as error:
-            if getattr(args, "verbose", False):
-                logger.exception("kg %s %s failed", args.kg_command, args.source)
-            message = str(error) if not isinstance(error, OSError) or not error.filename else \
-                f"{error.filename}: {error.strerror or error}"
-            print(f"error: {message}", file=sys.stderr)
-            return 1
-
-    return run
+    """``command`` as it is: its user errors (``KGFormatError``, the importers' ``ValueError``
+    subclasses, ``MissingResourceError``, ``OSError``) are reported by the one error boundary of
+    :func:`jaket.cli.main` (one line, exit status 1, the traceback with ``--debug``)."""
+    return command
 
 
 # --------------------------------------------------------------------------- argument parsing

@@ -1,0 +1,12 @@
+"""The error classes the command line maps to exit statuses (:mod:`jaket.cli`).
+
+A user error is a ``ValueError`` (the project's own subclasses name the file and line) or an
+``OSError``: exit status 1. :class:`UsageError` marks a wrong invocation (a flag, an argument or a
+config value): exit status 2, as argparse's own errors.
+"""
+
+from __future__ import annotations
+
+
+class UsageError(ValueError):
+    """The command was invoked wrongly (a flag, an argument or a config value): exit status 2."""
