@@ -231,3 +231,18 @@ def test_a_signal_saves_the_current_step_and_exits_with_its_code(tiny_bert_dir, 
     assert _steps(out) == [1, 2, 3, 4, 5, 6]
     state = load_file(out / "checkpoints" / "step-0000006" / "model.safetensors")
     assert state  # the final checkpoint exists and loads
+
+
+def test_a_checkpoint_from_before_manifests_still_resumes(tiny_bert_dir, run4, caplog):
+    """A checkpoint of the previous format (no manifest, no KG record in state.json) resumes with a
+    warning; one of this format that lost its manifest does not (see the damage test above)."""
+    for name in ("step-0000004", "step-0000002"):
+        path = run4 / "checkpoints" / name
+        (path / "manifest.json").unlink()
+        state = json.loads((path / "state.json").read_text())
+        del state["kg"]
+        (path / "state.json").write_text(json.dumps(state))
+    with caplog.at_level(logging.WARNING):
+        assert _pretrain(tiny_bert_dir, run4, "--resume", steps=6) == 0
+    assert "before checkpoints carried a manifest" in caplog.text
+    assert _steps(run4)[-2:] == [5, 6]

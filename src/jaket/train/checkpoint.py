@@ -243,8 +243,7 @@ def verify_checkpoint(path: str | Path) -> dict:
     try:
         manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CorruptCheckpointError(f"{path}: no {MANIFEST} (an incomplete checkpoint, or one "
-                                     f"written before checkpoints were verified)") from None
+        return _legacy_manifest(path)
     except (OSError, ValueError) as error:
         raise CorruptCheckpointError(f"{path / MANIFEST}: unreadable ({error})") from None
     files = manifest.get("files") if isinstance(manifest, dict) else None
@@ -268,6 +267,30 @@ def verify_checkpoint(path: str | Path) -> dict:
             raise CorruptCheckpointError(f"{file}: content differs from the manifest's SHA-256 "
                                          f"(damaged)")
     return manifest
+
+
+def _legacy_manifest(path: Path) -> dict:
+    """A checkpoint written before manifests existed (recognised by a ``state.json`` without the
+    ``kg`` record that this version writes; the old writer also replaced each ``step-*`` folder as
+    a whole, atomically, so such a folder is complete): accepted when every file is present,
+    with a warning; its files are then checked by reading them (safetensors verifies sizes).
+    It has no run id, so a resumed run never prunes it."""
+    missing = [name for name in FILES if not (path / name).is_file()]
+    if missing:
+        raise CorruptCheckpointError(f"{path}: no {MANIFEST} and missing {', '.join(missing)} (an "
+                                     "incomplete checkpoint)")
+    try:
+        state = json.loads((path / STATE).read_text(encoding="utf-8"))
+        step = state["step"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise CorruptCheckpointError(f"{path / STATE}: unreadable ({error})") from None
+    if "kg" in state:  # written by this version, which always writes the manifest last
+        raise CorruptCheckpointError(f"{path}: no {MANIFEST} (an incomplete or damaged checkpoint)")
+    if not isinstance(step, int):
+        raise CorruptCheckpointError(f"{path / 'state.json'}: step is not an integer")
+    log.warning("%s: written before checkpoints carried a manifest; its files are checked by "
+                "loading them", path)
+    return {"format": FORMAT, "step": step, "run_id": None, "files": {}, "legacy": True}
 
 
 class _State(BaseModel):
