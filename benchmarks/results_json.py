@@ -1,0 +1,73 @@
+"""Collect the figures of docs/results.md into docs/results.json (machine-readable).
+
+    python -m benchmarks.results_json [--runs runs] [--out docs/results.json]
+
+Reads what the documented commands wrote under ``runs/`` (the reference run's ``summary.json``
+and data report, ``runs/ec-reference/table/table.json`` of ``benchmarks.ec_compare``, and any
+task ``metrics.json`` listed in :data:`TASK_RUNS`) and keeps the entries of an existing
+``results.json`` whose source is absent on this machine, so a partial re-run does not erase
+earlier figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from jaket.atomic import write_json
+
+#: results.json key -> metrics file under --runs holding a downstream task's summary
+TASK_RUNS = {
+    "kgqa_metaqa": "kgqa-metaqa/metrics.json",
+    "relation_classification_fewrel": "fewrel-reference/metrics.json",
+    "link_prediction_wn18rr": "lp-reference/metrics.json",
+}
+
+
+def _read(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def collect(runs: Path, previous: dict) -> dict:
+    out = dict(previous)
+    summary = _read(runs / "reference" / "summary.json")
+    data = _read(runs / "reference" / "data" / "report.json")
+    if summary is not None:
+        out["reference_pretraining"] = {
+            "command": "jaket pretrain --config configs/pretrain-wordnet.yaml --out runs/reference",
+            "steps": summary["steps"], "train_seconds": summary["train_seconds"],
+            "refresh_seconds": summary["refresh_seconds"], "refresh_count": summary["refresh_count"],
+            "wall_seconds": summary["session"]["wall_seconds"], "cpu_seconds": summary["session"]["cpu_seconds"],
+            "losses": summary["losses"], "masked_entity_before": summary["evaluation_start"],
+            "masked_entity_after": summary["evaluation"], "data": data}
+    table = _read(runs / "ec-reference" / "table" / "table.json")
+    if table is not None:
+        out["entity_classification"] = {
+            "command": "see docs/results.md, 'Entity classification on the unseen KG''",
+            "kg": table["kg"], "seeds": table["seeds"], "accuracy": table["accuracy"],
+            "zero_shot": table["zero_shot"], "paired_against": table["paired_against"],
+            "paired": table["paired"]}
+    for key, relative in TASK_RUNS.items():
+        metrics = _read(runs / relative)
+        if metrics is not None:
+            out[key] = {"source": str(runs / relative), "summary": metrics.get("summary", metrics)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=Path, default=Path("runs"))
+    parser.add_argument("--out", type=Path, default=Path("docs/results.json"))
+    args = parser.parse_args(argv)
+    previous = _read(args.out) or {}
+    write_json(args.out, collect(args.runs, previous))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
