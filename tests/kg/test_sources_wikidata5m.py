@@ -119,7 +119,7 @@ def test_every_bad_line_is_named(tmp_path, capsys):
         f"{train}:10: unknown relation id 'P99' (not in wikidata5m_relation.txt); unknown tail entity id 'Q2' "
         "(not in wikidata5m_entity.txt)"]
     assert main(["kg", "import", "wikidata5m", str(folder), "--out", str(tmp_path / "kg")]) == 1
-    assert f"error: {entity}:8: duplicate entity id" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith(f"{entity}:8: duplicate entity id")  # as kg validate prints
     assert main(["kg", "import", "wikidata5m", str(tmp_path / "nowhere"), "--out", str(tmp_path / "kg")]) == 1
     assert "nowhere: not a directory" in capsys.readouterr().err
 

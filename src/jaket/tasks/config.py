@@ -54,13 +54,14 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
     try:
         config = TypeAdapter(cls).validate_python(data)
     except ValidationError as error:
-        raise ValueError(f"invalid {what} config:\n" + "\n".join(
-            _describe(_known_key(e, cls), path, origins) for e in error.errors())) from None
+        located = sorted((_describe(_known_key(e, cls), path, origins) for e in error.errors()),
+                         key=lambda described: described[0])
+        raise ValueError(f"invalid {what} config:\n" + "\n".join(text for _, text in located)) from None
     check = getattr(config, "check", None)
     problems = check() if callable(check) else []
     if problems:
         raise ValueError(f"invalid {what} config:\n" + "\n".join(
-            _describe({"loc": tuple(key.split(".")), "msg": message}, path, origins) for key, message in problems))
+            _describe({"loc": tuple(key.split(".")), "msg": message}, path, origins)[1] for key, message in problems))
     return config
 
 
