@@ -134,3 +134,40 @@ def test_zero_shot_matches_categories_by_name(small_kg):
     row = ec.results_table({"config": {"train_fractions": [1.0]}, "summary": {},
                             "zero_shot": {"jaket": [{"test_accuracy": 0.25}, {"test_accuracy": 0.35}]}})
     assert "zero-shot" in row and "30.0 ± 7.1" in row  # sample std (ddof 1)
+
+
+def test_category_head_init_starts_at_the_zero_shot_predictions(small_kg):
+    """``head_init="category"``: before any step the classifier predicts what the pre-trained
+    category head predicts (rows matched by name, whatever their order); the prior survives a
+    save/load of the head; without a shared name there is no prior."""
+    from jaket.model.heads import CategoryHead
+    from jaket.model.knowledge import KnowledgeModule
+    from jaket.tasks.variants import Backbone, FrozenMemory, full_graph
+
+    torch.manual_seed(0)
+    names = list(small_kg.category_names)
+    head_names = names[::-1]
+    width = 8
+    knowledge = KnowledgeModule(width, num_layers=1, heads=2).eval()
+    category_head = CategoryHead(width, len(head_names))
+    backbone = Backbone("jaket", width, None, knowledge, category_head=category_head,
+                        category_names=tuple(head_names))
+    memory = FrozenMemory(torch.randn(small_kg.num_entities, width), torch.randn(small_kg.num_relations, width))
+    edges = full_graph(small_kg)
+    prior = ec.category_prior(backbone, names)
+    classifier = ec.EntityClassifier(knowledge, width, len(names), 0.0, prior).eval()
+    torch.nn.init.zeros_(classifier.head[-1].weight)
+    torch.nn.init.zeros_(classifier.head[-1].bias)
+    with torch.no_grad():
+        predicted = classifier(memory, *edges).argmax(-1).numpy()
+    expected = ec.zero_shot_predictions(backbone, memory, small_kg, edges)
+    assert len(set(expected.tolist())) > 1 and (predicted == expected).all()
+
+    torch.nn.init.normal_(classifier.head[-1].weight)
+    again = ec.EntityClassifier(knowledge, width, len(names), 0.0).eval()
+    again.load_head_state(classifier.head_state())
+    with torch.no_grad():
+        assert torch.allclose(again(memory, *edges), classifier(memory, *edges))
+    other = Backbone("jaket", width, None, knowledge, category_head=category_head,
+                     category_names=tuple(f"x.{i}" for i in range(len(head_names))))
+    assert ec.category_prior(other, names) is None

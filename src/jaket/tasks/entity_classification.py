@@ -29,6 +29,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -56,6 +57,10 @@ class EntityClassificationConfig(BackboneSettings):
     min_class_size: int = 1  # categories with fewer labelled entities are kept but reported
     #: stop when the dev accuracy has not improved for this many epochs (None: run every epoch)
     patience: int | None = None
+    #: "fresh": a new classifier, as the paper; "category": the ``jaket`` setting's classifier
+    #: starts from the pre-trained category head (pre-training task 1) for the categories it
+    #: shares by name with KG' (:func:`category_prior`); other settings have no such head
+    head_init: Literal["fresh", "category"] = "fresh"
 
     def check(self) -> list[tuple[str, str]]:
         """``(key, problem)`` of every value that is well-typed but unusable."""
@@ -167,19 +172,61 @@ def label_leakage(kg) -> dict:
 
 class EntityClassifier(nn.Module):
     """KM over the whole KG' (full batch) followed by a two-layer head; without a KM the head
-    reads the frozen features directly."""
+    reads the frozen features directly. With a ``prior`` (a linear map of the same features,
+    :func:`category_prior`) the logits are ``head(x) + prior(x)``."""
 
-    def __init__(self, knowledge: nn.Module | None, hidden: int, num_classes: int, dropout: float):
+    def __init__(self, knowledge: nn.Module | None, hidden: int, num_classes: int, dropout: float,
+                 prior: nn.Linear | None = None):
         super().__init__()
         self.knowledge = knowledge
         self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(hidden, hidden), nn.GELU(),
                                   nn.Dropout(dropout), nn.Linear(hidden, num_classes))
+        self.prior = prior
 
     def forward(self, memory: FrozenMemory, edge_index, edge_type) -> torch.Tensor:
         x = memory.entities
         if self.knowledge is not None:
             x = self.knowledge(x, edge_index, edge_type, memory.relations)
-        return self.head(x)
+        logits = self.head(x)
+        return logits if self.prior is None else logits + self.prior(x)
+
+    def head_state(self) -> dict[str, torch.Tensor]:
+        """The head's tensors as saved in a fine-tuned folder (the prior's under ``prior.``)."""
+        state = dict(self.head.state_dict())
+        if self.prior is not None:
+            state.update({f"prior.{k}": v for k, v in self.prior.state_dict().items()})
+        return state
+
+    def load_head_state(self, state: dict[str, torch.Tensor]) -> None:
+        prior = {k.removeprefix("prior."): v for k, v in state.items() if k.startswith("prior.")}
+        if prior:
+            self.prior = nn.Linear(prior["weight"].shape[1], prior["weight"].shape[0])
+            self.prior.load_state_dict(prior)
+        self.head.load_state_dict({k: v for k, v in state.items() if not k.startswith("prior.")})
+
+
+def category_prior(backbone: Backbone, category_names) -> nn.Linear | None:
+    """A linear classifier over ``category_names`` copied from the pre-trained category head
+    (pre-training task 1, ``E^KM -> categories``): the rows of the categories it knows by name;
+    a category it does not know gets weight 0 and the lowest known bias. ``None`` when the
+    backbone has no category head or shares no name. Fine-tuning from it starts at the
+    zero-shot predictions (:func:`zero_shot_predictions`) instead of at chance."""
+    if backbone.category_head is None or backbone.knowledge is None:
+        return None
+    known = {name: i for i, name in enumerate(backbone.category_names)}
+    rows = [known.get(name, -1) for name in category_names]
+    if all(r < 0 for r in rows):
+        return None
+    source = backbone.category_head.classifier
+    prior = nn.Linear(source.in_features, len(rows))
+    with torch.no_grad():
+        prior.weight.zero_()
+        prior.bias.fill_(float(source.bias[[r for r in rows if r >= 0]].min()))
+        for i, r in enumerate(rows):
+            if r >= 0:
+                prior.weight[i] = source.weight[r]
+                prior.bias[i] = source.bias[r]
+    return prior
 
 
 def train_one(backbone: Backbone, memory: FrozenMemory, kg, split: Split, config: EntityClassificationConfig,
@@ -194,8 +241,14 @@ def train_one(backbone: Backbone, memory: FrozenMemory, kg, split: Split, config
     knowledge = backbone.knowledge
     if knowledge is not None:
         knowledge = _fresh_copy(knowledge)
-    model = EntityClassifier(knowledge, backbone.hidden_size, num_classes, config.dropout)
+    prior = category_prior(backbone, kg.category_names) if config.head_init == "category" else None
+    model = EntityClassifier(knowledge, backbone.hidden_size, num_classes, config.dropout, prior)
+    if prior is not None:  # start exactly at the pre-trained head's predictions
+        nn.init.zeros_(model.head[-1].weight)
+        nn.init.zeros_(model.head[-1].bias)
     groups = [{"params": model.head.parameters(), "lr": config.head_lr}]
+    if prior is not None:
+        groups.append({"params": prior.parameters(), "lr": config.head_lr})
     if knowledge is not None:
         groups.append({"params": knowledge.parameters(), "lr": config.km_lr})
     optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
@@ -566,7 +619,7 @@ class FinetunedEntityClassifier:
         model = backbone_model(self.backbone, self.variant_config, self.classifier.knowledge)
         task_config = {"variant": self.variant, "labels": self.labels, "hidden_size": int(self.backbone.hidden_size),
                        **self.settings}
-        return write_finetuned(directory, self.task, model, self.classifier.head.state_dict(), task_config)
+        return write_finetuned(directory, self.task, model, self.classifier.head_state(), task_config)
 
     @classmethod
     def from_pretrained(cls, directory) -> "FinetunedEntityClassifier":
@@ -585,8 +638,8 @@ class FinetunedEntityClassifier:
         backbone = Backbone(variant, hidden, model.language, knowledge, model.fusion)
         classifier = EntityClassifier(knowledge, hidden, len(labels), float(settings.get("dropout", 0.0)))
         try:
-            classifier.head.load_state_dict(folder.head)
-        except RuntimeError as error:
+            classifier.load_head_state(folder.head)
+        except (RuntimeError, KeyError) as error:
             first = str(error).strip().splitlines()[0]
             raise FinetunedFormatError(f"{directory}/head.safetensors: does not fit {len(labels)} labels and "
                                        f"{hidden} features: {first}") from None

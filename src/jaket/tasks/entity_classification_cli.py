@@ -113,6 +113,9 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
                         help=f"tokens of each description read by LM1 (default {defaults.description_max_length})")
     parser.add_argument("--no-relation-memory", dest="relation_memory", action="store_const", const=False,
                         help="R = 0 in the KM (ablation; default: R from relation descriptions, as the paper)")
+    parser.add_argument("--head-init", choices=("fresh", "category"),
+                        help="the jaket setting's classifier: 'fresh' (the paper) or 'category' = start from the "
+                             f"pre-trained category head for the categories it knows (default {defaults.head_init})")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.set_defaults(seeds=None, relation_memory=None, func=run, evaluate=evaluate)
 
@@ -143,7 +146,7 @@ _FLAG_KEYS = {"kg": "data.kg", "train": "data.train", "dev": "data.dev", "test":
               "patience": "patience", "head_lr": "head_lr", "km_lr": "km_lr", "dropout": "dropout",
               "relation_memory": "relation_memory", "model": "pretrained", "encoder": "encoder",
               "km_layers": "km_layers", "km_heads": "km_heads",
-              "description_max_length": "description_max_length"}
+              "description_max_length": "description_max_length", "head_init": "head_init"}
 
 
 def job_from_args(args: argparse.Namespace) -> EntityClassificationJob:
