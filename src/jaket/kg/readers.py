@@ -89,6 +89,7 @@ def read_triples(path, problems: list[Problem] | None = None, *, separator: str 
                 found.append(Problem(str(path), number, f"expected {shape}, got {line[:80]!r}"))
                 continue
             rows.append((number, parts[0], parts[1], parts[2]))
+        found.sort(key=lambda p: p.line or 0)
     if problems is not None:
         problems.extend(found)
     elif found:
