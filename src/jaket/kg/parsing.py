@@ -75,6 +75,25 @@ def _records(path: Path, problems: list[Problem]) -> list[tuple[int, str, dict |
     return [(number, line, json_object(path, number, line, problems)) for number, line in read_lines(path, problems)]
 
 
+def _admit(kind: str, item_id: str | None, description: str | None, first_line: dict[str, int],
+           problems_before: int, path: Path, number: int, problems: list[Problem]) -> bool:
+    """Whether the entity / relation record on line ``number`` is kept: its id is new and its line
+    added no problem past ``problems_before``. A kept or broken record's id is remembered in
+    ``first_line`` (so a triple naming an id defined on a broken line is not reported a second
+    time as dangling); an empty description is a warning."""
+    if item_id is not None and item_id in first_line:
+        problems.append(Problem(str(path), number, f"duplicate {kind} id {item_id!r} "
+                                                    f"(first defined at line {first_line[item_id]})"))
+        return False
+    if item_id is not None:
+        first_line[item_id] = number
+    if len(problems) > problems_before:
+        return False
+    if description == "":
+        problems.append(Problem(str(path), number, f"{kind} {item_id!r} has an empty description", "warning"))
+    return True
+
+
 def _parse_entities(path: Path, problems: list[Problem]):
     ids, names, descriptions, categories, aliases = [], [], [], [], []
     first_line: dict[str, int] = {}
@@ -107,18 +126,8 @@ def _parse_entities(path: Path, problems: list[Problem]):
         alias_list = record.get("aliases", [])
         if not isinstance(alias_list, list) or not all(isinstance(a, str) for a in alias_list):
             problems.append(Problem(str(path), number, "field 'aliases' must be a list of strings"))
-        if entity_id is not None and entity_id in first_line:
-            problems.append(Problem(str(path), number, f"duplicate entity id {entity_id!r} "
-                                                        f"(first defined at line {first_line[entity_id]})"))
+        if not _admit("entity", entity_id, description, first_line, before, path, number, problems):
             continue
-        if len(problems) > before:
-            if entity_id is not None:
-                first_line[entity_id] = number  # known, so triples naming it are not dangling
-            continue
-        if description == "":
-            problems.append(Problem(str(path), number, f"entity {entity_id!r} has an empty description",
-                                    "warning"))
-        first_line[entity_id] = number
         ids.append(entity_id)
         names.append(name)
         descriptions.append(description)
@@ -137,18 +146,8 @@ def _parse_relations(path: Path, problems: list[Problem]):
         relation_id = string_field(record, "id", path, number, problems, is_id=True)
         name = string_field(record, "name", path, number, problems)
         description = string_field(record, "description", path, number, problems)
-        if relation_id is not None and relation_id in first_line:
-            problems.append(Problem(str(path), number, f"duplicate relation id {relation_id!r} "
-                                                        f"(first defined at line {first_line[relation_id]})"))
+        if not _admit("relation", relation_id, description, first_line, before, path, number, problems):
             continue
-        if len(problems) > before:
-            if relation_id is not None:
-                first_line[relation_id] = number
-            continue
-        if description == "":
-            problems.append(Problem(str(path), number,
-                                    f"relation {relation_id!r} has an empty description", "warning"))
-        first_line[relation_id] = number
         ids.append(relation_id)
         names.append(name)
         descriptions.append(description)

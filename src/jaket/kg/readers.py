@@ -13,14 +13,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from jaket.kg.errors import KGFormatError, Problem
-
-if TYPE_CHECKING:
-    from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.graph import KnowledgeGraph
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +94,7 @@ def read_triples(path, problems: list[Problem] | None = None, *, separator: str 
     return rows
 
 
-def index_triples(rows: Iterable[tuple[str, str, str]], kg: "KnowledgeGraph") -> tuple[np.ndarray, int]:
+def index_triples(rows: Iterable[tuple[str, str, str]], kg: KnowledgeGraph) -> tuple[np.ndarray, int]:
     """``(triples, skipped)``: the id triples ``rows`` as (T, 3) int64 indices of ``kg``;
     ``skipped`` counts the rows naming an entity or relation ``kg`` does not have."""
     indexed, skipped = [], 0
@@ -109,7 +106,7 @@ def index_triples(rows: Iterable[tuple[str, str, str]], kg: "KnowledgeGraph") ->
     return np.asarray(indexed, dtype=np.int64).reshape(-1, 3), skipped
 
 
-def read_split(path, kg: "KnowledgeGraph") -> tuple[np.ndarray, int]:
+def read_split(path, kg: KnowledgeGraph) -> tuple[np.ndarray, int]:
     """An evaluation split (a triple file over ``kg``'s ids) as ``(triples (T, 3) int64, skipped)``;
     triples naming an entity or relation not in ``kg`` are skipped, counted and logged, never
     silently dropped. Raises :class:`KGFormatError` (``path:line: message``) on a malformed line."""

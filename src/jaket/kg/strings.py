@@ -12,7 +12,26 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 
-class StringTable(Sequence):
+class _Table(Sequence):
+    """Indexing shared by the tables: an int (negative from the end) gives :meth:`_item`, a slice a list."""
+
+    __slots__ = ()
+
+    def _item(self, index: int):
+        raise NotImplementedError
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(*index.indices(len(self)))]
+        index = int(index)
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"{type(self).__name__} index out of range")
+        return self._item(index)
+
+
+class StringTable(_Table):
     """A read-only list of strings stored as one UTF-8 byte blob and ``len + 1`` int64 offsets.
 
     It decodes a string only when asked, so a million-entity table loads in milliseconds. It
@@ -36,14 +55,7 @@ class StringTable(Sequence):
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        index = int(index)
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("StringTable index out of range")
+    def _item(self, index: int) -> str:
         return self.blob[self.offsets[index]:self.offsets[index + 1]].tobytes().decode("utf-8")
 
     def __iter__(self) -> Iterator[str]:
@@ -75,7 +87,7 @@ class StringTable(Sequence):
         return f"StringTable({len(self)} strings)"
 
 
-class AliasTable(Sequence):
+class AliasTable(_Table):
     """``entity_aliases`` backed by a :class:`StringTable` of all aliases and an (N+1,) pointer."""
 
     __slots__ = ("strings", "pointer")
@@ -94,14 +106,7 @@ class AliasTable(Sequence):
     def __len__(self) -> int:
         return len(self.pointer) - 1
 
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        index = int(index)
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("AliasTable index out of range")
+    def _item(self, index: int) -> list[str]:
         return self.strings[int(self.pointer[index]):int(self.pointer[index + 1])]
 
     def __eq__(self, other: object) -> bool:

@@ -35,7 +35,7 @@ import numpy as np
 
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.readers import read_triples
+from jaket.kg.readers import read_lines, read_triples
 from jaket.kg.sources.wordnet import load_wordnet_data
 
 logger = logging.getLogger(__name__)
@@ -76,24 +76,20 @@ def _read_dict(path: Path, problems: list[Problem]) -> list[str]:
     """The ids of an ``index<TAB>id`` file, in index order."""
     rows: dict[int, str] = {}
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) != 2 or not parts[0].strip().isdigit() or not parts[1].strip():
-                problems.append(Problem(str(path), number, f"expected index<TAB>id, got {line[:80]!r}"))
-                continue
-            index, value = int(parts[0]), parts[1].strip()
-            if index in rows:
-                problems.append(Problem(str(path), number, f"index {index} given twice"))
-            elif value in seen:
-                problems.append(Problem(str(path), number, f"id {value!r} given twice "
-                                                           f"(first at line {seen[value]})"))
-            else:
-                rows[index] = value
-                seen[value] = number
+    for number, line in read_lines(path, problems):
+        parts = line.split("\t")
+        if len(parts) != 2 or not parts[0].strip().isdigit() or not parts[1].strip():
+            problems.append(Problem(str(path), number, f"expected index<TAB>id, got {line[:80]!r}"))
+            continue
+        index, value = int(parts[0]), parts[1].strip()
+        if index in rows:
+            problems.append(Problem(str(path), number, f"index {index} given twice"))
+        elif value in seen:
+            problems.append(Problem(str(path), number, f"id {value!r} given twice "
+                                                       f"(first at line {seen[value]})"))
+        else:
+            rows[index] = value
+            seen[value] = number
     if rows and sorted(rows) != list(range(len(rows))):
         problems.append(Problem(str(path), None, "indices are not 0..n-1"))
     return [rows[i] for i in sorted(rows)]
