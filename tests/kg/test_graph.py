@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jaket.kg.graph import KnowledgeGraph
 
@@ -36,6 +37,32 @@ def test_csr_holds_every_triple_once_per_direction(kg: KnowledgeGraph):
     assert np.all(adjacency.edge_type[positions[:, 1]] >= p)
     assert np.array_equal(kg.degree(), np.bincount(kg.triples[:, [0, 2]].reshape(-1),
                                                    minlength=kg.num_entities))
+
+
+@settings(max_examples=60, deadline=None)
+@given(knowledge_graphs(), st.data())
+def test_edge_index_is_the_adjacency_in_pyg_order(kg: KnowledgeGraph, data):
+    """Row 0 sends, row 1 is updated: the same edges as the CSR table (neighbour -> entity,
+    type), in triple order, forward edges first; a mask keeps the edges of its triples only."""
+    edge_index, edge_type = kg.edge_index()
+    assert edge_index.dtype == edge_type.dtype == np.int64
+    assert edge_index.shape == (2, 2 * kg.num_triples) and edge_type.shape == (2 * kg.num_triples,)
+    adjacency = kg.adjacency
+    owner = np.repeat(np.arange(kg.num_entities), np.diff(adjacency.indptr))
+    csr = sorted(zip(adjacency.neighbors.tolist(), owner.tolist(), adjacency.edge_type.tolist()))
+    assert sorted(zip(*edge_index.tolist(), edge_type.tolist())) == csr
+    p, t = kg.num_relations, kg.num_triples
+    h, r, tail = (kg.triples[:, k].astype(np.int64) for k in range(3))
+    assert np.array_equal(edge_index[:, :t], np.stack([tail, h]))
+    assert np.array_equal(edge_index[:, t:], np.stack([h, tail]))
+    assert np.array_equal(edge_type, np.concatenate([r, r + p]))
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=t, max_size=t)), dtype=bool)
+    kept_index, kept_type = kg.edge_index(mask)
+    expected_index, expected_type = kg.drop_triples(~mask).edge_index()
+    assert np.array_equal(kept_index, expected_index) and np.array_equal(kept_type, expected_type)
+    with pytest.raises(ValueError, match="triple_mask has"):
+        kg.edge_index(np.ones(t + 1, dtype=bool))
+
 
 
 def test_id_maps(toy):

@@ -301,6 +301,31 @@ def test_fresh_cache_is_used_without_parsing_or_pickle(tmp_path: Path, toy, monk
         load_kg(tmp_path)
 
 
+def test_a_cache_of_another_format_is_rebuilt_not_read(tmp_path: Path, toy, monkeypatch):
+    """A cache compiled by an older jaket (another CACHE_FORMAT) is parsed over and replaced."""
+    import jaket.kg.io as kg_io
+
+    kg, _ = toy
+    save_kg(kg, tmp_path)
+    load_kg(tmp_path)
+    manifest_path = tmp_path / CACHE_DIR / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["format"] == kg_io.CACHE_FORMAT
+    manifest["format"] = kg_io.CACHE_FORMAT - 1
+    manifest_path.write_text(json.dumps(manifest))
+    parsed = []
+    real_parse = kg_io._parse_dir
+
+    def counting_parse(*args, **kwargs):
+        parsed.append(args[0])
+        return real_parse(*args, **kwargs)
+
+    monkeypatch.setattr(kg_io, "_parse_dir", counting_parse)
+    assert load_kg(tmp_path) == kg and parsed == [tmp_path]
+    assert json.loads(manifest_path.read_text())["format"] == kg_io.CACHE_FORMAT
+    assert load_kg(tmp_path) == kg and parsed == [tmp_path]  # the rebuilt cache is read again
+
+
 @pytest.mark.parametrize("built_long_after", [False, True])
 def test_cache_notices_an_in_place_same_size_edit_that_keeps_the_mtime(tmp_path: Path, toy, capsys,
                                                                         built_long_after):

@@ -15,9 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ def check_mentions(text: str, mentions: Sequence[Mention], where: str = "text") 
         previous = m
 
 
-def _require_fast(tokenizer) -> None:
+def _require_fast(tokenizer: PreTrainedTokenizerBase) -> None:
     if not getattr(tokenizer, "is_fast", False):
         raise TypeError("a fast (Rust) tokenizer is needed for character offsets; load it with "
                         "AutoTokenizer.from_pretrained(path) (use_fast is the default)")
@@ -149,7 +153,8 @@ class MentionCorpus:
         cut = int(round(fraction * len(self)))
         return self.subset(np.sort(order[:cut])), self.subset(np.sort(order[cut:]))
 
-    def encode(self, tokenizer, max_length: int = 128, batch_size: int = 1024) -> EncodedCorpus:
+    def encode(self, tokenizer: PreTrainedTokenizerBase, max_length: int = 128,
+               batch_size: int = 1024) -> EncodedCorpus:
         """Tokenise every text (with special tokens, truncated to ``max_length``) and map each
         mention to its inclusive token span ``(s, o)``.
 
@@ -235,7 +240,7 @@ def collate_texts(encoded: EncodedCorpus, indices, pad_id: int) -> TextBatch:
     )
 
 
-def encode_descriptions(texts: Sequence[str], names: Sequence[str], tokenizer,
+def encode_descriptions(texts: Sequence[str], names: Sequence[str], tokenizer: PreTrainedTokenizerBase,
                         max_length: int = 64) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
                                                        torch.Tensor]:
     """Tokenise entity (or relation) description texts and locate the described item's mention.

@@ -13,10 +13,34 @@ module composes ``R[type % P]`` with a direction embedding ``D[type // P]`` (see
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+
+def readable(identifier: str) -> str:
+    """An id made readable as a name: ``cell_or_molecular_dysfunction`` -> ``cell or molecular
+    dysfunction``; ``person12`` -> ``person 12``; ``intergovorgs3`` -> ``intergovorgs 3`` (the
+    name and description of an entity of a graph without text, e.g. PyKEEN's)."""
+    text = identifier.replace("_", " ").replace("-", " ")
+    text = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text)
+    text = re.sub(r"(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])", " ", text)
+    return re.sub(r"\s+", " ", text).strip() or identifier
+
+
+def both_directions(triples: np.ndarray, num_relations: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The direction convention, defined here once: ``(node, neighbour, edge_type)`` of the ``2T``
+    edges of (T, 3) ``triples``, first every triple's forward edge (``h`` updated from ``t`` with
+    type ``r``), then every inverse one (``t`` updated from ``h`` with type ``r + P``), each in
+    triple order; arrays of the dtype of ``triples``."""
+    heads, relations, tails = triples[:, 0], triples[:, 1], triples[:, 2]
+    node = np.concatenate([heads, tails])
+    neighbour = np.concatenate([tails, heads])
+    edge_type = np.concatenate([relations, relations + relations.dtype.type(num_relations)])
+    return node, neighbour, edge_type
 
 
 @dataclass(frozen=True)
@@ -39,10 +63,7 @@ class CSRAdjacency:
     def from_triples(cls, triples: np.ndarray, num_entities: int, num_relations: int) -> "CSRAdjacency":
         triples = np.asarray(triples, dtype=np.int32).reshape(-1, 3)
         t = len(triples)
-        heads, relations, tails = triples[:, 0], triples[:, 1], triples[:, 2]
-        source = np.concatenate([heads, tails])
-        other = np.concatenate([tails, heads])
-        edge_type = np.concatenate([relations, relations + np.int32(num_relations)]).astype(np.int32)
+        source, other, edge_type = both_directions(triples, num_relations)
         triple_id = np.concatenate([np.arange(t, dtype=np.int32)] * 2)
         order = np.argsort(source, kind="stable")
         counts = np.bincount(source, minlength=num_entities).astype(np.int64)
@@ -171,8 +192,6 @@ class KnowledgeGraph:
         not enter it (a graph with some triples dropped keeps its fingerprint).
         """
         if self._fingerprint is None:
-            import hashlib
-
             digest = hashlib.blake2b(digest_size=12)
             for table in (self.entity_ids, self.relation_ids):
                 blob, offsets = getattr(table, "blob", None), getattr(table, "offsets", None)
@@ -209,6 +228,25 @@ class KnowledgeGraph:
     def degree(self) -> np.ndarray:
         """(N,) int64: number of triples each entity takes part in (as head or tail)."""
         return self.adjacency.degree()
+
+    def edge_index(self, triple_mask=None) -> tuple[np.ndarray, np.ndarray]:
+        """Every edge as PyG wants it: ``(edge_index (2, 2T) int64, edge_type (2T,) int64)``, row 0
+        the source (the neighbour whose message is sent), row 1 the target (the entity updated).
+
+        The edges are those of :attr:`adjacency` (:func:`both_directions`: triple ``(h, r, t)``
+        gives ``t -> h`` with type ``r`` and ``h -> t`` with type ``r + P``), ordered by triple, all
+        forward edges first, rather than by entity. ``triple_mask`` (bool, (T,)) keeps only the
+        triples where it is True (e.g. a task's training triples); ``torch.from_numpy`` of the
+        result is the ``edge_index`` / ``edge_type`` of :class:`jaket.model.knowledge.KnowledgeModule`.
+        """
+        triples = self.triples.astype(np.int64)
+        if triple_mask is not None:
+            mask = np.asarray(triple_mask, dtype=bool).reshape(-1)
+            if len(mask) != self.num_triples:
+                raise ValueError(f"triple_mask has {len(mask)} entries, the graph has {self.num_triples} triples")
+            triples = triples[mask]
+        node, neighbour, edge_type = both_directions(triples, self.num_relations)
+        return np.stack([neighbour, node]), edge_type
 
     # derived graphs ----------------------------------------------------------------------
     def induced_subgraph(self, entity_indices) -> tuple["KnowledgeGraph", np.ndarray]:
@@ -281,8 +319,6 @@ class KnowledgeGraph:
         (``cell_or_molecular_dysfunction`` -> ``cell or molecular dysfunction``, as the PyKEEN
         dataset importer does). ``categories``: an optional mapping from entity label to category.
         """
-        from jaket.kg.sources.pykeen_datasets import readable
-
         def labels(mapping: dict | None, count: int) -> list[str]:
             if mapping is None:
                 return [str(i) for i in range(count)]

@@ -40,10 +40,7 @@ shorter matches inside them and are counted (``too_ambiguous``).
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
-import sys
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -53,7 +50,11 @@ from pathlib import Path
 import numpy as np
 
 from jaket.kg.corpus import Mention, MentionCorpus
+from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.io import save_corpus
+from jaket.kg.parsing import json_object, string_field
+from jaket.kg.readers import read_lines
 
 #: a token: a run of letters/digits, one CJK ideograph or kana, or one other non-space character
 #: (the underscore, neither, separates tokens like whitespace)
@@ -400,128 +401,38 @@ def read_texts(path) -> TextFile:
     """Texts of a plain-text file (one per line) or, for a ``.jsonl`` file, of each record's
     ``"text"`` field (other fields are ignored). Blank lines are skipped and counted.
 
-    Raises :class:`jaket.kg.io.KGFormatError` listing every bad line as ``path:line: message``
+    Raises :class:`jaket.kg.errors.KGFormatError` listing every bad line as ``path:line: message``
     (invalid UTF-8, NUL bytes, malformed JSON, a record that is not an object or has no string ``"text"``).
     """
-    from jaket.kg.io import KGFormatError, Problem
-
     path = Path(path)
+    problems: list[Problem] = []
     try:
-        handle = open(path, "rb")
+        lines = read_lines(path, problems, keep_blank=True)
     except OSError as error:
-        raise KGFormatError([Problem(str(path), None, f"cannot read: {error.strerror or error}")]) \
-            from None
+        raise KGFormatError([Problem(str(path), None, f"cannot read: {error.strerror or error}")]) from None
     is_jsonl = path.suffix.lower() == ".jsonl"
     result = TextFile()
-    problems: list[Problem] = []
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            raw = raw.rstrip(b"\n").rstrip(b"\r")
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                problems.append(Problem(str(path), number,
-                                        f"invalid UTF-8 (byte {error.start} of the line)"))
-                continue
-            if "\0" in line:
-                problems.append(Problem(str(path), number, "contains NUL bytes (a binary file, "
-                                                           "not text?)"))
-                continue
-            if not line.strip():
-                result.blank_lines += 1
-                continue
-            if not is_jsonl:
-                result.texts.append(line)
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                problems.append(Problem(str(path), number,
-                                        f"malformed JSON: {error.msg} (column {error.colno})"))
-                continue
-            if not isinstance(record, dict):
-                problems.append(Problem(str(path), number,
-                                        f"expected a JSON object, found {type(record).__name__}"))
-            elif not isinstance(record.get("text"), str):
-                problems.append(Problem(str(path), number, "missing field 'text'" if "text" not in record
-                                        else f"field 'text' must be a string, found "
-                                             f"{type(record['text']).__name__}"))
-            else:
-                result.texts.append(record["text"])
+    for number, line in lines:
+        if "\0" in line:
+            problems.append(Problem(str(path), number, "contains NUL bytes (a binary file, not text?)"))
+        elif not line.strip():
+            result.blank_lines += 1
+        elif not is_jsonl:
+            result.texts.append(line)
+        elif (record := json_object(path, number, line, problems)) is not None:
+            text = string_field(record, "text", path, number, problems)
+            if text is not None:
+                result.texts.append(text)
     if problems:
-        raise KGFormatError(problems)
+        raise KGFormatError(sorted(problems, key=lambda p: p.line or 0))
     return result
 
 
 def write_corpus(corpus: MentionCorpus, path, kg: KnowledgeGraph) -> Path:
     """Write ``corpus`` in the corpus format, atomically (see :func:`jaket.kg.io.save_corpus`)."""
-    from jaket.kg.io import save_corpus
-
     return save_corpus(corpus, path, kg)
 
 
-# the command line ------------------------------------------------------------------------------
-def _link_command(args: argparse.Namespace) -> int:
-    from jaket.errors import UsageError
-    from jaket.kg.io import load_kg
-
-    if Path(args.out).is_dir():
-        raise UsageError(f"--out {args.out}: is a folder; name the corpus file to write, e.g. "
-                         f"{Path(args.out) / 'corpus.jsonl'}")
-    kg = load_kg(args.kg)  # errors (KGFormatError: path:line) are reported by jaket.cli
-    inputs = read_texts(args.text)
-    linker = EntityLinker.from_kg(kg, min_length=args.min_length, case_sensitive=args.case_sensitive,
-                                  max_ambiguity=args.max_ambiguity,
-                                  inflections=not args.exact_forms,
-                                  context_window=args.context_window)
-    stats = LinkStats()
-    corpus = linker.link_texts(inputs.texts, stats, progress=True)
-    out = write_corpus(corpus, args.out, kg)
-    summary = {"kg": str(args.kg), "input": str(args.text), "output": str(out),
-               **asdict(stats), "blank_lines_skipped": inputs.blank_lines,
-               "gazetteer": asdict(linker.gazetteer_stats)}
-    print(json.dumps(summary, indent=2))
-    print(f"{out}: {stats.mentions:,} mentions in {stats.linked_texts:,} of {stats.texts:,} texts "
-          f"({stats.unlinked_texts:,} without a mention, {stats.ambiguous_resolved:,} ambiguous "
-          f"mentions resolved, {stats.too_ambiguous:,} too ambiguous to link, "
-          f"{inputs.blank_lines:,} blank lines skipped)", file=sys.stderr)
-    return 0
-
-
-def _positive(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
-    return number
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``jaket link``."""
-    link = subparsers.add_parser(
-        "link", help="link entity mentions in texts with the KG's names and aliases",
-        description="Find the KG's entity names and aliases in texts (longest match first, "
-                    "disjoint spans, word boundaries; see jaket.kg.linking) and write the corpus "
-                    "format (JSONL). A JSON summary goes to stdout.")
-    link.add_argument("--kg", required=True, metavar="DIR", help="a KG directory")
-    link.add_argument("--text", required=True, metavar="FILE",
-                      help="plain text, one text per line, or .jsonl with a 'text' field")
-    link.add_argument("--out", required=True, metavar="FILE", help="the corpus JSONL to write")
-    link.add_argument("--min-length", type=int, default=3, metavar="N",
-                      help="do not link names/aliases shorter than N characters (default 3)")
-    link.add_argument("--case-sensitive", action="store_true",
-                      help="match letter case exactly (default: case-insensitive)")
-    link.add_argument("--max-ambiguity", type=_positive, default=None, metavar="K",
-                      help="leave surface forms naming more than K entities unlinked "
-                           "(default: no limit)")
-    link.add_argument("--exact-forms", action="store_true",
-                      help="no plural normalisation of a form's last word")
-    link.add_argument("--context-window", type=int, default=50, metavar="TOKENS",
-                      help="tokens on each side of a mention used to disambiguate it (default 50)")
-    link.set_defaults(func=_link_command)
-
-
 __all__ = ["EntityLinker", "GazetteerStats", "LinkStats", "STOP_WORDS", "TextFile", "read_texts",
-           "register", "singular_forms", "tokenize", "write_corpus"]
+           "singular_forms", "tokenize", "write_corpus"]
 

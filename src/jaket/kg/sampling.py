@@ -169,6 +169,15 @@ class _LocalIndex:
         return np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=np.int64)
 
 
+def _entity_indices(values, kg: KnowledgeGraph, what: str) -> np.ndarray:
+    """``values`` as a flat int64 array of entity indices (``IndexError`` naming ``what`` when one
+    lies outside ``[0, num_entities)``)."""
+    indices = np.asarray(values, dtype=np.int64).reshape(-1)
+    if len(indices) and (indices.min() < 0 or indices.max() >= kg.num_entities):
+        raise IndexError(f"{what} index outside [0, num_entities)")
+    return indices
+
+
 def sample_neighbors(kg: KnowledgeGraph, seeds, fanouts: Sequence[int] = (10, 10),
                      generator: np.random.Generator | None = None,
                      exclude_triples=None) -> Subgraph:
@@ -180,12 +189,9 @@ def sample_neighbors(kg: KnowledgeGraph, seeds, fanouts: Sequence[int] = (10, 10
     direction-aware type in ``[0, 2P)``. Triples listed in ``exclude_triples`` are invisible.
     The same generator state gives the same subgraph.
     """
-    if generator is None:
-        generator = np.random.default_rng()
+    generator = generator if generator is not None else np.random.default_rng()
     adjacency = kg.adjacency
-    seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)
-    if len(seeds) and (seeds.min() < 0 or seeds.max() >= kg.num_entities):
-        raise IndexError("seed index outside [0, num_entities)")
+    seeds = _entity_indices(seeds, kg, "seed")
     hidden = None
     if exclude_triples is not None:
         exclude = np.unique(np.asarray(exclude_triples, dtype=np.int64).reshape(-1))
@@ -236,12 +242,9 @@ def random_walks(kg: KnowledgeGraph, roots, length: int,
 
     A walk that reaches an entity without edges stops; the rest of its row is ``-1``.
     """
-    if generator is None:
-        generator = np.random.default_rng()
+    generator = generator if generator is not None else np.random.default_rng()
     adjacency = kg.adjacency
-    roots = np.asarray(roots, dtype=np.int64).reshape(-1)
-    if len(roots) and (roots.min() < 0 or roots.max() >= kg.num_entities):
-        raise IndexError("root index outside [0, num_entities)")
+    roots = _entity_indices(roots, kg, "root")
     walks = np.full((len(roots), length + 1), -1, dtype=np.int64)
     walks[:, 0] = roots
     current = roots.copy()

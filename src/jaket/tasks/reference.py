@@ -75,13 +75,13 @@ def wn18rr_synsets(wordnet, offsets: list[str]) -> list[list[int]]:
 def evaluation_triples_mask(kg, wn18rr_dir: str | Path) -> tuple[np.ndarray, dict]:
     """``(mask, report)``: True for every triple of the full-WordNet ``kg`` that joins two WN18RR
     entities and is not one of WN18RR's training triples (see the module docstring)."""
-    from jaket.kg.sources.wn18rr import read_id_triples
+    from jaket.kg.readers import read_triples
     from jaket.kg.sources.wordnet import load_wordnet_data
     from jaket.kg.io import KGFormatError
 
     folder = Path(wn18rr_dir)
     problems: list = []
-    train = read_id_triples(folder / "train.txt", problems)
+    train = read_triples(folder / "train.txt", problems)
     if problems:
         raise KGFormatError(problems)
     wordnet = load_wordnet_data()
@@ -96,7 +96,7 @@ def evaluation_triples_mask(kg, wn18rr_dir: str | Path) -> tuple[np.ndarray, dic
                 offsets.append(parts[1].strip())
     for split in ("valid.txt", "test.txt"):
         if (folder / split).is_file():
-            offsets.extend(e for _, h, _, t in read_id_triples(folder / split, problems) for e in (h, t))
+            offsets.extend(e for _, h, _, t in read_triples(folder / split, problems) for e in (h, t))
     offsets = sorted(set(offsets))
     synsets = dict(zip(offsets, wn18rr_synsets(wordnet, offsets)))
     is_wn18rr = np.zeros(kg.num_entities, dtype=bool)

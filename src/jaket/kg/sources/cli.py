@@ -9,8 +9,9 @@
     jaket kg import pykeen {umls,nations,kinships} --out DIR
     jaket kg import wikidata5m SRC_DIR --out DIR [--setting transductive|inductive|all]
 
-Each writes the directory format (:func:`jaket.kg.io.save_kg`; WordNet adds ``corpus.jsonl``,
-WN18RR and PyKEEN add their ``valid.txt`` / ``test.txt`` evaluation splits), prints a short
+Each builds its source through the registry (:func:`jaket.kg.sources.registry.build_source`) and
+writes the directory format (:func:`jaket.kg.io.save_kg`; WordNet adds ``corpus.jsonl``, WN18RR,
+PyKEEN and Wikidata5M add their ``valid.txt`` / ``test.txt`` evaluation splits), prints a short
 summary and writes the full report as ``DIR/build-report.json``. Bad input is reported on
 stderr as ``path:line: message`` with exit status 1 (``jaket -v`` adds the traceback).
 """
@@ -25,7 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from jaket.atomic import copy_file, write_text
+import numpy as np
+
+from jaket.atomic import write_lines, write_text
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.io import save_kg
+from jaket.kg.sources.registry import SourceBundle, build_source
 
 logger = logging.getLogger(__name__)
 
@@ -38,14 +44,15 @@ def _stages(total: int, description: str):
     return tqdm(total=total, desc=description, unit="stage", disable=None, file=sys.stderr)
 
 
-def _finish(out: Path, kg, corpus, report: dict, began: float, progress) -> int:
-    from jaket.kg.io import save_kg
-
+def _finish(out: Path, bundle: SourceBundle, began: float, progress) -> int:
+    """Write ``bundle`` to ``out``: the KG (and corpus), its splits and ``build-report.json``."""
+    kg, corpus = bundle.kg, bundle.corpus
     progress.set_postfix_str("writing")
     save_kg(kg, out, corpus=corpus)
+    _write_splits(out, kg, bundle.splits)
     progress.update(1)
     progress.close()
-    report = {**report, "out": str(out), "total_seconds": round(time.perf_counter() - began, 2)}
+    report = {**bundle.report, "out": str(out), "total_seconds": round(time.perf_counter() - began, 2)}
     write_text(out / REPORT, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     parts = [f"{kg.num_entities:,} entities", f"{kg.num_relations:,} relations",
              f"{kg.num_triples:,} triples", f"{kg.num_categories:,} categories"]
@@ -64,105 +71,66 @@ def _finish(out: Path, kg, corpus, report: dict, began: float, progress) -> int:
                        ("category_triples_removed", "category triples removed from the KG")):
         if report.get(key):
             print(f"  {report[key]:,} {label}")
+    for split, count in report.get("split_triples_skipped", {}).items():
+        if count:
+            print(f"  {count:,} {split} triples naming an entity or relation not in the KG, left out")
     print(f"  report: {out / REPORT}")
     return 0
 
 
-def _write_splits(out: Path, splits: dict[str, list[tuple[str, str, str]]]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
+def _write_splits(out: Path, kg: KnowledgeGraph, splits: dict[str, np.ndarray]) -> None:
+    """Each evaluation split as ``NAME.txt`` (``head<TAB>relation<TAB>tail`` ids) beside the KG."""
+    entity_ids, relation_ids = kg.entity_ids, kg.relation_ids
     for name, rows in splits.items():
-        if name != "train":
-            write_text(out / f"{name}.txt", "".join(f"{h}\t{r}\t{t}\n" for h, r, t in rows))
+        write_lines(out / f"{name}.txt", (f"{entity_ids[h]}\t{relation_ids[r]}\t{entity_ids[t]}"
+                                          for h, r, t in np.asarray(rows).tolist()))
+
+
+def _build(out: Path, title: str, first_stage: str, source: str, **options) -> int:
+    """Build ``source`` with ``options`` under a two-stage progress bar and write it to ``out``."""
+    began = time.perf_counter()
+    with _stages(2, title) as progress:
+        progress.set_postfix_str(first_stage)
+        bundle = build_source(source, **options)
+        progress.update(1)
+        return _finish(out, bundle, began, progress)
 
 
 # --------------------------------------------------------------------------- commands
 
 
 def _build_wordnet(args: argparse.Namespace) -> int:
-    from jaket.kg.sources.wordnet import build_wordnet
-
-    began = time.perf_counter()
-    with _stages(2, "WordNet 3.0") as progress:
-        progress.set_postfix_str("reading")
-        kg, corpus, report = build_wordnet(max_entities=args.max_entities, roots=args.roots, seed=args.seed)
-        progress.update(1)
-        return _finish(args.out, kg, corpus, report, began, progress)
+    return _build(args.out, "WordNet 3.0", "reading", "wordnet", max_entities=args.max_entities,
+                  roots=args.roots, seed=args.seed)
 
 
 def _build_synthetic(args: argparse.Namespace) -> int:
-    from jaket.kg.sources.synthetic import build_synthetic
-
-    began = time.perf_counter()
-    with _stages(2, "synthetic KG") as progress:
-        progress.set_postfix_str("generating")
-        kg, report = build_synthetic(args.entities, args.triples, num_relations=args.relations,
-                                     num_categories=args.categories, exponent=args.exponent, seed=args.seed)
-        progress.update(1)
-        return _finish(args.out, kg, None, report, began, progress)
+    return _build(args.out, "synthetic KG", "generating", "synthetic", entities=args.entities,
+                  triples=args.triples, relations=args.relations, categories=args.categories,
+                  exponent=args.exponent, seed=args.seed)
 
 
 def _import_wn18rr(args: argparse.Namespace) -> int:
-    from jaket.kg.sources.wn18rr import load_wn18rr
-
-    began = time.perf_counter()
-    with _stages(2, "WN18RR") as progress:
-        progress.set_postfix_str("reading")
-        kg, report = load_wn18rr(args.source_dir)
-        progress.update(1)
-        args.out.mkdir(parents=True, exist_ok=True)
-        for name in report["splits"]:
-            source, target = args.source_dir / name, args.out / name
-            if not (target.exists() and source.resolve() == target.resolve()):
-                copy_file(source, target)
-        return _finish(args.out, kg, None, report, began, progress)
+    return _build(args.out, "WN18RR", "reading", "wn18rr", folder=args.source_dir)
 
 
 def _import_rdf(args: argparse.Namespace) -> int:
-    from jaket.kg.sources.rdf import load_rdf
-
-    began = time.perf_counter()
-    with _stages(2, "RDF") as progress:
-        progress.set_postfix_str("parsing")
-        kg, report = load_rdf(args.file, args.format)
-        progress.update(1)
-        return _finish(args.out, kg, None, report, began, progress)
+    return _build(args.out, "RDF", "parsing", "rdf", file=args.file, format=args.format)
 
 
 def _import_wikidata5m(args: argparse.Namespace) -> int:
-    from jaket.kg.sources.wikidata5m import load_wikidata5m
-
-    began = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
     # the descriptions wait in memory-mapped files beside the output until it is written
-    with _stages(2, "Wikidata5M") as progress, tempfile.TemporaryDirectory(dir=args.out, prefix=".import-") as work:
-        progress.set_postfix_str("reading")
-        kg, splits, report = load_wikidata5m(
-            args.source_dir, args.setting, None if args.category_relation.lower() == "none" else args.category_relation,
-            args.keep_category_triples, args.max_description_chars, work_dir=work)
-        progress.update(1)
-        ids = kg.entity_ids
-        relation_ids = kg.relation_ids
-        _write_splits(args.out, {name: [(ids[h], relation_ids[r], ids[t]) for h, r, t in rows.tolist()]
-                                 for name, rows in splits.items()})
-        return _finish(args.out, kg, None, report, began, progress)
+    with tempfile.TemporaryDirectory(dir=args.out, prefix=".import-") as work:
+        category = None if args.category_relation.lower() == "none" else args.category_relation
+        return _build(args.out, "Wikidata5M", "reading", "wikidata5m", folder=args.source_dir,
+                      setting=args.setting, category_relation=category,
+                      keep_category_triples=args.keep_category_triples,
+                      max_description_chars=args.max_description_chars, work_dir=work)
 
 
 def _import_pykeen(args: argparse.Namespace) -> int:
-    from jaket.kg.sources.pykeen_datasets import load_pykeen_dataset, read_splits
-
-    began = time.perf_counter()
-    with _stages(2, f"PyKEEN {args.dataset}") as progress:
-        kg, report = load_pykeen_dataset(args.dataset)
-        _write_splits(args.out, read_splits(args.dataset))
-        progress.update(1)
-        return _finish(args.out, kg, None, report, began, progress)
-
-
-def _guarded(command):
-    """``command`` as it is: its user errors (``KGFormatError``, the importers' ``ValueError``
-    subclasses, ``MissingResourceError``, ``OSError``) are reported by the one error boundary of
-    :func:`jaket.cli.main` (one line, exit status 1, the traceback with ``--debug``)."""
-    return command
+    return _build(args.out, f"PyKEEN {args.dataset}", "reading", "pykeen", dataset=args.dataset)
 
 
 # --------------------------------------------------------------------------- argument parsing
@@ -207,7 +175,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     wordnet.add_argument("--roots", type=_roots, default=None, metavar="SYNSETS",
                          help="comma-separated synset names (dog.n.01,cat.n.01): keep their hyponym closure")
     wordnet.add_argument("--seed", type=int, default=0, help="seed of the --max-entities selection")
-    wordnet.set_defaults(func=_guarded(_build_wordnet))
+    wordnet.set_defaults(func=_build_wordnet)
 
     synthetic = sources.add_parser("synthetic", help="a random KG with power-law degrees (scale tests)")
     synthetic.add_argument("--entities", type=_positive, required=True, metavar="N")
@@ -218,7 +186,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     synthetic.add_argument("--exponent", type=float, default=0.7,
                            help="power-law exponent of the entity popularity (default 0.7)")
     synthetic.add_argument("--seed", type=int, default=0)
-    synthetic.set_defaults(func=_guarded(_build_synthetic))
+    synthetic.set_defaults(func=_build_synthetic)
 
     importer = commands.add_parser("import", help="import a KG: WN18RR, Wikidata5M, an RDF file or a PyKEEN dataset")
     formats = importer.add_subparsers(dest="source", metavar="FORMAT", required=True)
@@ -227,14 +195,14 @@ def register(commands: argparse._SubParsersAction) -> None:
                                                "train.txt; valid/test copied as splits)")
     wn18rr.add_argument("source_dir", type=Path, metavar="SRC_DIR")
     _out(wn18rr)
-    wn18rr.set_defaults(func=_guarded(_import_wn18rr))
+    wn18rr.set_defaults(func=_import_wn18rr)
 
     rdf = formats.add_parser("rdf", help="an RDF file (N-Triples, Turtle, RDF/XML, ... via rdflib)")
     rdf.add_argument("file", type=Path, metavar="FILE")
     _out(rdf)
     rdf.add_argument("--format", default=None,
                      help="rdflib format name (turtle, nt, xml, n3, json-ld, ...); default: from the extension")
-    rdf.set_defaults(func=_guarded(_import_rdf))
+    rdf.set_defaults(func=_import_rdf)
 
     wikidata5m = formats.add_parser(
         "wikidata5m", help="a Wikidata5M folder (entity, relation and description files, triple splits; "
@@ -252,9 +220,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                                  "would give the category away)")
     wikidata5m.add_argument("--max-description-chars", type=_count, default=1000, metavar="N",
                             help="cut longer descriptions (counted in the report; 0 = never; default 1000)")
-    wikidata5m.set_defaults(func=_guarded(_import_wikidata5m))
+    wikidata5m.set_defaults(func=_import_wikidata5m)
 
     pykeen = formats.add_parser("pykeen", help="a dataset bundled with PyKEEN (no download)")
     pykeen.add_argument("dataset", choices=["umls", "nations", "kinships"])
     _out(pykeen)
-    pykeen.set_defaults(func=_guarded(_import_pykeen))
+    pykeen.set_defaults(func=_import_pykeen)

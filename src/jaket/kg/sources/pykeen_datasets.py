@@ -16,14 +16,13 @@ category.
 from __future__ import annotations
 
 import importlib.util
-import re
 from pathlib import Path
 
 import numpy as np
 
-from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.io import KGFormatError, Problem
-from jaket.kg.sources.wn18rr import read_id_triples
+from jaket.kg.errors import KGFormatError, Problem
+from jaket.kg.graph import KnowledgeGraph, readable
+from jaket.kg.readers import read_triples
 
 #: dataset -> (folder inside pykeen/datasets, what its entities are, what its relations are)
 DATASETS = {
@@ -57,17 +56,8 @@ def dataset_folder(name: str) -> Path:
     return folder
 
 
-def readable(identifier: str) -> str:
-    """``cell_or_molecular_dysfunction`` -> ``cell or molecular dysfunction``; ``person12`` ->
-    ``person 12``; ``intergovorgs3`` -> ``intergovorgs 3``."""
-    text = identifier.replace("_", " ").replace("-", " ")
-    text = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text)
-    text = re.sub(r"(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])", " ", text)
-    return re.sub(r"\s+", " ", text).strip() or identifier
-
-
 def _read(path: Path, problems: list[Problem]) -> list[tuple[str, str, str]]:
-    return [row[1:] for row in read_id_triples(path, problems)]
+    return [row[1:] for row in read_triples(path, problems)]
 
 
 def read_splits(name: str) -> dict[str, list[tuple[str, str, str]]]:

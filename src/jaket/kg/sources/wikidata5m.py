@@ -41,8 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.io import AliasTable, KGFormatError, Problem, StringTable
+from jaket.kg.strings import AliasTable, StringTable
 
 logger = logging.getLogger(__name__)
 

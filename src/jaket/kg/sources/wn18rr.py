@@ -3,7 +3,7 @@
 A WN18RR folder holds ``entities.dict`` and ``relations.dict`` (``index<TAB>id`` a line),
 ``train.txt`` and usually ``valid.txt`` / ``test.txt`` (``head<TAB>relation<TAB>tail``). The
 KG is every entity of ``entities.dict`` plus the **training** triples; the valid and test files
-are evaluation splits, read with :func:`jaket.tasks.link_prediction.read_split` against this KG
+are evaluation splits, read with :func:`jaket.kg.readers.read_split` against this KG
 (entity ids stay WN18RR's 8-digit offsets, relation ids its ``_hypernym``-style names). Without
 the ``.dict`` files, entities and relations are collected from the three triple files in order of
 first appearance.
@@ -33,8 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.io import KGFormatError, Problem
+from jaket.kg.readers import read_lines, read_triples
+from jaket.kg.sources.wordnet import load_wordnet_data
 
 logger = logging.getLogger(__name__)
 
@@ -74,45 +76,23 @@ def _read_dict(path: Path, problems: list[Problem]) -> list[str]:
     """The ids of an ``index<TAB>id`` file, in index order."""
     rows: dict[int, str] = {}
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) != 2 or not parts[0].strip().isdigit() or not parts[1].strip():
-                problems.append(Problem(str(path), number, f"expected index<TAB>id, got {line[:80]!r}"))
-                continue
-            index, value = int(parts[0]), parts[1].strip()
-            if index in rows:
-                problems.append(Problem(str(path), number, f"index {index} given twice"))
-            elif value in seen:
-                problems.append(Problem(str(path), number, f"id {value!r} given twice "
-                                                           f"(first at line {seen[value]})"))
-            else:
-                rows[index] = value
-                seen[value] = number
+    for number, line in read_lines(path, problems):
+        parts = line.split("\t")
+        if len(parts) != 2 or not parts[0].strip().isdigit() or not parts[1].strip():
+            problems.append(Problem(str(path), number, f"expected index<TAB>id, got {line[:80]!r}"))
+            continue
+        index, value = int(parts[0]), parts[1].strip()
+        if index in rows:
+            problems.append(Problem(str(path), number, f"index {index} given twice"))
+        elif value in seen:
+            problems.append(Problem(str(path), number, f"id {value!r} given twice "
+                                                       f"(first at line {seen[value]})"))
+        else:
+            rows[index] = value
+            seen[value] = number
     if rows and sorted(rows) != list(range(len(rows))):
         problems.append(Problem(str(path), None, "indices are not 0..n-1"))
     return [rows[i] for i in sorted(rows)]
-
-
-def read_id_triples(path: Path, problems: list[Problem]) -> list[tuple[int, str, str, str]]:
-    """``(line number, head, relation, tail)`` of every ``head<TAB>relation<TAB>tail`` line; each
-    malformed line becomes a :class:`Problem`."""
-    out = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            parts = [p.strip() for p in line.split("\t")]
-            if len(parts) != 3 or not all(parts):
-                problems.append(Problem(str(path), number,
-                                        f"expected head<TAB>relation<TAB>tail, got {line[:80]!r}"))
-                continue
-            out.append((number, parts[0], parts[1], parts[2]))
-    return out
 
 
 def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
@@ -122,8 +102,6 @@ def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
     message``), including training triples that name an entity or relation missing from the
     ``.dict`` files.
     """
-    from jaket.kg.sources.wordnet import load_wordnet_data
-
     folder = Path(folder)
     train_path = folder / "train.txt"
     if not folder.is_dir():
@@ -133,7 +111,7 @@ def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
     problems: list[Problem] = []
     entities_path, relations_path = folder / "entities.dict", folder / "relations.dict"
     split_paths = [p for p in (folder / "valid.txt", folder / "test.txt") if p.is_file()]
-    train = read_id_triples(train_path, problems)
+    train = read_triples(train_path, problems)
     if entities_path.is_file() and relations_path.is_file():
         entity_ids = _read_dict(entities_path, problems)
         relation_ids = _read_dict(relations_path, problems)
@@ -141,7 +119,7 @@ def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
     else:  # no dictionaries: every id met in the triple files, in order of first appearance
         entity_ids, relation_ids = [], []
         for path in [train_path] + split_paths:
-            rows = train if path == train_path else read_id_triples(path, problems)
+            rows = train if path == train_path else read_triples(path, problems)
             for _, h, r, t in rows:
                 entity_ids.extend((h, t))
                 relation_ids.append(r)

@@ -81,6 +81,7 @@ import numpy as np
 
 from jaket.kg.corpus import Mention, MentionCorpus
 from jaket.kg.graph import KnowledgeGraph
+from jaket.paths import wordnet_dir
 
 logger = logging.getLogger(__name__)
 
@@ -447,8 +448,6 @@ def load_wordnet_data(directory: str | Path | None = None) -> WordNetData:
     """Parse a WordNet 3.0 folder (default: :func:`jaket.paths.wordnet_dir`) into entities,
     triples and located examples. Cached per folder for the life of the process (the result is
     shared: treat it as read-only)."""
-    from jaket.paths import wordnet_dir
-
     folder = Path(directory) if directory is not None else wordnet_dir()
     enabled = gc.isenabled()
     gc.disable()  # ~1M small objects: the cyclic collector would rescan them over and over

@@ -1,0 +1,48 @@
+"""What is wrong with a KG file: :class:`Problem` (``path:line: message``) and :class:`KGFormatError`.
+
+Every reader of :mod:`jaket.kg` collects the problems of a file, all of them rather than the first,
+and raises one :class:`KGFormatError` listing them; the command line's error boundary
+(:func:`jaket.cli.main`) prints them one a line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a KG file; ``line`` is 1-based, ``None`` for the whole file."""
+
+    path: str
+    line: int | None
+    message: str
+    severity: str = "error"  # or "warning"
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        prefix = "warning: " if self.severity == "warning" else ""
+        return f"{where}: {prefix}{self.message}"
+
+
+class KGFormatError(ValueError):
+    """A KG directory or corpus file does not follow the format; ``problems`` lists why."""
+
+    def __init__(self, problems: Sequence[Problem]):
+        self.problems = list(problems)
+        errors = [p for p in self.problems if p.is_error] or self.problems
+        super().__init__("\n".join(str(p) for p in errors))
+
+
+def raise_if_errors(problems: Sequence[Problem]) -> None:
+    """Raise :class:`KGFormatError` when ``problems`` holds an error (warnings alone pass)."""
+    if any(p.is_error for p in problems):
+        raise KGFormatError(problems)
+
+
+__all__ = ["KGFormatError", "Problem", "raise_if_errors"]
