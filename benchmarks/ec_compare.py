@@ -25,7 +25,9 @@ from pathlib import Path
 from jaket.tasks import report as rep
 from jaket.tasks.variants import VARIANT_LABELS
 
-_PAIRING_KEYS = ("seeds", "split", "train_fractions", "epochs")
+#: what must agree between files; training fractions may differ (a row is paired per fraction it
+#: shares with the reference row: each fraction's split depends only on the labels, seed and split)
+_PAIRING_KEYS = ("seeds", "split", "epochs")
 
 
 def load_runs(specs: list[str]) -> tuple[dict, dict, dict]:
@@ -40,8 +42,8 @@ def load_runs(specs: list[str]) -> tuple[dict, dict, dict]:
         if first is None:
             first = signature
         elif signature != first:
-            raise SystemExit(f"{path}: not paired with the first file (KG', seeds, split, fractions or "
-                             f"epochs differ): {signature} vs {first}")
+            raise SystemExit(f"{path}: not paired with the first file (KG', seeds, split or epochs "
+                             f"differ): {signature} vs {first}")
         for variant, by_fraction in data["runs"].items():
             name = label if (label and variant == "jaket") else VARIANT_LABELS.get(variant, variant)
             if name in runs:
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     against = VARIANT_LABELS.get(args.against, args.against)
     if against not in runs:
         raise SystemExit(f"--against {args.against}: no such row (rows: {', '.join(runs)})")
-    fractions = [str(f) for f in config["train_fractions"]]
+    fractions = list(dict.fromkeys(f for by_fraction in runs.values() for f in by_fraction))
     heads = [f"{float(f) * 100:g}%" for f in fractions]
     rows = [[name] + [rep.format_mean_std([r["test_accuracy"] for r in by_fraction[f]])
                       if f in by_fraction else "-" for f in fractions] for name, by_fraction in runs.items()]

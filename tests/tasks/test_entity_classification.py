@@ -171,3 +171,29 @@ def test_category_head_init_starts_at_the_zero_shot_predictions(small_kg):
     other = Backbone("jaket", width, None, knowledge, category_head=category_head,
                      category_names=tuple(f"x.{i}" for i in range(len(head_names))))
     assert ec.category_prior(other, names) is None
+
+
+def test_km_lr_zero_is_a_linear_probe_of_the_frozen_km(small_kg):
+    """``km_lr=0`` trains the head only: the fine-tuned KM equals the one it started from, while
+    a positive ``km_lr`` moves it; a negative one is refused by name."""
+    from jaket.model.knowledge import KnowledgeModule
+    from jaket.tasks.variants import Backbone, FrozenMemory, full_graph
+
+    torch.manual_seed(0)
+    width = 8
+    knowledge = KnowledgeModule(width, num_layers=1, heads=2)
+    backbone = Backbone("lm+g+m", width, None, knowledge)
+    memory = FrozenMemory(torch.randn(small_kg.num_entities, width), torch.randn(small_kg.num_relations, width))
+    labels = np.asarray(small_kg.entity_category)
+    split = ec.split_entities(labels, seed=0)
+
+    def trained_km(km_lr):
+        config = ec.EntityClassificationConfig(epochs=3, km_lr=km_lr)
+        run = ec.train_one(backbone, memory, small_kg, split, config, 0, full_graph(small_kg), keep_model=True)
+        return run["model"].knowledge.state_dict()
+
+    start = knowledge.state_dict()
+    assert all(torch.equal(v, start[k]) for k, v in trained_km(0.0).items())
+    assert not all(torch.equal(v, start[k]) for k, v in trained_km(1e-2).items())
+    assert ("km_lr", "must be positive, or 0 to freeze the KM (a linear probe), got -1.0") in \
+        ec.EntityClassificationConfig(km_lr=-1.0).check()

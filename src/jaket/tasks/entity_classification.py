@@ -75,9 +75,10 @@ class EntityClassificationConfig(BackboneSettings):
             value = getattr(self, key)
             if value is not None and value < 1:
                 problems.append((key, f"must be at least 1, got {value}"))
-        for key in ("head_lr", "km_lr"):
-            if getattr(self, key) <= 0:
-                problems.append((key, f"must be positive, got {getattr(self, key)}"))
+        if self.head_lr <= 0:
+            problems.append(("head_lr", f"must be positive, got {self.head_lr}"))
+        if self.km_lr < 0:
+            problems.append(("km_lr", f"must be positive, or 0 to freeze the KM (a linear probe), got {self.km_lr}"))
         if not 0 <= self.dropout < 1:
             problems.append(("dropout", f"must be in [0, 1), got {self.dropout}"))
         return problems
@@ -249,8 +250,10 @@ def train_one(backbone: Backbone, memory: FrozenMemory, kg, split: Split, config
     groups = [{"params": model.head.parameters(), "lr": config.head_lr}]
     if prior is not None:
         groups.append({"params": prior.parameters(), "lr": config.head_lr})
-    if knowledge is not None:
+    if knowledge is not None and config.km_lr > 0:
         groups.append({"params": knowledge.parameters(), "lr": config.km_lr})
+    elif knowledge is not None:  # km_lr = 0: the KM stays as it was (a probe of its features)
+        knowledge.requires_grad_(False)
     optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
     train = torch.as_tensor(split.train, dtype=torch.long)
     dev = torch.as_tensor(split.dev, dtype=torch.long)
