@@ -236,3 +236,21 @@ def test_contrastive_loss_masks_true_answers_and_uses_the_queue():
     cos = torch.tensor([1.0, 0.0, 1.0 / np.sqrt(1.01)])
     expected = -torch.log_softmax(cos / 0.5, 0)[0]
     assert open_loss.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_train_encoder_stops_at_its_cpu_budget(small_kg, tiny_bert_dir):
+    """--budget-cpu-seconds: training ends after the step that spends the budget (here the first),
+    and the record says how many steps ran; the memory is still refreshed for the evaluation."""
+    from jaket.tasks import link_training
+    from jaket.tasks.variants import load_backbone
+
+    train, _ = _split(small_kg)
+    config = lp.LinkPredictionConfig(steps=50, batch_size=8, encoder=tiny_bert_dir, km_heads=4, fanouts=(2, 2),
+                                     train_encoder=True, description_max_length=16, budget_cpu_seconds=0.0)
+    backbone = load_backbone(config.variant_config("lm+g+m"))
+    model = lp.LinkScorer(backbone, "transe", small_kg.num_relations, metric="cosine")
+    losses, record, memory = link_training.train_with_encoder(model, backbone, lp.train_view(small_kg, train),
+                                                              train, config, seed=0)
+    assert len(losses) == 1 and record["steps"] == 1 and record["refresh_at_step"] == [0, 1]
+    assert memory.entities.shape == (small_kg.num_entities, backbone.hidden_size)
+    assert record["train_cpu_seconds"] > 0 and 0 < record["refresh_share"] < 1

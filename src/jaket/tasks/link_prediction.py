@@ -86,6 +86,9 @@ class LinkPredictionConfig(BackboneSettings):
     #: steps, then intervals growing by ``refresh_growth`` (0 = only the batch's own rows follow LM1)
     refresh_initial: int = 200
     refresh_growth: int = 2
+    #: stop training (``train_encoder``) once this many process CPU seconds are spent (None = run
+    #: every step): equal-CPU-time comparisons on a shared machine
+    budget_cpu_seconds: float | None = None
 
     def __post_init__(self) -> None:
         for s in self.scorers:

@@ -63,6 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--refresh-initial", type=int, default=d.refresh_initial,
                         help="steps before the first full memory refresh with --train-encoder (Eq. 11 "
                              f"I_init; 0 = none; default {d.refresh_initial})")
+    parser.add_argument("--budget-cpu-seconds", type=float, metavar="S",
+                        help="with --train-encoder: stop training after S process CPU seconds (memory fills "
+                             "included; default: run every step)")
     parser.add_argument("--no-relation-memory", dest="relation_memory", action="store_false",
                         help="R = 0 in the KM (ablation; default: R from relation descriptions, as the paper)")
     parser.set_defaults(func=run, evaluate=evaluate)
@@ -129,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
         pretrained=args.model, km_layers=args.km_layers, km_heads=args.km_heads,
         relation_memory=args.relation_memory, description_max_length=args.description_max_length,
         lr=args.lr, km_lr=args.km_lr, train_encoder=args.train_encoder, encoder_lr=args.encoder_lr,
-        queue_batches=args.queue_batches, refresh_initial=args.refresh_initial)
+        queue_batches=args.queue_batches, refresh_initial=args.refresh_initial,
+        budget_cpu_seconds=args.budget_cpu_seconds)
     out = _out(args, "link-prediction")
     save_dir = None if args.evaluate else out / "model"
     results = lp.run_link_prediction(kg, train, evaluation, config, out, save_dir=save_dir)

@@ -100,14 +100,15 @@ def train_with_encoder(model, backbone: Backbone, graph, train: np.ndarray, conf
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     length = config.description_max_length
-    began = time.perf_counter()
+    began, cpu_began = time.perf_counter(), time.process_time()
     memory = EntityContextMemory(graph.num_entities, graph.num_relations, int(language.hidden_size))
-    record = {"refresh_seconds": [], "refresh_at_step": []}
+    record = {"refresh_seconds": [], "refresh_cpu_seconds": [], "refresh_at_step": []}
 
     def refresh(step: int) -> None:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         memory.refresh(language, graph, batch_size=128, max_length=length, momentum=0.0)
         record["refresh_seconds"].append(time.perf_counter() - started)
+        record["refresh_cpu_seconds"].append(time.process_time() - cpu)
         record["refresh_at_step"].append(step)
 
     refresh(0)  # the first fill: E^context of the (base or pre-trained) LM1
@@ -170,22 +171,30 @@ def train_with_encoder(model, backbone: Backbone, graph, train: np.ndarray, conf
         losses.append(loss.item())
         if config.queue_batches > 0:
             queue = ([(embedded.detach(), entities)] + queue)[: config.queue_batches]
-        if next_refresh is not None and step + 1 == next_refresh and step + 1 < config.steps:
+        if next_refresh is not None and step + 1 == next_refresh and step + 1 < config.steps and \
+                (config.budget_cpu_seconds is None or time.process_time() - cpu_began < config.budget_cpu_seconds):
             refresh(step + 1)  # Eq. 11: the rows of every other entity, with the current LM1
             refreshes += 1
             next_refresh += refresh_interval(refreshes, initial=config.refresh_initial,
                                              growth=config.refresh_growth, every=1, maximum=10 ** 9)
         if progress is not None:
             progress.update(1)
-    train_seconds = time.perf_counter() - began
-    refresh(config.steps)  # the evaluation's memory: every row from the final LM1
+        if config.budget_cpu_seconds is not None and time.process_time() - cpu_began >= config.budget_cpu_seconds:
+            break
+    steps = len(losses)
+    train_seconds, train_cpu = time.perf_counter() - began, time.process_time() - cpu_began
+    refresh(steps)  # the evaluation's memory: every row from the final LM1
     language.eval()
-    first_fill, during = record["refresh_seconds"][0], sum(record["refresh_seconds"][1:-1])
-    stepping = max(1e-9, train_seconds - first_fill - during)
+    # shares and throughput in process CPU seconds (robust on a shared machine)
+    first_fill, during = record["refresh_cpu_seconds"][0], sum(record["refresh_cpu_seconds"][1:-1])
+    stepping = max(1e-9, train_cpu - first_fill - during)
     record.update(
-        train_seconds=train_seconds, first_fill_seconds=first_fill, refresh_seconds_during_training=during,
-        refreshes_during_training=refreshes, refresh_share=(first_fill + during) / train_seconds,
-        step_seconds=stepping / max(1, config.steps), triples_per_second=config.steps * config.batch_size / stepping,
+        train_seconds=train_seconds, train_cpu_seconds=train_cpu, first_fill_cpu_seconds=first_fill,
+        refresh_cpu_seconds_during_training=during, refreshes_during_training=refreshes,
+        refresh_share=(first_fill + during) / max(1e-9, train_cpu), refresh_share_without_first_fill=during / max(
+            1e-9, train_cpu - first_fill), steps=steps, step_cpu_seconds=stepping / max(1, steps),
+        triples_per_cpu_second=steps * config.batch_size / stepping,
+        evaluation_memory_cpu_seconds=record["refresh_cpu_seconds"][-1],
         final_temperature=float(1.0 / model.log_inverse_temperature.detach().clamp(
             max=math.log(MAX_INVERSE_TEMPERATURE)).exp()))
     final = FrozenMemory(memory.entity_rows(torch.arange(graph.num_entities)).clone(),
