@@ -15,8 +15,9 @@ drawn entities shared by the batch as corrupted tails and heads, softmax cross-e
 positive first; the KM reads a sampled neighbourhood (``fanouts``) of the step's entities in the
 training graph with the batch's own triples hidden (a positive is never an edge of its own
 input, as an evaluation triple is not). Evaluation: the KM over the whole training graph, filtered MRR and
-Hits@1/3/10, averaged over head and tail prediction, ranks against every entity with all known
-true triples (training + every evaluation file) filtered out. Any split file in the WN18RR format
+Hits@1/3/10, averaged over head and tail prediction, realistic ranks (a tie counts half, as
+PyKEEN's) against every entity with all known true triples (training + every evaluation file)
+filtered out. ``train_encoder`` trains LM1 too (:mod:`jaket.tasks.link_training`). Any split file in the WN18RR format
 (``head<TAB>relation<TAB>tail``, ids of the KG) can be evaluated.
 
 Inductive mode: entities of an evaluation file that occur in no training triple are still embedded
