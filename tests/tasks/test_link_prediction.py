@@ -194,6 +194,20 @@ def test_train_encoder_changes_lm1_lowers_the_loss_and_evaluates_filtered(small_
         return real_filtered(model, entities, relations, triples, all_true, batch_size)
 
     monkeypatch.setattr(lp, "filtered_ranks", spy)
+    described, candidates = [], []
+    real_describe, real_loss = link_training.describe, link_training.contrastive_loss
+
+    def describe(language, tokens, rows):
+        if language.training and len(rows) != small_kg.num_relations:  # a step's entities (not relations)
+            described.append(len(rows))
+        return real_describe(language, tokens, rows)
+
+    def loss(model, queries, cands, target, masked, margin):
+        candidates.append(len(cands))
+        return real_loss(model, queries, cands, target, masked, margin)
+
+    monkeypatch.setattr(link_training, "describe", describe)
+    monkeypatch.setattr(link_training, "contrastive_loss", loss)
     config = lp.LinkPredictionConfig(variants=("lm+g+m",), scorers=("rotate",), steps=30, batch_size=12,
                                      encoder=tiny_bert_dir, km_heads=4, fanouts=(3, 3), train_encoder=True,
                                      encoder_lr=1e-3, lr=1e-2, km_lr=1e-3, queue_batches=2, refresh_initial=10,
@@ -212,12 +226,15 @@ def test_train_encoder_changes_lm1_lowers_the_loss_and_evaluates_filtered(small_
     lm1 = {id(p) for p in loaded[0].language.lm1_parameters()}
     assert moved and all(id(trained[name]) in lm1 for name in moved)  # LM1 trained, LM2 untouched
     assert calls == [("cosine", small_kg.num_entities, len(train) + len(valid))]
+    # candidates = the step's entities + those of the 2 queued steps, for the tail and the head side
+    assert len(described) == 30 and candidates[::2] == candidates[1::2]
+    assert candidates[::2] == [sum(described[max(0, s - 2):s + 1]) for s in range(30)]
     assert 0 < run["valid"]["mrr"] <= 1 and run["valid"]["count"] == 16
     with pytest.raises(ValueError, match="lm\\+g\\+m and jaket only"):
         lp.LinkPredictionConfig(variants=("gnn",), train_encoder=True)
 
 
-def test_contrastive_loss_masks_true_answers_and_uses_the_queue():
+def test_contrastive_loss_masks_true_answers_margin_and_temperature():
     """A candidate that is another true answer of the query is masked; the margin lowers the
     positive's logit; the learnable temperature scales the logits."""
     from jaket.tasks import link_training
