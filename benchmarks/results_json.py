@@ -22,6 +22,7 @@ TASK_RUNS = {
     "kgqa_metaqa": "kgqa-metaqa/metrics.json",
     "relation_classification_fewrel": "fewrel-reference/metrics.json",
     "link_prediction_wn18rr": "lp-reference/metrics.json",
+    "link_prediction_wn18rr_train_encoder": "lp-train-encoder/metrics.json",
 }
 
 

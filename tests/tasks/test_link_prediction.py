@@ -22,11 +22,35 @@ def test_filtered_ranks_against_brute_force():
             scores = model.score(entities[h], rel[r], entities).numpy()
             true = {tt for hh, rr, tt in triples if hh == h and rr == r and tt != t}
             expected = 1 + sum(scores[e] > scores[t] for e in range(n) if e not in true)
-            assert tails[i] == expected, scorer
+            assert tails[i] == expected, scorer  # random vectors: no ties
             scores = model.score(entities, rel[r], entities[t]).numpy()
             true = {hh for hh, rr, tt in triples if rr == r and tt == t and hh != h}
             expected = 1 + sum(scores[e] > scores[h] for e in range(n) if e not in true)
             assert heads[i] == expected, scorer
+
+
+def test_ranks_are_realistic_a_tie_counts_half():
+    """Two candidates exactly as far from the query as the true tail: the realistic rank (PyKEEN's,
+    the mean of the optimistic and the pessimistic rank) puts the true tail after half of them."""
+    backbone = Backbone("lm", 2, None, None, None)
+    model = lp.LinkScorer(backbone, "transe", 1)
+    # query h + r = e0 = (0, 0); the true tail e1 at distance 1; e0 (0) and e4 (0.5) are closer,
+    # e2 and e3 are tied with e1 (distance 1), e5 is farther
+    entities = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.5, 0.0], [3.0, 0.0]])
+    relations = torch.zeros(1, 2)
+    triple = np.array([[0, 0, 1]])
+    tails, heads = lp.filtered_ranks(model, entities, relations, triple, triple)
+    assert tails.tolist() == [1 + 2 + 2 / 2]  # optimistic 3, pessimistic 5
+    assert heads.tolist() == [3.0]  # head query t - r = e1: e1 and e4 closer than e0, no tie
+    # a filtered tie does not count: (0, 0, 2) is also true
+    both = np.array([[0, 0, 1], [0, 0, 2]])
+    tails, _ = lp.filtered_ranks(model, entities, relations, triple, both)
+    assert tails.tolist() == [1 + 2 + 1 / 2]
+    # the cosine metric ranks the same way (a tie stays a tie)
+    cosine = lp.LinkScorer(backbone, "transe", 1, metric="cosine")
+    same = torch.tensor([[1.0, 1.0], [1.0, 0.0], [2.0, 0.0], [-1.0, 0.0]])
+    tails, _ = lp.filtered_ranks(cosine, same, torch.zeros(2, 2), np.array([[0, 0, 1]]), np.array([[0, 0, 1]]))
+    assert tails.tolist() == [1 + 1 + 1 / 2]  # e0 itself closer (cos 1), e2 tied with e1, e3 farther
 
 
 def test_read_split_counts_unknown(small_kg, tmp_path):
@@ -140,3 +164,110 @@ def test_self_negatives_enter_the_loss_unless_true(small_kg, tiny_bert_dir):
     assert first_loss(triples, True) > first_loss(triples, False)
     loops = np.array([[h, r, h] for h, r, _ in triples[:6]])  # every training triple a self-loop
     assert first_loss(loops, True) == pytest.approx(first_loss(loops, False))
+
+
+def _split(small_kg):
+    triples = np.asarray(small_kg.triples, dtype=np.int64)
+    order = np.random.default_rng(0).permutation(len(triples))
+    return triples[order[:-8]], triples[order[-8:]]
+
+
+def test_train_encoder_changes_lm1_lowers_the_loss_and_evaluates_filtered(small_kg, tiny_bert_dir, monkeypatch):
+    """--train-encoder: LM1's weights move, the contrastive loss falls, the memory is refreshed on
+    schedule and the evaluation is still filtered realistic ranking over every entity."""
+    from jaket.tasks import link_training, variants
+
+    train, valid = _split(small_kg)
+    loaded = []
+    real_load = variants.load_backbone
+
+    def keep(*args, **kwargs):
+        loaded.append(real_load(*args, **kwargs))
+        return loaded[-1]
+
+    monkeypatch.setattr(lp, "load_backbone", keep)
+    calls = []
+    real_filtered = lp.filtered_ranks
+
+    def spy(model, entities, relations, triples, all_true, batch_size=256):
+        calls.append((model.metric, len(entities), len(all_true)))
+        return real_filtered(model, entities, relations, triples, all_true, batch_size)
+
+    monkeypatch.setattr(lp, "filtered_ranks", spy)
+    described, candidates = [], []
+    real_describe, real_loss = link_training.describe, link_training.contrastive_loss
+
+    def describe(language, tokens, rows):
+        if language.training and len(rows) != small_kg.num_relations:  # a step's entities (not relations)
+            described.append(len(rows))
+        return real_describe(language, tokens, rows)
+
+    def loss(model, queries, cands, target, masked, margin):
+        candidates.append(len(cands))
+        return real_loss(model, queries, cands, target, masked, margin)
+
+    monkeypatch.setattr(link_training, "describe", describe)
+    monkeypatch.setattr(link_training, "contrastive_loss", loss)
+    config = lp.LinkPredictionConfig(variants=("lm+g+m",), scorers=("rotate",), steps=30, batch_size=12,
+                                     encoder=tiny_bert_dir, km_heads=4, fanouts=(3, 3), train_encoder=True,
+                                     encoder_lr=1e-3, lr=1e-2, km_lr=1e-3, queue_batches=2, refresh_initial=10,
+                                     description_max_length=16)
+    results = lp.run_link_prediction(small_kg, train, {"valid": valid}, config)
+    run = results["runs"]["lm+g+m/rotate"][0]
+    losses = run["train_loss"]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5])
+    record = run["encoder_training"]
+    # first fill, refreshes before steps 10 (I_init) and 30 (10 + 20: the interval doubles) -> only
+    # step 10 falls inside 30 steps, then the final refresh for the evaluation
+    assert record["refresh_at_step"] == [0, 10, 30]
+    fresh = variants.load_backbone(config.variant_config("lm+g+m"))
+    trained = dict(loaded[0].language.named_parameters())
+    moved = [name for name, p in fresh.language.named_parameters() if not torch.equal(p, trained[name])]
+    lm1 = {id(p) for p in loaded[0].language.lm1_parameters()}
+    assert moved and all(id(trained[name]) in lm1 for name in moved)  # LM1 trained, LM2 untouched
+    assert calls == [("cosine", small_kg.num_entities, len(train) + len(valid))]
+    # candidates = the step's entities + those of the 2 queued steps, for the tail and the head side
+    assert len(described) == 30 and candidates[::2] == candidates[1::2]
+    assert candidates[::2] == [sum(described[max(0, s - 2):s + 1]) for s in range(30)]
+    assert 0 < run["valid"]["mrr"] <= 1 and run["valid"]["count"] == 16
+    with pytest.raises(ValueError, match="lm\\+g\\+m and jaket only"):
+        lp.LinkPredictionConfig(variants=("gnn",), train_encoder=True)
+
+
+def test_contrastive_loss_masks_true_answers_margin_and_temperature():
+    """A candidate that is another true answer of the query is masked; the margin lowers the
+    positive's logit; the learnable temperature scales the logits."""
+    from jaket.tasks import link_training
+
+    known = link_training.KnownTriples(np.array([[0, 0, 1], [0, 0, 2]]), 4, 1)
+    assert known.contains(np.array([[0], [3]]), 0, np.array([[1, 2, 3]])).tolist() == [[True, True, False],
+                                                                                       [False, False, False]]
+    model = lp.LinkScorer(Backbone("lm", 2, None, None, None), "transe", 1, metric="cosine", temperature=0.5)
+    query = torch.tensor([[1.0, 0.0]])
+    candidates = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.1]])
+    target = torch.tensor([0])
+    open_loss = link_training.contrastive_loss(model, query, candidates, target, np.zeros((1, 3), bool), 0.0)
+    masked = link_training.contrastive_loss(model, query, candidates, target, np.array([[False, False, True]]), 0.0)
+    margin = link_training.contrastive_loss(model, query, candidates, target, np.zeros((1, 3), bool), 0.1)
+    assert masked < open_loss < margin
+    cos = torch.tensor([1.0, 0.0, 1.0 / np.sqrt(1.01)])
+    expected = -torch.log_softmax(cos / 0.5, 0)[0]
+    assert open_loss.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_train_encoder_stops_at_its_cpu_budget(small_kg, tiny_bert_dir):
+    """--budget-cpu-seconds: training ends after the step that spends the budget (here the first),
+    and the record says how many steps ran; the memory is still refreshed for the evaluation."""
+    from jaket.tasks import link_training
+    from jaket.tasks.variants import load_backbone
+
+    train, _ = _split(small_kg)
+    config = lp.LinkPredictionConfig(steps=50, batch_size=8, encoder=tiny_bert_dir, km_heads=4, fanouts=(2, 2),
+                                     train_encoder=True, description_max_length=16, budget_cpu_seconds=0.0)
+    backbone = load_backbone(config.variant_config("lm+g+m"))
+    model = lp.LinkScorer(backbone, "transe", small_kg.num_relations, metric="cosine")
+    losses, record, memory = link_training.train_with_encoder(model, backbone, lp.train_view(small_kg, train),
+                                                              train, config, seed=0)
+    assert len(losses) == 1 and record["steps"] == 1 and record["refresh_at_step"] == [0, 1]
+    assert memory.entities.shape == (small_kg.num_entities, backbone.hidden_size)
+    assert record["train_cpu_seconds"] > 0 and 0 < record["refresh_share"] < 1

@@ -4,6 +4,7 @@ ranks as jaket's link prediction, offline."""
 import json
 
 import numpy as np
+import pytest
 import torch
 
 from benchmarks import pykeen_baseline as pb
@@ -53,3 +54,23 @@ def test_filtered_ranks_match_brute_force():
             s = model.score_hrt(cand).squeeze(-1)
             others = [e for e in range(n) if e != h and (e, r, t) not in known]
             assert heads[i] == 1 + int((s[others] > s[h]).sum())
+
+
+def test_realistic_ranks_equal_pykeen_evaluator_with_ties(tmp_path):
+    """jaket's filtered ranks and PyKEEN's RankBasedEvaluator on the same TransE embeddings: the
+    realistic MRRs agree, also when candidates tie with the true entity (entities 10-29 are two
+    copies of 0-9), where the optimistic MRR (the old jaket rank) is higher."""
+    (tmp_path / "entities.dict").write_text("".join(f"{i}\te{i}\n" for i in range(30)))
+    train = [(f"e{i}", f"r{i % 2}", f"e{(i * 7 + 3) % 30}") for i in range(30)]
+    valid = [(f"e{i}", f"r{i % 2}", f"e{(i * 11 + 5) % 30}") for i in range(0, 30, 3)]
+    _write(tmp_path / "train.txt", train)
+    _write(tmp_path / "valid.txt", valid)
+    generator = torch.Generator().manual_seed(0)
+    entities = torch.randn(30, 6, generator=generator)
+    entities[10:20] = entities[20:30] = entities[:10]
+    relations = torch.randn(2, 6, generator=generator) * 0.1
+    figures = pb.time_evaluation(tmp_path, embeddings=(entities, relations))
+    assert figures["eval_triples"] == 10 and figures["candidate_entities"] == 30
+    pykeen, jaket = figures["pykeen"], figures["jaket"]
+    assert jaket["mrr_realistic"] == pytest.approx(pykeen["mrr_realistic"], rel=1e-6)
+    assert pykeen["mrr_optimistic"] > pykeen["mrr_realistic"] + 0.01

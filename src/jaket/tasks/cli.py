@@ -71,23 +71,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
         lp = tasks.add_parser("link-prediction", help="filtered MRR / Hits@k over descriptions + KM")
         _add_common(lp, evaluate)
-        lp.add_argument("--data", type=Path, help="a WN18RR-format folder (train.txt, valid.txt[, test.txt])")
-        lp.add_argument("--kg", type=Path, help="a KG folder whose triples are the training split")
-        lp.add_argument("--eval", type=Path, action="append", default=[],
-                        help="evaluation file(s) in the WN18RR format (repeatable)")
-        lp.add_argument("--max-entities", type=int, default=2000, help="WordNet subset size (default KG)")
-        lp.add_argument("--max-train", type=int, help="use at most this many training triples (random)")
-        lp.add_argument("--max-eval", type=int, help="evaluate at most this many triples per file")
-        lp.add_argument("--scorers", type=_csv, default=("distmult", "transe"))
-        lp.add_argument("--steps", type=int, default=300)
-        lp.add_argument("--negatives", type=int, default=256, help="shared negative entities per step")
-        lp.add_argument("--batch-size", type=int, default=256, help="training triples per step")
-        lp.add_argument("--fanouts", type=lambda t: tuple(int(x) for x in _csv(t)), default=(10, 10),
-                        help="neighbours sampled per hop in training (default 10,10)")
-        lp.add_argument("--holdout-fraction", type=float, default=0.0,
-                        help="inductive split: drop training triples touching this share of eval entities")
-        _add_relation_memory(lp)
-        lp.set_defaults(func=_run_link_prediction, evaluate=evaluate)
+        from jaket.tasks.link_prediction_cli import add_arguments as add_link_prediction
+
+        add_link_prediction(lp, evaluate)  # its flags (--train-encoder, ...); func
 
         qa = tasks.add_parser("kgqa", help="question answering over the KG, Hits@1 (Table 2)")
         _add_common(qa, evaluate)
@@ -134,56 +120,6 @@ def _finish(args, results: dict, table: str, out: Path) -> int:
 
 def _out(args, task: str) -> Path:
     return args.out or Path("runs") / task
-
-
-def _run_link_prediction(args) -> int:
-    from jaket.tasks import link_prediction as lp
-
-    rng = np.random.default_rng(0)
-    evaluation: dict[str, np.ndarray] = {}
-    if args.data is not None:
-        kg = _load_wn18rr(args.data)
-        train, _ = lp.read_split(args.data / "train.txt", kg)
-        for name in ("valid", "test"):
-            path = args.data / f"{name}.txt"
-            if path.exists():
-                evaluation[name], _ = lp.read_split(path, kg)
-    elif args.kg is not None:
-        from jaket.kg.io import load_kg
-
-        kg = load_kg(args.kg)
-        train = np.asarray(kg.triples, dtype=np.int64)
-    else:
-        from jaket.kg.sources.wordnet import build_wordnet
-
-        kg, _, _ = build_wordnet(max_entities=args.max_entities, roots=None, seed=0)
-        order = rng.permutation(kg.num_triples)
-        cut = int(0.9 * len(order))
-        triples = np.asarray(kg.triples, dtype=np.int64)
-        train, evaluation["valid"] = triples[order[:cut]], triples[order[cut:]]
-    for path in args.eval:
-        evaluation[path.stem], _ = lp.read_split(path, kg)
-    if not evaluation:
-        raise SystemExit("error: nothing to evaluate: give --eval FILE (WN18RR format)")
-    if args.max_train and len(train) > args.max_train:
-        train = train[rng.permutation(len(train))[: args.max_train]]
-    config = lp.LinkPredictionConfig(
-        variants=_variants(args, "link-prediction"), scorers=args.scorers, seeds=tuple(range(args.seeds)),
-        steps=args.steps, negatives=args.negatives, batch_size=args.batch_size, fanouts=args.fanouts,
-        max_eval_triples=args.max_eval,
-        holdout_fraction=args.holdout_fraction, encoder=args.encoder, pretrained=args.model,
-        km_layers=args.km_layers, km_heads=args.km_heads, relation_memory=args.relation_memory)
-    out = _out(args, "link-prediction")
-    results = lp.run_link_prediction(kg, train, evaluation, config, out)
-    return _finish(args, results, lp.results_table(results), out)
-
-
-def _load_wn18rr(folder: Path):
-    """The WN18RR entities with their WordNet descriptions, and its training triples as the KG."""
-    from jaket.kg.sources.wn18rr import load_wn18rr
-
-    kg, _report = load_wn18rr(folder)
-    return kg
 
 
 def _run_kgqa(args) -> int:

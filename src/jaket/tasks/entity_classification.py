@@ -651,13 +651,9 @@ class FinetunedEntityClassifier:
     @torch.no_grad()
     def probabilities(self, kg) -> torch.Tensor:
         """(N, labels): the probability of every label for every entity of ``kg``."""
-        trained_on = self.settings.get("kg", {}).get("fingerprint")
-        if self.variant in ("gnn", "lm+g") and trained_on not in (None, kg.fingerprint()):
-            logger.warning("a %s model's memory is random per entity index: its predictions on another KG than "
-                           "the one it was fine-tuned on mean nothing", self.variant)
-        memory = kg_memory(self.backbone, kg, int(self.settings.get("memory_seed", 0)),
-                           max_length=int(self.settings.get("description_max_length", 64)),
-                           relation_memory=bool(self.settings.get("relation_memory", True)))
+        from jaket.tasks.finetuned import prediction_memory
+
+        memory = prediction_memory(self.backbone, kg, self.settings)
         self.classifier.eval()
         return torch.softmax(self.classifier(memory, *full_graph(kg)), dim=-1)
 

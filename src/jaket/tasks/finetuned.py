@@ -71,6 +71,12 @@ REGISTRY: dict[str, TaskHandlers] = {
         load=f"{_EC}:FinetunedEntityClassifier.from_pretrained",
         add_predict_arguments="jaket.tasks.entity_classification_cli:add_predict_arguments",
         predict_rows=f"{_EC}:predict_rows"),
+    "link-prediction": TaskHandlers(
+        help="top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG",
+        save="jaket.tasks.link_predictor:FinetunedLinkPredictor.save_pretrained",
+        load="jaket.tasks.link_predictor:FinetunedLinkPredictor.from_pretrained",
+        add_predict_arguments="jaket.tasks.link_prediction_cli:add_predict_arguments",
+        predict_rows="jaket.tasks.link_predictor:predict_rows"),
 }
 
 
@@ -148,6 +154,21 @@ def read_finetuned(directory, task: str | None = None) -> FinetunedFolder:
         raise FinetunedFormatError(f"{head_path}: missing (the task head's weights)")
     backbone = JaketModel.from_pretrained(directory / BACKBONE_DIR, load_memory=False)
     return FinetunedFolder(data, backbone, load_file(str(head_path)))
+
+
+def prediction_memory(backbone, kg, settings: dict):
+    """The memory a fine-tuned model predicts from on ``kg``: recomputed from ``kg``'s descriptions
+    as in fine-tuning (``settings`` = its ``task.json``); for ``gnn`` / ``lm+g`` (a random memory per
+    entity index) a warning when ``kg`` is not the fine-tuning KG."""
+    from jaket.tasks.variants import kg_memory
+
+    trained_on = settings.get("kg", {}).get("fingerprint")
+    if backbone.variant in ("gnn", "lm+g") and trained_on not in (None, kg.fingerprint()):
+        logger.warning("a %s model's memory is random per entity index: its predictions on another KG than "
+                       "the one it was fine-tuned on mean nothing", backbone.variant)
+    return kg_memory(backbone, kg, int(settings.get("memory_seed", 0)),
+                     max_length=int(settings.get("description_max_length", 64)),
+                     relation_memory=bool(settings.get("relation_memory", True)))
 
 
 def backbone_model(backbone, config, knowledge: nn.Module | None = None):

@@ -15,8 +15,9 @@ drawn entities shared by the batch as corrupted tails and heads, softmax cross-e
 positive first; the KM reads a sampled neighbourhood (``fanouts``) of the step's entities in the
 training graph with the batch's own triples hidden (a positive is never an edge of its own
 input, as an evaluation triple is not). Evaluation: the KM over the whole training graph, filtered MRR and
-Hits@1/3/10, averaged over head and tail prediction, ranks against every entity with all known
-true triples (training + every evaluation file) filtered out. Any split file in the WN18RR format
+Hits@1/3/10, averaged over head and tail prediction, realistic ranks (a tie counts half, as
+PyKEEN's) against every entity with all known true triples (training + every evaluation file)
+filtered out. ``train_encoder`` trains LM1 too (:mod:`jaket.tasks.link_training`). Any split file in the WN18RR format
 (``head<TAB>relation<TAB>tail``, ids of the KG) can be evaluated.
 
 Inductive mode: entities of an evaluation file that occur in no training triple are still embedded
@@ -45,6 +46,7 @@ from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, Fr
 logger = logging.getLogger(__name__)
 
 SCORERS = ("distmult", "transe", "rotate")
+METRICS = ("native", "cosine")
 
 
 class SplitFormatError(ValueError):
@@ -71,11 +73,33 @@ class LinkPredictionConfig(BackboneSettings):
     eval_batch_size: int = 256
     max_eval_triples: int | None = None
     holdout_fraction: float = 0.0
+    #: fine-tune LM1 on the descriptions with a contrastive loss (:mod:`jaket.tasks.link_training`);
+    #: False = the frozen memory (the paper's fine-tuning, the quick default)
+    train_encoder: bool = False
+    #: learning rate of LM1 (``train_encoder``)
+    encoder_lr: float = 5e-5
+    #: initial temperature tau of the contrastive loss (learned) and its additive margin
+    temperature: float = 0.05
+    margin: float = 0.02
+    #: previous steps whose entity vectors are extra negatives (0 = in-batch negatives only)
+    queue_batches: int = 0
+    #: Eq. 11 for the full memory refresh while LM1 trains: the first after ``refresh_initial``
+    #: steps, then intervals growing by ``refresh_growth`` (0 = only the batch's own rows follow LM1)
+    refresh_initial: int = 200
+    refresh_growth: int = 2
+    #: stop training (``train_encoder``) once this many process CPU seconds are spent (None = run
+    #: every step): equal-CPU-time comparisons on a shared machine
+    budget_cpu_seconds: float | None = None
 
     def __post_init__(self) -> None:
         for s in self.scorers:
             if s not in SCORERS:
                 raise ValueError(f"unknown scorer {s!r}; choose from {', '.join(SCORERS)}")
+        if self.train_encoder:
+            without = [v for v in self.variants if v not in ("lm+g+m", "jaket")]
+            if without:
+                raise ValueError(f"--train-encoder trains the LM1 that computes the memory: settings lm+g+m "
+                                 f"and jaket only, not {', '.join(without)}")
 
 
 def read_split(path: str | Path, kg) -> tuple[np.ndarray, int]:
@@ -106,18 +130,35 @@ def read_split(path: str | Path, kg) -> tuple[np.ndarray, int]:
 
 class LinkScorer(nn.Module):
     """Entity encoder (KM over the training graph, or a projection of frozen LM features) +
-    relation projection + one scoring function."""
+    relation projection + one scoring function.
 
-    def __init__(self, backbone: Backbone, scorer: str, num_relations: int):
+    ``metric="native"`` scores with the scorer's own function (module docstring; the frozen-memory
+    mode). ``metric="cosine"`` (the trained-encoder mode, :mod:`jaket.tasks.link_training`) scores
+    ``cos(q, e)`` between a query ``q`` and a candidate entity ``e``: ``q = h + r`` (TransE),
+    ``h o r`` (DistMult) or ``h o e^{i theta_r}`` (RotatE), and a head is predicted with the query of
+    the *inverse* relation, ``q = t + r^{-1}``, whose embedding is a second learned map of the same
+    relation memory (the inverse-relation queries of text-based KG completion). Its learnable
+    temperature ``tau`` (``log_inverse_temperature`` = log 1/tau) scales the contrastive logits;
+    ranks do not depend on it.
+    """
+
+    def __init__(self, backbone: Backbone, scorer: str, num_relations: int, metric: str = "native",
+                 temperature: float = 0.05):
         super().__init__()
         import copy
 
+        if metric not in METRICS:
+            raise ValueError(f"unknown metric {metric!r}; choose from {', '.join(METRICS)}")
         f = backbone.hidden_size
         self.scorer = scorer
+        self.metric = metric
         self.knowledge = copy.deepcopy(backbone.knowledge) if backbone.knowledge is not None else None
         self.entity_projection = nn.Linear(f, f) if self.knowledge is None else None
         out = f // 2 if scorer == "rotate" else f
         self.relation_projection = nn.Linear(f, out)
+        self.inverse_projection = nn.Linear(f, out) if metric == "cosine" else None
+        self.log_inverse_temperature = (nn.Parameter(torch.tensor(math.log(1.0 / temperature)))
+                                        if metric == "cosine" else None)
         self.dim = f
 
     def entities(self, memory: FrozenMemory, edge_index, edge_type) -> torch.Tensor:
@@ -126,7 +167,11 @@ class LinkScorer(nn.Module):
         return self.entity_projection(memory.entities)
 
     def relations(self, memory: FrozenMemory) -> torch.Tensor:
-        return self.relation_projection(memory.relations)
+        """(P, F') relation embeddings; with the cosine metric (2P, F'): rows P.. are the inverses."""
+        forward = self.relation_projection(memory.relations)
+        if self.inverse_projection is None:
+            return forward
+        return torch.cat([forward, self.inverse_projection(memory.relations)])
 
     def _rotate(self, x: torch.Tensor, phase: torch.Tensor, inverse: bool = False) -> torch.Tensor:
         re, im = x.chunk(2, dim=-1)
@@ -136,28 +181,40 @@ class LinkScorer(nn.Module):
         c, s = torch.cos(theta), torch.sin(theta)
         return torch.cat([re * c - im * s, re * s + im * c], dim=-1)
 
+    def query(self, x: torch.Tensor, r: torch.Tensor, inverse: bool = False) -> torch.Tensor:
+        """The point a tail (``inverse=False``: ``x`` = h) or a head (``x`` = t) should be near."""
+        if self.scorer == "distmult":
+            return x * r
+        if self.scorer == "transe":
+            return x - r if inverse else x + r
+        return self._rotate(x, r, inverse=inverse)
+
     def score(self, h: torch.Tensor, r: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        """Scores of broadcastable (..., F) triples."""
+        """Scores of broadcastable (..., F) triples (the native metric)."""
         if self.scorer == "distmult":
             return (h * r * t).sum(-1) / math.sqrt(self.dim)
-        if self.scorer == "transe":
-            return -torch.linalg.vector_norm(h + r - t, dim=-1)
-        return -torch.linalg.vector_norm(self._rotate(h, r) - t, dim=-1)
+        return -torch.linalg.vector_norm(self.query(h, r) - t, dim=-1)
 
-    def score_all_tails(self, h, r, entities) -> torch.Tensor:
+    def _against(self, query: torch.Tensor, entities: torch.Tensor) -> torch.Tensor:
+        if self.metric == "cosine":
+            return nn.functional.normalize(query, dim=-1) @ nn.functional.normalize(entities, dim=-1).T
         if self.scorer == "distmult":
-            return (h * r) @ entities.T / math.sqrt(self.dim)
-        query = h + r if self.scorer == "transe" else self._rotate(h, r)
+            return query @ entities.T / math.sqrt(self.dim)
         return -torch.cdist(query, entities)
 
-    def score_all_heads(self, r, t, entities) -> torch.Tensor:
-        if self.scorer == "distmult":
-            return (r * t) @ entities.T / math.sqrt(self.dim)
-        query = t - r if self.scorer == "transe" else self._rotate(t, r, inverse=True)
-        return -torch.cdist(query, entities)
+    def tail_scores(self, entities: torch.Tensor, relations: torch.Tensor, h, r) -> torch.Tensor:
+        """(b, N): every entity as the tail of ``(h, r, ?)`` (index tensors ``h``, ``r``)."""
+        return self._against(self.query(entities[h], relations[r]), entities)
+
+    def head_scores(self, entities: torch.Tensor, relations: torch.Tensor, r, t) -> torch.Tensor:
+        """(b, N): every entity as the head of ``(?, r, t)``; with the cosine metric the query is the
+        inverse relation's ``(t, r^{-1}, ?)``."""
+        if self.metric == "cosine":
+            return self._against(self.query(entities[t], relations[r + len(relations) // 2]), entities)
+        return self._against(self.query(entities[t], relations[r], inverse=True), entities)
 
 
-def _known(triples: np.ndarray) -> tuple[dict, dict]:
+def known_answers(triples: np.ndarray) -> tuple[dict, dict]:
     tails: dict[tuple[int, int], list[int]] = {}
     heads: dict[tuple[int, int], list[int]] = {}
     for h, r, t in triples.tolist():
@@ -166,33 +223,47 @@ def _known(triples: np.ndarray) -> tuple[dict, dict]:
     return tails, heads
 
 
+def realistic_ranks(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """1-based realistic ranks of ``scores[i, target[i]]`` in each row (PyKEEN's realistic rank):
+    the mean of the optimistic rank ``1 + #{score > true}`` and the pessimistic rank
+    ``1 + #{score >= true}`` over the *other* candidates, i.e. a tie counts half. Filtered
+    candidates are set to ``-inf`` by the caller; ``scores`` is modified (the target set to -inf)."""
+    rows = torch.arange(len(target))
+    true = scores[rows, target].clone()
+    scores[rows, target] = -torch.inf
+    greater = (scores > true[:, None]).sum(-1)
+    equal = (scores == true[:, None]).sum(-1)
+    return 1.0 + greater.double() + equal.double() / 2.0
+
+
 @torch.no_grad()
 def filtered_ranks(model: LinkScorer, entities: torch.Tensor, relations: torch.Tensor, triples: np.ndarray,
                    all_true: np.ndarray, batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
-    """Filtered 1-based ranks of the true tail and the true head of every triple."""
-    tails, heads = _known(all_true)
+    """Filtered realistic ranks (:func:`realistic_ranks`) of the true tail and the true head of
+    every triple against every entity, the other known true answers (``all_true``) removed."""
+    tails, heads = known_answers(all_true)
     tail_ranks, head_ranks = [], []
     for begin in range(0, len(triples), batch_size):
         batch = torch.as_tensor(triples[begin:begin + batch_size], dtype=torch.long)
         h, r, t = batch[:, 0], batch[:, 1], batch[:, 2]
         for side in ("tail", "head"):
             if side == "tail":
-                scores = model.score_all_tails(entities[h], relations[r], entities)
+                scores = model.tail_scores(entities, relations, h, r)
                 target = t
                 filters = [tails.get((a, b), ()) for a, b in zip(h.tolist(), r.tolist())]
             else:
-                scores = model.score_all_heads(relations[r], entities[t], entities)
+                scores = model.head_scores(entities, relations, r, t)
                 target = h
                 filters = [heads.get((b, c), ()) for b, c in zip(r.tolist(), t.tolist())]
-            rows = torch.arange(len(batch))
-            true_score = scores[rows, target].clone()
             fr = [i for i, f in enumerate(filters) for _ in f]
             fc = [c for f in filters for c in f]
+            true_score = scores[torch.arange(len(batch)), target].clone()
             if fr:
                 scores[torch.tensor(fr), torch.tensor(fc)] = -torch.inf
-            ranks = 1 + (scores > true_score[:, None]).sum(-1)
+            scores[torch.arange(len(batch)), target] = true_score
+            ranks = realistic_ranks(scores, target)
             (tail_ranks if side == "tail" else head_ranks).append(ranks.numpy())
-    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
+    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.float64)  # noqa: E731
     return cat(tail_ranks), cat(head_ranks)
 
 
@@ -276,8 +347,9 @@ def _inductive_holdout(train: np.ndarray, evaluation: np.ndarray, fraction: floa
 
 
 def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray], config: LinkPredictionConfig,
-                        out_dir: Path | None = None) -> dict:
-    """Train on ``train`` (indices of ``kg``), evaluate on each named split."""
+                        out_dir: Path | None = None, save_dir: Path | None = None) -> dict:
+    """Train on ``train`` (indices of ``kg``), evaluate on each named split; with ``save_dir``
+    the first run's model is saved there (a fine-tuned folder, :mod:`jaket.tasks.link_predictor`)."""
     if len(train) == 0:
         raise ValueError("no training triples")
     all_true = np.concatenate([train] + [v for v in evaluation.values()])
@@ -286,7 +358,6 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
     seen = np.zeros(kg.num_entities, dtype=bool)
     seen[train[:, 0]] = True
     seen[train[:, 2]] = True
-    mask = np.zeros(len(train), dtype=bool)
     edges = _edges(kg, train)
     graph = train_view(kg, train)
     results: dict = {"task": "link-prediction",
@@ -296,7 +367,6 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
                               **{f"{k}_triples": int(len(v)) for k, v in evaluation.items()}},
                      "runs": {}, "summary": {},
                      "km": {v: config.variant_config(v).km_structure() for v in config.variants if v != "lm"}}
-    del mask
     eval_sets = {k: (v[: config.max_eval_triples] if config.max_eval_triples else v) for k, v in evaluation.items()}
     total = len(config.variants) * len(config.scorers) * len(config.seeds) * config.steps
     histograms: dict[str, np.ndarray] = {}
@@ -304,43 +374,48 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
         for variant in config.variants:
             memory = None
             for seed in config.seeds:
-                backbone = load_backbone(config.variant_config(variant), seed=seed,
-                                         need_language=variant in ("lm", "lm+g+m", "jaket"))
-                if memory is None or variant in ("gnn", "lm+g"):
-                    memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
-                                       relation_memory=config.relation_memory)
+                backbone = None
                 for scorer in config.scorers:
+                    if backbone is None or config.train_encoder:  # a trained LM1 is not reused
+                        backbone = load_backbone(config.variant_config(variant), seed=seed,
+                                                 need_language=variant in ("lm", "lm+g+m", "jaket"))
+                    if not config.train_encoder and (memory is None or variant in ("gnn", "lm+g")):
+                        memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
+                                           relation_memory=config.relation_memory)
                     progress.set_postfix_str(f"{variant} {scorer} seed {seed}")
                     started, cpu_started = time.perf_counter(), time.process_time()
                     torch.manual_seed(seed)
-                    model = LinkScorer(backbone, scorer, kg.num_relations)
-                    losses = train_scorer(model, memory, graph, train, config, seed, progress)
-                    train_seconds = time.perf_counter() - started
-                    train_cpu_seconds = time.process_time() - cpu_started
+                    model = LinkScorer(backbone, scorer, kg.num_relations,
+                                       metric="cosine" if config.train_encoder else "native",
+                                       temperature=config.temperature)
+                    run: dict = {"seed": seed}
+                    if config.train_encoder:
+                        from jaket.tasks.link_training import train_with_encoder
+
+                        losses, run["encoder_training"], memory = train_with_encoder(
+                            model, backbone, graph, train, config, seed, progress)
+                    else:
+                        losses = train_scorer(model, memory, graph, train, config, seed, progress)
+                    run.update(train_loss=losses, train_seconds=time.perf_counter() - started,
+                               train_cpu_seconds=time.process_time() - cpu_started)
                     model.eval()
                     with torch.no_grad():
                         entities = model.entities(memory, *edges)
                         relations = model.relations(memory)
-                    run = {"seed": seed, "train_loss": losses, "train_seconds": train_seconds,
-                           "train_cpu_seconds": train_cpu_seconds}
                     for name, triples in eval_sets.items():
-                        tails, heads = filtered_ranks(model, entities, relations, triples, all_true,
-                                                      config.eval_batch_size)
-                        ranks = np.concatenate([tails, heads])
-                        run[name] = {**rep.ranking_metrics(ranks), "tail": rep.ranking_metrics(tails),
-                                     "head": rep.ranking_metrics(heads)}
-                        # "seen": both entities occur in a training triple (the triples a
-                        # transductive baseline such as PyKEEN can score); "unseen": the others,
-                        # embedded from their descriptions only
-                        unseen = ~(seen[triples[:, 0]] & seen[triples[:, 2]])
-                        run[name]["seen"] = rep.ranking_metrics(
-                            np.concatenate([tails[~unseen], heads[~unseen]]))
-                        if unseen.any():
-                            run[name]["unseen"] = rep.ranking_metrics(
-                                np.concatenate([tails[unseen], heads[unseen]]))
-                        histograms[f"{variant} {scorer}"] = ranks
+                        run[name] = _evaluate(model, entities, relations, triples, all_true, seen, config)
+                        histograms[f"{variant} {scorer}"] = run[name].pop("ranks")
                     run["seconds"] = time.perf_counter() - started
                     results["runs"].setdefault(f"{variant}/{scorer}", []).append(run)
+                    if save_dir is not None and "saved_model" not in results:
+                        from jaket.tasks.link_predictor import FinetunedLinkPredictor
+
+                        settings = {"memory_seed": seed, "kg": {"entities": int(kg.num_entities),
+                                                                "relations": int(kg.num_relations),
+                                                                "fingerprint": kg.fingerprint()},
+                                    "training": {k: v for k, v in run.items() if k != "train_loss"}}
+                        FinetunedLinkPredictor(backbone, model, config, variant, settings).save_pretrained(save_dir)
+                        results["saved_model"] = str(save_dir)
     metric_names = ("mrr", "hits@1", "hits@3", "hits@10")
     for key, runs in results["runs"].items():
         summary = {}
@@ -358,6 +433,23 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
         write_split(kg, train, eval_sets, Path(out_dir) / "split")
         write_report(results, Path(out_dir), histograms)
     return results
+
+
+def _evaluate(model: LinkScorer, entities, relations, triples: np.ndarray, all_true: np.ndarray,
+              seen: np.ndarray, config: LinkPredictionConfig) -> dict:
+    """Metrics of one split: all triples, tail / head side, and the ``seen`` / ``unseen`` rows
+    ("seen": both entities occur in a training triple, the triples a transductive baseline such as
+    PyKEEN can score; "unseen": the others, embedded from their descriptions only); ``ranks``
+    holds every rank (for the histogram)."""
+    tails, heads = filtered_ranks(model, entities, relations, triples, all_true, config.eval_batch_size)
+    ranks = np.concatenate([tails, heads])
+    out = {**rep.ranking_metrics(ranks), "tail": rep.ranking_metrics(tails), "head": rep.ranking_metrics(heads)}
+    unseen = ~(seen[triples[:, 0]] & seen[triples[:, 2]])
+    out["seen"] = rep.ranking_metrics(np.concatenate([tails[~unseen], heads[~unseen]]))
+    if unseen.any():
+        out["unseen"] = rep.ranking_metrics(np.concatenate([tails[unseen], heads[unseen]]))
+    out["ranks"] = ranks
+    return out
 
 
 def write_split(kg, train: np.ndarray, evaluation: dict[str, np.ndarray], folder: Path) -> None:

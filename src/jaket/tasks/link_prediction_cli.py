@@ -1,0 +1,144 @@
+"""``jaket finetune link-prediction``, ``jaket evaluate link-prediction`` and the arguments of
+``jaket predict link-prediction``.
+
+Data: ``--data DIR`` (a WN18RR-format folder: ``train.txt``, ``valid.txt``[, ``test.txt``], the
+entities described from WordNet), or ``--kg DIR`` (a KG folder whose triples are the training
+split; ``--eval FILE`` gives the evaluation triples), or neither (a WordNet subset split 90/10).
+``finetune`` saves the model of its first run to ``OUT/model`` for ``jaket predict link-prediction``.
+``--train-encoder`` fine-tunes LM1 on the descriptions (:mod:`jaket.tasks.link_training`); without
+it the description memory stays frozen (the quick default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
+    """The link-prediction flags (beside the common ones of :mod:`jaket.tasks.cli`)."""
+    from jaket.tasks.link_prediction import LinkPredictionConfig
+
+    d = LinkPredictionConfig()
+    parser.add_argument("--data", type=Path, help="a WN18RR-format folder (train.txt, valid.txt[, test.txt])")
+    parser.add_argument("--kg", type=Path, help="a KG folder whose triples are the training split")
+    parser.add_argument("--eval", type=Path, action="append", default=[],
+                        help="evaluation file(s) in the WN18RR format (repeatable)")
+    parser.add_argument("--max-entities", type=int, default=2000, help="WordNet subset size (default KG)")
+    parser.add_argument("--max-train", type=int, help="use at most this many training triples (random)")
+    parser.add_argument("--max-eval", type=int, help="evaluate at most this many triples per file")
+    parser.add_argument("--scorers", type=_csv, default=d.scorers,
+                        help=f"comma list of distmult,transe,rotate (default {','.join(d.scorers)})")
+    parser.add_argument("--steps", type=int, default=d.steps, help=f"training steps (default {d.steps})")
+    parser.add_argument("--negatives", type=int, default=d.negatives,
+                        help=f"shared negative entities per step, frozen mode (default {d.negatives})")
+    parser.add_argument("--batch-size", type=int, default=d.batch_size,
+                        help=f"training triples per step (default {d.batch_size})")
+    parser.add_argument("--fanouts", type=lambda t: tuple(int(x) for x in _csv(t)), default=d.fanouts,
+                        help="neighbours sampled per hop in training (default 10,10)")
+    parser.add_argument("--holdout-fraction", type=float, default=0.0,
+                        help="inductive split: drop training triples touching this share of eval entities")
+    parser.add_argument("--description-max-length", type=int, default=d.description_max_length,
+                        help=f"tokens of each description read by LM1 (default {d.description_max_length})")
+    parser.add_argument("--lr", type=float, default=d.lr, help=f"scorer learning rate (default {d.lr:g})")
+    parser.add_argument("--km-lr", type=float, default=d.km_lr,
+                        help=f"knowledge-module learning rate (default {d.km_lr:g})")
+    parser.add_argument("--train-encoder", action="store_true",
+                        help="fine-tune LM1 on the descriptions: contrastive loss over in-batch, self- and "
+                             "queued negatives, learnable temperature (default: frozen memory)")
+    parser.add_argument("--encoder-lr", type=float, default=d.encoder_lr,
+                        help=f"LM1 learning rate with --train-encoder (default {d.encoder_lr:g})")
+    parser.add_argument("--queue-batches", type=int, default=d.queue_batches,
+                        help="previous steps whose entity vectors are extra negatives, --train-encoder "
+                             f"(default {d.queue_batches})")
+    parser.add_argument("--refresh-initial", type=int, default=d.refresh_initial,
+                        help="steps before the first full memory refresh with --train-encoder (Eq. 11 "
+                             f"I_init; 0 = none; default {d.refresh_initial})")
+    parser.add_argument("--budget-cpu-seconds", type=float, metavar="S",
+                        help="with --train-encoder: stop training after S process CPU seconds (memory fills "
+                             "included; default: run every step)")
+    parser.add_argument("--no-relation-memory", dest="relation_memory", action="store_false",
+                        help="R = 0 in the KM (ablation; default: R from relation descriptions, as the paper)")
+    parser.set_defaults(func=run, evaluate=evaluate)
+
+
+def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
+    """``jaket predict link-prediction`` arguments (beside ``--model`` and ``--out``)."""
+    parser.add_argument("--kg", type=Path, required=True, metavar="DIR",
+                        help="the KG whose entities are ranked and whose triples the KM reads")
+    parser.add_argument("--queries", type=Path, required=True, metavar="FILE",
+                        help="one query a line: head<TAB>relation<TAB>? or ?<TAB>relation<TAB>tail (docs/data.md)")
+    parser.add_argument("--top-k", type=int, default=10, metavar="K", help="answers per query (default 10)")
+    parser.add_argument("--exclude-known", action="store_true",
+                        help="leave out answers whose triple is already in the KG")
+
+
+def load_data(args) -> tuple:
+    """``(kg, train triples, {name: evaluation triples})`` named by the flags."""
+    from jaket.tasks import link_prediction as lp
+
+    rng = np.random.default_rng(0)
+    evaluation: dict[str, np.ndarray] = {}
+    if args.data is not None:
+        from jaket.kg.sources.wn18rr import load_wn18rr
+
+        kg, _report = load_wn18rr(args.data)
+        train, _ = lp.read_split(args.data / "train.txt", kg)
+        for name in ("valid", "test"):
+            path = args.data / f"{name}.txt"
+            if path.exists():
+                evaluation[name], _ = lp.read_split(path, kg)
+    elif args.kg is not None:
+        from jaket.kg.io import load_kg
+
+        kg = load_kg(args.kg)
+        train = np.asarray(kg.triples, dtype=np.int64)
+    else:
+        from jaket.kg.sources.wordnet import build_wordnet
+
+        kg, _, _ = build_wordnet(max_entities=args.max_entities, roots=None, seed=0)
+        order = rng.permutation(kg.num_triples)
+        cut = int(0.9 * len(order))
+        triples = np.asarray(kg.triples, dtype=np.int64)
+        train, evaluation["valid"] = triples[order[:cut]], triples[order[cut:]]
+    for path in args.eval:
+        evaluation[path.stem], _ = lp.read_split(path, kg)
+    if not evaluation:
+        raise ValueError("nothing to evaluate: give --eval FILE (WN18RR format)")
+    if args.max_train and len(train) > args.max_train:
+        train = train[rng.permutation(len(train))[: args.max_train]]
+    return kg, train, evaluation
+
+
+def run(args: argparse.Namespace) -> int:
+    """``jaket finetune|evaluate link-prediction``."""
+    from jaket.tasks import link_prediction as lp
+    from jaket.tasks.cli import _finish, _out, _variants
+
+    kg, train, evaluation = load_data(args)
+    config = lp.LinkPredictionConfig(
+        variants=_variants(args, "link-prediction"), scorers=args.scorers, seeds=tuple(range(args.seeds)),
+        steps=args.steps, negatives=args.negatives, batch_size=args.batch_size, fanouts=args.fanouts,
+        max_eval_triples=args.max_eval, holdout_fraction=args.holdout_fraction, encoder=args.encoder,
+        pretrained=args.model, km_layers=args.km_layers, km_heads=args.km_heads,
+        relation_memory=args.relation_memory, description_max_length=args.description_max_length,
+        lr=args.lr, km_lr=args.km_lr, train_encoder=args.train_encoder, encoder_lr=args.encoder_lr,
+        queue_batches=args.queue_batches, refresh_initial=args.refresh_initial,
+        budget_cpu_seconds=args.budget_cpu_seconds)
+    out = _out(args, "link-prediction")
+    save_dir = None if args.evaluate else out / "model"
+    results = lp.run_link_prediction(kg, train, evaluation, config, out, save_dir=save_dir)
+    status = _finish(args, results, lp.results_table(results), out)
+    if "saved_model" in results:
+        print(f"fine-tuned model: {results['saved_model']}  (jaket predict link-prediction "
+              f"--model {results['saved_model']} --kg KG --queries FILE)")
+    return status

@@ -1,0 +1,177 @@
+"""The fine-tuned link predictor that ``jaket finetune link-prediction`` saves and
+``jaket predict link-prediction`` uses.
+
+The folder is the common fine-tuned layout (:mod:`jaket.tasks.finetuned`): the backbone (LM1 as
+fine-tuned with ``--train-encoder``, else as it was; the fine-tuned KM), ``head.safetensors`` (the
+relation maps, the entity projection of the ``lm`` setting, the learned temperature) and
+``task.json`` (setting, scorer, metric, description length, training record).
+
+Queries (``--queries FILE``), one a line, tab-separated like the split files, ``?`` for the
+entity to predict; blank lines and lines starting with ``#`` are skipped::
+
+    02084071<TAB>_hypernym<TAB>?        top-k tails of (h, r, ?)
+    ?<TAB>_hypernym<TAB>02083346        top-k heads of (?, r, t)
+
+Each query gives one JSON row: the query, ``predict`` (``"tail"`` or ``"head"``) and ``answers``,
+the ``top_k`` entities by score, each with ``known`` = the completed triple is already in the KG
+(``--exclude-known`` leaves those out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from jaket.tasks.link_prediction import LinkScorer
+from jaket.tasks.variants import VARIANT_LABELS, Backbone, full_graph
+
+TASK = "link-prediction"
+
+
+class QueryFormatError(ValueError):
+    """A query line that cannot be read (the message names file:line)."""
+
+
+@dataclass(frozen=True)
+class Query:
+    line: int
+    head: int | None
+    relation: int
+    tail: int | None
+
+
+def read_queries(path, kg) -> list[Query]:
+    """The queries of ``path`` as indices of ``kg``; the first bad line raises :class:`QueryFormatError`."""
+    path = Path(path)
+    entity = {e: i for i, e in enumerate(kg.entity_ids)}
+    relation = {r: i for i, r in enumerate(kg.relation_ids)}
+    queries = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise QueryFormatError(f"{path}: not a UTF-8 text file") from None
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split("\t")]
+        where = f"{path}:{number}"
+        if len(parts) != 3:
+            raise QueryFormatError(f"{where}: expected head<TAB>relation<TAB>? or ?<TAB>relation<TAB>tail, "
+                                   f"found {len(parts)} field(s)")
+        h, r, t = parts
+        if (h == "?") == (t == "?"):
+            raise QueryFormatError(f"{where}: exactly one of head and tail must be '?' (the entity to predict)")
+        if r not in relation:
+            raise QueryFormatError(f"{where}: unknown relation id {r!r}")
+        for name in (h, t):
+            if name != "?" and name not in entity:
+                raise QueryFormatError(f"{where}: unknown entity id {name!r}")
+        queries.append(Query(number, None if h == "?" else entity[h], relation[r], None if t == "?" else entity[t]))
+    return queries
+
+
+class FinetunedLinkPredictor:
+    """A fine-tuned link predictor (:meth:`save_pretrained` / :meth:`from_pretrained`).
+
+    :meth:`predict` ranks every entity of a KG for ``(h, r, ?)`` / ``(?, r, t)``: the memory is
+    recomputed from that KG's descriptions by the saved LM1, the KM reads that KG's triples."""
+
+    task = TASK
+
+    def __init__(self, backbone: Backbone, scorer: LinkScorer, config=None, variant: str | None = None,
+                 settings: dict | None = None):
+        self.backbone = backbone
+        self.scorer = scorer.eval()
+        self.config = config
+        self.variant = variant or backbone.variant
+        self.settings = dict(settings or {})
+
+    def save_pretrained(self, directory) -> Path:
+        """Write the fine-tuned folder (replaced atomically)."""
+        from jaket.tasks.finetuned import backbone_model, write_finetuned
+
+        if self.config is None:
+            raise ValueError("this predictor was loaded from a folder; copy that folder instead of saving it again")
+        model = backbone_model(self.backbone, self.config.variant_config(self.variant), self.scorer.knowledge)
+        head = {k: v for k, v in self.scorer.state_dict().items() if not k.startswith("knowledge.")}
+        task_config = {"variant": self.variant, "scorer": self.scorer.scorer, "metric": self.scorer.metric,
+                       "hidden_size": int(self.backbone.hidden_size),
+                       "description_max_length": int(self.config.description_max_length),
+                       "relation_memory": bool(self.config.relation_memory),
+                       "train_encoder": bool(self.config.train_encoder), **self.settings}
+        return write_finetuned(directory, self.task, model, head, task_config)
+
+    @classmethod
+    def from_pretrained(cls, directory) -> "FinetunedLinkPredictor":
+        """Read a folder written by :meth:`save_pretrained` (safetensors and JSON only)."""
+        from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned
+        from jaket.tasks.link_prediction import METRICS, SCORERS
+
+        folder = read_finetuned(directory, TASK)
+        settings = dict(folder.task_config)
+        variant, scorer, metric = settings.get("variant"), settings.get("scorer"), settings.get("metric", "native")
+        if variant not in VARIANT_LABELS or scorer not in SCORERS or metric not in METRICS:
+            raise FinetunedFormatError(f"{directory}/task.json: needs 'variant' (one of {', '.join(VARIANT_LABELS)}), "
+                                       f"'scorer' (one of {', '.join(SCORERS)}) and 'metric' ({', '.join(METRICS)})")
+        model = folder.backbone.eval()
+        hidden = int(model.hidden_size)
+        backbone = Backbone(variant, hidden, model.language, model.knowledge if variant != "lm" else None,
+                            model.fusion)
+        link = LinkScorer(backbone, scorer, 0, metric=metric)
+        missing, unexpected = link.load_state_dict(folder.head, strict=False)
+        wrong = unexpected + [k for k in missing if not k.startswith("knowledge.")]
+        if wrong:
+            raise FinetunedFormatError(f"{directory}/head.safetensors: does not fit a {scorer} scorer of width "
+                                       f"{hidden}: {', '.join(sorted(wrong)[:4])}")
+        return cls(backbone, link, settings=settings)
+
+    @torch.no_grad()
+    def embed(self, kg) -> tuple[torch.Tensor, torch.Tensor]:
+        """Entity (N, F) and relation embeddings of ``kg`` as the scorer reads them."""
+        from jaket.tasks.finetuned import prediction_memory
+
+        memory = prediction_memory(self.backbone, kg, self.settings)
+        self.scorer.eval()
+        return self.scorer.entities(memory, *full_graph(kg)), self.scorer.relations(memory)
+
+    @torch.no_grad()
+    def predict(self, kg, queries: list[Query], top_k: int = 10, exclude_known: bool = False) -> list[dict]:
+        """One row per query (module docstring)."""
+        if not queries:
+            return []
+        from jaket.tasks.link_prediction import known_answers
+
+        entities, relations = self.embed(kg)
+        tails_of, heads_of = known_answers(np.asarray(kg.triples, dtype=np.int64).reshape(-1, 3))
+        rows = []
+        for query in queries:
+            r = torch.tensor([query.relation])
+            if query.tail is None:
+                scores = self.scorer.tail_scores(entities, relations, torch.tensor([query.head]), r)[0]
+                known = set(tails_of.get((query.head, query.relation), ()))
+            else:
+                scores = self.scorer.head_scores(entities, relations, r, torch.tensor([query.tail]))[0]
+                known = set(heads_of.get((query.relation, query.tail), ()))
+            if exclude_known and known:
+                scores[torch.tensor(sorted(known), dtype=torch.long)] = -torch.inf
+            values, order = scores.topk(min(max(1, top_k), len(scores)))
+            answers = [{"entity": kg.entity_ids[c], "name": kg.entity_names[c], "score": round(float(v), 6),
+                        "known": c in known}
+                       for v, c in zip(values.tolist(), order.tolist()) if v > -np.inf]
+            rows.append({"line": query.line,
+                         "head": None if query.head is None else kg.entity_ids[query.head],
+                         "relation": kg.relation_ids[query.relation],
+                         "tail": None if query.tail is None else kg.entity_ids[query.tail],
+                         "predict": "tail" if query.tail is None else "head", "answers": answers})
+        return rows
+
+
+def predict_rows(model: FinetunedLinkPredictor, args) -> list[dict]:
+    """The rows ``jaket predict link-prediction`` prints (one per query)."""
+    from jaket.kg.io import load_kg
+
+    kg = load_kg(args.kg)
+    return model.predict(kg, read_queries(args.queries, kg), top_k=args.top_k, exclude_known=args.exclude_known)

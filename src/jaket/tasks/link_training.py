@@ -1,0 +1,204 @@
+"""Link prediction with LM1 trained on the descriptions (``--train-encoder``).
+
+The frozen-memory mode (:func:`jaket.tasks.link_prediction.train_scorer`) reads every entity as
+its fixed memory row ``E^context`` (Eq. 7 with the base or pre-trained LM1). Here LM1 itself is
+fine-tuned for the task, as text-based KG completion (SimKGC) fine-tunes its encoder:
+
+* **Rows with gradients.** Each step draws ``batch_size`` training triples; the step's entities
+  (their heads and tails, deduplicated) get ``E^(0) = (Z_s + Z_o) / 2`` of LM1 over their
+  descriptions computed *with* gradients (Eq. 7); the KM (Eq. 1-5) reads them together with the
+  memory rows of their sampled neighbours (gradient-free, the batch's own triples hidden, as in the
+  frozen mode). The fresh rows are written back into the memory, so entities seen in training stay
+  current; the rest of the memory is recomputed by a full refresh on the paper's schedule
+  (Eq. 11: after ``refresh_initial`` steps, then intervals growing by ``refresh_growth``). The
+  relation memory ``R^context`` is LM1 over the relation descriptions, also with gradients.
+* **Contrastive loss** (InfoNCE with an additive margin, SimKGC's): a tail query
+  ``q = h + r`` (or ``h o r``, the rotation) is scored by cosine against every entity of the batch
+  (in-batch negatives; the query's own head among them, the *self-negative*) and, optionally,
+  the entity vectors of the ``queue_batches`` previous steps (detached, SimKGC's pre-batch
+  negatives); ``loss = CE((cos - margin [positive]) / tau)`` with a learnable temperature
+  ``tau``. A candidate that is a true answer of the query in the training triples is masked.
+* **Head prediction** uses the inverse-relation query ``q = t + r^{-1}`` against the batch's
+  entities, with the same loss; the two sides are averaged.
+
+Evaluation is the frozen mode's, on the memory recomputed by the final LM1: filtered realistic
+ranks against every entity (:func:`jaket.tasks.link_prediction.filtered_ranks`, cosine metric).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+from jaket.model.memory import EntityContextMemory, refresh_interval
+from jaket.tasks.variants import Backbone, FrozenMemory
+
+#: the largest 1/tau the learnable temperature may reach (SimKGC clamps likewise)
+MAX_INVERSE_TEMPERATURE = 100.0
+
+
+class KnownTriples:
+    """Known-true ``(h, r, t)`` as sorted int64 keys, for vectorised membership tests."""
+
+    def __init__(self, triples: np.ndarray, num_entities: int, num_relations: int):
+        self.n, self.p = int(num_entities), int(num_relations)
+        t = np.asarray(triples, dtype=np.int64).reshape(-1, 3)
+        self.keys = np.unique(self._key(t[:, 0], t[:, 1], t[:, 2]))
+
+    def _key(self, h, r, t) -> np.ndarray:
+        return (np.asarray(h, dtype=np.int64) * self.p + np.asarray(r, dtype=np.int64)) * self.n + \
+            np.asarray(t, dtype=np.int64)
+
+    def contains(self, h, r, t) -> np.ndarray:
+        """Whether each broadcast ``(h, r, t)`` is known (bool array of the broadcast shape)."""
+        key = self._key(h, r, t)
+        if not len(self.keys):
+            return np.zeros(key.shape, dtype=bool)
+        at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+        return self.keys[at] == key
+
+
+def describe(language, tokens, rows: np.ndarray) -> torch.Tensor:
+    """Eq. 7 with gradients: ``(Z_s + Z_o) / 2`` of LM1 over the descriptions ``rows`` (n, F)."""
+    ids, mask, start, end = tokens.batch(np.asarray(rows, dtype=np.int64))
+    z = language.lm1(ids, mask)
+    arange = torch.arange(len(ids))
+    return ((z[arange, start] + z[arange, end]) / 2).float()
+
+
+def contrastive_loss(model, queries: torch.Tensor, candidates: torch.Tensor, target: torch.Tensor,
+                     masked: np.ndarray, margin: float) -> torch.Tensor:
+    """InfoNCE with an additive margin: ``CE((cos(q, c) - margin [c = target]) / tau)``.
+
+    ``queries`` (b, F), ``candidates`` (c, F), ``target`` (b,) column of each positive,
+    ``masked`` (b, c) candidates to drop (true answers other than the target)."""
+    cos = nn.functional.normalize(queries, dim=-1) @ nn.functional.normalize(candidates, dim=-1).T
+    rows = torch.arange(len(target))
+    cos = cos.index_put((rows, target), cos[rows, target] - margin)
+    scale = model.log_inverse_temperature.clamp(max=math.log(MAX_INVERSE_TEMPERATURE)).exp()
+    # mask after scaling: -inf * (d scale) would make the temperature's gradient NaN
+    logits = (cos * scale).masked_fill(torch.from_numpy(masked), -torch.inf)
+    return nn.functional.cross_entropy(logits, target)
+
+
+def train_with_encoder(model, backbone: Backbone, graph, train: np.ndarray, config, seed: int,
+                       progress=None) -> tuple[list[float], dict, FrozenMemory]:
+    """Train ``model`` (a cosine-metric :class:`~jaket.tasks.link_prediction.LinkScorer`) and
+    ``backbone``'s LM1 together on ``train`` (module docstring).
+
+    Returns the per-step losses, a record of the run (times, refreshes, throughput) and the memory
+    recomputed by the trained LM1 (the evaluation's input)."""
+    from jaket.kg.sampling import sample_neighbors
+
+    language = backbone.language
+    if language is None or model.log_inverse_temperature is None:
+        raise ValueError("training the encoder needs a setting with LM1 (lm+g+m or jaket) and the cosine metric")
+    rng = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    length = config.description_max_length
+    began, cpu_began = time.perf_counter(), time.process_time()
+    memory = EntityContextMemory(graph.num_entities, graph.num_relations, int(language.hidden_size))
+    record = {"refresh_seconds": [], "refresh_cpu_seconds": [], "refresh_at_step": []}
+
+    def refresh(step: int) -> None:
+        started, cpu = time.perf_counter(), time.process_time()
+        memory.refresh(language, graph, batch_size=128, max_length=length, momentum=0.0)
+        record["refresh_seconds"].append(time.perf_counter() - started)
+        record["refresh_cpu_seconds"].append(time.process_time() - cpu)
+        record["refresh_at_step"].append(step)
+
+    refresh(0)  # the first fill: E^context of the (base or pre-trained) LM1
+    entity_tokens, relation_tokens = memory.description_tokens(language, graph, length)
+    known = KnownTriples(train, graph.num_entities, graph.num_relations)
+    head_params = [p for n, p in model.named_parameters() if not n.startswith("knowledge.")]
+    groups = [{"params": list(language.lm1_parameters()), "lr": config.encoder_lr},
+              {"params": head_params, "lr": config.lr}]
+    if model.knowledge is not None:
+        groups.append({"params": list(model.knowledge.parameters()), "lr": config.km_lr})
+    optimizer = torch.optim.AdamW(groups, weight_decay=0.0)
+    warmup = max(1, config.steps // 10)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup))
+    p = graph.num_relations
+    queue: list[tuple[torch.Tensor, np.ndarray]] = []
+    next_refresh = config.refresh_initial if config.refresh_initial > 0 else None
+    refreshes = 0
+    losses = []
+    language.train()
+    model.train()
+    for step in range(config.steps):
+        rows = rng.integers(len(train), size=min(config.batch_size, len(train)))
+        h, r, t = (train[rows, i] for i in range(3))
+        b = len(rows)
+        entities, where = np.unique(np.concatenate([h, t]), return_inverse=True)
+        fresh = describe(language, entity_tokens, entities)  # E^(0) of the step's entities, with gradients
+        relations = (describe(language, relation_tokens, np.arange(p)) if config.relation_memory
+                     else torch.zeros(p, fresh.shape[1]))
+        if model.knowledge is not None:
+            sub = sample_neighbors(graph, entities, config.fanouts, rng, exclude_triples=rows)
+            x = memory.entity_rows(sub.node_ids).index_put((sub.seed_local,), fresh)
+            out = model.knowledge(x, sub.edge_index, sub.edge_type, relations,
+                                  hops=(sub.nodes_per_hop, sub.edges_per_hop))
+            embedded = out[sub.seed_local]
+        else:
+            embedded = model.entity_projection(fresh)
+        with torch.no_grad():  # the step's rows of the memory follow LM1 at once
+            memory.entities[torch.from_numpy(entities)] = fresh.detach().to(memory.entities.dtype)
+        rel = model.relations(FrozenMemory(fresh.new_zeros(0), relations))
+        head_index, tail_index = torch.from_numpy(where[:b]), torch.from_numpy(where[b:])
+        heads, tails = embedded[head_index], embedded[tail_index]
+        r_index = torch.from_numpy(r)
+        candidates, ids = embedded, entities
+        if queue:
+            candidates = torch.cat([embedded] + [v for v, _ in queue])
+            ids = np.concatenate([entities] + [i for _, i in queue])
+        columns = np.arange(len(ids))
+        # tail side: (h, r, ?) against every candidate; head side: (?, r, t) by the inverse relation
+        tail_masked = known.contains(h[:, None], r[:, None], ids[None, :]) & (columns[None] != where[b:, None])
+        head_masked = known.contains(ids[None, :], r[:, None], t[:, None]) & (columns[None] != where[:b, None])
+        loss = (contrastive_loss(model, model.query(heads, rel[r_index]), candidates, tail_index,
+                                 tail_masked, config.margin)
+                + contrastive_loss(model, model.query(tails, rel[r_index + p]), candidates, head_index,
+                                   head_masked, config.margin)) / 2
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_([q for g in groups for q in g["params"]], 1.0)
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
+        if config.queue_batches > 0:
+            queue = ([(embedded.detach(), entities)] + queue)[: config.queue_batches]
+        if next_refresh is not None and step + 1 == next_refresh and step + 1 < config.steps and \
+                (config.budget_cpu_seconds is None or time.process_time() - cpu_began < config.budget_cpu_seconds):
+            refresh(step + 1)  # Eq. 11: the rows of every other entity, with the current LM1
+            refreshes += 1
+            next_refresh += refresh_interval(refreshes, initial=config.refresh_initial,
+                                             growth=config.refresh_growth, every=1, maximum=10 ** 9)
+        if progress is not None:
+            progress.update(1)
+        if config.budget_cpu_seconds is not None and time.process_time() - cpu_began >= config.budget_cpu_seconds:
+            break
+    steps = len(losses)
+    train_seconds, train_cpu = time.perf_counter() - began, time.process_time() - cpu_began
+    refresh(steps)  # the evaluation's memory: every row from the final LM1
+    language.eval()
+    # shares and throughput in process CPU seconds (robust on a shared machine)
+    first_fill, during = record["refresh_cpu_seconds"][0], sum(record["refresh_cpu_seconds"][1:-1])
+    stepping = max(1e-9, train_cpu - first_fill - during)
+    record.update(
+        train_seconds=train_seconds, train_cpu_seconds=train_cpu, first_fill_cpu_seconds=first_fill,
+        refresh_cpu_seconds_during_training=during, refreshes_during_training=refreshes,
+        refresh_share=(first_fill + during) / max(1e-9, train_cpu), refresh_share_without_first_fill=during / max(
+            1e-9, train_cpu - first_fill), steps=steps, step_cpu_seconds=stepping / max(1, steps),
+        triples_per_cpu_second=steps * config.batch_size / stepping,
+        evaluation_memory_cpu_seconds=record["refresh_cpu_seconds"][-1],
+        final_temperature=float(1.0 / model.log_inverse_temperature.detach().clamp(
+            max=math.log(MAX_INVERSE_TEMPERATURE)).exp()))
+    final = FrozenMemory(memory.entity_rows(torch.arange(graph.num_entities)).clone(),
+                         memory.relation_rows().clone())
+    if not config.relation_memory:
+        final = FrozenMemory(final.entities, torch.zeros_like(final.relations))
+    return losses, record, final

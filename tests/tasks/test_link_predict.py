@@ -1,0 +1,97 @@
+"""``jaket finetune link-prediction`` saves a fine-tuned folder; ``jaket predict link-prediction``
+ranks tails / heads with it, exactly as fine-tuning evaluated."""
+
+import json
+
+import numpy as np
+import pytest
+
+from jaket.cli import main
+from jaket.kg.io import save_kg
+from jaket.tasks import link_prediction as lp
+
+
+@pytest.fixture()
+def lp_data(small_kg, tmp_path):
+    """A KG folder of the training triples and a WN18RR-format valid file of 6 held-out triples."""
+    triples = np.asarray(small_kg.triples, dtype=np.int64)
+    order = np.random.default_rng(1).permutation(len(triples))
+    train, valid = triples[order[6:]], triples[order[:6]]
+    kg_dir = save_kg(lp.train_view(small_kg, train), tmp_path / "kg")
+    e, r = small_kg.entity_ids, small_kg.relation_ids
+    valid_file = tmp_path / "valid.txt"
+    valid_file.write_text("".join(f"{e[h]}\t{r[p]}\t{e[t]}\n" for h, p, t in valid.tolist()))
+    return kg_dir, valid_file, train, valid
+
+
+@pytest.mark.parametrize("mode", [["--train-encoder", "--description-max-length", "16"], ["--variant", "lm"]],
+                         ids=["train-encoder", "frozen-lm"])
+def test_finetune_then_predict_reproduces_the_evaluation(mode, small_kg, lp_data, tiny_bert_dir, tmp_path, capsys):
+    kg_dir, valid_file, train, valid = lp_data
+    out = tmp_path / "run"
+    assert main(["finetune", "link-prediction", "--kg", str(kg_dir), "--eval", str(valid_file),
+                 "--encoder", str(tiny_bert_dir), "--km-heads", "4", "--scorers", "rotate", "--steps", "6",
+                 "--batch-size", "16", "--negatives", "4", "--fanouts", "3,3", *mode, "--out", str(out)]) == 0
+    model_dir = out / "model"
+    assert f"fine-tuned model: {model_dir}" in capsys.readouterr().out
+    task = json.loads((model_dir / "task.json").read_text())
+    assert task["task"] == "link-prediction" and task["scorer"] == "rotate"
+    assert task["metric"] == ("cosine" if "--train-encoder" in mode else "native")
+    assert not list(model_dir.rglob("*.bin")) and not list(model_dir.rglob("*.pt"))
+    run = next(iter(json.loads((out / "metrics.json").read_text())["runs"].values()))[0]
+    # one tail query and one head query per valid triple, with every entity as an answer
+    e, r = small_kg.entity_ids, small_kg.relation_ids
+    queries = tmp_path / "queries.tsv"
+    queries.write_text("# valid triples\n" + "".join(f"{e[h]}\t{r[p]}\t?\n?\t{r[p]}\t{e[t]}\n"
+                                                     for h, p, t in valid.tolist()))
+    predictions = tmp_path / "predictions.jsonl"
+    assert main(["predict", "link-prediction", "--model", str(model_dir), "--kg", str(kg_dir),
+                 "--queries", str(queries), "--top-k", "36", "--out", str(predictions)]) == 0
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    assert len(rows) == 12 and [row["line"] for row in rows] == list(range(2, 14))
+    known = {tuple(x) for x in train.tolist()}
+    true = known | {tuple(x) for x in valid.tolist()}
+    reciprocal = []
+    for row, (h, p, t) in zip(rows, np.repeat(valid, 2, axis=0).tolist()):
+        answers = [small_kg.entity_index(a["entity"]) for a in row["answers"]]
+        assert len(answers) == 36 and all(a["score"] >= b["score"] for a, b in zip(row["answers"], row["answers"][1:]))
+        if row["predict"] == "tail":
+            assert (row["head"], row["tail"]) == (e[h], None)
+            complete, target = (lambda c: (h, p, c)), t
+        else:
+            assert (row["head"], row["tail"]) == (None, e[t])
+            complete, target = (lambda c: (c, p, t)), h
+        assert [a["known"] for a in row["answers"]] == [complete(c) in known for c in answers]
+        # the filtered rank: the other true answers above the target do not count
+        before = answers[: answers.index(target)]
+        reciprocal.append(1.0 / (1 + sum(complete(c) not in true for c in before)))
+    assert np.mean(reciprocal) == pytest.approx(run["valid"]["mrr"], abs=1e-9)
+    # --exclude-known drops the answers already in the KG
+    assert main(["predict", "link-prediction", "--model", str(model_dir), "--kg", str(kg_dir),
+                 "--queries", str(queries), "--top-k", "36", "--exclude-known"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert all(not a["known"] for row in rows for a in row["answers"])
+    assert sum(len(row["answers"]) for row in rows) < 12 * 36
+
+
+def test_bad_query_lines_are_named(small_kg, lp_data, tiny_bert_dir, tmp_path, capsys):
+    kg_dir, valid_file, _, _ = lp_data
+    out = tmp_path / "run"
+    assert main(["finetune", "link-prediction", "--kg", str(kg_dir), "--eval", str(valid_file), "--encoder",
+                 str(tiny_bert_dir), "--km-heads", "4", "--scorers", "transe", "--steps", "1", "--batch-size", "8",
+                 "--negatives", "2", "--out", str(out)]) == 0
+    capsys.readouterr()
+    for line, message in [("e0\thypernym", "expected head<TAB>relation<TAB>? or ?<TAB>relation<TAB>tail"),
+                          ("e0\thypernym\te1", "exactly one of head and tail must be '?'"),
+                          ("?\thypernym\t?", "exactly one of head and tail must be '?'"),
+                          ("e0\tnope\t?", "unknown relation id 'nope'"),
+                          ("?\thypernym\te99", "unknown entity id 'e99'")]:
+        queries = tmp_path / "queries.tsv"
+        queries.write_text(f"e0\thypernym\t?\n\n{line}\n")
+        assert main(["predict", "link-prediction", "--model", str(out / "model"), "--kg", str(kg_dir),
+                     "--queries", str(queries)]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{queries}:3: {message}" in err, err
+    # an entity-classification folder is not a link predictor
+    assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir)]) == 1
+    assert "a fine-tuned link-prediction model, not entity-classification" in capsys.readouterr().err
