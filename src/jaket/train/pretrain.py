@@ -210,9 +210,9 @@ class PretrainingObjective(nn.Module):
             text = batch.text
             z = out.hidden.float()
             b, s, o = text.mention_batch[removed], text.mention_start[removed], text.mention_end[removed]
-            q = model.entity_head((z[b, s] + z[b, o]) / 2)
-            rows = model.memory.entity_rows(batch.entity_candidates.reshape(-1).cpu())
-            rows = rows.to(q.device).float().reshape(*batch.entity_candidates.shape, -1)
+            q = model.entity_head.query(z, b, s, o)
+            rows = model.memory.entity_rows(batch.entity_candidates.reshape(-1), device=q.device)
+            rows = rows.reshape(*batch.entity_candidates.shape, -1)
             loss, accuracy = tasks.candidate_loss(q, rows, batch.entity_valid)
             losses["entity"] = loss
             extra["entity_acc"] = accuracy
@@ -250,6 +250,7 @@ class Pretrainer:
         self.config = config
         self.device = torch.device(device)
         self.model = model.to(self.device)
+        model.memory.place(self.device)
         self.data = data
         self.out = Path(out_dir)
         self.info = dist_info
@@ -563,7 +564,7 @@ class Pretrainer:
                                         [np.zeros(0, dtype=np.int64)])
         most_frequent = int(np.bincount(train_entities, minlength=kg.num_entities).argmax()) \
             if len(train_entities) else 0
-        memory = self.memory.entity_rows(torch.arange(kg.num_entities)).float().to(self.device)
+        memory = self.memory.entity_rows(torch.arange(kg.num_entities), device=self.device)
         correct = top10 = baseline = total = 0
         indices = np.arange(min(max_texts, len(data.heldout)))
         empty = sample_neighbors(kg, np.zeros(1, dtype=np.int64), (), np.random.default_rng(0))
@@ -578,7 +579,7 @@ class Pretrainer:
                              torch.zeros(m, dtype=torch.bool, device=self.device))
             z = out.hidden.float()
             b, s, o = batch.mention_batch, batch.mention_start, batch.mention_end
-            q = self.model.entity_head((z[b, s] + z[b, o]) / 2)
+            q = self.model.entity_head.query(z, b, s, o)
             ranked = (q.float() @ memory.T).topk(min(10, kg.num_entities), dim=1).indices.cpu()
             truth = batch.mention_entity
             correct += int((ranked[:, 0] == truth).sum())
@@ -833,12 +834,13 @@ def build_model(config: PretrainConfig, kg):
 
 def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool | str = False,
              progress: bool = True, model_factory: Callable | None = None,
-             overwrite: bool = False) -> dict:
+             overwrite: bool = False, device=None) -> dict:
     """Run (or resume) pre-training as configured; rank 0 writes ``out_dir`` (the trained model
     in ``out_dir/model``, loadable with ``JaketModel.from_pretrained``) under the folder's lock.
 
     ``resume`` and ``overwrite`` as in :meth:`Pretrainer.run`; the folder is checked before the
     data is loaded, so a wrong flag fails at once."""
+    from jaket.model.device import resolve_device
     from jaket.train.distributed import finish_distributed, init_distributed
 
     info, created = init_distributed()
@@ -851,7 +853,7 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool | str = F
             kg, corpus, report = load_kg_and_corpus(config)
             model = (model_factory or build_model)(config, kg)
             data = prepare_data(kg, corpus, model.language.tokenizer, config, report)
-            trainer = Pretrainer(config, model, data, out_dir, info)
+            trainer = Pretrainer(config, model, data, out_dir, info, device=resolve_device(device))
             summary = trainer.run(resume=resume, progress=progress, overwrite=overwrite)
             if info.is_main:
                 model.save_pretrained(out_dir / "model")
