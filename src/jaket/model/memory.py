@@ -45,6 +45,20 @@ def refresh_interval(i: int, initial: int = 10, growth: int = 2, every: int = 3,
     return int(min(initial * growth ** (i // max(1, every)), maximum))
 
 
+def refresh_steps(total: int, initial: int = 10, growth: int = 2, every: int = 3,
+                  maximum: int = 500) -> list[int]:
+    """The steps of a ``total``-step run before which the memory is refreshed: the gaps are
+    :func:`refresh_interval` ``T(0), T(1), ...`` (Eq. 11). The initial fill happens before step 0
+    and is not listed."""
+    steps, step, i = [], 0, 0
+    while True:
+        step += refresh_interval(i, initial, growth, every, maximum)
+        i += 1
+        if step >= total:
+            return steps
+        steps.append(step)
+
+
 class DescriptionTokens:
     """Every description of one KG side tokenised once: ``ids (n, L) int32`` (padded with the pad
     id), ``lengths (n,)`` and the mention span ``start``, ``end`` (n,) of Eq. 7."""
