@@ -10,6 +10,7 @@ rows it needs, without blocking (:meth:`jaket.model.memory.EntityContextMemory.e
 from __future__ import annotations
 
 import argparse
+import os
 
 import torch
 
@@ -20,7 +21,10 @@ MEMORY_SHARE = 0.25
 
 
 def default_device() -> str:
-    """``cuda`` when a GPU is visible, else ``cpu``."""
+    """``cuda`` when a GPU is visible, else ``cpu``; ``cpu`` under ``accelerate launch --cpu``
+    (which sets ``ACCELERATE_USE_CPU``)."""
+    if os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes"):
+        return "cpu"
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
