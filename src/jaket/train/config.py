@@ -156,7 +156,9 @@ class PretrainConfig(_Strict):
     checkpoint_every: NonNegativeInt = 60  # 0 = only at the end
     keep_checkpoints: PositiveInt = 2  # the newest N step-* directories are kept
     log_every: PositiveInt = 1
-    tensorboard: Bool = True  # used only when tensorboard is installed
+    tensorboard: Bool = True  # a TensorBoard log (OUT/tensorboard) when tensorboard is installed
+    #: more of the engine's trackers (each must be installed): wandb, mlflow, tensorboard
+    trackers: list[Literal["tensorboard", "wandb", "mlflow"]] = Field(default_factory=list)
     eval_texts: NonNegativeInt = 200  # held-out texts for the masked-entity evaluation
 
 

@@ -45,12 +45,34 @@ def mixed_precision(config) -> str | None:
     return config.mixed_precision
 
 
-def make_accelerator(config, device: torch.device):
+def trackers(config) -> list[str]:
+    """The engine's trackers of a run: ``trackers`` (an error names one not installed) and
+    TensorBoard when ``tensorboard`` is on and installed (``pip install jaket[tensorboard]``)."""
+    from importlib.util import find_spec
+
+    chosen = list(dict.fromkeys(config.trackers))
+    missing = [name for name in chosen if find_spec(name) is None]
+    if missing:
+        raise ValueError(f"trackers={chosen}: {', '.join(missing)} not installed "
+                         f"(pip install {' '.join(missing)})")
+    if config.tensorboard and "tensorboard" not in chosen:
+        if find_spec("tensorboard") is not None:
+            chosen.append("tensorboard")
+        else:
+            log.info("tensorboard is not installed: no tensorboard/ log (metrics.jsonl has every value)")
+    return chosen
+
+
+def make_accelerator(config, device: torch.device, out_dir=None, log_with=None):
     """The run's Accelerator on ``device`` (``cpu`` forces the CPU; a GPU is chosen per rank by
-    Accelerate). Its per-process settings are reset first, so runs with other settings can
-    follow each other in one process (the tests do)."""
+    Accelerate), logging to ``log_with`` (default :func:`trackers`; TensorBoard into
+    ``out_dir/tensorboard``). Its per-process settings are reset first, so runs with other
+    settings can follow each other in one process (the tests do)."""
+    from pathlib import Path
+
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState, GradientState
+    from accelerate.utils import ProjectConfiguration
 
     precision = mixed_precision(config)
     if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
@@ -59,9 +81,15 @@ def make_accelerator(config, device: torch.device):
         torch.cuda.set_device(device)  # a single process on the GPU named by --device cuda:N
     AcceleratorState._reset_state(reset_partial_state=False)
     GradientState._reset_state()
+    log_with = trackers(config) if log_with is None else log_with
+    project = None
+    if out_dir is not None:
+        project = ProjectConfiguration(project_dir=str(out_dir),
+                                       logging_dir=str(Path(out_dir) / "tensorboard"))
     accelerator = Accelerator(cpu=device.type == "cpu", mixed_precision=precision,
                               gradient_accumulation_steps=config.optim.accumulation_steps,
-                              step_scheduler_with_optimizer=False)
+                              step_scheduler_with_optimizer=False, log_with=log_with or None,
+                              project_config=project)
     if accelerator.num_processes > 1:
         log.info("rank %d of %d on %s (%s)", accelerator.process_index, accelerator.num_processes,
                  accelerator.device, accelerator.distributed_type)

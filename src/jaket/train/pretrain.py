@@ -46,8 +46,8 @@ from jaket.train.config import PretrainConfig, dump_config
 from jaket.train.engine import (all_reduce_delta, all_reduce_sum, any_rank_max, dist_info, finish,
                                 make_accelerator)
 from jaket.train.evaluation import masked_entity_accuracy
-from jaket.train.metrics import (LOSS_NAMES, TensorBoard, first_last_tenth, plot_losses,
-                                 read_metrics, truncate_metrics)
+from jaket.train.metrics import (LOSS_NAMES, first_last_tenth, plot_losses, read_metrics,
+                                 truncate_metrics)
 from jaket.train.objective import PretrainingObjective
 from jaket.train.optim import build_optimizer, build_scheduler
 from jaket.train.rundir import (StopSignals, TrainingInterrupted, output_lock, prepare_output,
@@ -71,7 +71,7 @@ class Pretrainer:
     def __init__(self, config: PretrainConfig, model, data: PretrainData, out_dir: str | Path,
                  device: str | torch.device | None = "cpu", accelerator=None):
         self.config = config
-        self.accelerator = accelerator or make_accelerator(config, resolve_device(device))
+        self.accelerator = accelerator or make_accelerator(config, resolve_device(device), out_dir)
         self.device = self.accelerator.device
         self.info = dist_info(self.accelerator)
         self.model = model.to(self.device)
@@ -356,7 +356,10 @@ class Pretrainer:
             if main and self.step == 0 and cfg.eval_texts and self.evaluation_start is None:
                 self.evaluation_start = self.evaluate_masked_entity(cfg.eval_texts)
                 log.info("held-out masked entity prediction before training: %s", self.evaluation_start)
-            board = TensorBoard(self.out / "tensorboard", cfg.tensorboard and main)
+            if main:  # the engine's trackers (TensorBoard, W&B, MLflow: jaket.train.engine.trackers)
+                self.accelerator.init_trackers("pretrain", config={
+                    k: v if isinstance(v, (int, float, str, bool)) else str(v)
+                    for k, v in _flatten(cfg.model_dump(mode="json")).items()})
             from tqdm.auto import tqdm
 
             bar = tqdm(total=cfg.steps, initial=self.step, disable=not (progress and main),
@@ -373,7 +376,7 @@ class Pretrainer:
                         if handle is not None:
                             handle.write(json.dumps(row) + "\n")
                             handle.flush()
-                            board.log(row)
+                            self.accelerator.log(values, step=self.step)
                         bar.set_postfix({k[5:]: f"{v:.3f}" for k, v in values.items()
                                          if k.startswith("loss_")}, refresh=False)
                     bar.update(1)
@@ -387,7 +390,8 @@ class Pretrainer:
                 bar.close()
                 if handle is not None:
                     handle.close()
-                board.close()
+                for tracker in self.accelerator.trackers:
+                    tracker.finish()
             path = self.save()  # a signal during this save waits for it
             stopped = stopped or signals.received
         if stopped:
@@ -441,7 +445,7 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool | str = F
     import torch.distributed as dist
 
     created = not dist.is_initialized()
-    accelerator = make_accelerator(config, resolve_device(device))
+    accelerator = make_accelerator(config, resolve_device(device), out_dir)
     info = dist_info(accelerator)
     out_dir = Path(out_dir)
     try:
