@@ -161,6 +161,12 @@ class PretrainConfig(_Strict):
     trackers: list[Literal["tensorboard", "wandb", "mlflow"]] = Field(default_factory=list)
     eval_texts: NonNegativeInt = 200  # held-out texts for the masked-entity evaluation
 
+    @model_validator(mode="after")
+    def _one_precision(self) -> "PretrainConfig":
+        if self.bf16 and self.mixed_precision not in (None, "bf16"):
+            raise ValueError(f"bf16=true contradicts mixed_precision={self.mixed_precision}; set one")
+        return self
+
 
 def set_value(data: dict, key: str, value: Any, origin: str) -> None:
     """Set ``data[a][b][c] = value`` for ``key = "a.b.c"`` (sections created as needed)."""
