@@ -118,13 +118,10 @@ def steps_of_run() -> int:
 
 
 def refreshes_in(total: int) -> int:
-    step, i, count = 0, 0, 1  # the initial fill
-    while True:
-        step += min(500, 10 * 2 ** (i // 3))
-        i += 1
-        if step >= total:
-            return count
-        count += 1
+    """Refreshes in ``total`` steps of the paper's schedule (Eq. 11), the initial fill included."""
+    from jaket.bench.pretrain import paper_refresh_steps
+
+    return paper_refresh_steps(total)
 
 
 def write_scaling(perf: dict, out: Path) -> None:
