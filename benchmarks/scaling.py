@@ -58,18 +58,70 @@ def fmt_s(s: float) -> str:
     return f"{s * 1000:.0f} ms"
 
 
+#: the launch commands and what of them is tested (prose kept here so regeneration keeps it)
+RUNNING = """## Running it: launch commands, and what is tested
+
+Pre-training runs on Hugging Face Accelerate (`jaket.train.engine`): the engine places the model
+on each rank's device, wraps the objective in DistributedDataParallel (NCCL between GPUs, gloo
+between CPU processes), runs the forward under autocast for `mixed_precision` (`bf16`, or `fp16`
+with its gradient scaler) and accumulates gradients over `optim.accumulation_steps`. The entity
+context memory goes to the GPU when it fits in a quarter of its free memory, else it stays in
+pinned host memory (or its memory-mapped file, `model.memory_path`) and each step copies the rows
+it needs without blocking. `data.workers` processes (default 2 next to a GPU) build the batches
+ahead of the model step. Every rank reads the output folder when it resumes, so on several nodes
+`--out` (and the KG folder) must be on a shared file system.
+
+**One GPU**
+
+```bash
+jaket pretrain --config configs/pretrain-wordnet.yaml --device cuda \\
+    --set mixed_precision=bf16 --set data.workers=2 --out runs/pretrain-gpu
+```
+
+**8 GPUs, one node** (either launcher; `--resume=auto` lets a restarted job continue)
+
+```bash
+accelerate launch --multi_gpu --num_processes 8 --mixed_precision bf16 \\
+    -m jaket pretrain --config configs/pretrain-wordnet.yaml --out runs/pretrain-8gpu --resume=auto
+torchrun --standalone --nproc_per_node 8 \\
+    -m jaket pretrain --config configs/pretrain-wordnet.yaml --set mixed_precision=bf16 \\
+    --out runs/pretrain-8gpu --resume=auto
+```
+
+**2 nodes × 8 GPUs** (the same command on each node, `--machine_rank` / `--node_rank` 0 and 1;
+10.0.0.1 is node 0's address)
+
+```bash
+accelerate launch --multi_gpu --num_machines 2 --num_processes 16 --machine_rank 0 \\
+    --main_process_ip 10.0.0.1 --main_process_port 29500 --mixed_precision bf16 \\
+    -m jaket pretrain --config configs/pretrain-wordnet.yaml --out /shared/runs/pretrain --resume=auto
+torchrun --nnodes 2 --nproc_per_node 8 --node_rank 0 --master_addr 10.0.0.1 --master_port 29500 \\
+    -m jaket pretrain --config configs/pretrain-wordnet.yaml --set mixed_precision=bf16 \\
+    --out /shared/runs/pretrain --resume=auto
+```
+
+| what | tested on this machine (2 CPU cores, no GPU) | not tested |
+|---|---|---|
+| one process | `jaket pretrain --device cpu`: bit-identical parameters, memory and logged losses to the loop before the engine (commit 9a58f60), and it resumes that loop's checkpoints exactly (checked by hand: `jaket pretrain --config configs/pretrain-tiny.yaml --steps 8 --set checkpoint_every=4 --set memory.initial=3` with both versions, then the old run's step-4 checkpoint resumed by the new code); exact resume after `kill -9` (`tests/train/test_resume.py`) | `--device cuda`, `cuda:N`, `mps` |
+| several processes | 2 CPU processes over gloo: `pretrain()` under `mp.spawn` keeps parameters and memory identical on both ranks (`tests/train/test_distributed.py`); `torchrun --standalone --nproc_per_node 2` and `accelerate launch --multi_gpu --num_processes 2` with `--device cpu` (a torchrun run resumed from its step-2 checkpoint under `accelerate launch` ends exactly as the uninterrupted one, `tests/train/test_launchers.py`) | NCCL, several nodes, `accelerate launch --cpu --num_processes 2` (Accelerate's `--cpu` path starts one process unless MPI is set up: use `--multi_gpu --num_processes N` with `--device cpu`) |
+| mixed precision | bf16 autocast on the CPU through the engine (`tests/train/test_loop.py`) | fp16 and its gradient scaler (GPU only), bf16 on a GPU |
+| device code path | a fake accelerator whose tensors refuse `.numpy()` as CUDA tensors do runs a pre-training step, the masked-entity evaluation, entity classification, `encode_entities` and `encode_texts` (`tests/*/test_device.py`); the memory kept on the host serves rows to another device (`meta`) | pinned memory, non-blocking copies, the placement decision on a real GPU (`torch.cuda.mem_get_info`) |
+| data pipeline | batches from 1-2 DataLoader workers equal those built in the main process, and a run with workers trains exactly as one without (`tests/train/test_pipeline.py`) | workers feeding a GPU (the point of them; see docs/performance.md, *Data pipeline*) |
+
+Link prediction, KGQA and relation classification still run on the CPU only (`--device cpu`;
+another device is refused with a message); entity classification, `embed`, `pretrain` and `demo`
+take `--device`."""
+
+
 def steps_of_run() -> int:
     return int(EPOCHS * EPOCH_TOKENS / (TEXTS * TEXT_TOKENS))
 
 
 def refreshes_in(total: int) -> int:
-    step, i, count = 0, 0, 1  # the initial fill
-    while True:
-        step += min(500, 10 * 2 ** (i // 3))
-        i += 1
-        if step >= total:
-            return count
-        count += 1
+    """Refreshes in ``total`` steps of the paper's schedule (Eq. 11), the initial fill included."""
+    from jaket.bench.pretrain import paper_refresh_steps
+
+    return paper_refresh_steps(total)
 
 
 def write_scaling(perf: dict, out: Path) -> None:
@@ -286,7 +338,7 @@ def write_scaling(perf: dict, out: Path) -> None:
         add("")
     delta_bytes = N * F_PAPER * 4
     add("**The exchange after a refresh** (`Pretrainer.refresh_memory` → "
-        "`jaket.train.distributed.all_reduce_delta`): every rank holds a copy of the memory, refreshes "
+        "`jaket.train.engine.all_reduce_delta`): every rank holds a copy of the memory, refreshes "
         "its own rows, and all-reduces the float32 difference of the *whole* table: "
         f"N × 768 × 4 = {fmt_bytes(delta_bytes)} per rank. A ring all-reduce moves 2 × 7/8 × that = "
         f"{fmt_bytes(2 * 7 / 8 * delta_bytes)} per rank: {fmt_s(2 * 7 / 8 * delta_bytes / (ALLREDUCE_GBS * GB))} "
@@ -309,7 +361,10 @@ def write_scaling(perf: dict, out: Path) -> None:
     add("| gradient all-reduce (DDP) | NCCL | 125M parameters × 2 B, overlapped with backward |")
     add(f"| memory refresh (every T(i) steps): LM1 over rows r::8 | GPU, each rank | "
         f"{fmt_s(N / 500 * t_desc / WORLD)} amortised |")
-    add("| memory exchange | host (gloo) today; a shared file recommended | see above |")
+    add("| memory exchange | the engine's all-reduce, 65,536 rows at a time through the GPU "
+        "(`jaket.train.engine.all_reduce_delta`); a shared file recommended | see above |")
+    add("")
+    lines.extend(RUNNING.splitlines())
     add("")
 
     # ------------------------------------------------------------------ recommendations

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see jaket.paths.thread_environment
@@ -72,3 +73,49 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not present")
     return SHARED_DATA
+
+
+class OnDevice(torch.Tensor):
+    """A CPU tensor that stands for one on an accelerator: every tensor computed from it is one
+    too, ``.cpu()`` gives a plain tensor back, and ``.numpy()`` raises as it does on a GPU
+    ("can't convert cuda:0 device type tensor to numpy"). Placing a model's parameters on this
+    fake device runs the code path of a GPU run on the CPU and catches each ``.numpy()`` of a
+    tensor the model computed without ``.cpu()`` first."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.numpy:
+            raise TypeError("can't convert a tensor on the model's device to numpy: call .cpu() first")
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*args, **(kwargs or {}))
+            if func is torch.Tensor.cpu:
+                return out.as_subclass(torch.Tensor)
+        if func in torch.overrides.get_default_nowrap_functions():
+            return out
+        return torch._tensor._convert(out, cls)
+
+    def __deepcopy__(self, memo):  # copy.deepcopy of a module keeps it on the fake device
+        if id(self) not in memo:
+            copy = self.detach().clone()
+            memo[id(self)] = torch.nn.Parameter(copy, self.requires_grad) \
+                if getattr(self, "_is_param", False) else copy.requires_grad_(self.requires_grad)
+        return memo[id(self)]
+
+
+def place_on_fake_device(*modules):
+    """Turn every parameter of ``modules`` into an :class:`OnDevice` tensor (in place)."""
+    for module in modules:
+        for part in module.modules():
+            for name, param in list(part._parameters.items()):
+                if param is not None:
+                    part._parameters[name] = torch.nn.Parameter(param.detach().as_subclass(OnDevice),
+                                                                 requires_grad=param.requires_grad)
+    return modules[0] if len(modules) == 1 else modules
+
+
+@pytest.fixture
+def fake_device():
+    """``fake_device(*modules)``: see :func:`place_on_fake_device` (``fake_device.Tensor`` is the
+    fake device's tensor type)."""
+    place_on_fake_device.Tensor = OnDevice
+    return place_on_fake_device

@@ -39,6 +39,7 @@ class DemoConfig:
     train_fractions: tuple[float, ...] = (1.0, 0.05)
     variants: tuple[str, ...] = ("lm", "lm+g+m", "jaket")
     model: Path | None = None  # skip pre-training and use this pre-trained model folder
+    device: str = "cpu"  # where pre-training and fine-tuning run (`--device`)
 
     @classmethod
     def quick(cls, **overrides) -> "DemoConfig":
@@ -59,12 +60,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pretrain-steps", type=int)
     parser.add_argument("--seeds", type=int)
     parser.add_argument("--epochs", type=int)
+    from jaket.model.device import add_device_argument
+
+    add_device_argument(parser)
     parser.set_defaults(func=_main)
 
 
 def _main(args) -> int:
+    from jaket.model.device import resolve_device
+
     overrides = dict(out=args.out, encoder=args.encoder, model=args.model, max_entities=args.max_entities,
-                     pretrain_steps=args.pretrain_steps, seeds=args.seeds, epochs=args.epochs)
+                     pretrain_steps=args.pretrain_steps, seeds=args.seeds, epochs=args.epochs,
+                     device=str(resolve_device(args.device)))
     if args.quick:
         config = DemoConfig.quick(**overrides)
     else:
@@ -120,7 +127,8 @@ def run_demo(config: DemoConfig) -> dict:
     ec_config = ec.EntityClassificationConfig(variants=config.variants, train_fractions=config.train_fractions,
                                               seeds=tuple(range(config.seeds)), epochs=config.epochs,
                                               encoder=config.encoder, pretrained=model_dir)
-    results = ec.run_entity_classification(kg_prime, ec_config, out / "entity-classification")
+    results = ec.run_entity_classification(kg_prime, ec_config, out / "entity-classification",
+                                           device=config.device)
     timings["entity_classification"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
 
@@ -203,7 +211,8 @@ def _pretrain(kg_dir: Path, out_dir: Path, config: DemoConfig) -> tuple[Path, di
     if config.max_entities < 1000:  # --quick: keep every step and refresh tiny
         overrides += ["text_batch_size=4", "tasks.root_entities=8", "tasks.relation_pairs=8",
                       "memory.initial=2", "eval_texts=16", "checkpoint_every=0"]
-    pretrain(load_config(None, overrides), out_dir, overwrite=True)  # the demo's own folder
+    pretrain(load_config(None, overrides), out_dir, overwrite=True,  # the demo's own folder
+             device=config.device)
     return Path(out_dir) / "model", _loss_curves(Path(out_dir))
 
 

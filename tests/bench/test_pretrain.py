@@ -21,13 +21,18 @@ def test_paper_schedule_refresh_count():
 
 def test_bench_pretrain_cli(capsys, tiny_bert_dir):
     status = jaket_main(["bench", "pretrain", "--json", "--source", "toy", "--steps", "1",
-                         "--text-batch", "2", "--fanout", "2", "--encoder", str(tiny_bert_dir)])
+                         "--text-batch", "2", "--fanout", "2", "--encoder", str(tiny_bert_dir),
+                         "--workers", "0,1"])
     assert status == 0
     figures = json.loads(capsys.readouterr().out)
     assert figures["steps_per_second_memory"] > 0 and figures["steps_per_second_on_the_fly"] > 0
     assert figures["on_the_fly_description_seconds_per_step"] > 0
     assert figures["schedule_refreshes"] == paper_refresh_steps(figures["schedule_steps"])
     assert 0 < figures["refresh_share"] < 1
+    # the data pipeline: a batch built on the main thread is waited for in full; a worker's not
+    assert figures["batch_build_seconds_per_step"] > 0 and figures["model_step_seconds_per_step"] > 0
+    assert figures["batch_wait_seconds_per_step_workers_0"] >= 0.5 * figures["batch_build_seconds_per_step"]
+    assert figures["loop_step_seconds_workers_1"] > 0
     assert figures["paper_scale_descriptions_per_step"] == PAPER["entities"] / 500
     assert figures["paper_scale_unique_entities_for_15x_no_grad"] == pytest.approx(
         3 * figures["paper_scale_unique_entities_for_15x_with_grad"], rel=1e-9)

@@ -70,3 +70,12 @@ def test_encoder_dependent_checks_run_at_model_build(tiny_bert_dir):
         config = load_config(CONFIGS / "pretrain-tiny.yaml", [override], {"model.encoder": str(tiny_bert_dir)})
         with pytest.raises(ModelFolderError, match=message):
             build_model(config, kg)
+
+
+def test_mixed_precision_and_bf16_must_agree():
+    assert load_config(None, ["mixed_precision=fp16"]).mixed_precision == "fp16"
+    assert load_config(None, ["bf16=true", "mixed_precision=bf16"]).bf16
+    with pytest.raises(ValueError, match="bf16=true contradicts mixed_precision=fp16"):
+        load_config(None, ["bf16=true", "mixed_precision=fp16"])
+    with pytest.raises(ValueError, match="mixed_precision"):
+        load_config(None, ["mixed_precision=fp8"])

@@ -24,7 +24,8 @@ def _free_port() -> int:
 
 def _worker(rank: int, world: int, port: int, out: str, encoder: str) -> None:
     from jaket.train.config import load_config
-    from jaket.train.pretrain import Pretrainer, build_model, pretrain
+    from jaket.train.batching import BatchBuilder
+    from jaket.train.pretrain import build_model, pretrain
 
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
@@ -40,14 +41,14 @@ def _worker(rank: int, world: int, port: int, out: str, encoder: str) -> None:
         return model
 
     texts = []
-    original = Pretrainer.text_indices
+    original = BatchBuilder.text_indices
 
     def recording(self, position):
         chosen = original(self, position)
         texts.extend(chosen.tolist())
         return chosen
 
-    Pretrainer.text_indices = recording
+    BatchBuilder.text_indices = recording
     pretrain(config, os.path.join(out, "run"), progress=False, model_factory=factory)
     model = built["model"]
     tensors = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}

@@ -1,6 +1,8 @@
 """Pre-training speed: the entity context memory against on-the-fly description encoding.
 
-Two figures of the paper's "Entity Context Embedding Memory" and "Computation Analysis":
+Two figures of the paper's "Entity Context Embedding Memory" and "Computation Analysis", and
+the data pipeline's (:func:`pipeline_figures`: batch-build vs model-step time per step, and how
+long the loop waits for its batch with and without worker processes):
 
 1. steps per second of the real pre-training loop (:class:`jaket.train.pretrain.Pretrainer`, the
    bundled MiniLM, a WordNet subset) when the knowledge module reads E^context from the memory,
@@ -45,13 +47,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: until the paper's interval reaches its maximum, 500)")
     parser.add_argument("--encoder", default=None, help="model directory (default: bundled MiniLM)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--workers", default="0,2",
+                        help="data.workers settings of the data-pipeline figures (default 0,2)")
 
 
 def paper_refresh_steps(total: int) -> int:
     """Refreshes (initial fill included) in ``total`` steps of the paper's schedule (Eq. 11)."""
-    from jaket.train.pretrain import refresh_steps
+    from jaket.model.memory import refresh_steps
 
     return 1 + len(refresh_steps(total, 10, 2, 3, 500))
+
+
+def pipeline_figures(trainer, steps: int, workers: list[int]) -> dict:
+    """The data pipeline (:mod:`jaket.train.batching`): seconds per step to build the step's
+    batch on the main thread, seconds per model step with the batch ready, and, for each
+    ``data.workers`` setting, seconds per loop step and how long of it the loop waited for its
+    batch (``batch_wait``; with workers the batches are built ahead while the model steps)."""
+    from jaket.train.batching import batch_loader
+
+    accum = trainer.config.optim.accumulation_steps
+    figures: dict = {}
+    positions = range(trainer.step * accum, (trainer.step + steps) * accum)
+    began = time.perf_counter()
+    ready = [trainer.sample_batch(p) for p in positions]
+    figures["batch_build_seconds_per_step"] = (time.perf_counter() - began) / steps
+    trainer._batches = iter(ready)
+    began = time.perf_counter()
+    for _ in range(steps):
+        trainer.train_step()
+    figures["model_step_seconds_per_step"] = (time.perf_counter() - began) / steps
+    for count in workers:
+        trainer._batches = batch_loader(trainer.builder, trainer.step * accum, count,
+                                        trainer.config.data.prefetch)
+        trainer.train_step()  # untimed: the workers start
+        waited, began = trainer.batch_seconds, time.perf_counter()
+        for _ in range(steps):
+            trainer.train_step()
+        figures[f"loop_step_seconds_workers_{count}"] = (time.perf_counter() - began) / steps
+        figures[f"batch_wait_seconds_per_step_workers_{count}"] = (trainer.batch_seconds - waited) / steps
+        trainer._batches = None
+    return figures
 
 
 def _per_item_costs(language, batch: int = 16) -> dict:
@@ -140,6 +175,8 @@ def run(args: argparse.Namespace) -> dict:
                 if mode == "on_the_fly":
                     description_seconds.append(trainer.description_seconds - before)
         trainer.on_the_fly_descriptions = False
+        workers = [int(w) for w in str(args.workers).split(",") if w.strip()]
+        figures.update(pipeline_figures(trainer, steps, workers))
     step_memory = statistics.median(seconds["memory"])
     step_fly = statistics.median(seconds["on_the_fly"])
     figures["steps_per_second_memory"] = 1 / step_memory

@@ -21,10 +21,11 @@ import json
 from pathlib import Path
 
 from jaket.atomic import atomic_open, write_text
+from jaket.model.device import add_device_argument
 
 
 def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, layer: str = "km",
-          seed: int = 0) -> dict:
+          seed: int = 0, device="cpu") -> dict:
     """Embed every entity of ``kg_dir``; ``layer="km"`` = E^KM, ``"memory"`` = E^context (LM1 only)."""
     import numpy as np
     import torch
@@ -33,7 +34,7 @@ def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, laye
     from jaket.model.jaket import JaketModel
 
     kg = load_kg(kg_dir)
-    model = JaketModel.from_pretrained(model_dir, load_memory=False).eval()
+    model = JaketModel.from_pretrained(model_dir, load_memory=False, device=device)
     with torch.no_grad():
         memory = model.memory_for(kg, progress=True)
         if layer == "memory":
@@ -41,7 +42,7 @@ def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, laye
         else:
             rows = model.encode_entities(kg, np.arange(kg.num_entities), memory=memory,
                                          batch_size=batch_size, generator=np.random.default_rng(seed))
-    _write_atomic_npy(out, rows.float().numpy())
+    _write_atomic_npy(out, rows.float().cpu().numpy())
     ids_path = out.with_name(out.name + ".ids.json")
     write_text(ids_path, json.dumps(list(kg.entity_ids)))
     return {"entities": kg.num_entities, "dim": int(rows.shape[1]), "layer": layer,
@@ -62,7 +63,7 @@ def _write_atomic_lines(path: Path, rows) -> None:
 
 
 def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_length: int = 128,
-                batch_size: int = 16, seed: int = 0) -> dict:
+                batch_size: int = 16, seed: int = 0, device="cpu") -> dict:
     """Link and encode every text of ``texts_path`` with the KG of ``kg_dir`` (module docstring)."""
     import numpy as np
     import torch
@@ -73,7 +74,7 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
 
     inputs = read_texts(texts_path)
     kg = load_kg(kg_dir)
-    model = JaketModel.from_pretrained(model_dir, load_memory=False).eval()
+    model = JaketModel.from_pretrained(model_dir, load_memory=False, device=device)
     encoding = model.encode_texts(inputs.texts, kg, max_length=max_length, batch_size=batch_size,
                                   generator=np.random.default_rng(seed))
     tokenizer = model.language.tokenizer
@@ -101,11 +102,15 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
 
 
 def _run(args: argparse.Namespace) -> int:
+    from jaket.model.device import resolve_device
+
+    device = resolve_device(args.device)
     if args.texts is not None:
         summary = embed_texts(args.model, args.kg, args.texts, args.out, args.max_length,
-                              args.text_batch_size, args.seed)
+                              args.text_batch_size, args.seed, device=device)
     else:
-        summary = embed(args.model, args.kg, args.out, args.batch_size, args.layer, args.seed)
+        summary = embed(args.model, args.kg, args.out, args.batch_size, args.layer, args.seed,
+                        device=device)
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -128,4 +133,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "embeddings E^context")
     parser.add_argument("--batch-size", type=int, default=1024, help="entities per sampled batch (default 1024)")
     parser.add_argument("--seed", type=int, default=0, help="neighbour sampling seed")
+    add_device_argument(parser)
     parser.set_defaults(func=_run)

@@ -13,6 +13,13 @@ import torch.nn.functional as F
 from torch import nn
 
 
+def span_mean(hidden: torch.Tensor, batch: torch.Tensor, start: torch.Tensor,
+              end: torch.Tensor) -> torch.Tensor:
+    """``(Z_s + Z_o) / 2`` of each span ``[start, end]`` of text ``batch`` (Eq. 7 over a
+    description; the mention representation of masked entity prediction)."""
+    return (hidden[batch, start] + hidden[batch, end]) / 2
+
+
 class EntityHead(nn.Module):
     """``g(x) = GELU(x W1) W2`` (masked entity prediction)."""
 
@@ -24,11 +31,10 @@ class EntityHead(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.w2(F.gelu(self.w1(x)))
 
-    @staticmethod
-    def span_query_input(hidden: torch.Tensor, batch: torch.Tensor, start: torch.Tensor,
-                         end: torch.Tensor) -> torch.Tensor:
-        """``(Z_s + Z_o) / 2`` of each mention span."""
-        return (hidden[batch, start] + hidden[batch, end]) / 2
+    def query(self, hidden: torch.Tensor, batch: torch.Tensor, start: torch.Tensor,
+              end: torch.Tensor) -> torch.Tensor:
+        """``q = g((Z_s + Z_o) / 2)`` of each mention span (masked entity prediction)."""
+        return self(span_mean(hidden, batch, start, end))
 
 
 class CategoryHead(nn.Module):

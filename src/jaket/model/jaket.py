@@ -35,7 +35,7 @@ from jaket.kg.corpus import Mention
 from jaket.fields import (Activation, Bool, Composition, FusionNormalize, KMLayers, MemoryDtype,
                           NonNegativeInt, PositiveInt, Text, UnitFraction, describe_errors)
 from jaket.model.fusion import MentionFusion
-from jaket.model.heads import CategoryHead, EntityHead, RelationHead
+from jaket.model.heads import CategoryHead, EntityHead, RelationHead, span_mean
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
 from jaket.model.memory import EntityContextMemory
@@ -259,8 +259,27 @@ class JaketModel(nn.Module):
         self.memory = memory
         self._memory_kg = weakref.ref(kg) if kg is not None else None
 
+    @property
+    def device(self) -> torch.device:
+        """Where the parameters are (the knowledge module's)."""
+        return next(self.knowledge.parameters()).device
+
+    def place(self, device=None, dtype: torch.dtype | None = None) -> "JaketModel":
+        """Move the parameters to ``device`` (None = :func:`jaket.model.device.default_device`)
+        and, if given, ``dtype``; the attached memory follows
+        (:meth:`EntityContextMemory.place`: on the device when it fits, else host memory)."""
+        from jaket.model.device import resolve_device
+
+        device = resolve_device(device)
+        self.to(device=device, dtype=dtype)
+        if self.memory is not None:
+            self.memory.place(device)
+        return self
+
+    @torch.no_grad()
     def memory_for(self, kg, progress: bool = True, path=None) -> EntityContextMemory:
-        """E^context / R^context of ``kg`` from its descriptions by this model's LM1 (Eq. 7).
+        """E^context / R^context of ``kg`` from its descriptions by this model's LM1 (Eq. 7),
+        served to this model's device (:meth:`EntityContextMemory.place`).
 
         For a KG never seen in pre-training this *is* the adaptation step of the paper's
         fine-tuning section. The result is cached for the lifetime of ``kg``.
@@ -274,6 +293,7 @@ class JaketModel(nn.Module):
             self.language, kg, dtype=self.config.memory_dtype, path=path,
             momentum=self.config.memory_momentum, max_length=self.config.description_max_length,
             progress=progress)
+        memory.place(self.device)
         self._kg_memories = {id(kg): (weakref.ref(kg), memory)}
         return memory
 
@@ -292,10 +312,11 @@ class JaketModel(nn.Module):
             raise RuntimeError("no entity context memory: call attach_memory() or pass memory=")
         check_memory_fits(memory, subgraph)
         device = subgraph.edge_index.device
-        x = memory.entity_rows(subgraph.node_ids.cpu()).to(device)
+        dtype = next(self.knowledge.parameters()).dtype
+        x = memory.entity_rows(subgraph.node_ids, device=device).to(dtype)
         if fresh_rows is not None and len(fresh_rows[0]):
             x = x.index_put((fresh_rows[0].to(device),), fresh_rows[1].to(x.dtype))
-        relations = memory.relation_rows().to(device) if self.config.use_relation_memory else None
+        relations = memory.relation_rows(device=device).to(dtype) if self.config.use_relation_memory else None
         hops = None
         if seeds_only and subgraph.nodes_per_hop is not None:
             hops = (subgraph.nodes_per_hop, subgraph.edges_per_hop)
@@ -306,9 +327,9 @@ class JaketModel(nn.Module):
                  end: torch.Tensor) -> torch.Tensor:
         """Eq. 7 with gradients: ``(Z_s + Z_o) / 2`` of LM1 over tokenised descriptions (n, F)."""
         z = self.language.lm1(input_ids, attention_mask)
-        arange = torch.arange(len(input_ids), device=z.device)
-        return (z[arange, start] + z[arange, end]) / 2
+        return span_mean(z, torch.arange(len(input_ids), device=z.device), start, end)
 
+    @torch.no_grad()
     def encode_entities(self, kg, entity_indices, memory: EntityContextMemory | None = None,
                         batch_size: int = 1024, generator: np.random.Generator | None = None,
                         progress: bool = False) -> torch.Tensor:
@@ -316,6 +337,7 @@ class JaketModel(nn.Module):
 
         Each batch of entities gets its sampled neighbourhood (``config.fanouts``); the memory is
         ``kg``'s own (recomputed from its descriptions when ``kg`` is not the attached one).
+        Runs without gradients, in the model's current mode (call ``eval()`` for inference).
         """
         from jaket.kg.sampling import sample_neighbors
 
@@ -408,7 +430,7 @@ class JaketModel(nn.Module):
                                    memory=memory)
                 hidden = out.hidden.float().cpu()
                 b, s, o = batch.mention_batch, batch.mention_start, batch.mention_end
-                spans = (hidden[b, s] + hidden[b, o]) / 2
+                spans = span_mean(hidden, b, s, o)
                 fused = out.entity_km.float().cpu()[mention_node]
                 for j, row in enumerate(rows):
                     length = len(encoded.input_ids[row])
@@ -461,8 +483,12 @@ class JaketModel(nn.Module):
         return directory
 
     @classmethod
-    def from_pretrained(cls, directory: str | Path, load_memory: bool = True) -> "JaketModel":
-        """Load a folder written by :meth:`save_pretrained` (local files only, safetensors only).
+    def from_pretrained(cls, directory: str | Path, load_memory: bool = True, *, device=None,
+                        dtype: torch.dtype | None = None) -> "JaketModel":
+        """Load a folder written by :meth:`save_pretrained` (local files only, safetensors only),
+        in eval mode, on ``device`` (default ``cpu``, as Transformers; the commands' ``--device``
+        defaults to ``cuda`` when a GPU is visible) in ``dtype`` (default: as saved, float32); the
+        memory is served as :meth:`place` says.
 
         Everything is checked before the weights are loaded: ``config.json`` (types and bounds,
         :meth:`JaketConfig.from_dict`), that it fits the encoder (:func:`check_fits_encoder`) and
@@ -520,7 +546,7 @@ class JaketModel(nn.Module):
         model.load_state_dict(state, strict=False)
         if load_memory and (directory / MEMORY_DIR).is_dir():
             model.attach_memory(_load_memory(directory / MEMORY_DIR, model.hidden_size))
-        return model
+        return model.place(device or "cpu", dtype).eval()
 
 
 def _load_memory(folder: Path, hidden_size: int) -> EntityContextMemory:

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from jaket.atomic import atomic_path, write_text
+from jaket.model.heads import span_mean
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,20 @@ def refresh_interval(i: int, initial: int = 10, growth: int = 2, every: int = 3,
     if i < 0:
         raise ValueError("the refresh counter i starts at 0")
     return int(min(initial * growth ** (i // max(1, every)), maximum))
+
+
+def refresh_steps(total: int, initial: int = 10, growth: int = 2, every: int = 3,
+                  maximum: int = 500) -> list[int]:
+    """The steps of a ``total``-step run before which the memory is refreshed: the gaps are
+    :func:`refresh_interval` ``T(0), T(1), ...`` (Eq. 11). The initial fill happens before step 0
+    and is not listed."""
+    steps, step, i = [], 0, 0
+    while True:
+        step += refresh_interval(i, initial, growth, every, maximum)
+        i += 1
+        if step >= total:
+            return steps
+        steps.append(step)
 
 
 class DescriptionTokens:
@@ -104,6 +119,8 @@ class EntityContextMemory:
         #: :meth:`KnowledgeGraph.fingerprint` of the KG whose rows these are (None = not known)
         self.kg_fingerprint: str | None = None
         self._tokens: dict[tuple, tuple[weakref.ref, DescriptionTokens, DescriptionTokens]] = {}
+        #: where the model runs; the rows live there too unless they did not fit (:meth:`place`)
+        self.device = torch.device("cpu")
 
     def _storage(self, shape: tuple[int, int], path) -> torch.Tensor:
         if path is None:
@@ -121,17 +138,46 @@ class EntityContextMemory:
         tensor = torch.from_numpy(array)
         return tensor.view(torch.bfloat16) if self.dtype == "bfloat16" else tensor
 
-    # ------------------------------------------------------------------ reading rows
-    def entity_rows(self, index) -> torch.Tensor:
-        """``E^context`` rows as float32 (the knowledge module's ``E^(0)``)."""
-        index = torch.as_tensor(index, dtype=torch.long)
-        return self.entities[index].float()
+    # ------------------------------------------------------------------ placement
+    def place(self, device) -> str:
+        """Serve rows to a model on ``device``: the rows move there when they fit
+        (:func:`jaket.model.device.memory_placement`); otherwise they stay in host memory,
+        pinned when in RAM (a memory-mapped file stays mapped), and :meth:`entity_rows` copies
+        the rows a step asks for without blocking. Returns ``"device"`` or ``"host"``."""
+        from jaket.model.device import memory_placement
 
-    def relation_rows(self, index=None) -> torch.Tensor:
-        """``R^context`` rows (all when ``index`` is None) as float32."""
-        if index is None:
-            return self.relations.float()
-        return self.relations[torch.as_tensor(index, dtype=torch.long)].float()
+        self.device = torch.device(device)
+        where = memory_placement(self.nbytes, self.device)
+        if where == "device":
+            self.entities = self.entities.to(self.device)
+            self.relations = self.relations.to(self.device)
+        else:
+            self.relations = self.relations.to(self.device)  # P rows: small
+            if self.path is None and self.device.type == "cuda":
+                self.entities = self.entities.pin_memory()
+            log.info("entity context memory (%.1f GB) kept in %s host memory; rows are copied to "
+                     "%s as a step needs them", self.nbytes / 1e9,
+                     "mapped" if self.path is not None else "pinned", self.device)
+        return where
+
+    # ------------------------------------------------------------------ reading rows
+    def entity_rows(self, index, device=None) -> torch.Tensor:
+        """``E^context`` rows as float32 (the knowledge module's ``E^(0)``) on ``device``
+        (default: where the rows live); rows kept in host memory are gathered there and copied
+        without blocking."""
+        index = torch.as_tensor(index, dtype=torch.long)
+        rows = self.entities[index.to(self.entities.device)]
+        if device is not None and rows.device != torch.device(device):
+            if rows.device.type == "cpu" and torch.device(device).type == "cuda":
+                rows = rows.pin_memory()
+            rows = rows.to(device, non_blocking=True)
+        return rows.float()
+
+    def relation_rows(self, index=None, device=None) -> torch.Tensor:
+        """``R^context`` rows (all when ``index`` is None) as float32, on ``device`` if given."""
+        rows = self.relations if index is None else \
+            self.relations[torch.as_tensor(index, dtype=torch.long).to(self.relations.device)]
+        return rows.to(device if device is not None else rows.device).float()
 
     @property
     def nbytes(self) -> int:
@@ -172,8 +218,9 @@ class EntityContextMemory:
             ids, mask, start, end = tokens.batch(chunk)
             z = language.lm1(ids.to(device), mask.to(device))
             arange = torch.arange(len(chunk), device=device)
-            new = ((z[arange, start.to(device)] + z[arange, end.to(device)]) / 2).float().cpu()  # Eq. 7
-            index = torch.from_numpy(chunk)
+            new = span_mean(z, arange, start.to(device), end.to(device)).float()  # Eq. 7
+            new = new.to(target.device, non_blocking=True)
+            index = torch.from_numpy(chunk).to(target.device)
             if momentum > 0:
                 new = momentum * target[index].float() + (1 - momentum) * new  # Eq. 12
             target[index] = new.to(target.dtype)
@@ -235,7 +282,8 @@ class EntityContextMemory:
 
         directory = Path(directory)
         with atomic_path(directory / MEMORY_FILE) as tmp:
-            save_file({"entities": self.entities.contiguous(), "relations": self.relations.contiguous()},
+            save_file({"entities": self.entities.cpu().contiguous(),
+                       "relations": self.relations.cpu().contiguous()},
                       str(tmp))
         meta = {"num_entities": self.num_entities, "num_relations": self.num_relations, "dim": self.dim,
                 "dtype": self.dtype, "momentum": self.momentum, "filled": self.filled,

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.model.device import add_device_argument
+
 logger = logging.getLogger(__name__)
 
 TASKS = ("entity-classification", "link-prediction", "kgqa", "relation-classification")
@@ -50,6 +52,7 @@ def _add_common(parser: argparse.ArgumentParser, evaluate: bool) -> None:
                         help="layers of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 2)")
     parser.add_argument("--km-heads", type=int,
                         help="heads of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 8)")
+    add_device_argument(parser)
 
 
 def _add_relation_memory(parser: argparse.ArgumentParser) -> None:
@@ -122,9 +125,21 @@ def _out(args, task: str) -> Path:
     return args.out or Path("runs") / task
 
 
+def _cpu_only(args, task: str) -> None:
+    """The tasks not yet moved to a device run on the CPU: ``--device`` must say cpu."""
+    from jaket.errors import UsageError
+    from jaket.model.device import resolve_device
+
+    device = resolve_device(args.device)
+    if device.type != "cpu":
+        raise UsageError(f"--device {args.device}: {task} runs on the CPU only so far "
+                         f"(entity-classification, pretrain and embed take a GPU); use --device cpu")
+
+
 def _run_kgqa(args) -> int:
     from jaket.tasks import kgqa
 
+    _cpu_only(args, "kgqa")
     if args.metaqa is not None:
         kg, questions = _metaqa_kg(args.metaqa)
     else:
@@ -163,6 +178,7 @@ def _metaqa_kg(folder: Path):
 def _run_relation_classification(args) -> int:
     from jaket.tasks import relation_classification as rc
 
+    _cpu_only(args, "relation-classification")
     if args.data is not None:
         from jaket.kg.sources.fewrel import load_fewrel
 

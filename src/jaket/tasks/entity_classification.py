@@ -236,14 +236,15 @@ def train_one(backbone: Backbone, memory: FrozenMemory, kg, split: Split, config
     stop early after ``config.patience`` epochs without a better one. ``keep_model``: the result
     holds the classifier with the weights of the best dev epoch (``"model"``)."""
     torch.manual_seed(seed)
-    labels = torch.as_tensor(np.asarray(kg.entity_category), dtype=torch.long)
+    device = memory.entities.device
+    labels = torch.as_tensor(np.asarray(kg.entity_category), dtype=torch.long).to(device)
     num_classes = int(len(kg.category_names))
-    edge_index, edge_type = edges if edges is not None else full_graph(kg)
+    edge_index, edge_type = (t.to(device) for t in (edges if edges is not None else full_graph(kg)))
     knowledge = backbone.knowledge
     if knowledge is not None:
         knowledge = _fresh_copy(knowledge)
     prior = category_prior(backbone, kg.category_names) if config.head_init == "category" else None
-    model = EntityClassifier(knowledge, backbone.hidden_size, num_classes, config.dropout, prior)
+    model = EntityClassifier(knowledge, backbone.hidden_size, num_classes, config.dropout, prior).to(device)
     if prior is not None:  # start exactly at the pre-trained head's predictions
         nn.init.zeros_(model.head[-1].weight)
         nn.init.zeros_(model.head[-1].bias)
@@ -255,9 +256,8 @@ def train_one(backbone: Backbone, memory: FrozenMemory, kg, split: Split, config
     elif knowledge is not None:  # km_lr = 0: the KM stays as it was (a probe of its features)
         knowledge.requires_grad_(False)
     optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
-    train = torch.as_tensor(split.train, dtype=torch.long)
-    dev = torch.as_tensor(split.dev, dtype=torch.long)
-    test = torch.as_tensor(split.test, dtype=torch.long)
+    train, dev, test = (torch.as_tensor(part, dtype=torch.long).to(device)
+                        for part in (split.train, split.dev, split.test))
     history = {"train_loss": [], "dev_accuracy": []}
     best = (-1.0, None, 0, None)
     best_state = None
@@ -277,7 +277,7 @@ def train_one(backbone: Backbone, memory: FrozenMemory, kg, split: Split, config
         history["dev_accuracy"].append(dev_acc)
         if dev_acc > best[0]:
             test_acc = float((predicted[test] == labels[test]).float().mean()) if len(test) else None
-            best = (dev_acc, test_acc, epoch, predicted[test].numpy().copy())
+            best = (dev_acc, test_acc, epoch, predicted[test].cpu().numpy().copy())
             if keep_model:
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         if progress is not None:
@@ -342,11 +342,12 @@ def zero_shot_predictions(backbone: Backbone, memory: FrozenMemory, kg, edges) -
     knowledge, head = backbone.knowledge, backbone.category_head
     modes = (knowledge.training, head.training)
     knowledge.eval(), head.eval()
+    device = memory.entities.device
     try:
-        logits = head(knowledge(memory.entities, edges[0], edges[1], memory.relations))
+        logits = head(knowledge(memory.entities, edges[0].to(device), edges[1].to(device), memory.relations))
     finally:
         knowledge.train(modes[0]), head.train(modes[1])
-    return to_kg[logits.argmax(1)].numpy()
+    return to_kg[logits.argmax(1).cpu()].numpy()
 
 
 def zero_shot_accuracy(backbone: Backbone, memory: FrozenMemory, kg, entities: np.ndarray, edges) -> float | None:
@@ -361,14 +362,15 @@ def zero_shot_accuracy(backbone: Backbone, memory: FrozenMemory, kg, entities: n
 
 
 def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: Path | None = None,
-                              splits=None, save_dir: Path | None = None) -> dict:
+                              splits=None, save_dir: Path | None = None, device="cpu") -> dict:
     """Every (variant, training fraction, seed) on ``kg``; writes the report when ``out_dir``.
     Categories no entity of ``kg`` has are not classes (:func:`present_categories`).
 
     ``splits``: the user's :class:`jaket.tasks.splits.EntitySplits` (used for every seed; with
     labels, they replace the KG's categories) instead of the random 20/20/60 split.
     ``save_dir``: write the classifier of the first (variant, training fraction, seed) there as a
-    fine-tuned folder (:class:`FinetunedEntityClassifier`)."""
+    fine-tuned folder (:class:`FinetunedEntityClassifier`). ``device``: where the backbone,
+    the memory and the classifier run."""
     fixed = None
     if splits is not None:
         kg = splits.relabel(kg)
@@ -408,7 +410,8 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
             for seed in config.seeds:
                 progress.set_postfix_str(f"{variant} seed {seed}")
                 started = time.perf_counter()
-                backbone = load_backbone(vconfig, seed=seed, need_language=variant in ("lm", "lm+g+m", "jaket"))
+                backbone = load_backbone(vconfig, seed=seed, need_language=variant in ("lm", "lm+g+m", "jaket"),
+                                         device=device)
                 if memory_cache is None or variant in ("gnn", "lm+g"):
                     memory_cache = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
                                              relation_memory=config.relation_memory)
@@ -655,7 +658,8 @@ class FinetunedEntityClassifier:
 
         memory = prediction_memory(self.backbone, kg, self.settings)
         self.classifier.eval()
-        return torch.softmax(self.classifier(memory, *full_graph(kg)), dim=-1)
+        edges = (t.to(memory.entities.device) for t in full_graph(kg))
+        return torch.softmax(self.classifier(memory, *edges), dim=-1).cpu()
 
     def unlabelled(self, kg) -> np.ndarray:
         """Entities of ``kg`` that had no label in fine-tuning (and, when the labels were the KG's

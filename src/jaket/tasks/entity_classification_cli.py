@@ -190,6 +190,9 @@ def _resolve(job: EntityClassificationJob, evaluate: bool) -> EntityClassificati
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate entity-classification``."""
     job = job_from_args(args)  # a bad value is a ValueError: the CLI's error boundary names it
+    from jaket.model.device import resolve_device
+
+    device = resolve_device(args.device)
     if args.print_config:
         from jaket.tasks.config import dump_task_config
 
@@ -201,7 +204,8 @@ def run(args: argparse.Namespace) -> int:
 
     out = _out(args, "entity-classification")
     save_dir = None if args.evaluate else out / "model"
-    results = ec.run_entity_classification(kg, job, out, splits=splits, save_dir=save_dir)
+    results = ec.run_entity_classification(kg, job, out, splits=splits, save_dir=save_dir,
+                                           device=device)
     for warning in results.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
     paired = ec.paired_table(results)

@@ -122,8 +122,9 @@ def load_data(args) -> tuple:
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate link-prediction``."""
     from jaket.tasks import link_prediction as lp
-    from jaket.tasks.cli import _finish, _out, _variants
+    from jaket.tasks.cli import _cpu_only, _finish, _out, _variants
 
+    _cpu_only(args, "link-prediction")
     kg, train, evaluation = load_data(args)
     config = lp.LinkPredictionConfig(
         variants=_variants(args, "link-prediction"), scorers=args.scorers, seeds=tuple(range(args.seeds)),

@@ -33,6 +33,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from jaket.model.heads import span_mean
+
 logger = logging.getLogger(__name__)
 
 VARIANTS = ("lm", "gnn", "lm+g", "lm+g+m", "jaket")
@@ -107,6 +109,13 @@ class Backbone:
     def uses_memory_from_lm(self) -> bool:
         return self.variant in ("lm+g+m", "jaket")
 
+    def to(self, device) -> "Backbone":
+        """Move every part to ``device`` (in place); returns self."""
+        for part in (self.language, self.knowledge, self.fusion, self.category_head):
+            if part is not None:
+                part.to(device)
+        return self
+
 
 @dataclass(kw_only=True)
 class BackboneSettings:
@@ -139,13 +148,20 @@ def _encoder_path(config: VariantConfig) -> Path:
     return default_model_path()
 
 
-def load_backbone(config: VariantConfig, seed: int = 0, *, need_language: bool = True) -> Backbone:
-    """Build the parts of one setting; the KM of every non-``jaket`` setting is freshly seeded."""
+def load_backbone(config: VariantConfig, seed: int = 0, *, need_language: bool = True,
+                  device="cpu") -> Backbone:
+    """Build the parts of one setting on ``device``; the KM of every non-``jaket`` setting is
+    freshly seeded (on the CPU, so a seed gives the same weights on every device)."""
+    backbone = _load_backbone(config, seed, need_language)
+    return backbone.to(device) if torch.device(device).type != "cpu" else backbone
+
+
+def _load_backbone(config: VariantConfig, seed: int, need_language: bool) -> Backbone:
     torch.manual_seed(seed)
     if config.variant == "jaket":
         from jaket.model.jaket import JaketModel
 
-        model = JaketModel.from_pretrained(config.pretrained)
+        model = JaketModel.from_pretrained(config.pretrained).train()  # the tasks set the mode
         language = model.language
         return Backbone("jaket", int(language.hidden_size), language, model.knowledge,
                         model.fusion, category_head=model.category_head,
@@ -203,19 +219,19 @@ def description_features(language, texts: list[str], names: list[str], *, full: 
     from jaket.kg.corpus import encode_descriptions
 
     language.eval()
+    device = next(language.parameters()).device
     out = []
     for begin in tqdm(range(0, len(texts), batch_size), desc=desc, unit="batch", leave=False,
                       disable=len(texts) <= batch_size):
-        ids, mask, start, end = encode_descriptions(texts[begin:begin + batch_size],
-                                                    names[begin:begin + batch_size],
-                                                    language.tokenizer, max_length=max_length)
+        ids, mask, start, end = (t.to(device) for t in encode_descriptions(
+            texts[begin:begin + batch_size], names[begin:begin + batch_size], language.tokenizer,
+            max_length=max_length))
         z = language.lm1(ids, mask)
         if full:
             z = language.lm2(z, mask)
-        rows = torch.arange(z.shape[0])
-        out.append(((z[rows, start] + z[rows, end]) / 2).float())
+        out.append(span_mean(z, torch.arange(z.shape[0], device=device), start, end).float())
     if not out:
-        return torch.zeros(0, int(language.hidden_size))
+        return torch.zeros(0, int(language.hidden_size), device=device)
     return torch.cat(out)
 
 
@@ -225,6 +241,9 @@ class FrozenMemory:
 
     entities: torch.Tensor  # (N, F)
     relations: torch.Tensor  # (P, F)
+
+    def to(self, device) -> "FrozenMemory":
+        return FrozenMemory(self.entities.to(device), self.relations.to(device))
 
 
 def kg_memory(backbone: Backbone, kg, seed: int = 0, *, max_length: int = 64,
@@ -238,6 +257,8 @@ def kg_memory(backbone: Backbone, kg, seed: int = 0, *, max_length: int = 64,
     ``relation_memory=False`` sets every relation row to 0 (see :class:`VariantConfig`).
     """
     memory = _kg_memory(backbone, kg, seed, max_length=max_length, batch_size=batch_size)
+    parts = [backbone.knowledge, backbone.language]
+    memory = memory.to(next(next(p.parameters()) for p in parts if p is not None).device)
     if not relation_memory:
         memory = FrozenMemory(memory.entities, torch.zeros_like(memory.relations))
     return memory

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from jaket.errors import UsageError
+from jaket.model.device import add_device_argument, resolve_device
 from jaket.train.config import dump_config, load_config
 
 
@@ -46,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="start afresh even though OUT holds an earlier run (its metrics and "
                              "checkpoints are removed); without it such a start is refused")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_device_argument(parser)
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.set_defaults(func=_run)
 
@@ -79,6 +81,7 @@ def config_from_args(args: argparse.Namespace):
 
 def _run(args: argparse.Namespace) -> int:
     config = config_from_args(args)  # a ConfigError is a usage error: exit status 2
+    device = resolve_device(args.device)
     if args.print_config:
         print(dump_config(config), end="")
         return 0
@@ -91,7 +94,7 @@ def _run(args: argparse.Namespace) -> int:
     from jaket.train.pretrain import pretrain
 
     summary = pretrain(config, args.out, resume=args.resume or False, progress=not args.no_progress,
-                       overwrite=args.overwrite)
+                       overwrite=args.overwrite, device=device)
     if int(os.environ.get("RANK", "0")) == 0:
         print(json.dumps(summary, indent=2))
     return 0

@@ -51,6 +51,10 @@ class DataConfig(_Strict):
     max_length: Int = Field(48, ge=4)  # text tokens, special tokens included
     heldout_fraction: UnitFraction = 0.05
     group_by_length: Bool = True  # batches of similar length (less padding), see Pretrainer
+    #: worker processes building the batches ahead of the model step (None: 2 next to a GPU,
+    #: 0 on a CPU); any number gives the same batches (each depends on its step alone)
+    workers: NonNegativeInt | None = None
+    prefetch: PositiveInt = 2  # batches each worker builds ahead
 
     @model_validator(mode="after")
     def _path_for_dir(self) -> "DataConfig":
@@ -146,11 +150,22 @@ class PretrainConfig(_Strict):
     text_batch_size: PositiveInt = 32  # texts per rank and micro-step
     seed: NonNegativeInt = 0
     bf16: Bool = False  # bf16 autocast (CPU: supported, but not faster on most CPUs)
+    #: the engine's mixed precision: no, bf16 or fp16 (with a gradient scaler); None = what the
+    #: launcher says (`accelerate launch --mixed_precision`), else no. bf16=true means bf16
+    mixed_precision: Literal["no", "bf16", "fp16"] | None = None
     checkpoint_every: NonNegativeInt = 60  # 0 = only at the end
     keep_checkpoints: PositiveInt = 2  # the newest N step-* directories are kept
     log_every: PositiveInt = 1
-    tensorboard: Bool = True  # used only when tensorboard is installed
+    tensorboard: Bool = True  # a TensorBoard log (OUT/tensorboard) when tensorboard is installed
+    #: more of the engine's trackers (each must be installed): wandb, mlflow, tensorboard
+    trackers: list[Literal["tensorboard", "wandb", "mlflow"]] = Field(default_factory=list)
     eval_texts: NonNegativeInt = 200  # held-out texts for the masked-entity evaluation
+
+    @model_validator(mode="after")
+    def _one_precision(self) -> "PretrainConfig":
+        if self.bf16 and self.mixed_precision not in (None, "bf16"):
+            raise ValueError(f"bf16=true contradicts mixed_precision={self.mixed_precision}; set one")
+        return self
 
 
 def set_value(data: dict, key: str, value: Any, origin: str) -> None:

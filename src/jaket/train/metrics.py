@@ -81,28 +81,3 @@ def plot_losses(rows: list[dict], path: Path) -> None:
     with atomic_path(path, suffix=".png") as tmp:
         fig.savefig(tmp, dpi=100)
     plt.close(fig)
-
-
-class TensorBoard:
-    """Writes scalars when ``torch.utils.tensorboard`` (tensorboard) is installed; else nothing."""
-
-    def __init__(self, log_dir: Path, enabled: bool):
-        self.writer = None
-        if enabled:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError:
-                log.info("tensorboard is not installed: no %s/ (metrics.jsonl has every value)",
-                         log_dir.name)
-                return
-            self.writer = SummaryWriter(str(log_dir))
-
-    def log(self, row: dict) -> None:
-        if self.writer is not None:
-            for key, value in row.items():
-                if key != "step" and isinstance(value, (int, float)):
-                    self.writer.add_scalar(key, value, row["step"])
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()

@@ -1,0 +1,239 @@
+"""The batch of one pre-training micro-step, built off the model: the text order, walks, pairs,
+subgraph, masks and negatives (paper, "Pre-training"; docs/pretraining.md, step 2).
+
+:meth:`BatchBuilder.sample_batch` samples root entities, random-walks from them
+(``random_walks``), picks triples among the walked entities for relation prediction, draws a text
+batch (:func:`text_batch_indices`), removes ~15% of its mentions (``fuse_mask`` False) for masked
+entity prediction, masks 15% of its tokens, and samples the subgraph around walked entities, pair
+ends and fused mention entities with every triple joining a predicted pair hidden
+(``exclude_triples``). Every draw of micro-step ``p`` on rank ``r`` comes from generators seeded
+with ``(seed, p, r)``: a batch depends on nothing but its position, so :func:`batch_loader` can
+build the batches ahead in worker processes and a resumed run repeats the uninterrupted one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from jaket.kg.corpus import TextBatch, collate_texts
+from jaket.kg.sampling import Subgraph, random_walks, sample_neighbors
+from jaket.train import tasks
+from jaket.train.config import PretrainConfig
+
+#: how many batches a length-sorted window holds (``data.group_by_length``)
+LENGTH_WINDOW = 32
+
+
+def _text_stream(n: int, seed: int, start: int, count: int) -> np.ndarray:
+    """Positions ``[start, start + count)`` of the endless text order: epoch after epoch, each a
+    permutation of the ``n`` texts seeded by ``(seed, epoch)``."""
+    out = []
+    while count > 0:
+        epoch, offset = divmod(start, n)
+        take = min(count, n - offset)
+        out.append(np.random.default_rng([seed, epoch]).permutation(n)[offset:offset + take])
+        start, count = start + take, count - take
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def text_batch_indices(lengths: np.ndarray, position: int, batch_size: int, seed: int,
+                       group_by_length: bool = True, rank: int = 0, world_size: int = 1) -> np.ndarray:
+    """The texts of micro-step ``position`` for ``rank`` (the data position is the step itself).
+
+    An epoch is a permutation of the ``n`` texts seeded by ``(seed, epoch)``, cut into
+    ``n // (batch_size * world_size)`` global batches (the few texts left over wait for a later
+    epoch's order, as with ``drop_last``). With ``group_by_length`` each run of ``LENGTH_WINDOW``
+    batches of an epoch is sorted by text length and its batches are taken in a shuffled order,
+    so a batch holds texts of similar length (far less padding) while every text is still drawn
+    at most once per epoch. Ranks take strided shares of the global batch. A corpus smaller than
+    one global batch is cycled through.
+    """
+    n = len(lengths)
+    size = batch_size * world_size
+    per_epoch = n // size
+    if per_epoch == 0:
+        chosen = _text_stream(n, seed, position * size, size)
+    else:
+        epoch, j = divmod(position, per_epoch)
+        order = np.random.default_rng([seed, epoch]).permutation(n)[:per_epoch * size]
+        if group_by_length:
+            window, slot = divmod(j, LENGTH_WINDOW)
+            first = window * LENGTH_WINDOW
+            count = min(LENGTH_WINDOW, per_epoch - first)
+            texts = order[first * size:(first + count) * size]
+            texts = texts[np.argsort(lengths[texts], kind="stable")]
+            k = int(np.random.default_rng([seed, epoch, window]).permutation(count)[slot])
+            chosen = texts[k * size:(k + 1) * size]
+        else:
+            chosen = order[j * size:(j + 1) * size]
+    return np.asarray(chosen[rank::world_size], dtype=np.int64)
+
+
+@dataclass
+class StepBatch:
+    """Everything one micro-step consumes (:meth:`BatchBuilder.sample_batch`).
+
+    Local indices point into ``subgraph.node_ids``; ``entity_candidates`` holds global entity
+    indices (column 0 the truth) and ``entity_valid`` masks padding and negatives equal to it.
+    """
+
+    position: int  # the micro-step (``step * accumulation_steps + micro``) it was drawn for
+    text: TextBatch  # token-masked texts
+    mlm_labels: torch.Tensor  # (B, L) original ids at predicted positions, -100 elsewhere
+    subgraph: Subgraph  # every triple joining a predicted pair hidden
+    mention_node: torch.Tensor  # (M,) local node of each fused mention's entity, -1 if removed
+    fuse_mask: torch.Tensor  # (M,) False = removed (masked entity prediction)
+    category_node: torch.Tensor  # (c,) walked entities that have a category
+    category_label: torch.Tensor  # (c,)
+    relation_head: torch.Tensor  # (r,) local
+    relation_tail: torch.Tensor  # (r,) local
+    relation_label: torch.Tensor  # (r,)
+    predicted_triples: np.ndarray  # (r,) triple indices whose relation is predicted
+    hidden_triples: np.ndarray  # triples hidden from the sampler (all joining a predicted pair)
+    entity_candidates: torch.Tensor  # (k, C)
+    entity_valid: torch.Tensor  # (k, C) bool
+    counts: dict[str, int] = field(default_factory=dict)
+    #: ``tasks.description_rows``: local nodes whose E^(0) is LM1 over their description with
+    #: gradients, and those descriptions tokenised (ids, mask, span start, span end); empty = off
+    description_local: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    description_tokens: tuple[torch.Tensor, ...] = ()
+
+    def to(self, device) -> "StepBatch":
+        moved = {name: value.to(device) if hasattr(value, "to") and not isinstance(value, np.ndarray)
+                 else value for name, value in self.__dict__.items()}
+        moved["description_tokens"] = tuple(t.to(device) for t in self.description_tokens)
+        return StepBatch(**moved)
+
+
+class BatchBuilder(Dataset):
+    """The batches of one rank: ``builder[position]`` is :meth:`sample_batch` (a map-style
+    dataset, so a :class:`~torch.utils.data.DataLoader` can build them in worker processes).
+
+    ``description_tokens``: the KG's tokenised entity descriptions
+    (:meth:`jaket.model.memory.EntityContextMemory.description_tokens`), needed only with
+    ``tasks.description_rows > 0``."""
+
+    def __init__(self, config: PretrainConfig, data, rank: int = 0, world_size: int = 1,
+                 description_tokens=None):
+        self.config, self.data = config, data
+        self.rank, self.world_size = rank, world_size
+        self.pairs = tasks.PairIndex(data.kg)
+        self.lengths = np.array([len(ids) for ids in data.train.input_ids], dtype=np.int64)
+        if config.tasks.description_rows > 0 and description_tokens is None:
+            raise ValueError("tasks.description_rows > 0 needs the tokenised descriptions")
+        self.description_tokens = description_tokens
+
+    def __getitem__(self, position: int) -> "StepBatch":
+        return self.sample_batch(int(position))
+
+    def __len__(self) -> int:
+        return self.config.steps * self.config.optim.accumulation_steps
+
+    def text_indices(self, position: int) -> np.ndarray:
+        """This rank's texts for micro-step ``position`` (:func:`text_batch_indices`)."""
+        return text_batch_indices(self.lengths, position, self.config.text_batch_size,
+                                  self.config.seed, self.config.data.group_by_length,
+                                  self.rank, self.world_size)
+
+    def special_mask(self, batch: TextBatch) -> torch.Tensor:
+        """True at special tokens and padding: never masked."""
+        mask = batch.attention_mask == 0
+        for token in self.data.special_ids:
+            mask |= batch.input_ids == token
+        return mask
+
+    def sample_batch(self, position: int) -> StepBatch:
+        """All random choices of micro-step ``position`` on this rank (module docstring); every
+        draw comes from generators seeded with ``(seed, position, rank)``."""
+        cfg, kg = self.config, self.data.kg
+        t = cfg.tasks
+        rng = np.random.default_rng([cfg.seed, position, self.rank])
+        tgen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+        counts: dict[str, int] = {}
+        # knowledge-module batch: roots + random walks; triples among them for relation prediction
+        roots = rng.integers(0, kg.num_entities, size=t.root_entities)
+        walks = random_walks(kg, roots, t.walk_length, rng)
+        walked = np.unique(walks[walks >= 0])
+        if t.weight_relation > 0:
+            predicted = tasks.sample_relation_pairs(kg, walked, t.relation_pairs, rng)
+        else:
+            predicted = np.zeros(0, dtype=np.int64)
+        hidden = self.pairs.triples_of_pairs(predicted)
+        triples = kg.triples[predicted].astype(np.int64).reshape(-1, 3)
+        # text batch: ~15% of the mentions removed (not fused), the others' entities are seeds
+        text = collate_texts(self.data.train, self.text_indices(position), self.data.pad_id)
+        num_mentions = len(text.mention_entity)
+        if t.weight_entity > 0:
+            fuse_mask = tasks.choose_masked_mentions(num_mentions, t.entity_mask_probability, tgen)
+        else:
+            fuse_mask = torch.ones(num_mentions, dtype=torch.bool)
+        fused_entities = text.mention_entity[fuse_mask].numpy()
+        seeds = np.concatenate([walked, triples[:, 0], triples[:, 2], fused_entities]).astype(np.int64)
+        subgraph = sample_neighbors(kg, seeds, tuple(cfg.model.fanouts), rng,
+                                    exclude_triples=hidden if len(hidden) else None)
+        local = subgraph.seed_local
+        n_walk, n_pair = len(walked), len(triples)
+        mention_node = torch.full((num_mentions,), -1, dtype=torch.long)
+        mention_node[fuse_mask] = local[n_walk + 2 * n_pair:]
+        # entity category prediction targets (entities without a category are skipped, counted)
+        category = torch.from_numpy(kg.entity_category[walked].astype(np.int64))
+        has_category = category >= 0
+        counts["category_skipped"] = int((~has_category).sum())
+        if t.weight_category <= 0:
+            has_category[:] = False
+        # masked token prediction
+        masked_ids, mlm_labels = tasks.mask_tokens(text.input_ids, self.special_mask(text),
+                                                   self.data.mask_id, self.data.vocab_size,
+                                                   t.mlm_probability, tgen)
+        if t.weight_mlm <= 0:
+            mlm_labels[:] = -100
+        # masked entity prediction candidates: truth, KG neighbours, random entities
+        removed = ~fuse_mask
+        candidates, valid = tasks.entity_candidates(
+            kg, text.mention_entity[removed].numpy(), t.entity_hard_negatives,
+            t.entity_random_negatives, rng)
+        description_local = torch.zeros(0, dtype=torch.long)
+        description_tokens: tuple[torch.Tensor, ...] = ()
+        if t.description_rows > 0:
+            pool = np.unique(local[:n_walk + 2 * n_pair].numpy())
+            chosen = np.sort(rng.permutation(pool)[:t.description_rows])
+            description_tokens = self.description_tokens.batch(subgraph.node_ids[chosen].numpy())
+            description_local = torch.from_numpy(chosen.astype(np.int64))
+        counts.update(category=int(has_category.sum()), relation=n_pair,
+                      mlm=int((mlm_labels != -100).sum()), entity=int(removed.sum()),
+                      texts=len(text.input_ids), subgraph_nodes=subgraph.num_nodes,
+                      subgraph_edges=subgraph.num_edges, hidden_triples=len(hidden))
+        return StepBatch(
+            position=position, text=TextBatch(masked_ids, text.attention_mask, text.mention_batch, text.mention_start,
+                           text.mention_end, text.mention_entity),
+            mlm_labels=mlm_labels, subgraph=subgraph, mention_node=mention_node, fuse_mask=fuse_mask,
+            category_node=local[:n_walk][has_category], category_label=category[has_category],
+            relation_head=local[n_walk:n_walk + n_pair],
+            relation_tail=local[n_walk + n_pair:n_walk + 2 * n_pair],
+            relation_label=torch.from_numpy(triples[:, 1].copy()),
+            predicted_triples=predicted, hidden_triples=hidden,
+            entity_candidates=torch.from_numpy(candidates), entity_valid=torch.from_numpy(valid),
+            counts=counts, description_local=description_local, description_tokens=description_tokens)
+
+
+def _one_thread(_worker: int) -> None:
+    torch.set_num_threads(1)  # the workers share the cores with the model step
+
+
+def batch_loader(builder: BatchBuilder, start: int, workers: int, prefetch: int = 2,
+                 pin_memory: bool = False):
+    """The batches of micro-steps ``start, start + 1, ...`` in order; with ``workers > 0`` built
+    ahead (``prefetch`` per worker) in worker processes while the model steps."""
+    if workers == 0:
+        return (builder.sample_batch(p) for p in range(start, len(builder)))
+    return iter(DataLoader(builder, batch_size=None, sampler=range(start, len(builder)),
+                           num_workers=workers, prefetch_factor=prefetch, pin_memory=pin_memory,
+                           worker_init_fn=_one_thread, collate_fn=_identity))
+
+
+def _identity(batch):
+    return batch

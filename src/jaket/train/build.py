@@ -1,0 +1,154 @@
+"""Building a pre-training run: the KG and corpus named by the config (checked), the tokenised
+training and held-out texts, and the model with its empty entity context memory."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jaket.kg.corpus import EncodedCorpus
+from jaket.train.config import PretrainConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PretrainData:
+    kg: object
+    train: EncodedCorpus
+    heldout: EncodedCorpus
+    pad_id: int
+    special_ids: list[int]
+    mask_id: int
+    vocab_size: int
+    report: dict = field(default_factory=dict)
+
+
+def prepare_data(kg, corpus, tokenizer, config: PretrainConfig, report: dict | None = None) -> PretrainData:
+    """Split the corpus (held-out share for the final evaluation) and tokenise both parts;
+    mentions lost to truncation or alignment are counted in the report and logged."""
+    heldout, train = corpus.split(config.data.heldout_fraction, seed=config.seed)
+    encoded_train = train.encode(tokenizer, max_length=config.data.max_length)
+    encoded_heldout = heldout.encode(tokenizer, max_length=config.data.max_length)
+    _require_texts(_corpus_name(config), len(encoded_train), encoded_train.num_mentions, config,
+                   f" in the training share (data.heldout_fraction={config.data.heldout_fraction}, "
+                   f"texts cut at data.max_length={config.data.max_length})")
+    dropped = encoded_train.dropped_mentions + encoded_heldout.dropped_mentions
+    unaligned = encoded_train.unaligned_mentions + encoded_heldout.unaligned_mentions
+    if dropped or unaligned:
+        log.warning("%d mentions cut off by data.max_length=%d and %d covering no token are not "
+                    "used", dropped, config.data.max_length, unaligned)
+    report = dict(report or {})
+    report["pretraining"] = {
+        "train_texts": len(encoded_train), "heldout_texts": len(encoded_heldout),
+        "train_mentions": encoded_train.num_mentions, "heldout_mentions": encoded_heldout.num_mentions,
+        "texts_without_mentions": int(sum(1 for m in encoded_train.mentions if len(m) == 0)),
+        "mentions_cut_by_max_length": int(dropped), "mentions_without_tokens": int(unaligned)}
+    return PretrainData(kg=kg, train=encoded_train, heldout=encoded_heldout,
+                        pad_id=int(tokenizer.pad_token_id), special_ids=list(tokenizer.all_special_ids),
+                        mask_id=int(tokenizer.mask_token_id), vocab_size=int(len(tokenizer)),
+                        report=report)
+
+
+class PretrainDataError(ValueError):
+    """The KG or corpus cannot be pre-trained on; the message names the file and what to do."""
+
+
+def _corpus_name(config: PretrainConfig) -> str:
+    data = config.data
+    if data.corpus is not None:
+        return str(data.corpus)
+    return str(Path(data.path) / "corpus.jsonl") if data.source == "dir" else f"the {data.source} corpus"
+
+
+def check_pretraining_data(kg, corpus, config: PretrainConfig) -> None:
+    """Refuse, with the file and a remedy, a KG or corpus on which a task would silently vanish or
+    the sampler fail: no entity, no triple, no text, no mention (masked entity prediction on)."""
+    data = config.data
+    folder = Path(data.path) if data.source == "dir" else None
+    where = (lambda name: str(folder / name)) if folder else (lambda name: f"the {data.source} KG")
+    if kg.num_entities == 0:
+        raise PretrainDataError(f"{where('entities.jsonl')}: the KG has no entity; pre-training needs "
+                                f"entities with descriptions")
+    if kg.num_triples == 0:
+        raise PretrainDataError(f"{where('triples.tsv')}: the KG has no triple; the knowledge module "
+                                f"and relation prediction need some (head<TAB>relation<TAB>tail lines)")
+    _require_texts(_corpus_name(config), len(corpus), corpus.num_mentions, config)
+
+
+def _require_texts(name: str, texts: int, mentions: int, config: PretrainConfig, where: str = "") -> None:
+    if texts == 0:
+        raise PretrainDataError(f"{name}: no text{where}; pre-training needs texts with entity "
+                                f"mentions (`jaket link` finds them in plain text)")
+    if mentions == 0 and config.tasks.weight_entity > 0:
+        raise PretrainDataError(
+            f"{name}: no text mentions an entity{where}, so masked entity prediction has nothing to "
+            f"predict; link the texts (`jaket link --kg DIR --text FILE --out CORPUS`) or switch the "
+            f"task off with --set tasks.weight_entity=0")
+
+
+def load_kg_and_corpus(config: PretrainConfig):
+    """``(kg, corpus, report)`` named by ``config.data`` (checked by :func:`check_pretraining_data`)."""
+    data = config.data
+    if data.source == "toy":
+        from jaket.kg.toy import toy_kg
+
+        kg, corpus = toy_kg()
+        report = {"source": "toy"}
+    elif data.source == "wordnet":
+        from jaket.kg.sources.wordnet import build_wordnet
+
+        kg, corpus, report = build_wordnet(max_entities=data.max_entities, roots=data.wordnet_roots,
+                                           seed=config.seed)
+        log.info("WordNet subset: %d entities, %d relations, %d triples, %d categories, %d texts "
+                 "(%d usage examples without a mention left out)", report["entities"],
+                 report["relations"], report["triples"], report["categories"], report["texts"],
+                 report["examples_without_mention"])
+    else:
+        from jaket.kg.io import CORPUS, load_corpus, load_kg
+
+        kg = load_kg(data.path)
+        if data.corpus is None and not (Path(data.path) / CORPUS).is_file():
+            raise PretrainDataError(
+                f"{Path(data.path) / CORPUS}: missing; pre-training needs a mention corpus: create it "
+                f"with `jaket link --kg {data.path} --text FILE --out {Path(data.path) / CORPUS}` or "
+                f"pass --corpus FILE")
+        corpus = load_corpus(data.path, kg) if data.corpus is None else None
+        report = {"source": "dir", "path": str(data.path)}
+    if data.corpus is not None:
+        from jaket.kg.io import load_corpus
+
+        corpus = load_corpus(data.corpus, kg)
+        report["corpus"] = str(data.corpus)
+    check_pretraining_data(kg, corpus, config)
+    report.setdefault("entities", kg.num_entities)
+    report.setdefault("relations", kg.num_relations)
+    report.setdefault("triples", kg.num_triples)
+    report.setdefault("texts", len(corpus))
+    return kg, corpus, report
+
+
+def build_model(config: PretrainConfig, kg):
+    """A JaketModel with its (empty) entity context memory attached."""
+    from jaket.model.jaket import JaketConfig, JaketModel, check_fits_encoder, encoder_shape
+    from jaket.model.memory import EntityContextMemory
+    from jaket.paths import default_model_path
+
+    m = config.model
+    encoder = str(m.encoder or default_model_path())
+    jcfg = JaketConfig(encoder=encoder, lm1_layers=m.lm1_layers,
+                       km_layers=m.km_layers, km_heads=m.km_heads, composition=m.composition,
+                       fanouts=tuple(m.fanouts), description_max_length=m.description_max_length,
+                       memory_momentum=m.memory_momentum, memory_dtype=m.memory_dtype,
+                       num_categories=max(1, kg.num_categories),
+                       num_relations=max(1, kg.num_relations),
+                       use_relation_memory=config.tasks.use_relation_memory,
+                       category_names=list(kg.category_names), relation_names=list(kg.relation_names))
+    check_fits_encoder(jcfg, *encoder_shape(encoder), where=f"model.encoder={encoder}", prefix="model.")
+    model = JaketModel(jcfg)
+    memory = EntityContextMemory(kg.num_entities, kg.num_relations, model.hidden_size,
+                                 dtype=m.memory_dtype, path=m.memory_path, momentum=m.memory_momentum)
+    model.attach_memory(memory, kg)
+    model.use_relation_memory = config.tasks.use_relation_memory
+    return model

@@ -1,0 +1,84 @@
+"""The pre-training objective: the model once over a step's batch, then the four losses
+(paper, "Pre-training"; docs/pretraining.md, step 3).
+
+E^KM over the subgraph and Z^LM of the texts give the category (E^KM), relation (E^KM pairs),
+masked token (Z^LM) and masked entity (q = g((Z_s + Z_o)/2) against memory rows) losses,
+weighted and summed. One ``forward`` so that the engine's DistributedDataParallel sees one call.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from jaket.train import tasks
+from jaket.train.batching import StepBatch
+from jaket.train.config import TaskConfig
+
+
+class PretrainingObjective(nn.Module):
+    """The model and the four pre-training losses, one ``forward`` (so DDP sees one call).
+
+    ``forward(batch) -> (total, losses, extra)``: ``total`` the weighted sum, ``losses`` the
+    unweighted task losses present in this batch (a task without examples is absent; a weight of
+    0 switches a task off), ``extra`` the masked-entity candidate accuracy.
+    """
+
+    def __init__(self, model: nn.Module, tasks_config: TaskConfig):
+        super().__init__()
+        self.model = model
+        self.weights = {"category": tasks_config.weight_category,
+                        "relation": tasks_config.weight_relation,
+                        "mlm": tasks_config.weight_mlm, "entity": tasks_config.weight_entity}
+
+    def forward(self, batch: StepBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor],
+                                                 dict[str, torch.Tensor]]:
+        model = self.model
+        fresh = None
+        if len(batch.description_local):  # E^(0) of some seeds with gradients (description_rows)
+            fresh = (batch.description_local, model.describe(*batch.description_tokens))
+        out = model(batch.text, batch.subgraph, batch.mention_node, batch.fuse_mask, fresh_rows=fresh)
+        entity_km = out.entity_km.float()
+        losses: dict[str, torch.Tensor] = {}
+        extra: dict[str, torch.Tensor] = {}
+        w = self.weights
+        # entity category prediction (L_c) from E^KM of the walked entities
+        if w["category"] > 0 and len(batch.category_node):
+            logits = model.category_head(entity_km[batch.category_node])
+            losses["category"] = F.cross_entropy(logits.float(), batch.category_label)
+        # relation prediction (L_r) from the E^KM of both ends (their joining edges hidden)
+        if w["relation"] > 0 and len(batch.relation_label):
+            logits = model.relation_head(entity_km[batch.relation_head], entity_km[batch.relation_tail])
+            losses["relation"] = F.cross_entropy(logits.float(), batch.relation_label)
+        # masked token prediction (L_t): only the masked positions are decoded
+        chosen = batch.mlm_labels != -100
+        if w["mlm"] > 0 and bool(chosen.any()):
+            logits = out.mlm_logits[chosen] if out.mlm_logits is not None else \
+                model.language.mlm_logits(out.hidden[chosen])
+            losses["mlm"] = F.cross_entropy(logits.float(), batch.mlm_labels[chosen])
+        # masked entity prediction (L_e): q = g((Z_s + Z_o) / 2) against memory rows
+        removed = ~batch.fuse_mask
+        if w["entity"] > 0 and bool(removed.any()):
+            text = batch.text
+            z = out.hidden.float()
+            b, s, o = text.mention_batch[removed], text.mention_start[removed], text.mention_end[removed]
+            q = model.entity_head.query(z, b, s, o)
+            rows = model.memory.entity_rows(batch.entity_candidates.reshape(-1), device=q.device)
+            rows = rows.reshape(*batch.entity_candidates.shape, -1)
+            loss, accuracy = tasks.candidate_loss(q, rows, batch.entity_valid)
+            losses["entity"] = loss
+            extra["entity_acc"] = accuracy
+        # a head without examples in this batch still joins the graph with a zero term, so every
+        # parameter gets a gradient on every rank (DDP without find_unused_parameters)
+        total = out.hidden.sum() * 0.0
+        idle = {"category": lambda: model.category_head(entity_km[:1]),
+                "relation": lambda: model.relation_head(entity_km[:1], entity_km[:1]),
+                "mlm": lambda: model.language.mlm_logits(out.hidden[:1, 0]),
+                "entity": lambda: model.entity_head(out.hidden[:1, 0])}
+        for name, head in idle.items():
+            if name in losses:
+                total = total + w[name] * losses[name]
+            else:
+                total = total + head().float().sum() * 0.0
+        return total, losses, extra

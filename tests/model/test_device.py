@@ -1,0 +1,112 @@
+"""A device everywhere: ``--device`` on every command, models placed by ``from_pretrained``, and
+no tensor on the model's device read with ``.numpy()`` (the fake accelerator of conftest.py: its
+tensors refuse ``.numpy()`` as CUDA tensors do, so these runs fail wherever a GPU run would)."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from jaket.cli import main
+from jaket.kg.io import save_kg
+from jaket.kg.toy import toy_kg
+from jaket.model.device import resolve_device
+from jaket.model.jaket import JaketConfig, JaketModel
+
+
+@pytest.fixture(scope="module")
+def model_folder(tiny_bert_dir, tmp_path_factory):
+    kg, _ = toy_kg()
+    torch.manual_seed(0)
+    model = JaketModel(JaketConfig(encoder=str(tiny_bert_dir), km_heads=2, km_layers=1, fanouts=(3, 3),
+                                   num_categories=kg.num_categories, num_relations=kg.num_relations))
+    model.attach_memory(model.memory_for(kg, progress=False), kg)
+    return model.save_pretrained(tmp_path_factory.mktemp("m") / "model")
+
+
+def test_the_fake_device_refuses_numpy_as_a_gpu_does(fake_device):
+    layer = fake_device(torch.nn.Linear(3, 2))
+    out = layer(torch.ones(1, 3)).argmax(1)
+    assert isinstance(out, fake_device.Tensor)
+    with pytest.raises(TypeError, match="call .cpu"):
+        out.numpy()
+    assert out.cpu().numpy().shape == (1,)
+
+
+def test_resolve_device_names_the_flag():
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(None).type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match="--device banana"):
+        resolve_device("banana")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="--device cuda: no CUDA GPU"):
+            resolve_device("cuda")
+
+
+def test_from_pretrained_places_the_model_in_eval_mode(model_folder):
+    model = JaketModel.from_pretrained(model_folder, device="cpu")
+    assert not model.training and not any(m.training for m in model.modules())
+    assert model.device == torch.device("cpu") and model.memory.device == torch.device("cpu")
+    half = JaketModel.from_pretrained(model_folder, dtype=torch.bfloat16)
+    assert {p.dtype for p in half.parameters()} == {torch.bfloat16}
+    kg, _ = toy_kg()
+    rows = half.encode_entities(kg, np.arange(4))
+    assert rows.dtype == torch.bfloat16 and rows.shape == (4, half.hidden_size)
+    assert not rows.requires_grad  # encode_entities runs under no_grad
+
+
+def test_memory_for_and_encode_entities_run_without_gradients(model_folder):
+    model = JaketModel.from_pretrained(model_folder, load_memory=False)
+    kg, _ = toy_kg()
+    memory = model.memory_for(kg, progress=False)
+    assert not memory.entities.requires_grad
+    assert not model.encode_entities(kg, np.arange(3), memory=memory).requires_grad
+
+
+def test_inference_on_the_fake_device_reads_back_with_cpu(model_folder, fake_device):
+    model = fake_device(JaketModel.from_pretrained(model_folder))
+    kg, _ = toy_kg()
+    rows = model.encode_entities(kg, np.arange(kg.num_entities))
+    assert isinstance(rows, fake_device.Tensor) and rows.cpu().numpy().shape[0] == kg.num_entities
+    encoding = model.encode_texts(["Paris is the capital of France."], kg)
+    assert encoding.tokens[0].cpu().numpy().ndim == 2
+
+
+@pytest.mark.parametrize("command", [
+    ["pretrain", "--print-config"],
+    ["embed", "--model", "M", "--kg", "K", "--out", "O"],
+    ["finetune", "entity-classification", "--print-config"],
+    ["evaluate", "entity-classification", "--print-config"],
+    ["finetune", "link-prediction"],
+    ["evaluate", "kgqa"],
+    ["finetune", "relation-classification"],
+    ["demo", "--quick"],
+])
+def test_every_command_takes_a_device_and_refuses_one_it_lacks(command, capsys):
+    from jaket.cli import build_parser
+
+    assert build_parser().parse_args(command + ["--device", "cpu"]).device == "cpu"
+    assert build_parser().parse_args(command).device is None  # resolved to cuda if visible, else cpu
+    if not torch.cuda.is_available():  # checked before any work is done
+        assert main(command + ["--device", "cuda:7"]) == 2
+        assert "--device cuda:7" in capsys.readouterr().err
+
+
+def test_a_memory_too_large_for_the_device_stays_on_the_host(tmp_path, monkeypatch):
+    """The rows that do not fit stay in host memory (here the memory-mapped file) and the rows a
+    step asks for are copied to the model's device."""
+    from jaket.model import device as device_module
+    from jaket.model.memory import EntityContextMemory
+
+    memory = EntityContextMemory(50, 3, 8, path=tmp_path / "memory.npy")
+    with torch.no_grad():
+        memory.entities.copy_(torch.arange(400, dtype=torch.float32).reshape(50, 8))
+    monkeypatch.setattr(device_module, "memory_placement", lambda nbytes, device: "host")
+    assert memory.place("cpu") == "host"
+    assert isinstance(memory.entities, torch.Tensor) and memory.entities.device.type == "cpu"
+    rows = memory.entity_rows(torch.tensor([4, 2]), device="meta")  # a device the rows are not on
+    assert rows.device.type == "meta" and rows.shape == (2, 8) and rows.dtype == torch.float32
+    assert torch.equal(memory.entity_rows([4, 2]), torch.arange(400.).reshape(50, 8)[[4, 2]])
+    monkeypatch.undo()
+    assert device_module.memory_placement(10**12, torch.device("cpu")) == "device"
