@@ -262,7 +262,7 @@ def filtered_ranks(model: LinkScorer, entities: torch.Tensor, relations: torch.T
                 scores[torch.tensor(fr), torch.tensor(fc)] = -torch.inf
             scores[torch.arange(len(batch)), target] = true_score
             ranks = realistic_ranks(scores, target)
-            (tail_ranks if side == "tail" else head_ranks).append(ranks.numpy())
+            (tail_ranks if side == "tail" else head_ranks).append(ranks.cpu().numpy())
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.float64)  # noqa: E731
     return cat(tail_ranks), cat(head_ranks)
 
