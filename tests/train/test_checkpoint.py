@@ -22,7 +22,7 @@ from .conftest import CONFIGS
 
 
 def _pretrain(tiny_bert_dir, out, *extra, steps=4, every=2):
-    return main(["pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"), "--model",
+    return main(["pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"), "--encoder",
                  str(tiny_bert_dir), "--out", str(out), "--no-progress", "--steps", str(steps),
                  "--set", f"checkpoint_every={every}", "--set", "eval_texts=0", *extra])
 

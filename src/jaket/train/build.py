@@ -131,14 +131,25 @@ def load_kg_and_corpus(config: PretrainConfig):
 
 def build_model(config: PretrainConfig, kg):
     """A JaketModel with its (empty) entity context memory attached."""
-    from jaket.model.jaket import JaketConfig, JaketModel, check_fits_encoder, encoder_shape
+    from jaket.model.jaket import ENCODER_DIR, JaketConfig, JaketModel, check_fits_encoder, encoder_shape
     from jaket.model.memory import EntityContextMemory
     from jaket.paths import default_model_path
 
     m = config.model
-    encoder = str(m.encoder or default_model_path())
-    jcfg = JaketConfig(encoder=encoder, lm1_layers=m.lm1_layers,
-                       km_layers=m.km_layers, km_heads=m.km_heads, composition=m.composition,
+    start = JaketModel.from_pretrained(m.init, load_memory=False) if m.init is not None else None
+    structure = {"lm1_layers": m.lm1_layers, "km_layers": m.km_layers, "km_heads": m.km_heads,
+                 "composition": m.composition}
+    if start is not None:  # the folder's structure wins: its weights must fit
+        changed = {k: (v, getattr(start.config, k)) for k, v in structure.items()
+                   if v is not None and v != getattr(start.config, k)}
+        if changed:
+            log.info("model.init=%s: structure taken from the folder (%s)", m.init,
+                     ", ".join(f"model.{k} {a} -> {b}" for k, (a, b) in changed.items()))
+        structure = {k: getattr(start.config, k) for k in structure}
+    encoder = str(Path(m.init) / ENCODER_DIR) if start is not None else str(m.encoder or default_model_path())
+    jcfg = JaketConfig(encoder=encoder, lm1_layers=structure["lm1_layers"],
+                       km_layers=structure["km_layers"], km_heads=structure["km_heads"],
+                       composition=structure["composition"],
                        fanouts=tuple(m.fanouts), description_max_length=m.description_max_length,
                        memory_momentum=m.memory_momentum, memory_dtype=m.memory_dtype,
                        num_categories=max(1, kg.num_categories),
@@ -147,8 +158,27 @@ def build_model(config: PretrainConfig, kg):
                        category_names=list(kg.category_names), relation_names=list(kg.relation_names))
     check_fits_encoder(jcfg, *encoder_shape(encoder), where=f"model.encoder={encoder}", prefix="model.")
     model = JaketModel(jcfg)
+    if start is not None:
+        continue_from(model, start, m.init)
     memory = EntityContextMemory(kg.num_entities, kg.num_relations, model.hidden_size,
                                  dtype=m.memory_dtype, path=m.memory_path, momentum=m.memory_momentum)
     model.attach_memory(memory, kg)
     model.use_relation_memory = config.tasks.use_relation_memory
     return model
+
+
+def continue_from(model, start, where) -> None:
+    """Load ``start``'s weights (a jaket model folder, ``--init``) into ``model`` wherever the shapes
+    agree; the rest (the category and relation heads of a KG with other categories or relations)
+    keeps its fresh initialisation, and the log names it. The language module comes from the
+    folder's ``encoder/`` already."""
+    import torch
+
+    own = model.state_dict()
+    loaded = {k: v for k, v in start.state_dict().items()
+              if not k.startswith("language.") and k in own and own[k].shape == v.shape}
+    fresh = sorted({k.rsplit(".", 2)[0] for k in own if not k.startswith("language.") and k not in loaded})
+    with torch.no_grad():
+        model.load_state_dict(loaded, strict=False)
+    log.info("model.init=%s: %d tensors continued%s", where, len(loaded),
+             f"; fresh (another KG's shape): {', '.join(fresh)}" if fresh else "")

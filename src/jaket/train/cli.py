@@ -7,6 +7,7 @@ it sees the argparse namespace.
 from __future__ import annotations
 
 import argparse
+import logging
 import json
 import os
 from pathlib import Path
@@ -14,6 +15,8 @@ from pathlib import Path
 from jaket.errors import UsageError
 from jaket.model.device import add_device_argument, resolve_device
 from jaket.train.config import dump_config, load_config
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,9 +32,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="a KG directory (jaket.kg.io format, with corpus.jsonl): data.source=dir")
     parser.add_argument("--corpus", type=Path, metavar="FILE",
                         help="a mention corpus (JSONL) used instead of the KG's own texts: data.corpus")
-    parser.add_argument("--model", metavar="PATH",
+    parser.add_argument("--encoder", metavar="PATH",
                         help="any local Hugging Face masked-LM folder as the language module: "
                              "model.encoder (default: the bundled MiniLM)")
+    parser.add_argument("--init", metavar="MODEL",
+                        help="continue pre-training from a jaket model folder (its encoder, KM, fusion "
+                             "and heads; heads that do not fit the KG start fresh): model.init")
+    parser.add_argument("--model", metavar="PATH", help=argparse.SUPPRESS)  # before --encoder/--init
     parser.add_argument("--out", type=Path, default=Path("runs/pretrain"), help="output directory")
     parser.add_argument("--steps", type=int, help="shortcut for --set steps=N")
     parser.add_argument("--seed", type=int, help="shortcut for --set seed=N")
@@ -66,8 +73,16 @@ def config_from_args(args: argparse.Namespace):
         values["data.path"] = str(args.kg)
     if args.corpus is not None:
         values["data.corpus"] = str(args.corpus)
-    if args.model is not None:
+    if args.model is not None:  # the old name of --encoder; a jaket folder means --init
+        if (Path(args.model) / "config.json").is_file() and (Path(args.model) / "jaket.safetensors").is_file():
+            raise UsageError(f"--model {args.model}: a jaket model folder; to continue pre-training from it "
+                             f"use --init {args.model} (--encoder takes a base Hugging Face encoder)")
+        log.warning("--model is the old name of --encoder in jaket pretrain; use --encoder %s", args.model)
         values["model.encoder"] = str(args.model)
+    if args.encoder is not None:
+        values["model.encoder"] = str(args.encoder)
+    if args.init is not None:
+        values["model.init"] = str(args.init)
     if args.steps is not None:
         values["steps"] = args.steps
     if args.seed is not None:

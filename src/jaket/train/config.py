@@ -69,6 +69,9 @@ class ModelSection(_Strict):
     the encoder is known (:func:`jaket.model.jaket.check_fits_encoder`, at model build)."""
 
     encoder: NonEmptyText | None = None  # any local Hugging Face masked-LM folder; None = bundled MiniLM
+    #: a jaket model folder to continue from: its encoder and structure (lm1/km layers, heads,
+    #: composition) replace ``encoder`` and those fields; its weights are loaded where they fit
+    init: NonEmptyText | None = None
     lm1_layers: NonNegativeInt | None = None  # None = half of the encoder's layers
     km_layers: KMLayers = 2
     km_heads: PositiveInt = 4
@@ -81,6 +84,12 @@ class ModelSection(_Strict):
     #: a .npy file to memory-map E^context from (created when absent; when it exists with the
     #: right shape its rows are the first fill, e.g. from `jaket embed --layer memory`)
     memory_path: NonEmptyText | None = None
+
+    @model_validator(mode="after")
+    def _one_start(self) -> "ModelSection":
+        if self.init is not None and self.encoder is not None:
+            raise ValueError("give model.encoder (a base encoder) or model.init (a jaket folder), not both")
+        return self
 
     @field_validator("memory_path")
     @classmethod
