@@ -27,6 +27,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +72,18 @@ REGISTRY: dict[str, TaskHandlers] = {
         load=f"{_EC}:FinetunedEntityClassifier.from_pretrained",
         add_predict_arguments="jaket.tasks.entity_classification_cli:add_predict_arguments",
         predict_rows=f"{_EC}:predict_rows"),
+    "kgqa": TaskHandlers(
+        help="ranked answers for questions over a KG",
+        save="jaket.tasks.kgqa_predict:FinetunedQuestionAnswerer.save_pretrained",
+        load="jaket.tasks.kgqa_predict:FinetunedQuestionAnswerer.from_pretrained",
+        add_predict_arguments="jaket.tasks.kgqa_predict:add_predict_arguments",
+        predict_rows="jaket.tasks.kgqa_predict:predict_rows"),
+    "relation-classification": TaskHandlers(
+        help="the relation of each query sentence, given support examples (PAIR)",
+        save="jaket.tasks.relation_classification_predict:FinetunedPairClassifier.save_pretrained",
+        load="jaket.tasks.relation_classification_predict:FinetunedPairClassifier.from_pretrained",
+        add_predict_arguments="jaket.tasks.relation_classification_predict:add_predict_arguments",
+        predict_rows="jaket.tasks.relation_classification_predict:predict_rows"),
 }
 
 
@@ -87,11 +100,13 @@ class FinetunedFolder:
     head: dict[str, torch.Tensor]
 
 
-def write_finetuned(directory, task: str, backbone, head: dict[str, torch.Tensor], task_config: dict) -> Path:
+def write_finetuned(directory, task: str, backbone, head: dict[str, torch.Tensor], task_config: dict,
+                    extra: Callable[[Path], None] | None = None) -> Path:
     """Write a fine-tuned folder (layout in the module docstring), replacing ``directory`` atomically.
 
     ``backbone``: a :class:`jaket.model.jaket.JaketModel` (see :func:`backbone_model`); ``head``:
-    the head's state dict; ``task_config``: JSON-able task settings (``task.json``)."""
+    the head's state dict; ``task_config``: JSON-able task settings (``task.json``); ``extra``:
+    writes a task's own files into the folder being built (e.g. KGQA's ``kg/``)."""
     from safetensors.torch import save_file
 
     from jaket import __version__
@@ -105,6 +120,8 @@ def write_finetuned(directory, task: str, backbone, head: dict[str, torch.Tensor
         data = {"format": FORMAT, "format_version": FORMAT_VERSION, "task": task, "jaket_version": __version__,
                 **task_config}
         (tmp / TASK_FILE).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        if extra is not None:
+            extra(tmp)
     return directory
 
 
