@@ -1,7 +1,8 @@
 """``jaket finetune TASK`` and ``jaket evaluate TASK``.
 
 ``finetune`` runs one setting (``--variant``, default ``jaket`` when ``--model`` is given, else
-``lm+g+m``); ``evaluate`` runs the paper's comparison (``--variants``, all that apply by default)
+``lm+g+m``, ``lm`` for relation classification) and saves its model to ``OUT/model`` for
+``jaket predict``; ``evaluate`` runs the paper's comparison (``--variants``, all that apply by default)
 over ``--seeds`` seeds (5 by default). Both fine-tune and test, and write ``metrics.json``,
 ``report.md`` and PNG plots into ``--out``. Without data arguments every task runs on the
 embedded default (WordNet 3.0 + the bundled MiniLM).
@@ -25,6 +26,10 @@ _DEFAULT_VARIANTS = {
     "kgqa": ("lm", "lm+g", "lm+g+m", "jaket"),
     "relation-classification": ("lm", "jaket"),
 }
+
+
+#: finetune's setting without --model or --variant (relation classification has no KM setting)
+_FINETUNE_VARIANT = {"relation-classification": "lm"}
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -166,7 +171,7 @@ def _variants(args, task: str) -> tuple[str, ...]:
                 raise SystemExit("error: variant 'jaket' needs --model DIR (a pre-trained model folder)")
             chosen = tuple(v for v in chosen if v != "jaket")
         return chosen
-    variant = args.variant or ("jaket" if args.model is not None else "lm+g+m")
+    variant = args.variant or ("jaket" if args.model is not None else _FINETUNE_VARIANT.get(task, "lm+g+m"))
     if variant == "jaket" and args.model is None:
         raise SystemExit("error: variant 'jaket' needs --model DIR (a pre-trained model folder)")
     return (variant,)
