@@ -117,3 +117,27 @@ def test_model_selection_keeps_the_best_checked_state(small_kg, tiny_bert_dir):
     best = max(run["selection_curve"], key=lambda x: x[1])
     assert run["selected_step"] == best[0]
     assert run["selection"]["all"] == pytest.approx(best[1])  # the kept state is the one that scored it
+
+
+def test_sampled_subgraph_caps_in_edges_and_is_exact_when_the_cap_is_not_reached(small_kg):
+    graph = QAGraph(small_kg)
+    seeds = np.array([0, 12])
+    exact = graph.computation_subgraph(seeds, 2)
+    degree = int(np.diff(graph.adjacency.indptr).max())
+    wide = graph.computation_subgraph(seeds, 2, fanout=degree, generator=np.random.default_rng(0))
+    assert np.array_equal(wide.nodes, exact.nodes) and torch_equal(wide.edge_index, exact.edge_index)
+    capped = graph.computation_subgraph(seeds, 2, fanout=1, generator=np.random.default_rng(0))
+    targets = capped.edge_index[1].numpy()
+    assert np.bincount(targets).max() == 1  # at most one in-edge per updated node
+    assert capped.edges_per_hop[0] == 2 and sum(capped.edges_per_hop) < sum(exact.edges_per_hop)
+    # every sampled edge is a real edge of the KG with its type
+    nodes = capped.nodes
+    real = {(int(u), int(v), int(t)) for v in range(small_kg.num_entities)
+            for u, t in zip(graph.adjacency.neighbors[graph.adjacency.indptr[v]:graph.adjacency.indptr[v + 1]],
+                            graph.adjacency.edge_type[graph.adjacency.indptr[v]:graph.adjacency.indptr[v + 1]])}
+    for (s, d), t in zip(capped.edge_index.T.tolist(), capped.edge_type.tolist()):
+        assert (int(nodes[s]), int(nodes[d]), t) in real
+
+
+def torch_equal(a, b):
+    return a.shape == b.shape and bool((a == b).all())

@@ -40,12 +40,13 @@ def test_kgqa_split_flags_save_and_predict(metaqa_splits_dir, tiny_bert_dir, tmp
     assert main(["finetune", "kgqa", "--metaqa", str(metaqa_splits_dir), "--train-split", "dev", "--eval-split",
                  "test", "--selection-fraction", "0.2", "--encoder", str(tiny_bert_dir), "--km-heads", "4",
                  "--steps", "2", "--batch-size", "4", "--select-every", "1", "--kg-settings", "full",
-                 "--out", str(out)]) == 0
+                 "--km-fanout", "2", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "jaket predict kgqa --model" in printed
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["data"]["split"]["test"] == 7 and metrics["data"]["split"]["selection"] == 5
     assert metrics["data"]["train_split"] == "dev" and metrics["data"]["eval_split"] == "test"
+    assert metrics["config"]["km_fanout"] == 2
     run = metrics["runs"]["lm+g+m"]["full"][0]
     assert [s for s, _ in run["selection_curve"]] == [1, 2] and set(run["test"]) == {"1-hop", "2-hop", "all"}
     model_dir = out / "model"

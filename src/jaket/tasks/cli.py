@@ -137,6 +137,9 @@ def _add_kgqa_arguments(qa: argparse.ArgumentParser) -> None:
     qa.add_argument("--km-lr", type=float, default=d.km_lr, help=f"knowledge-module learning rate (default {d.km_lr:g})")
     qa.add_argument("--max-candidates", type=int, default=d.max_candidates,
                     help=f"candidates per question, nearest hops first (default {d.max_candidates})")
+    qa.add_argument("--km-fanout", type=int, default=d.km_fanout, metavar="N",
+                    help="training only: sample at most N in-edges per node and hop of each step's KM subgraph "
+                         "(faster next to hubs, not exact); 0 = every edge (default)")
     qa.add_argument("--select-every", type=int, default=d.select_every, metavar="N",
                     help=f"Hits@1 on the selection questions every N steps, best state kept; 0 = off "
                          f"(default {d.select_every})")
@@ -270,7 +273,8 @@ def _run_kgqa(args) -> int:
     config = kgqa.KGQAConfig(variants=_variants(args, "kgqa"), kg_settings=args.kg_settings,
                              seeds=tuple(range(args.seeds)), steps=args.steps, batch_size=args.batch_size,
                              lr=args.lr, head_lr=args.head_lr, km_lr=args.km_lr,
-                             max_candidates=args.max_candidates, select_every=args.select_every,
+                             max_candidates=args.max_candidates, km_fanout=args.km_fanout,
+                             select_every=args.select_every,
                              max_selection=args.max_selection, encoder=args.encoder,
                              pretrained=args.model, km_layers=args.km_layers, km_heads=args.km_heads,
                              relation_memory=args.relation_memory)

@@ -78,6 +78,9 @@ class KGQAConfig(BackboneSettings):
     max_selection: int = 500
     #: False: one KM pass over the whole KG per step (the reference for the subgraph pass)
     subgraph: bool = True
+    #: > 0: training samples at most this many in-edges per node and hop of the step's subgraph
+    #: (seeded; like pre-training's fan-out), 0 = every edge, exact; evaluation always reads every edge
+    km_fanout: int = 0
 
 
 # ----------------------------------------------------------------------------- WordNet questions
@@ -196,12 +199,13 @@ class QuestionAnswerer(nn.Module):
             return self.knowledge(memory.entities, edge_index, edge_type, memory.relations)
         return self.entity_projection(memory.entities)
 
-    def entity_rows(self, memory: FrozenMemory, graph: QAGraph, seeds: np.ndarray) -> torch.Tensor:
+    def entity_rows(self, memory: FrozenMemory, graph: QAGraph, seeds: np.ndarray, fanout: int = 0,
+                    generator: np.random.Generator | None = None) -> torch.Tensor:
         """The rows of :meth:`entities` for ``seeds`` (sorted, unique), from one KM pass over their
-        computation subgraph only (:mod:`jaket.tasks.kgqa_graph`)."""
+        computation subgraph only (:mod:`jaket.tasks.kgqa_graph`; ``fanout``: sampled)."""
         if self.knowledge is None:
             return self.entity_projection(memory.entities[torch.from_numpy(seeds)])
-        sub = graph.computation_subgraph(seeds, len(self.knowledge.layers))
+        sub = graph.computation_subgraph(seeds, len(self.knowledge.layers), fanout, generator)
         x = memory.entities.index_select(0, torch.from_numpy(sub.nodes))
         return self.knowledge(x, sub.edge_index, sub.edge_type, memory.relations,
                               hops=(sub.nodes_per_hop, sub.edges_per_hop))
@@ -242,18 +246,20 @@ def split_indices(n: int, fractions, seed: int) -> tuple[np.ndarray, np.ndarray,
 
 
 def batch_logits(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, chunk: list[QAExample],
-                 candidates: list[np.ndarray], config: "KGQAConfig", *, whole_graph: bool = False) -> list[torch.Tensor]:
+                 candidates: list[np.ndarray], config: "KGQAConfig", *, whole_graph: bool = False,
+                 generator: np.random.Generator | None = None) -> list[torch.Tensor]:
     """The candidate scores of each question of a batch (Eq. 10 then the inner products).
 
     The KM runs once for the batch: over the computation subgraph of all its topics and
     candidates, or with ``whole_graph`` over the whole KG (the reference the fast path is
-    tested against, and the cost ``docs/performance.md`` compares it with)."""
+    tested against, and the cost ``docs/performance.md`` compares it with). ``config.km_fanout`` > 0
+    samples the subgraph's edges with ``generator``."""
     topics = np.asarray([q.topic for q in chunk], dtype=np.int64)
     seeds = np.unique(np.concatenate([topics] + [np.asarray(c, dtype=np.int64) for c in candidates]))
     if whole_graph:
         rows = model.entities(memory, *graph.full_edges()).index_select(0, torch.from_numpy(seeds))
     else:
-        rows = model.entity_rows(memory, graph, seeds)
+        rows = model.entity_rows(memory, graph, seeds, config.km_fanout, generator)
     position = lambda ids: torch.from_numpy(np.searchsorted(seeds, ids))  # noqa: E731
     ids, mask, s, o = encode_questions(model.language.tokenizer, chunk, config.max_length)
     qv = model.questions(ids, mask, s, o, rows.index_select(0, position(topics)))
@@ -315,7 +321,7 @@ def train_qa(backbone: Backbone, memory: FrozenMemory, graph: QAGraph, questions
         model.train()
         batch = [trainable[i] for i in rng.integers(len(trainable), size=min(config.batch_size, len(trainable)))]
         logits = batch_logits(model, memory, graph, [questions[i] for i in batch], [cands[i] for i in batch],
-                              config, whole_graph=not config.subgraph)
+                              config, whole_graph=not config.subgraph, generator=rng)
         loss = 0.0
         for row, i in enumerate(batch):
             target = torch.as_tensor(np.isin(cands[i], questions[i].answers), dtype=torch.float32)
