@@ -63,27 +63,22 @@ class TaskHandlers:
         return target
 
 
-_EC = "jaket.tasks.entity_classification"
+def _handlers(help: str, module: str, model_class: str, arguments_module: str | None = None) -> TaskHandlers:
+    """The handlers of a task whose model class has ``save_pretrained`` / ``from_pretrained`` and
+    whose module has ``predict_rows`` (and ``add_predict_arguments``, or in ``arguments_module``)."""
+    return TaskHandlers(help, f"{module}:{model_class}.save_pretrained", f"{module}:{model_class}.from_pretrained",
+                        f"{arguments_module or module}:add_predict_arguments", f"{module}:predict_rows")
+
+
 #: task command name -> its handlers
 REGISTRY: dict[str, TaskHandlers] = {
-    "entity-classification": TaskHandlers(
-        help="a label and its probability for entities of a KG",
-        save=f"{_EC}:FinetunedEntityClassifier.save_pretrained",
-        load=f"{_EC}:FinetunedEntityClassifier.from_pretrained",
-        add_predict_arguments="jaket.tasks.entity_classification_cli:add_predict_arguments",
-        predict_rows=f"{_EC}:predict_rows"),
-    "kgqa": TaskHandlers(
-        help="ranked answers for questions over a KG",
-        save="jaket.tasks.kgqa_predict:FinetunedQuestionAnswerer.save_pretrained",
-        load="jaket.tasks.kgqa_predict:FinetunedQuestionAnswerer.from_pretrained",
-        add_predict_arguments="jaket.tasks.kgqa_predict:add_predict_arguments",
-        predict_rows="jaket.tasks.kgqa_predict:predict_rows"),
-    "relation-classification": TaskHandlers(
-        help="the relation of each query sentence, given support examples (PAIR)",
-        save="jaket.tasks.relation_classification_predict:FinetunedPairClassifier.save_pretrained",
-        load="jaket.tasks.relation_classification_predict:FinetunedPairClassifier.from_pretrained",
-        add_predict_arguments="jaket.tasks.relation_classification_predict:add_predict_arguments",
-        predict_rows="jaket.tasks.relation_classification_predict:predict_rows"),
+    "entity-classification": _handlers("a label and its probability for entities of a KG",
+                                       "jaket.tasks.entity_classification", "FinetunedEntityClassifier",
+                                       "jaket.tasks.entity_classification_cli"),
+    "kgqa": _handlers("ranked answers for questions over a KG", "jaket.tasks.kgqa_predict",
+                      "FinetunedQuestionAnswerer"),
+    "relation-classification": _handlers("the relation of each query sentence, given support examples (PAIR)",
+                                         "jaket.tasks.relation_classification_predict", "FinetunedPairClassifier"),
 }
 
 
@@ -165,6 +160,17 @@ def read_finetuned(directory, task: str | None = None) -> FinetunedFolder:
         raise FinetunedFormatError(f"{head_path}: missing (the task head's weights)")
     backbone = JaketModel.from_pretrained(directory / BACKBONE_DIR, load_memory=False)
     return FinetunedFolder(data, backbone, load_file(str(head_path)))
+
+
+def read_finetuned_setting(directory, task: str) -> tuple[FinetunedFolder, str]:
+    """:func:`read_finetuned` and the comparison setting (``variant``) its ``task.json`` names."""
+    from jaket.tasks.variants import VARIANT_LABELS
+
+    folder = read_finetuned(directory, task)
+    variant = folder.task_config.get("variant")
+    if variant not in VARIANT_LABELS:
+        raise FinetunedFormatError(f"{directory}/{TASK_FILE}: 'variant' must be one of {', '.join(VARIANT_LABELS)}")
+    return folder, variant
 
 
 def backbone_model(backbone, config, knowledge: nn.Module | None = None):

@@ -21,7 +21,7 @@ import numpy as np
 from jaket.tasks.kgqa import KGQAConfig, QuestionAnswerer, rank_candidates
 from jaket.tasks.kgqa_graph import QAGraph
 from jaket.tasks.metaqa import entity_lookup, read_questions
-from jaket.tasks.variants import VARIANT_LABELS, Backbone, kg_memory
+from jaket.tasks.variants import Backbone, kg_memory
 
 logger = logging.getLogger(__name__)
 
@@ -61,13 +61,10 @@ class FinetunedQuestionAnswerer:
     @classmethod
     def from_pretrained(cls, directory) -> "FinetunedQuestionAnswerer":
         """Read a folder written by :meth:`save_pretrained` (safetensors and JSON only)."""
-        from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned
+        from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned_setting
 
-        folder = read_finetuned(directory, TASK)
+        folder, variant = read_finetuned_setting(directory, TASK)
         settings = dict(folder.task_config)
-        variant = settings.get("variant")
-        if variant not in VARIANT_LABELS:
-            raise FinetunedFormatError(f"{directory}/task.json: 'variant' must be one of {', '.join(VARIANT_LABELS)}")
         saved = folder.backbone.eval()
         knowledge = saved.knowledge if variant != "lm" else None
         model = QuestionAnswerer(Backbone(variant, int(saved.hidden_size), saved.language, knowledge,

@@ -18,7 +18,7 @@ import torch
 
 from jaket.tasks.fewrel import FewRelData, load_fewrel, read_query_lines
 from jaket.tasks.relation_classification import PairEncoder, RelationClassificationConfig
-from jaket.tasks.variants import VARIANT_LABELS, Backbone, VariantConfig
+from jaket.tasks.variants import Backbone, VariantConfig
 
 TASK = "relation-classification"
 
@@ -47,13 +47,10 @@ class FinetunedPairClassifier:
     @classmethod
     def from_pretrained(cls, directory) -> "FinetunedPairClassifier":
         """Read a folder written by :meth:`save_pretrained` (safetensors and JSON only)."""
-        from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned
+        from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned_setting
 
-        folder = read_finetuned(directory, TASK)
+        folder, variant = read_finetuned_setting(directory, TASK)
         settings = dict(folder.task_config)
-        variant = settings.get("variant")
-        if variant not in VARIANT_LABELS:
-            raise FinetunedFormatError(f"{directory}/task.json: 'variant' must be one of {', '.join(VARIANT_LABELS)}")
         model = PairEncoder(variant, language=folder.backbone.language)
         try:
             model.score.load_state_dict(folder.head)
