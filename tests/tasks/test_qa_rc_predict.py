@@ -47,6 +47,7 @@ def test_kgqa_split_flags_save_and_predict(metaqa_splits_dir, tiny_bert_dir, tmp
     assert metrics["data"]["split"]["test"] == 7 and metrics["data"]["split"]["selection"] == 5
     assert metrics["data"]["train_split"] == "dev" and metrics["data"]["eval_split"] == "test"
     assert metrics["config"]["km_fanout"] == 2
+    assert "20 train, 5 model selection, 7 test (the test split; 6 1-hop, 1 2-hop)" in (out / "report.md").read_text()
     run = metrics["runs"]["lm+g+m"]["full"][0]
     assert [s for s, _ in run["selection_curve"]] == [1, 2] and set(run["test"]) == {"1-hop", "2-hop", "all"}
     model_dir = out / "model"

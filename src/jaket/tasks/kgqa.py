@@ -449,4 +449,11 @@ def write_report(results: dict, out_dir: Path) -> None:
             f"{d['triples']} triples. Hits@1 (%) on the test questions, mean ± std over seeds "
             f"{results['config']['seeds']}.", "", results_table(results), "",
             "![learning curves](learning_curves.png)", ""]
+    if "split" in d:
+        split = d["split"]
+        source = (f"the {d['eval_split']} split" if d.get("eval_split") else
+                  f"a held-out part of the {d.get('train_split', 'given')} questions")
+        text[3:3] = [f"Questions: {split['train']} train, {split['selection']} model selection, {split['test']} test "
+                     f"({source}; {split['test 1-hop']} 1-hop, {split['test 2-hop']} 2-hop); split seed "
+                     f"{d.get('split_seed', 0)}, the same for every training seed.", ""]
     rep.write_text_atomic(out_dir / "report.md", "\n".join(text))
