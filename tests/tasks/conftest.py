@@ -120,3 +120,34 @@ def tiny_jaket_dir(tiny_bert_dir, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tiny-jaket") / "model"
     model.save_pretrained(out, save_memory=False)
     return out
+
+
+@pytest.fixture()
+def metaqa_splits_dir(tmp_path: Path) -> Path:
+    """A MetaQA-format folder with a dev and a test split: 12 films, 4 directors, 6 years, 3 genres;
+    1-hop questions (director, year, films of a director) and 2-hop ones (years of a director's films)."""
+    root = tmp_path / "metaqa"
+    (root / "1-hop").mkdir(parents=True)
+    (root / "2-hop").mkdir()
+    kb, director_of, year_of = [], {}, {}
+    for i in range(12):
+        film, director, year, genre = f"Film {i}", f"Director {i % 4}", str(1990 + i % 6), ["Drama", "Comedy", "Horror"][i % 3]
+        director_of[film], year_of[film] = director, year
+        kb += [f"{film}|directed_by|{director}", f"{film}|release_year|{year}", f"{film}|has_genre|{genre}"]
+    (root / "kb.txt").write_text("\n".join(kb) + "\n")
+    films_of = {d: sorted(f for f, x in director_of.items() if x == d) for d in set(director_of.values())}
+
+    def one_hop(films):
+        lines = [f"who directed [{f}]\t{director_of[f]}" for f in films]
+        lines += [f"when was [{f}] released\t{year_of[f]}" for f in films]
+        return lines
+
+    dev = one_hop([f"Film {i}" for i in range(9)]) + [f"which films did [{d}] direct\t{'|'.join(fs)}"
+                                                       for d, fs in sorted(films_of.items())]
+    (root / "1-hop" / "qa_dev.txt").write_text("\n".join(dev) + "\n")
+    (root / "1-hop" / "qa_test.txt").write_text("\n".join(one_hop([f"Film {i}" for i in range(9, 12)])) + "\n")
+    two = [f"when were the films directed by [{d}] released\t{'|'.join(sorted({year_of[f] for f in fs}))}"
+           for d, fs in sorted(films_of.items())]
+    (root / "2-hop" / "qa_dev.txt").write_text("\n".join(two[:3]) + "\n")
+    (root / "2-hop" / "qa_test.txt").write_text(two[3] + "\n")
+    return root

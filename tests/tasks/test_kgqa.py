@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from jaket.tasks import kgqa
+from jaket.tasks.kgqa_graph import QAGraph
 
 
 def test_wordnet_questions_are_correct(small_kg):
@@ -19,7 +20,7 @@ def test_wordnet_questions_are_correct(small_kg):
         if q.hops == 1 and "a kind of?" in q.text:
             assert set(q.answers) == forward[(q.topic, 0)]
         # every answer is within the question's hop count
-        cands = kgqa.k_hop_candidates(small_kg, np.ones(len(triples), bool), q.topic, q.hops, 10_000)
+        cands = QAGraph(small_kg).candidates(q.topic, q.hops, 10_000)
         assert set(q.answers) <= set(cands.tolist())
 
 
@@ -50,3 +51,93 @@ def test_gnn_cannot_answer_questions(small_kg):
 
     with pytest.raises(VariantError):
         kgqa.run_kgqa(small_kg, kgqa.wordnet_questions(small_kg), kgqa.KGQAConfig(variants=("gnn",)))
+
+
+@pytest.mark.parametrize("variant", ["lm", "lm+g+m"])
+@pytest.mark.parametrize("half", [False, True])
+def test_subgraph_pass_gives_the_whole_graph_scores_and_gradients(small_kg, tiny_bert_dir, variant, half):
+    """One KM pass over the batch's computation subgraph = a pass over the whole KG (to 1e-5):
+    the candidate scores and every gradient, KG-Full and KG-50%."""
+    import torch
+
+    from jaket.tasks.kgqa_graph import drop_triples_mask
+    from jaket.tasks.variants import FrozenMemory, load_backbone
+
+    config = kgqa.KGQAConfig(variants=(variant,), encoder=tiny_bert_dir, km_heads=4)
+    backbone = load_backbone(config.variant_config(variant), seed=0)
+    g = torch.Generator().manual_seed(0)
+    memory = FrozenMemory(torch.randn(small_kg.num_entities, backbone.hidden_size, generator=g),
+                          torch.randn(small_kg.num_relations, backbone.hidden_size, generator=g))
+    graph = QAGraph(small_kg, drop_triples_mask(small_kg.num_triples, 0.5, 3) if half else None)
+    # topics of the first category: its hypernym tree is one component of the three
+    questions = [q for q in kgqa.wordnet_questions(small_kg, seed=0, max_questions=200) if q.topic < 12][:3]
+    cands = [graph.candidates(q.topic, q.hops, 2) for q in questions]
+    questions, cands = zip(*[(q, c) for q, c in zip(questions, cands) if len(c)])
+    seeds = np.unique(np.concatenate([*cands, [q.topic for q in questions]]))
+    sub = graph.computation_subgraph(seeds, 2)
+    assert len(sub.nodes) < small_kg.num_entities  # the fast path really reads less than the KG
+    assert min(sub.nodes_per_hop) > 0 and min(sub.edges_per_hop) > 0  # ... and needs both hops
+    assert np.array_equal(sub.seeds, seeds)
+    model = kgqa.QuestionAnswerer(backbone).eval()  # no dropout: the two passes see the same net
+    results = []
+    for whole in (True, False):
+        model.zero_grad()
+        logits = kgqa.batch_logits(model, memory, graph, list(questions), list(cands), config, whole_graph=whole)
+        sum((x * torch.linspace(-1, 1, len(x))).sum() for x in logits).backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        results.append(([x.detach() for x in logits], grads))
+    (slow, slow_grads), (fast, fast_grads) = results
+    for a, b in zip(slow, fast):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-5)
+    assert slow_grads.keys() == fast_grads.keys() and any(n.startswith("knowledge.") for n in slow_grads) == (variant != "lm")
+    for name in slow_grads:
+        assert torch.allclose(slow_grads[name], fast_grads[name], atol=1e-5, rtol=1e-4), name
+
+
+def test_candidates_are_nearest_hops_first_and_cached(small_kg):
+    graph = QAGraph(small_kg)
+    one = graph.candidates(0, 1, 100)
+    two = graph.candidates(0, 2, 100)
+    assert np.array_equal(two[: len(one)], one) and 0 not in two and len(two) > len(one)
+    assert np.array_equal(graph.candidates(0, 2, 3), two[:3])
+    assert np.shares_memory(graph.candidates(0, 2, 100), graph._candidates[(0, 2)])  # computed once
+    triples = np.asarray(small_kg.triples)
+    neighbours = set(triples[triples[:, 0] == 0, 2]) | set(triples[triples[:, 2] == 0, 0])
+    assert set(one.tolist()) == neighbours - {0}
+
+
+def test_model_selection_keeps_the_best_checked_state(small_kg, tiny_bert_dir):
+    questions = kgqa.wordnet_questions(small_kg, seed=0, max_questions=60)
+    config = kgqa.KGQAConfig(variants=("lm+g+m",), seeds=(0,), kg_settings=("full",), steps=4, batch_size=4,
+                             encoder=tiny_bert_dir, km_heads=4, select_every=2)
+    results = kgqa.run_kgqa(small_kg, questions, config)
+    run = results["runs"]["lm+g+m"]["full"][0]
+    steps = [s for s, _ in run["selection_curve"]]
+    assert steps == [2, 4]
+    best = max(run["selection_curve"], key=lambda x: x[1])
+    assert run["selected_step"] == best[0]
+    assert run["selection"]["all"] == pytest.approx(best[1])  # the kept state is the one that scored it
+
+
+def test_sampled_subgraph_caps_in_edges_and_is_exact_when_the_cap_is_not_reached(small_kg):
+    graph = QAGraph(small_kg)
+    seeds = np.array([0, 12])
+    exact = graph.computation_subgraph(seeds, 2)
+    degree = int(np.diff(graph.adjacency.indptr).max())
+    wide = graph.computation_subgraph(seeds, 2, fanout=degree, generator=np.random.default_rng(0))
+    assert np.array_equal(wide.nodes, exact.nodes) and torch_equal(wide.edge_index, exact.edge_index)
+    capped = graph.computation_subgraph(seeds, 2, fanout=1, generator=np.random.default_rng(0))
+    targets = capped.edge_index[1].numpy()
+    assert np.bincount(targets).max() == 1  # at most one in-edge per updated node
+    assert capped.edges_per_hop[0] == 2 and sum(capped.edges_per_hop) < sum(exact.edges_per_hop)
+    # every sampled edge is a real edge of the KG with its type
+    nodes = capped.nodes
+    real = {(int(u), int(v), int(t)) for v in range(small_kg.num_entities)
+            for u, t in zip(graph.adjacency.neighbors[graph.adjacency.indptr[v]:graph.adjacency.indptr[v + 1]],
+                            graph.adjacency.edge_type[graph.adjacency.indptr[v]:graph.adjacency.indptr[v + 1]])}
+    for (s, d), t in zip(capped.edge_index.T.tolist(), capped.edge_type.tolist()):
+        assert (int(nodes[s]), int(nodes[d]), t) in real
+
+
+def torch_equal(a, b):
+    return a.shape == b.shape and bool((a == b).all())

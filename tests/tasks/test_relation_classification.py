@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from jaket.kg.sources.fewrel import load_fewrel
+from jaket.tasks.fewrel import load_fewrel
 from jaket.tasks import relation_classification as rc
 from jaket.tasks.variants import VariantError
 

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from jaket.kg.sources import metaqa
-from jaket.kg.sources.fewrel import FewRelFormatError, load_fewrel
+from jaket.tasks import metaqa
+from jaket.tasks.fewrel import FewRelFormatError, load_fewrel
 
 
 def test_metaqa_loader(metaqa_dir):
@@ -22,8 +22,10 @@ def test_metaqa_loader(metaqa_dir):
 
 def test_metaqa_bad_line(tmp_path):
     (tmp_path / "kb.txt").write_text("a|b|c\nbroken line\n")
+    from jaket.kg.sources.metaqa import read_kb
+
     with pytest.raises(metaqa.MetaQAFormatError, match=r"kb.txt:2:"):
-        metaqa.read_kb(tmp_path / "kb.txt")
+        read_kb(tmp_path / "kb.txt")
 
 
 def test_fewrel_loader(fewrel_file):

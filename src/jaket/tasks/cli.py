@@ -1,7 +1,8 @@
 """``jaket finetune TASK`` and ``jaket evaluate TASK``.
 
 ``finetune`` runs one setting (``--variant``, default ``jaket`` when ``--model`` is given, else
-``lm+g+m``); ``evaluate`` runs the paper's comparison (``--variants``, all that apply by default)
+``lm+g+m``, ``lm`` for relation classification) and saves its model to ``OUT/model`` for
+``jaket predict``; ``evaluate`` runs the paper's comparison (``--variants``, all that apply by default)
 over ``--seeds`` seeds (5 by default). Both fine-tune and test, and write ``metrics.json``,
 ``report.md`` and PNG plots into ``--out``. Without data arguments every task runs on the
 embedded default (WordNet 3.0 + the bundled MiniLM).
@@ -27,6 +28,10 @@ _DEFAULT_VARIANTS = {
     "kgqa": ("lm", "lm+g", "lm+g+m", "jaket"),
     "relation-classification": ("lm", "jaket"),
 }
+
+
+#: finetune's setting without --model or --variant (relation classification has no KM setting)
+_FINETUNE_VARIANT = {"relation-classification": "lm"}
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -80,23 +85,74 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
         qa = tasks.add_parser("kgqa", help="question answering over the KG, Hits@1 (Table 2)")
         _add_common(qa, evaluate)
-        qa.add_argument("--metaqa", type=Path, help="a MetaQA folder (kb.txt, 1-hop/, 2-hop/)")
-        qa.add_argument("--max-entities", type=int, default=2000, help="WordNet subset size (default KG)")
-        qa.add_argument("--max-questions", type=int, default=1500)
-        qa.add_argument("--kg-settings", type=_csv, default=("full", "50%"))
-        qa.add_argument("--steps", type=int, default=300)
-        _add_relation_memory(qa)
+        _add_kgqa_arguments(qa)
         qa.set_defaults(func=_run_kgqa, evaluate=evaluate)
 
         rc = tasks.add_parser("relation-classification", help="few-shot relation classification, PAIR (Table 1)")
         _add_common(rc, evaluate)
-        rc.add_argument("--data", type=Path, help="FewRel JSON file or folder (default: WordNet-derived set)")
-        rc.add_argument("--max-entities", type=int, default=3000, help="WordNet subset size (default data)")
-        rc.add_argument("--settings", type=_csv, default=("5-1", "5-5"), help="N-K list, e.g. 5-1,5-5,10-1")
-        rc.add_argument("--train-relations", type=int, default=3)
-        rc.add_argument("--train-steps", type=int, default=150)
-        rc.add_argument("--episodes", type=int, default=1000)
+        _add_relation_classification_arguments(rc)
         rc.set_defaults(func=_run_relation_classification, evaluate=evaluate)
+
+
+def _add_kgqa_arguments(qa: argparse.ArgumentParser) -> None:
+    from jaket.tasks.kgqa import KGQAConfig
+
+    d = KGQAConfig()
+    qa.add_argument("--metaqa", type=Path, metavar="DIR",
+                    help="a MetaQA-format folder: kb.txt and {1,2}-hop/qa_SPLIT.txt (default: templated "
+                         "questions over a WordNet subset)")
+    qa.add_argument("--train-split", default="dev", metavar="NAME",
+                    help="MetaQA split whose questions train and select the model (default dev)")
+    qa.add_argument("--eval-split", metavar="NAME",
+                    help="MetaQA split that is only evaluated, e.g. test (default: none; --test-fraction of "
+                         "the train split is held out as the test part)")
+    qa.add_argument("--hops", type=lambda t: tuple(int(x) for x in _csv(t)), default=(1, 2), metavar="LIST",
+                    help="MetaQA hop counts to read (default 1,2)")
+    qa.add_argument("--selection-fraction", type=float, default=0.1, metavar="F",
+                    help="share of the train split held out for model selection (default 0.1)")
+    qa.add_argument("--test-fraction", type=float, default=0.3, metavar="F",
+                    help="without --eval-split: share of the train split held out as test (default 0.3)")
+    qa.add_argument("--split-seed", type=int, default=0, metavar="N",
+                    help="seed of the MetaQA question split, the same for every training seed (default 0)")
+    qa.add_argument("--max-entities", type=int, default=2000, metavar="N", help="WordNet subset size (default KG)")
+    qa.add_argument("--max-questions", type=int, default=1500, metavar="N", help="WordNet questions (default KG)")
+    qa.add_argument("--kg-settings", type=_csv, default=("full", "50%"), metavar="LIST",
+                    help="full (every triple) and/or 50%% (each triple dropped with p = 0.5, seeded)")
+    qa.add_argument("--steps", type=int, default=d.steps, help=f"training steps (default {d.steps})")
+    qa.add_argument("--batch-size", type=int, default=d.batch_size, help=f"questions per step (default {d.batch_size})")
+    qa.add_argument("--lr", type=float, default=d.lr, help=f"LM2 learning rate (default {d.lr:g})")
+    qa.add_argument("--head-lr", type=float, default=d.head_lr,
+                    help=f"fusion and projections learning rate (default {d.head_lr:g})")
+    qa.add_argument("--km-lr", type=float, default=d.km_lr, help=f"knowledge-module learning rate (default {d.km_lr:g})")
+    qa.add_argument("--max-candidates", type=int, default=d.max_candidates,
+                    help=f"candidates per question, nearest hops first (default {d.max_candidates})")
+    qa.add_argument("--km-fanout", type=int, default=d.km_fanout, metavar="N",
+                    help="training only: sample at most N in-edges per node and hop of each step's KM subgraph "
+                         "(faster next to hubs, not exact); 0 = every edge (default)")
+    qa.add_argument("--select-every", type=int, default=d.select_every, metavar="N",
+                    help=f"Hits@1 on the selection questions every N steps, best state kept; 0 = off "
+                         f"(default {d.select_every})")
+    qa.add_argument("--max-selection", type=int, default=d.max_selection, metavar="N",
+                    help=f"selection questions read at each check (default {d.max_selection})")
+    _add_relation_memory(qa)
+
+
+def _add_relation_classification_arguments(rc: argparse.ArgumentParser) -> None:
+    rc.add_argument("--data", type=Path, metavar="FILE",
+                    help="FewRel JSON file or folder: the evaluation relations (default: WordNet-derived set)")
+    rc.add_argument("--train-data", type=Path, nargs="+", metavar="FILE",
+                    help="FewRel JSON file(s) of the training relations; then every relation of --data is "
+                         "evaluated and none may also be a training relation (default: split --data's relations)")
+    rc.add_argument("--drop-overlap", action="store_true",
+                    help="with --train-data: train without the relations that --data evaluates")
+    rc.add_argument("--max-entities", type=int, default=3000, help="WordNet subset size (default data)")
+    rc.add_argument("--settings", type=_csv, default=("5-1", "5-5"), help="N-K list, e.g. 5-1,5-5,10-1")
+    rc.add_argument("--train-relations", type=int, default=3,
+                    help="without --train-data: the first N relations of --data train (default 3)")
+    rc.add_argument("--train-steps", type=int, default=150, help="training episodes (default 150)")
+    rc.add_argument("--train-way", type=int, default=3, help="relations per training episode (default 3)")
+    rc.add_argument("--train-shot", type=int, default=1, help="supports per relation in training (default 1)")
+    rc.add_argument("--episodes", type=int, default=1000, help="evaluation episodes per setting (default 1000)")
 
 
 def _variants(args, task: str) -> tuple[str, ...]:
@@ -107,7 +163,7 @@ def _variants(args, task: str) -> tuple[str, ...]:
                 raise SystemExit("error: variant 'jaket' needs --model DIR (a pre-trained model folder)")
             chosen = tuple(v for v in chosen if v != "jaket")
         return chosen
-    variant = args.variant or ("jaket" if args.model is not None else "lm+g+m")
+    variant = args.variant or ("jaket" if args.model is not None else _FINETUNE_VARIANT.get(task, "lm+g+m"))
     if variant == "jaket" and args.model is None:
         raise SystemExit("error: variant 'jaket' needs --model DIR (a pre-trained model folder)")
     return (variant,)
@@ -119,6 +175,15 @@ def _finish(args, results: dict, table: str, out: Path) -> int:
     if args.json:
         print(json.dumps(results.get("summary", {}), indent=2))
     return 0
+
+
+def _finish_saved(args, results: dict, table: str, out: Path, usage: str) -> int:
+    """:func:`_finish`, then where the fine-tuned model is and how to use it."""
+    status = _finish(args, results, table, out)
+    if "saved_model" in results:
+        print(f"fine-tuned model: {results['saved_model']}  (jaket predict {args.task} --model "
+              f"{results['saved_model']} {usage})")
+    return status
 
 
 def _out(args, task: str) -> Path:
@@ -140,65 +205,65 @@ def _run_kgqa(args) -> int:
     from jaket.tasks import kgqa
 
     _cpu_only(args, "kgqa")
+    splits = info = None
     if args.metaqa is not None:
-        kg, questions = _metaqa_kg(args.metaqa)
+        from jaket.tasks.metaqa import load_metaqa_task
+
+        data = load_metaqa_task(args.metaqa, args.train_split, args.eval_split, args.hops,
+                                args.selection_fraction, args.test_fraction, args.split_seed)
+        for split, skipped in data.info["skipped"].items():
+            if skipped:
+                logger.warning("%s: %d %s questions skipped (topic or every answer not in kb.txt)",
+                               args.metaqa, skipped, split)
+        kg, questions, splits, info = data.kg, data.questions, (data.train, data.selection, data.test), data.info
     else:
         from jaket.kg.sources.wordnet import build_wordnet
 
         kg, _, _ = build_wordnet(max_entities=args.max_entities, roots=None, seed=0)
         questions = kgqa.wordnet_questions(kg, seed=0, max_questions=args.max_questions)
     config = kgqa.KGQAConfig(variants=_variants(args, "kgqa"), kg_settings=args.kg_settings,
-                             seeds=tuple(range(args.seeds)), steps=args.steps, encoder=args.encoder,
+                             seeds=tuple(range(args.seeds)), steps=args.steps, batch_size=args.batch_size,
+                             lr=args.lr, head_lr=args.head_lr, km_lr=args.km_lr,
+                             max_candidates=args.max_candidates, km_fanout=args.km_fanout,
+                             select_every=args.select_every,
+                             max_selection=args.max_selection, encoder=args.encoder,
                              pretrained=args.model, km_layers=args.km_layers, km_heads=args.km_heads,
                              relation_memory=args.relation_memory)
     out = _out(args, "kgqa")
-    results = kgqa.run_kgqa(kg, questions, config, out)
-    return _finish(args, results, kgqa.results_table(results), out)
-
-
-def _metaqa_kg(folder: Path):
-    """MetaQA as a KnowledgeGraph: descriptions = one sampled question per entity (the paper)."""
-    from jaket.kg.graph import KnowledgeGraph
-    from jaket.kg.sources import metaqa
-
-    kb, questions, skipped = metaqa.load_metaqa(folder)
-    if skipped:
-        logger.warning("%s: %d questions skipped (topic or answers not in kb.txt)", folder, skipped)
-    descriptions = metaqa.entity_descriptions_from_questions(len(kb.entity_names), kb.entity_names, questions)
-    kg = KnowledgeGraph(
-        entity_ids=list(kb.entity_names), entity_names=list(kb.entity_names), entity_descriptions=descriptions,
-        entity_aliases=[[] for _ in kb.entity_names], entity_category=np.full(len(kb.entity_names), -1),
-        category_names=[], relation_ids=list(kb.relation_names),
-        relation_names=[r.replace("_", " ") for r in kb.relation_names],
-        relation_descriptions=[metaqa.RELATION_DESCRIPTIONS.get(r, r.replace("_", " ")) for r in kb.relation_names],
-        triples=kb.triples)
-    return kg, questions
+    results = kgqa.run_kgqa(kg, questions, config, out, splits=splits, data_info=info,
+                            save_dir=None if args.evaluate else out / "model")
+    return _finish_saved(args, results, kgqa.results_table(results), out, "--questions FILE")
 
 
 def _run_relation_classification(args) -> int:
     from jaket.tasks import relation_classification as rc
+    from jaket.tasks.fewrel import load_fewrel, merge_fewrel
 
     _cpu_only(args, "relation-classification")
+    if args.train_data and args.data is None:
+        raise ValueError("--train-data needs --data FILE: the evaluation relations")
+    if args.drop_overlap and not args.train_data:
+        raise ValueError("--drop-overlap needs --train-data FILE ...")
     if args.data is not None:
-        from jaket.kg.sources.fewrel import load_fewrel
-
         data = load_fewrel(args.data)
     else:
         from jaket.kg.sources.wordnet import build_wordnet
 
         kg, _, _ = build_wordnet(max_entities=args.max_entities, roots=None, seed=0)
         data = rc.kg_relation_instances(kg)
+    train_data = merge_fewrel([load_fewrel(p) for p in args.train_data]) if args.train_data else None
     settings = []
     for item in args.settings:
         way, _, shot = item.partition("-")
+        if not (way.isdigit() and shot.isdigit() and int(way) >= 2 and int(shot) >= 1):
+            raise ValueError(f"--settings: {item!r} is not N-K with N >= 2 ways and K >= 1 shots, e.g. 5-1")
         settings.append((int(way), int(shot)))
     config = rc.RelationClassificationConfig(
         variants=_variants(args, "relation-classification"), settings=tuple(settings),
         seeds=tuple(range(args.seeds)), num_train_relations=args.train_relations,
-        train_steps=args.train_steps, episodes=args.episodes, encoder=args.encoder, pretrained=args.model)
+        drop_overlap=args.drop_overlap, train_steps=args.train_steps, train_way=args.train_way,
+        train_shot=args.train_shot, episodes=args.episodes, encoder=args.encoder, pretrained=args.model)
     out = _out(args, "relation-classification")
-    try:
-        results = rc.run_relation_classification(data, config, out)
-    except ValueError as error:
-        raise SystemExit(f"error: {error}") from None
-    return _finish(args, results, rc.results_table(results), out)
+    results = rc.run_relation_classification(data, config, out, train_data=train_data,
+                                             save_dir=None if args.evaluate else out / "model")
+    return _finish_saved(args, results, rc.results_table(results), out, "--support FILE --queries FILE")

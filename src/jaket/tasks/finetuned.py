@@ -27,6 +27,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,21 +63,25 @@ class TaskHandlers:
         return target
 
 
-_EC = "jaket.tasks.entity_classification"
+def _handlers(help: str, module: str, model_class: str, arguments_module: str | None = None) -> TaskHandlers:
+    """The handlers of a task whose model class has ``save_pretrained`` / ``from_pretrained`` and
+    whose module has ``predict_rows`` (and ``add_predict_arguments``, or in ``arguments_module``)."""
+    return TaskHandlers(help, f"{module}:{model_class}.save_pretrained", f"{module}:{model_class}.from_pretrained",
+                        f"{arguments_module or module}:add_predict_arguments", f"{module}:predict_rows")
+
+
 #: task command name -> its handlers
 REGISTRY: dict[str, TaskHandlers] = {
-    "entity-classification": TaskHandlers(
-        help="a label and its probability for entities of a KG",
-        save=f"{_EC}:FinetunedEntityClassifier.save_pretrained",
-        load=f"{_EC}:FinetunedEntityClassifier.from_pretrained",
-        add_predict_arguments="jaket.tasks.entity_classification_cli:add_predict_arguments",
-        predict_rows=f"{_EC}:predict_rows"),
-    "link-prediction": TaskHandlers(
-        help="top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG",
-        save="jaket.tasks.link_predictor:FinetunedLinkPredictor.save_pretrained",
-        load="jaket.tasks.link_predictor:FinetunedLinkPredictor.from_pretrained",
-        add_predict_arguments="jaket.tasks.link_prediction_cli:add_predict_arguments",
-        predict_rows="jaket.tasks.link_predictor:predict_rows"),
+    "entity-classification": _handlers("a label and its probability for entities of a KG",
+                                       "jaket.tasks.entity_classification", "FinetunedEntityClassifier",
+                                       "jaket.tasks.entity_classification_cli"),
+    "link-prediction": _handlers("top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG",
+                                 "jaket.tasks.link_predictor", "FinetunedLinkPredictor",
+                                 "jaket.tasks.link_prediction_cli"),
+    "kgqa": _handlers("ranked answers for questions over a KG", "jaket.tasks.kgqa_predict",
+                      "FinetunedQuestionAnswerer"),
+    "relation-classification": _handlers("the relation of each query sentence, given support examples (PAIR)",
+                                         "jaket.tasks.relation_classification_predict", "FinetunedPairClassifier"),
 }
 
 
@@ -93,11 +98,13 @@ class FinetunedFolder:
     head: dict[str, torch.Tensor]
 
 
-def write_finetuned(directory, task: str, backbone, head: dict[str, torch.Tensor], task_config: dict) -> Path:
+def write_finetuned(directory, task: str, backbone, head: dict[str, torch.Tensor], task_config: dict,
+                    extra: Callable[[Path], None] | None = None) -> Path:
     """Write a fine-tuned folder (layout in the module docstring), replacing ``directory`` atomically.
 
     ``backbone``: a :class:`jaket.model.jaket.JaketModel` (see :func:`backbone_model`); ``head``:
-    the head's state dict; ``task_config``: JSON-able task settings (``task.json``)."""
+    the head's state dict; ``task_config``: JSON-able task settings (``task.json``); ``extra``:
+    writes a task's own files into the folder being built (e.g. KGQA's ``kg/``)."""
     from safetensors.torch import save_file
 
     from jaket import __version__
@@ -111,6 +118,8 @@ def write_finetuned(directory, task: str, backbone, head: dict[str, torch.Tensor
         data = {"format": FORMAT, "format_version": FORMAT_VERSION, "task": task, "jaket_version": __version__,
                 **task_config}
         (tmp / TASK_FILE).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        if extra is not None:
+            extra(tmp)
     return directory
 
 
@@ -169,6 +178,17 @@ def prediction_memory(backbone, kg, settings: dict):
     return kg_memory(backbone, kg, int(settings.get("memory_seed", 0)),
                      max_length=int(settings.get("description_max_length", 64)),
                      relation_memory=bool(settings.get("relation_memory", True)))
+
+
+def read_finetuned_setting(directory, task: str) -> tuple[FinetunedFolder, str]:
+    """:func:`read_finetuned` and the comparison setting (``variant``) its ``task.json`` names."""
+    from jaket.tasks.variants import VARIANT_LABELS
+
+    folder = read_finetuned(directory, task)
+    variant = folder.task_config.get("variant")
+    if variant not in VARIANT_LABELS:
+        raise FinetunedFormatError(f"{directory}/{TASK_FILE}: 'variant' must be one of {', '.join(VARIANT_LABELS)}")
+    return folder, variant
 
 
 def backbone_model(backbone, config, knowledge: nn.Module | None = None):

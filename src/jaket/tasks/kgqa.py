@@ -10,10 +10,16 @@ is Hits@1 (the top candidate is an answer; a question whose answers are all outs
 set counts as a miss). **KG-Full** uses every triple; **KG-50%** drops each triple with probability
 0.5 (seeded) before the candidates and the KM graph are built, the questions stay the same.
 
-Data: :func:`jaket.kg.sources.metaqa.load_metaqa` reads MetaQA (descriptions = one sampled question
-per entity, relation descriptions by hand, as the paper does). MetaQA is not shipped here, so
-:func:`wordnet_questions` writes templated 1-hop and 2-hop questions over the hypernym, part and
-member relations of a WordNet KG (entity descriptions: the WordNet ones, lemmas + gloss).
+The step's KM pass covers only the computation subgraph of the batch's topics and candidates
+(:mod:`jaket.tasks.kgqa_graph`), which gives the same scores as a pass over the whole KG at a
+fraction of its cost. Model selection: every ``select_every`` steps Hits@1 on the selection
+questions, the best state is kept and tested.
+
+Data: :func:`jaket.tasks.metaqa.load_metaqa_task` reads MetaQA (its protocol, and descriptions =
+one sampled training question per entity, relation descriptions by hand, as the paper does);
+without it :func:`wordnet_questions` writes templated 1-hop and 2-hop questions over the
+hypernym, part and member relations of a WordNet KG (entity descriptions: the WordNet ones,
+lemmas + gloss). A fine-tuned model is saved and used by :mod:`jaket.tasks.kgqa_predict`.
 
 Settings: ``lm`` reads the question with the full encoder (no fusion) and scores candidates by a
 projection of their description embedding; ``lm+g`` / ``lm+g+m`` / ``jaket`` as in
@@ -33,10 +39,11 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from jaket.kg.sources.metaqa import QAExample
 from jaket.tasks import report as rep
+from jaket.tasks.kgqa_graph import QAGraph, drop_triples_mask
+from jaket.tasks.metaqa import QAExample
 from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, FrozenMemory, VariantError,
-                                  full_graph, kg_memory, load_backbone)
+                                  kg_memory, load_backbone)
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +69,18 @@ class KGQAConfig(BackboneSettings):
     head_lr: float = 1e-3
     km_lr: float = 5e-4
     max_length: int = 48
+    #: train / selection / test shares of the questions, per seed, when no split is given
     split: tuple[float, float, float] = (0.6, 0.1, 0.3)
     max_candidates: int = 2000
+    #: Hits@1 on the selection questions every N steps (and after the last), best state kept; 0 = off
+    select_every: int = 100
+    #: selection questions read at each of those checks (the first N of the selection part)
+    max_selection: int = 500
+    #: False: one KM pass over the whole KG per step (the reference for the subgraph pass)
+    subgraph: bool = True
+    #: > 0: training samples at most this many in-edges per node and hop of the step's subgraph
+    #: (seeded; like pre-training's fan-out), 0 = every edge, exact; evaluation always reads every edge
+    km_fanout: int = 0
 
 
 # ----------------------------------------------------------------------------- WordNet questions
@@ -149,52 +166,13 @@ def wordnet_questions(kg, seed: int = 0, max_questions: int = 2000, max_answers:
     return [picked[i] for i in rng.permutation(len(picked))]
 
 
-# ----------------------------------------------------------------------------- candidates
-
-
-def drop_triples_mask(num_triples: int, probability: float, seed: int) -> np.ndarray:
-    """KG-50%: keep each triple with probability ``1 - probability`` (seeded)."""
-    return np.random.default_rng(seed).random(num_triples) >= probability
-
-
-def k_hop_candidates(kg, keep: np.ndarray, topic: int, hops: int, limit: int) -> np.ndarray:
-    """Entities within ``hops`` hops of ``topic`` (either direction) over the kept triples,
-    the topic itself excluded; at most ``limit`` (nearest hops first)."""
-    adjacency = _undirected(kg, keep)
-    frontier, seen = {topic}, {topic}
-    ordered: list[int] = []
-    for _ in range(hops):
-        nxt = set()
-        for node in frontier:
-            nxt.update(adjacency[node])
-        nxt -= seen
-        seen |= nxt
-        ordered += sorted(nxt)
-        frontier = nxt
-    return np.asarray(ordered[:limit], dtype=np.int64)
-
-
-_ADJ_CACHE: dict[int, tuple[np.ndarray, list[list[int]]]] = {}
-
-
-def _undirected(kg, keep: np.ndarray) -> list[list[int]]:
-    key = id(keep)
-    cached = _ADJ_CACHE.get(key)
-    if cached is not None and cached[0] is keep:
-        return cached[1]
-    adjacency: list[list[int]] = [[] for _ in range(kg.num_entities)]
-    for h, _, t in np.asarray(kg.triples)[keep].tolist():
-        adjacency[h].append(t)
-        adjacency[t].append(h)
-    _ADJ_CACHE.clear()
-    _ADJ_CACHE[key] = (keep, adjacency)
-    return adjacency
-
-
 # ----------------------------------------------------------------------------- model
 
 
 class QuestionAnswerer(nn.Module):
+    """LM1 -> fusion of the topic's KM embedding at its mention (Eq. 8-9) -> LM2 (Eq. 10) -> a
+    linear map of [CLS]; candidates are scored by the inner product with their KM embedding."""
+
     def __init__(self, backbone: Backbone):
         super().__init__()
         if backbone.variant not in SUPPORTED_VARIANTS or backbone.language is None:
@@ -215,9 +193,22 @@ class QuestionAnswerer(nn.Module):
             p.requires_grad_(False)
 
     def entities(self, memory: FrozenMemory, edge_index, edge_type) -> torch.Tensor:
+        """The candidate embedding of every entity: ``E^KM`` over the whole graph (or, for ``lm``,
+        the projected description features)."""
         if self.knowledge is not None:
             return self.knowledge(memory.entities, edge_index, edge_type, memory.relations)
         return self.entity_projection(memory.entities)
+
+    def entity_rows(self, memory: FrozenMemory, graph: QAGraph, seeds: np.ndarray, fanout: int = 0,
+                    generator: np.random.Generator | None = None) -> torch.Tensor:
+        """The rows of :meth:`entities` for ``seeds`` (sorted, unique), from one KM pass over their
+        computation subgraph only (:mod:`jaket.tasks.kgqa_graph`; ``fanout``: sampled)."""
+        if self.knowledge is None:
+            return self.entity_projection(memory.entities[torch.from_numpy(seeds)])
+        sub = graph.computation_subgraph(seeds, len(self.knowledge.layers), fanout, generator)
+        x = memory.entities.index_select(0, torch.from_numpy(sub.nodes))
+        return self.knowledge(x, sub.edge_index, sub.edge_type, memory.relations,
+                              hops=(sub.nodes_per_hop, sub.edges_per_hop))
 
     def questions(self, ids, mask, span_start, span_end, topic_embedding) -> torch.Tensor:
         z = self.language.lm1(ids, mask)
@@ -228,8 +219,13 @@ class QuestionAnswerer(nn.Module):
         z = self.language.lm2(z, mask)
         return self.question_projection(z[:, 0])
 
+    def head_state(self) -> dict[str, torch.Tensor]:
+        """What a fine-tuned folder stores beside the backbone: fusion and projections."""
+        return {k: v for k, v in self.state_dict().items() if not k.startswith(("language.", "knowledge."))}
 
-def _encode_questions(tokenizer, questions: list[QAExample], max_length: int):
+
+def encode_questions(tokenizer, questions: list[QAExample], max_length: int):
+    """Token ids, mask, and the first / last token of each topic mention."""
     enc = tokenizer([q.text for q in questions], truncation=True, max_length=max_length, padding=True,
                     return_offsets_mapping=True, return_tensors="pt")
     starts, ends = [], []
@@ -241,42 +237,73 @@ def _encode_questions(tokenizer, questions: list[QAExample], max_length: int):
     return enc["input_ids"], enc["attention_mask"], torch.tensor(starts), torch.tensor(ends)
 
 
-def _split(n: int, fractions, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def split_indices(n: int, fractions, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A seeded train / selection / test division of ``n`` questions by ``fractions``."""
     order = np.random.default_rng(seed).permutation(n)
     a = int(round(fractions[0] * n))
     b = a + int(round(fractions[1] * n))
     return order[:a], order[a:b], order[b:]
 
 
-def _hits_at_1(model, memory, edges, questions, candidates, config, batch_size=64) -> dict:
+def batch_logits(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, chunk: list[QAExample],
+                 candidates: list[np.ndarray], config: "KGQAConfig", *, whole_graph: bool = False,
+                 generator: np.random.Generator | None = None) -> list[torch.Tensor]:
+    """The candidate scores of each question of a batch (Eq. 10 then the inner products).
+
+    The KM runs once for the batch: over the computation subgraph of all its topics and
+    candidates, or with ``whole_graph`` over the whole KG (the reference the fast path is
+    tested against, and the cost ``docs/performance.md`` compares it with). ``config.km_fanout`` > 0
+    samples the subgraph's edges with ``generator``."""
+    topics = np.asarray([q.topic for q in chunk], dtype=np.int64)
+    seeds = np.unique(np.concatenate([topics] + [np.asarray(c, dtype=np.int64) for c in candidates]))
+    if whole_graph:
+        rows = model.entities(memory, *graph.full_edges()).index_select(0, torch.from_numpy(seeds))
+    else:
+        rows = model.entity_rows(memory, graph, seeds, config.km_fanout, generator)
+    position = lambda ids: torch.from_numpy(np.searchsorted(seeds, ids))  # noqa: E731
+    ids, mask, s, o = encode_questions(model.language.tokenizer, chunk, config.max_length)
+    qv = model.questions(ids, mask, s, o, rows.index_select(0, position(topics)))
+    return [rows.index_select(0, position(np.asarray(c, dtype=np.int64))) @ qv[row]
+            for row, c in enumerate(candidates)]
+
+
+@torch.no_grad()
+def rank_candidates(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, questions: list[QAExample],
+                    candidates: list[np.ndarray], config: "KGQAConfig", batch_size: int = 64):
+    """For each question, its candidates' scores (one KM pass over the whole graph, shared by all)."""
     model.eval()
-    hits = {1: [], 2: []}
-    with torch.no_grad():
-        entities = model.entities(memory, *edges)
-        for begin in range(0, len(questions), batch_size):
-            chunk = questions[begin:begin + batch_size]
-            ids, mask, s, o = _encode_questions(model.language.tokenizer, chunk, config.max_length)
-            topic = entities[torch.tensor([q.topic for q in chunk])]
-            qv = model.questions(ids, mask, s, o, topic)
-            for row, q in enumerate(chunk):
-                cand = candidates[begin + row]
-                if len(cand) == 0:
-                    hits.setdefault(q.hops, []).append(0.0)
-                    continue
-                best = int(cand[int((entities[torch.as_tensor(cand)] @ qv[row]).argmax())])
-                hits.setdefault(q.hops, []).append(float(best in q.answers))
-    out = {f"{k}-hop": float(np.mean(v)) for k, v in hits.items() if v}
-    out["all"] = float(np.mean([x for v in hits.values() for x in v])) if any(hits.values()) else 0.0
+    entities = model.entities(memory, *graph.full_edges())
+    for begin in range(0, len(questions), batch_size):
+        chunk = questions[begin:begin + batch_size]
+        ids, mask, s, o = encode_questions(model.language.tokenizer, chunk, config.max_length)
+        qv = model.questions(ids, mask, s, o, entities[torch.tensor([q.topic for q in chunk])])
+        for row in range(len(chunk)):
+            cand = np.asarray(candidates[begin + row], dtype=np.int64)
+            yield cand, (entities[torch.from_numpy(cand)] @ qv[row]).numpy()
+
+
+def hits_at_1(model, memory, graph: QAGraph, questions: list[QAExample], candidates, config) -> dict:
+    """Hits@1 per hop count and over all (a question without candidates is a miss)."""
+    hits: dict[int, list[float]] = {}
+    for q, (cand, scores) in zip(questions, rank_candidates(model, memory, graph, questions, candidates, config)):
+        hit = float(int(cand[int(scores.argmax())]) in q.answers) if len(cand) else 0.0
+        hits.setdefault(q.hops, []).append(hit)
+    out = {f"{k}-hop": float(np.mean(v)) for k, v in sorted(hits.items())}
+    values = [x for v in hits.values() for x in v]
+    out["all"] = float(np.mean(values)) if values else 0.0
     return out
 
 
-def train_qa(backbone: Backbone, memory: FrozenMemory, kg, keep: np.ndarray, questions: list[QAExample],
-             train_idx, dev_idx, test_idx, config: KGQAConfig, seed: int, progress=None) -> dict:
+def train_qa(backbone: Backbone, memory: FrozenMemory, graph: QAGraph, questions: list[QAExample],
+             train_idx, selection_idx, test_idx, config: KGQAConfig, seed: int,
+             progress=None) -> tuple[dict, QuestionAnswerer]:
+    """Fine-tune on the training questions; every ``config.select_every`` steps Hits@1 on (at most
+    ``config.max_selection``) selection questions picks the state kept. Returns (run, model)."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     model = QuestionAnswerer(backbone)
-    edges = full_graph(kg, keep)
-    cands = [k_hop_candidates(kg, keep, q.topic, q.hops, config.max_candidates) for q in questions]
+    cands = {i: graph.candidates(questions[i].topic, questions[i].hops, config.max_candidates)
+             for i in (*train_idx, *selection_idx, *test_idx)}
     trainable = [i for i in train_idx if np.isin(questions[i].answers, cands[i]).any()]
     groups = [{"params": [p for n, p in model.named_parameters() if p.requires_grad and n.startswith("language.")],
                "lr": config.lr},
@@ -285,22 +312,20 @@ def train_qa(backbone: Backbone, memory: FrozenMemory, kg, keep: np.ndarray, que
     if model.knowledge is not None:
         groups.append({"params": model.knowledge.parameters(), "lr": config.km_lr})
     optimizer = torch.optim.AdamW(groups, weight_decay=0.01)
-    losses = []
-    for _ in range(config.steps):
-        model.train()
+    selection = [int(i) for i in selection_idx[: config.max_selection]]
+    pick = lambda idx: ([questions[i] for i in idx], [cands[i] for i in idx])  # noqa: E731
+    losses, curve, best = [], [], (-1.0, 0, None)
+    for step in range(1, config.steps + 1):
         if not trainable:
             break
+        model.train()
         batch = [trainable[i] for i in rng.integers(len(trainable), size=min(config.batch_size, len(trainable)))]
-        chunk = [questions[i] for i in batch]
-        entities = model.entities(memory, *edges)
-        ids, mask, s, o = _encode_questions(model.language.tokenizer, chunk, config.max_length)
-        qv = model.questions(ids, mask, s, o, entities[torch.tensor([q.topic for q in chunk])])
+        logits = batch_logits(model, memory, graph, [questions[i] for i in batch], [cands[i] for i in batch],
+                              config, whole_graph=not config.subgraph, generator=rng)
         loss = 0.0
         for row, i in enumerate(batch):
-            cand = torch.as_tensor(cands[i])
-            logits = entities[cand] @ qv[row]
             target = torch.as_tensor(np.isin(cands[i], questions[i].answers), dtype=torch.float32)
-            loss = loss - (torch.log_softmax(logits, -1) * target / target.sum()).sum()
+            loss = loss - (torch.log_softmax(logits[row], -1) * target / target.sum()).sum()
         loss = loss / len(batch)
         optimizer.zero_grad()
         loss.backward()
@@ -308,30 +333,56 @@ def train_qa(backbone: Backbone, memory: FrozenMemory, kg, keep: np.ndarray, que
         losses.append(loss.item())
         if progress is not None:
             progress.update(1)
+        if selection and config.select_every and (step % config.select_every == 0 or step == config.steps):
+            score = hits_at_1(model, memory, graph, *pick(selection), config)["all"]
+            curve.append((step, score))
+            if score > best[0]:
+                best = (score, step, copy.deepcopy(model.state_dict()))
     if progress is not None and len(losses) < config.steps:
         progress.update(config.steps - len(losses))
-    pick = lambda idx: ([questions[i] for i in idx], [cands[i] for i in idx])  # noqa: E731
-    dev = _hits_at_1(model, memory, edges, *pick(dev_idx), config)
-    test = _hits_at_1(model, memory, edges, *pick(test_idx), config)
-    reachable = float(np.mean([np.isin(questions[i].answers, cands[i]).any() for i in test_idx])) if len(test_idx) else 0.0
-    return {"train_loss": losses, "dev": dev, "test": test, "test_answer_reachable": reachable,
-            "trainable_questions": len(trainable)}
+    if best[2] is not None:
+        model.load_state_dict(best[2])
+    run = {"train_loss": losses, "selection_curve": curve, "selected_step": best[1] or len(losses),
+           "selection": hits_at_1(model, memory, graph, *pick(selection_idx), config) if len(selection_idx) else {},
+           "test": hits_at_1(model, memory, graph, *pick(test_idx), config),
+           "test_answer_reachable": float(np.mean([np.isin(questions[i].answers, cands[i]).any()
+                                                   for i in test_idx])) if len(test_idx) else 0.0,
+           "trainable_questions": len(trainable)}
+    return run, model
 
 
-def run_kgqa(kg, questions: list[QAExample], config: KGQAConfig, out_dir: Path | None = None) -> dict:
+def run_kgqa(kg, questions: list[QAExample], config: KGQAConfig, out_dir: Path | None = None, *,
+             splits: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, data_info: dict | None = None,
+             save_dir: Path | None = None) -> dict:
+    """Every setting x KG setting x seed. ``splits`` (train, selection, test indices) fixes the
+    question split for every seed; without it each seed divides the questions by ``config.split``.
+    ``save_dir``: the first run's model is written there (:class:`FinetunedQuestionAnswerer`)."""
     if not questions:
         raise ValueError("no questions")
     for v in config.variants:
         if v not in SUPPORTED_VARIANTS:
             raise VariantError(f"variant {v!r} cannot read a question; KGQA supports {', '.join(SUPPORTED_VARIANTS)}")
+    pick = lambda idx: [questions[i] for i in idx]  # noqa: E731
     results: dict = {"task": "kgqa",
                      "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
                      "data": {"entities": int(kg.num_entities), "triples": int(len(kg.triples)),
                               "questions": len(questions),
                               "1-hop": sum(q.hops == 1 for q in questions),
-                              "2-hop": sum(q.hops == 2 for q in questions)},
+                              "2-hop": sum(q.hops == 2 for q in questions), **(data_info or {})},
                      "runs": {}, "summary": {},
                      "km": {v: config.variant_config(v).km_structure() for v in config.variants if v != "lm"}}
+    if splits is not None:
+        results["data"]["split"] = {"train": len(splits[0]), "selection": len(splits[1]), "test": len(splits[2]),
+                                    "test 1-hop": sum(q.hops == 1 for q in pick(splits[2])),
+                                    "test 2-hop": sum(q.hops == 2 for q in pick(splits[2]))}
+    graphs: dict[tuple[str, int], QAGraph] = {}
+
+    def graph(setting: str, seed: int) -> QAGraph:  # KG-50% drops a different half per seed
+        key = (setting, 0 if setting == "full" else seed)
+        if key not in graphs:
+            graphs[key] = QAGraph(kg, None if setting == "full" else drop_triples_mask(kg.num_triples, 0.5, seed))
+        return graphs[key]
+
     total = len(config.variants) * len(config.kg_settings) * len(config.seeds) * config.steps
     with tqdm(total=total, desc="kgqa", unit="step") as progress:
         for variant in config.variants:
@@ -341,17 +392,31 @@ def run_kgqa(kg, questions: list[QAExample], config: KGQAConfig, out_dir: Path |
                 if memory is None or variant in ("gnn", "lm+g"):
                     memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
                                        relation_memory=config.relation_memory)
-                train_idx, dev_idx, test_idx = _split(len(questions), config.split, seed)
+                train_idx, sel_idx, test_idx = splits if splits is not None else split_indices(
+                    len(questions), config.split, seed)
                 for setting in config.kg_settings:
                     progress.set_postfix_str(f"{variant} KG-{setting} seed {seed}")
-                    keep = (np.ones(len(kg.triples), dtype=bool) if setting == "full"
-                            else drop_triples_mask(len(kg.triples), 0.5, seed))
                     started = time.perf_counter()
-                    run = train_qa(backbone, memory, kg, keep, questions, train_idx, dev_idx, test_idx,
-                                   config, seed, progress)
+                    run, model = train_qa(backbone, memory, graph(setting, seed), questions, train_idx, sel_idx,
+                                          test_idx, config, seed, progress)
                     run["seed"] = seed
                     run["seconds"] = time.perf_counter() - started
                     results["runs"].setdefault(variant, {}).setdefault(setting, []).append(run)
+                    if save_dir is not None and "saved_model" not in results:
+                        from jaket.tasks.kgqa_predict import FinetunedQuestionAnswerer
+
+                        finetuned = FinetunedQuestionAnswerer(
+                            model, settings={"variant": variant, "kg_setting": setting, "memory_seed": seed,
+                                             "hops": sorted({q.hops for q in pick(train_idx)}),
+                                             "max_candidates": config.max_candidates,
+                                             "max_length": config.max_length,
+                                             "description_max_length": config.description_max_length,
+                                             "relation_memory": config.relation_memory,
+                                             "training": {"seed": seed, "steps": config.steps,
+                                                          "selection": run["selection"], "test": run["test"]}},
+                            variant_config=config.variant_config(variant), backbone=backbone)
+                        results["saved_model"] = str(finetuned.save_pretrained(save_dir, kg))
+                    del model
             results["summary"][variant] = {
                 s: rep.summarize_seeds([r["test"] for r in runs]) for s, runs in results["runs"][variant].items()}
     if out_dir is not None:
@@ -384,4 +449,11 @@ def write_report(results: dict, out_dir: Path) -> None:
             f"{d['triples']} triples. Hits@1 (%) on the test questions, mean ± std over seeds "
             f"{results['config']['seeds']}.", "", results_table(results), "",
             "![learning curves](learning_curves.png)", ""]
+    if "split" in d:
+        split = d["split"]
+        source = (f"the {d['eval_split']} split" if d.get("eval_split") else
+                  f"a held-out part of the {d.get('train_split', 'given')} questions")
+        text[3:3] = [f"Questions: {split['train']} train, {split['selection']} model selection, {split['test']} test "
+                     f"({source}; {split['test 1-hop']} 1-hop, {split['test 2-hop']} 2-hop); split seed "
+                     f"{d.get('split_seed', 0)}, the same for every training seed.", ""]
     rep.write_text_atomic(out_dir / "report.md", "\n".join(text))

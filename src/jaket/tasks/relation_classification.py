@@ -8,8 +8,12 @@ cross-entropy over the pairs of episodes drawn from the *training* relations. Ev
 K-shot episodes over the *evaluation* relations (disjoint from the training ones), accuracy over
 ``episodes`` (>= 1000 by default) episodes, one query each.
 
-FewRel data beside this repo has 8 relations. Default split (relation ids in sorted order):
-the first 3 train (P177 crosses, P206 located next to body of water, P2094 competition class),
+**Training and evaluation relations.** With separate training data (``--train-data FILE ...``,
+e.g. FewRel 2.0's ``nyt_train.json``), every relation of the training files trains and every
+relation of ``--data`` is evaluated; a relation in both is refused (an episode must never
+evaluate a relation it trained on) unless ``drop_overlap`` removes it from the training side.
+With one file, its relations are divided. FewRel data beside this repo has 8 relations. Default
+split (relation ids in sorted order): the first 3 train (P177 crosses, P206 located next to body of water, P2094 competition class),
 the other 5 evaluate (P26 spouse, P410 military rank, P412 voice type, P413 position played,
 P641 sport). 5-way 1-shot and 5-way 5-shot run; **10-way 1-shot cannot**: it needs 10 evaluation
 relations and only 8 exist in total (even with none left for training), so asking for it raises
@@ -34,7 +38,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from jaket.kg.sources.fewrel import FewRelData, FewRelInstance
+from jaket.tasks.fewrel import FewRelData, FewRelInstance
 from jaket.tasks import report as rep
 from jaket.tasks.variants import VARIANT_LABELS, VariantError
 
@@ -50,6 +54,9 @@ class RelationClassificationConfig:
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     num_train_relations: int = 3
     train_relations: tuple[str, ...] | None = None  # explicit list overrides the count
+    #: with separate training data: drop its relations that are also evaluation relations
+    #: (otherwise such an overlap is an error)
+    drop_overlap: bool = False
     train_steps: int = 150
     train_way: int = 3
     train_shot: int = 1
@@ -61,7 +68,24 @@ class RelationClassificationConfig:
     pretrained: Path | None = None
 
 
-def relation_split(data: FewRelData, config: RelationClassificationConfig) -> tuple[list[str], list[str]]:
+class RelationOverlapError(ValueError):
+    """A relation is both a training and an evaluation relation."""
+
+
+def relation_split(data: FewRelData, config: RelationClassificationConfig,
+                   train_data: FewRelData | None = None) -> tuple[list[str], list[str]]:
+    """(training relations, evaluation relations); see the module docstring."""
+    if train_data is not None:
+        overlap = sorted(set(train_data.relations) & set(data.relations))
+        if overlap and not config.drop_overlap:
+            raise RelationOverlapError(
+                f"relation(s) {', '.join(overlap)} are in both --train-data and --data: an episode must never "
+                "evaluate a relation it trained on; add --drop-overlap to train without them, or remove them "
+                "from one side")
+        train = [r for r in train_data.relations if r not in overlap]
+        if not train:
+            raise ValueError("no training relation is left once the evaluation relations are removed")
+        return train, data.relations
     relations = data.relations
     if config.train_relations:
         unknown = set(config.train_relations) - set(relations)
@@ -77,7 +101,8 @@ def relation_split(data: FewRelData, config: RelationClassificationConfig) -> tu
 class PairEncoder(nn.Module):
     """An encoder over ``query [SEP] support`` and a linear "same relation" score from [CLS]."""
 
-    def __init__(self, variant: str, encoder: Path | None, pretrained: Path | None):
+    def __init__(self, variant: str, encoder: Path | None = None, pretrained: Path | None = None, *,
+                 language: nn.Module | None = None):
         super().__init__()
         if variant not in SUPPORTED_VARIANTS:
             raise VariantError(
@@ -87,7 +112,9 @@ class PairEncoder(nn.Module):
         # Both settings read a pair through the same code path, LM2(LM1(x)) of a
         # SplitLanguageModel, so that the rows differ only by their weights (in particular no
         # setting gets segment embeddings the other does not: LM1 takes no token types).
-        if variant == "jaket":
+        if language is not None:  # a fine-tuned folder's (see FinetunedPairClassifier)
+            self.language = language
+        elif variant == "jaket":
             if pretrained is None:
                 raise VariantError("variant 'jaket' needs a pre-trained model folder (--model DIR)")
             from jaket.model.jaket import JaketModel
@@ -192,8 +219,13 @@ def evaluate_pair(model: PairEncoder, data: FewRelData, relations: list[str], wa
 
 
 def run_relation_classification(data: FewRelData, config: RelationClassificationConfig,
-                                out_dir: Path | None = None) -> dict:
-    train_rel, eval_rel = relation_split(data, config)
+                                out_dir: Path | None = None, *, train_data: FewRelData | None = None,
+                                save_dir: Path | None = None) -> dict:
+    """Train PAIR on the training relations and evaluate N-way K-shot episodes of the evaluation
+    relations, per setting and seed. ``train_data``: separate training relations (module
+    docstring). ``save_dir``: the first run's model is written there (FinetunedPairClassifier)."""
+    train_rel, eval_rel = relation_split(data, config, train_data)
+    train_source = train_data if train_data is not None else data
     for way, shot in config.settings:
         if way > len(eval_rel):
             raise ValueError(
@@ -201,7 +233,7 @@ def run_relation_classification(data: FewRelData, config: RelationClassification
                 f"holds out {len(eval_rel)} of {len(data.relations)} ({', '.join(eval_rel)})")
     results: dict = {"task": "relation-classification",
                      "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
-                     "train_relations": {r: data.relation_names[r] for r in train_rel},
+                     "train_relations": {r: train_source.relation_names[r] for r in train_rel},
                      "eval_relations": {r: data.relation_names[r] for r in eval_rel},
                      "runs": {}, "summary": {}}
     total = len(config.variants) * len(config.seeds) * (
@@ -213,8 +245,16 @@ def run_relation_classification(data: FewRelData, config: RelationClassification
                 torch.manual_seed(seed)
                 started = time.perf_counter()
                 model = PairEncoder(variant, config.encoder, config.pretrained)
-                losses = train_pair(model, data, train_rel, config, seed, progress)
+                losses = train_pair(model, train_source, train_rel, config, seed, progress)
                 run = {"seed": seed, "train_loss": losses}
+                if save_dir is not None and "saved_model" not in results:
+                    from jaket.tasks.relation_classification_predict import FinetunedPairClassifier
+
+                    finetuned = FinetunedPairClassifier(model, {
+                        "variant": variant, "max_length": config.max_length,
+                        "training": {"seed": seed, "steps": config.train_steps, "way": config.train_way,
+                                     "shot": config.train_shot, "relations": train_rel}})
+                    results["saved_model"] = str(finetuned.save_pretrained(save_dir, config))
                 for way, shot in config.settings:
                     run[f"{way}-{shot}"] = evaluate_pair(model, data, eval_rel, way, shot, config.episodes,
                                                          seed, config.max_length, progress)

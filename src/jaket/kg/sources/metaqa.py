@@ -1,22 +1,23 @@
-"""MetaQA (Zhang et al., 2018), vanilla version.
+"""The MetaQA knowledge base (Zhang et al., 2018) as a :class:`~jaket.kg.graph.KnowledgeGraph`.
 
-``kb.txt``: one triple a line, ``head|relation|tail``. Question files (e.g. ``1-hop/qa_train.txt``):
-``question with [topic entity]<TAB>answer1|answer2``. Entity names are the ids (MetaQA has no other
-ids). As in the paper, an entity's description is one sampled question mentioning it (the entity
-name alone when no question mentions it), and relation descriptions are written by hand
-(:data:`RELATION_DESCRIPTIONS`).
+``kb.txt``: one triple a line, ``head|relation|tail``. Entity names are the ids (MetaQA has no
+other ids). Relation descriptions are written by hand (:data:`RELATION_DESCRIPTIONS`), as the
+paper does. MetaQA's entities have no descriptions of their own: the paper uses one sampled
+question per entity, which is the question-answering task's business
+(:mod:`jaket.tasks.metaqa` reads the questions and passes those descriptions to :func:`kb_to_kg`).
 
-Problems are reported as ``path:line: message``; questions whose topic or an answer is not in the
-KB are counted in ``skipped`` (never silently dropped).
+Problems are reported as ``path:line: message``.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from jaket.kg.graph import KnowledgeGraph
 
 #: hand-written relation descriptions for the nine MetaQA relations (the paper writes its own)
 RELATION_DESCRIPTIONS = {
@@ -31,23 +32,9 @@ RELATION_DESCRIPTIONS = {
     "has_imdb_rating": "the rating of the film on IMDb",
 }
 
-_TOPIC = re.compile(r"\[([^\]]+)\]")
-
 
 class MetaQAFormatError(ValueError):
     """A MetaQA file does not follow the format."""
-
-
-@dataclass
-class QAExample:
-    """A question with its topic entity marked by a character span (end exclusive)."""
-
-    text: str
-    topic: int
-    topic_start: int
-    topic_end: int
-    answers: list[int]
-    hops: int = 1
 
 
 @dataclass
@@ -91,69 +78,17 @@ def read_kb(path: str | Path) -> MetaQAKB:
     return MetaQAKB(names, relations, np.asarray(rows, dtype=np.int32), index)
 
 
-def read_questions(path: str | Path, kb: MetaQAKB, hops: int = 1) -> tuple[list[QAExample], int]:
-    """Read one question file; returns ``(examples, skipped)`` where ``skipped`` counts questions
-    whose topic entity is not in the KB or that have no answer in it."""
-    path = Path(path)
-    out: list[QAExample] = []
-    skipped = 0
-    lookup = {name.lower(): i for name, i in kb.index.items()}
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            if "\t" not in line:
-                raise MetaQAFormatError(f"{path}:{line_no}: expected question<TAB>answers")
-            question, answer_field = line.split("\t", 1)
-            match = _TOPIC.search(question)
-            if match is None:
-                raise MetaQAFormatError(f"{path}:{line_no}: no [topic entity] in the question")
-            topic_name = match.group(1)
-            text = question[: match.start()] + topic_name + question[match.end():]
-            topic = kb.index.get(topic_name, lookup.get(topic_name.lower()))
-            answers = [kb.index.get(a, lookup.get(a.lower())) for a in answer_field.split("|") if a]
-            answers = [a for a in answers if a is not None]
-            if topic is None or not answers:
-                skipped += 1
-                continue
-            out.append(QAExample(text, int(topic), match.start(), match.start() + len(topic_name),
-                                 sorted(set(int(a) for a in answers)), hops))
-    return out, skipped
-
-
-def entity_descriptions_from_questions(num_entities: int, names: list[str],
-                                       questions: list[QAExample], seed: int = 0) -> list[str]:
-    """The paper's MetaQA descriptions: one randomly sampled question mentioning the entity
-    (as its topic), or the entity's name when none does."""
-    rng = np.random.default_rng(seed)
-    by_entity: dict[int, list[str]] = {}
-    for q in questions:
-        by_entity.setdefault(q.topic, []).append(q.text)
-    out = []
-    for i in range(num_entities):
-        texts = by_entity.get(i)
-        out.append(texts[int(rng.integers(len(texts)))] if texts else names[i])
-    return out
-
-
-def load_metaqa(root: str | Path, hops: tuple[int, ...] = (1, 2), split: str = "train"):
-    """Read ``root/kb.txt`` and ``root/{k}-hop/qa_{split}.txt`` (also accepts ``{k}hop``)."""
-    root = Path(root)
-    kb_path = root / "kb.txt"
-    if not kb_path.exists():
-        raise MetaQAFormatError(f"{kb_path}: not found (expected the MetaQA kb.txt)")
-    kb = read_kb(kb_path)
-    examples: list[QAExample] = []
-    skipped = 0
-    for k in hops:
-        for folder in (f"{k}-hop", f"{k}hop"):
-            path = root / folder / f"qa_{split}.txt"
-            if path.exists():
-                qs, s = read_questions(path, kb, hops=k)
-                examples += qs
-                skipped += s
-                break
-        else:
-            raise MetaQAFormatError(f"{root}: no {k}-hop/qa_{split}.txt")
-    return kb, examples, skipped
+def kb_to_kg(kb: MetaQAKB, descriptions: Sequence[str] | None = None) -> KnowledgeGraph:
+    """The KB as a KnowledgeGraph: entity id = name = the KB's string; ``descriptions`` default
+    to the names; relation descriptions from :data:`RELATION_DESCRIPTIONS`."""
+    names = list(kb.entity_names)
+    if descriptions is not None and len(descriptions) != len(names):
+        raise ValueError(f"{len(descriptions)} descriptions for {len(names)} MetaQA entities")
+    return KnowledgeGraph(
+        entity_ids=names, entity_names=list(names),
+        entity_descriptions=list(descriptions) if descriptions is not None else list(names),
+        entity_aliases=[[] for _ in names], entity_category=np.full(len(names), -1),
+        category_names=[], relation_ids=list(kb.relation_names),
+        relation_names=[r.replace("_", " ") for r in kb.relation_names],
+        relation_descriptions=[RELATION_DESCRIPTIONS.get(r, r.replace("_", " ")) for r in kb.relation_names],
+        triples=kb.triples)

@@ -1,8 +1,10 @@
-"""FewRel 1.0 (Han et al., 2018) in its own JSON format.
+"""FewRel 1.0 (Han et al., 2018) in its own JSON format: the relation-classification task's dataset.
 
 ``{relation_id: [{"tokens": [...], "h": [name, qid, [[positions]]], "t": [...]}, ...]}`` and an
-optional ``pid2name.json`` (``relation_id -> [name, description]``). Every problem is reported as
-``path: message`` naming the relation and the instance index; nothing is silently dropped.
+optional ``pid2name.json`` (``relation_id -> [name, description]``; read from beside the file or
+folder when present). Every problem is reported as ``path: message`` naming the relation and the
+instance index; nothing is silently dropped. :func:`read_query_lines` reads sentences to classify,
+one FewRel instance (``{"tokens", "h", "t"}``) a line, errors as ``path:line: message``.
 """
 
 from __future__ import annotations
@@ -59,9 +61,32 @@ class FewRelData:
     def relations(self) -> list[str]:
         return sorted(self.instances)
 
+    def without(self, relations) -> "FewRelData":
+        """The same data minus the given relations."""
+        drop = set(relations)
+        return FewRelData({r: v for r, v in self.instances.items() if r not in drop},
+                          {r: v for r, v in self.relation_names.items() if r not in drop},
+                          {r: v for r, v in self.relation_descriptions.items() if r not in drop})
 
-def _span(path: Path, relation: str, index: int, field: str, value) -> tuple[str, str, tuple[int, int]]:
-    where = f"{path}: relation {relation}, instance {index}"
+
+def merge_fewrel(parts: list[FewRelData]) -> FewRelData:
+    """Several FewRel files as one (a relation present in several has all their instances)."""
+    instances: dict[str, list[FewRelInstance]] = {}
+    names: dict[str, str] = {}
+    descriptions: dict[str, str] = {}
+    for part in parts:
+        for relation, items in part.instances.items():
+            instances.setdefault(relation, []).extend(items)
+        for relation, name in part.relation_names.items():
+            if name != relation or relation not in names:
+                names[relation] = name
+        for relation, text in part.relation_descriptions.items():
+            if text != names.get(relation, relation) or relation not in descriptions:
+                descriptions[relation] = text
+    return FewRelData(instances, names, descriptions)
+
+
+def _span(where: str, field: str, value) -> tuple[str, str, tuple[int, int]]:
     if not (isinstance(value, list) and len(value) >= 3):
         raise FewRelFormatError(f"{where}: {field!r} must be [name, id, [[positions]]]")
     name, qid, positions = value[0], value[1], value[2]
@@ -71,6 +96,38 @@ def _span(path: Path, relation: str, index: int, field: str, value) -> tuple[str
     if not all(isinstance(p, int) for p in first):
         raise FewRelFormatError(f"{where}: {field!r} positions must be integers")
     return str(name), str(qid), (min(first), max(first))
+
+
+def parse_instance(item, where: str, relation: str = "") -> FewRelInstance:
+    """One ``{"tokens", "h", "t"}`` object; ``where`` prefixes every error message."""
+    tokens = item.get("tokens") if isinstance(item, dict) else None
+    if not (isinstance(tokens, list) and tokens):
+        raise FewRelFormatError(f"{where}: no tokens")
+    h_name, h_id, h_span = _span(where, "h", item.get("h"))
+    t_name, t_id, t_span = _span(where, "t", item.get("t"))
+    if min(h_span[0], t_span[0]) < 0 or max(h_span[1], t_span[1]) >= len(tokens):
+        raise FewRelFormatError(f"{where}: entity position outside the {len(tokens)} tokens")
+    return FewRelInstance(tuple(str(t) for t in tokens), h_span, t_span, h_name, t_name, h_id, t_id, relation)
+
+
+def read_query_lines(path: str | Path) -> list[tuple[int, FewRelInstance]]:
+    """Sentences to classify, ``(line number, instance)``: one JSON object ``{"tokens", "h", "t"}``
+    a line (blank lines skipped)."""
+    path = Path(path)
+    out = []
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise FewRelFormatError(f"{path}:{line_no}: invalid JSON: {error.msg}") from None
+            relation = str(item.get("relation", "")) if isinstance(item, dict) else ""
+            out.append((line_no, parse_instance(item, f"{path}:{line_no}", relation)))
+    if not out:
+        raise FewRelFormatError(f"{path}: no query sentence")
+    return out
 
 
 def load_fewrel(path: str | Path, pid2name: str | Path | None = None) -> FewRelData:
@@ -83,29 +140,21 @@ def load_fewrel(path: str | Path, pid2name: str | Path | None = None) -> FewRelD
         if pid2name is None and (path / "pid2name.json").exists():
             pid2name = path / "pid2name.json"
         path = candidates[0] if len(candidates) == 1 else _pick(candidates, path)
+    elif pid2name is None and (path.parent / "pid2name.json").exists() and path.name != "pid2name.json":
+        pid2name = path.parent / "pid2name.json"
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise FewRelFormatError(f"{path}:{error.lineno}: invalid JSON: {error.msg}") from error
-    if not isinstance(raw, dict):
-        raise FewRelFormatError(f"{path}: the top level must be an object relation_id -> instances")
+    if not isinstance(raw, dict) or not raw:
+        raise FewRelFormatError(f"{path}: the top level must be a non-empty object relation_id -> instances")
     instances: dict[str, list[FewRelInstance]] = {}
     for relation, items in raw.items():
         if not isinstance(items, list):
             raise FewRelFormatError(f"{path}: relation {relation}: instances must be a list")
         parsed = []
         for index, item in enumerate(items):
-            tokens = item.get("tokens") if isinstance(item, dict) else None
-            if not (isinstance(tokens, list) and tokens):
-                raise FewRelFormatError(f"{path}: relation {relation}, instance {index}: no tokens")
-            h_name, h_id, h_span = _span(path, relation, index, "h", item.get("h"))
-            t_name, t_id, t_span = _span(path, relation, index, "t", item.get("t"))
-            if max(h_span[1], t_span[1]) >= len(tokens):
-                raise FewRelFormatError(
-                    f"{path}: relation {relation}, instance {index}: entity position beyond "
-                    f"the {len(tokens)} tokens")
-            parsed.append(FewRelInstance(tuple(str(t) for t in tokens), h_span, t_span,
-                                         h_name, t_name, h_id, t_id, relation))
+            parsed.append(parse_instance(item, f"{path}: relation {relation}, instance {index}", relation))
         instances[relation] = parsed
     names: dict[str, str] = {}
     descriptions: dict[str, str] = {}

@@ -1,0 +1,199 @@
+"""MetaQA questions (Zhang et al., 2018, vanilla version), the question-answering task's dataset.
+
+Question files (``{k}-hop/qa_{split}.txt``, also ``{k}hop/``): ``question with [topic entity]<TAB>
+answer1|answer2``, one question a line; the topic is written in brackets and must name an entity
+of the KB (exactly, or ignoring case). The KB itself is read by :mod:`jaket.kg.sources.metaqa`.
+
+**Protocol** (:func:`load_metaqa_task`): the questions of ``train_split`` are divided, by
+``split_seed``, into a training part and a model-selection part (``selection_fraction``); with an
+``eval_split`` its questions are the test questions (only evaluated), without one a share
+``test_fraction`` of ``train_split`` is held out as the test part (the default here, where only the
+``dev`` questions are available: 60/10/30 of dev). The split is the same for every training seed.
+As in the paper an entity's description is one sampled question naming it as topic -- sampled from
+the **training part only**, so no selection or test question is ever read by the model's memory --
+or the entity's name when no training question names it.
+
+Problems are reported as ``path:line: message``; questions whose topic or every answer is not in
+the KB are counted in ``skipped`` (never silently dropped) when reading a dataset, and are an error
+when reading questions to answer (:func:`read_questions` with ``strict=True``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.sources.metaqa import MetaQAFormatError, MetaQAKB, kb_to_kg, read_kb
+
+__all__ = ["MetaQAFormatError", "QAExample", "MetaQAData", "read_questions", "load_metaqa",
+           "load_metaqa_task", "entity_descriptions_from_questions", "entity_lookup"]
+
+_TOPIC = re.compile(r"\[([^\]]+)\]")
+
+
+@dataclass
+class QAExample:
+    """A question with its topic entity marked by a character span (end exclusive)."""
+
+    text: str
+    topic: int
+    topic_start: int
+    topic_end: int
+    answers: list[int]
+    hops: int = 1
+    #: the line of the file it was read from (0: not read from a file)
+    line: int = 0
+
+
+def entity_lookup(names: Sequence[str], ids: Sequence[str] | None = None) -> dict[str, int]:
+    """Name (and id) -> entity index: exact strings first, then their lower-case forms."""
+    lookup: dict[str, int] = {}
+    for table in ([ids] if ids is not None else []) + [names]:
+        for i, name in enumerate(table):
+            lookup.setdefault(str(name).lower(), i)
+    for table in ([ids] if ids is not None else []) + [names]:
+        for i, name in enumerate(table):
+            lookup[str(name)] = i
+    return lookup
+
+
+def read_questions(path: str | Path, lookup: Mapping[str, int], hops: int = 1, *,
+                   strict: bool = False) -> tuple[list[QAExample], int]:
+    """Read one question file; returns ``(examples, skipped)``.
+
+    ``lookup``: entity name -> index (:func:`entity_lookup`). Not ``strict`` (a dataset): a
+    question whose topic is not in the KG, or none of whose answers is, counts in ``skipped``.
+    ``strict`` (questions to answer): the answers are optional (no tab) and an unknown topic is an
+    error naming the line."""
+    path = Path(path)
+    out: list[QAExample] = []
+    skipped = 0
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, 1):
+            line = line.rstrip("\n").rstrip("\r")
+            if not line.strip():
+                continue
+            if "\t" not in line and not strict:
+                raise MetaQAFormatError(f"{path}:{line_no}: expected question<TAB>answers")
+            question, _, answer_field = line.partition("\t")
+            match = _TOPIC.search(question)
+            if match is None:
+                raise MetaQAFormatError(f"{path}:{line_no}: no [topic entity] in the question")
+            topic_name = match.group(1).strip()
+            text = question[: match.start()] + topic_name + question[match.end():]
+            topic = lookup.get(topic_name, lookup.get(topic_name.lower()))
+            answers = [lookup.get(a, lookup.get(a.lower())) for a in answer_field.split("|") if a.strip()]
+            answers = sorted({int(a) for a in answers if a is not None})
+            if strict and topic is None:
+                raise MetaQAFormatError(f"{path}:{line_no}: topic entity [{topic_name}] is not in the KG")
+            if topic is None or (not answers and not strict):
+                skipped += 1
+                continue
+            out.append(QAExample(text, int(topic), match.start(), match.start() + len(topic_name), answers, hops,
+                                 line_no))
+    return out, skipped
+
+
+def question_file(root: Path, split: str, hops: int) -> Path:
+    """``root/{hops}-hop/qa_{split}.txt`` (or ``{hops}hop/``); a clear error when neither exists."""
+    for folder in (f"{hops}-hop", f"{hops}hop"):
+        path = root / folder / f"qa_{split}.txt"
+        if path.exists():
+            return path
+    available = sorted({p.name[3:-4] for p in root.glob(f"{hops}*hop/qa_*.txt")})
+    raise MetaQAFormatError(f"{root}: no {hops}-hop/qa_{split}.txt (splits present for {hops}-hop: "
+                            f"{', '.join(available) or 'none'})")
+
+
+def load_metaqa(root: str | Path, hops: tuple[int, ...] = (1, 2),
+                split: str = "train") -> tuple[MetaQAKB, list[QAExample], int]:
+    """Read ``root/kb.txt`` and the ``split`` questions of each hop count: ``(kb, questions, skipped)``."""
+    root = Path(root)
+    kb_path = root / "kb.txt"
+    if not kb_path.exists():
+        raise MetaQAFormatError(f"{kb_path}: not found (expected the MetaQA kb.txt)")
+    kb = read_kb(kb_path)
+    questions, skipped = _read_split(root, split, hops, entity_lookup(kb.entity_names))
+    return kb, questions, skipped
+
+
+def _read_split(root: Path, split: str, hops: Sequence[int], lookup) -> tuple[list[QAExample], int]:
+    questions: list[QAExample] = []
+    skipped = 0
+    for k in hops:
+        found, s = read_questions(question_file(root, split, k), lookup, hops=k)
+        questions += found
+        skipped += s
+    return questions, skipped
+
+
+def entity_descriptions_from_questions(num_entities: int, names: Sequence[str],
+                                       questions: Sequence[QAExample], seed: int = 0) -> list[str]:
+    """The paper's MetaQA descriptions: one randomly sampled question mentioning the entity
+    (as its topic), or the entity's name when none does."""
+    rng = np.random.default_rng(seed)
+    by_entity: dict[int, list[str]] = {}
+    for q in questions:
+        by_entity.setdefault(q.topic, []).append(q.text)
+    out = []
+    for i in range(num_entities):
+        texts = by_entity.get(i)
+        out.append(texts[int(rng.integers(len(texts)))] if texts else str(names[i]))
+    return out
+
+
+@dataclass
+class MetaQAData:
+    """A MetaQA folder read under the protocol of the module docstring."""
+
+    kg: KnowledgeGraph
+    questions: list[QAExample]
+    #: indices into ``questions``: training, model selection, test
+    train: np.ndarray
+    selection: np.ndarray
+    test: np.ndarray
+    info: dict = field(default_factory=dict)
+
+
+def load_metaqa_task(root: str | Path, train_split: str = "dev", eval_split: str | None = None,
+                     hops: Sequence[int] = (1, 2), selection_fraction: float = 0.1,
+                     test_fraction: float = 0.3, split_seed: int = 0) -> MetaQAData:
+    """The KG (descriptions from the training part's questions) and the three question parts."""
+    root = Path(root)
+    if not 0 < selection_fraction < 1:
+        raise ValueError(f"--selection-fraction must be in (0, 1), got {selection_fraction}")
+    if eval_split is None and not (0 < test_fraction < 1 and selection_fraction + test_fraction < 1):
+        raise ValueError(f"--test-fraction must be in (0, 1 - selection fraction), got {test_fraction}")
+    if eval_split is not None and eval_split == train_split:
+        raise ValueError(f"--eval-split {eval_split} is also --train-split: evaluate a split the model "
+                         "is not trained or selected on, or leave --eval-split out to hold out part of it")
+    kb, train_questions, skipped = load_metaqa(root, tuple(hops), train_split)
+    if not train_questions:
+        raise MetaQAFormatError(f"{root}: no answerable {train_split} question (all {skipped} skipped)")
+    n = len(train_questions)
+    order = np.random.default_rng(split_seed).permutation(n)
+    n_selection = max(1, int(round(selection_fraction * n)))
+    n_test = 0 if eval_split is not None else max(1, int(round(test_fraction * n)))
+    if n_selection + n_test >= n:
+        raise ValueError(f"{n} {train_split} questions are too few to hold out {n_selection} for selection "
+                         f"and {n_test} for test")
+    selection = np.sort(order[:n_selection])
+    test = np.sort(order[n_selection:n_selection + n_test])
+    train = np.sort(order[n_selection + n_test:])
+    questions = list(train_questions)
+    info = {"root": str(root), "train_split": train_split, "eval_split": eval_split, "hops": list(hops),
+            "split_seed": split_seed, "skipped": {train_split: skipped}}
+    if eval_split is not None:
+        evaluated, skipped_eval = _read_split(root, eval_split, hops, entity_lookup(kb.entity_names))
+        info["skipped"][eval_split] = skipped_eval
+        test = np.arange(len(questions), len(questions) + len(evaluated))
+        questions += evaluated
+    descriptions = entity_descriptions_from_questions(len(kb.entity_names), kb.entity_names,
+                                                      [questions[i] for i in train], seed=split_seed)
+    info.update(train=len(train), selection=len(selection), test=len(test))
+    return MetaQAData(kb_to_kg(kb, descriptions), questions, train, selection, test, info)

@@ -1,0 +1,103 @@
+"""A fine-tuned PAIR relation classifier: saved by ``jaket finetune relation-classification``,
+used by ``jaket predict relation-classification --model DIR --support FILE --queries FILE``.
+
+The folder is the fine-tuned layout of :mod:`jaket.tasks.finetuned`: ``backbone/`` holds the
+language module (LM1 + LM2) as fine-tuned, ``head.safetensors`` the linear "same relation" score
+and ``task.json`` the setting. Prediction follows PAIR (Gao et al., 2019): each query sentence is
+paired with every support sentence, ``query [SEP] support``, and goes to the relation whose
+supports have the highest mean score. The relations are those of the support file, any number of
+them, any number of examples each (docs/data.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+
+from jaket.tasks.fewrel import FewRelData, load_fewrel, read_query_lines
+from jaket.tasks.relation_classification import PairEncoder, RelationClassificationConfig
+from jaket.tasks.variants import Backbone, VariantConfig
+
+TASK = "relation-classification"
+
+
+class FinetunedPairClassifier:
+    """A :class:`PairEncoder` with the settings it was fine-tuned with."""
+
+    task = TASK
+
+    def __init__(self, model: PairEncoder, settings: dict):
+        self.model = model.eval()
+        self.settings = dict(settings)
+
+    def save_pretrained(self, directory, config: RelationClassificationConfig) -> Path:
+        """Write the fine-tuned folder (replaced atomically)."""
+        from jaket.tasks.finetuned import backbone_model, write_finetuned
+
+        variant = self.settings["variant"]
+        language = self.model.language
+        backbone = Backbone(variant, int(language.hidden_size), language)
+        model = backbone_model(backbone, VariantConfig(variant=variant, encoder=config.encoder,
+                                                       pretrained=config.pretrained))
+        return write_finetuned(directory, TASK, model, self.model.score.state_dict(),
+                               {**self.settings, "hidden_size": int(language.hidden_size)})
+
+    @classmethod
+    def from_pretrained(cls, directory) -> "FinetunedPairClassifier":
+        """Read a folder written by :meth:`save_pretrained` (safetensors and JSON only)."""
+        from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned_setting
+
+        folder, variant = read_finetuned_setting(directory, TASK)
+        settings = dict(folder.task_config)
+        model = PairEncoder(variant, language=folder.backbone.language)
+        try:
+            model.score.load_state_dict(folder.head)
+        except RuntimeError as error:
+            first = str(error).strip().splitlines()[0]
+            raise FinetunedFormatError(f"{directory}/head.safetensors: not a PAIR score head: {first}") from None
+        return cls(model, settings)
+
+    @torch.no_grad()
+    def classify(self, supports: FewRelData, queries, batch_size: int = 64) -> list[dict]:
+        """One row per query: the chosen relation and the mean pair score of every relation."""
+        relations = supports.relations
+        flat = [(r, s.marked_text()) for r in relations for s in supports.instances[r]]
+        max_length = int(self.settings.get("max_length", 128))
+        self.model.eval()
+        rows = []
+        for line, query in queries:
+            text = query.marked_text()
+            scores = []
+            for begin in range(0, len(flat), batch_size):
+                part = flat[begin:begin + batch_size]
+                scores.append(self.model([text] * len(part), [s for _, s in part], max_length))
+            scores = torch.cat(scores)
+            means = {r: float(scores[[i for i, (rel, _) in enumerate(flat) if rel == r]].mean()) for r in relations}
+            best = max(relations, key=lambda r: means[r])
+            row = {"line": line, "head": query.head_name, "tail": query.tail_name, "relation": best,
+                   "name": supports.relation_names.get(best, best),
+                   "scores": {r: round(v, 6) for r, v in means.items()}}
+            if query.relation:
+                row["gold"] = query.relation
+            rows.append(row)
+        return rows
+
+
+def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
+    """``jaket predict relation-classification`` arguments (beside ``--model`` and ``--out``)."""
+    parser.add_argument("--support", type=Path, required=True, metavar="FILE",
+                        help="support examples in FewRel's JSON format: {relation: [sentences]}, each "
+                             "relation a candidate answer (docs/data.md)")
+    parser.add_argument("--queries", type=Path, required=True, metavar="FILE",
+                        help="sentences to classify: one JSON object {\"tokens\", \"h\", \"t\"} a line")
+
+
+def predict_rows(model: FinetunedPairClassifier, args) -> list[dict]:
+    """The rows ``jaket predict relation-classification`` prints (one per query sentence)."""
+    supports = load_fewrel(args.support)
+    if any(not items for items in supports.instances.values()):
+        empty = [r for r, items in supports.instances.items() if not items]
+        raise ValueError(f"{args.support}: relation(s) {', '.join(empty)} have no support sentence")
+    return model.classify(supports, read_query_lines(args.queries))

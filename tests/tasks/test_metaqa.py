@@ -1,0 +1,52 @@
+"""The MetaQA protocol: --train-split / --eval-split, the seeded division, descriptions from
+training questions only, and the errors of a bad folder."""
+
+import numpy as np
+import pytest
+
+from jaket.tasks.metaqa import MetaQAFormatError, load_metaqa_task
+
+
+def test_default_protocol_divides_the_train_split(metaqa_splits_dir):
+    data = load_metaqa_task(metaqa_splits_dir, "dev", None, (1, 2), 0.1, 0.3, split_seed=0)
+    n = len(data.questions)
+    assert n == 18 + 4 + 3  # 1-hop dev: 9 films x 2 + 4 directors; 2-hop dev: 3
+    parts = [set(data.train.tolist()), set(data.selection.tolist()), set(data.test.tolist())]
+    assert sum(map(len, parts)) == n and set().union(*parts) == set(range(n))
+    assert len(parts[1]) == round(0.1 * n) and len(parts[2]) == round(0.3 * n)
+    again = load_metaqa_task(metaqa_splits_dir, "dev", split_seed=0)
+    other = load_metaqa_task(metaqa_splits_dir, "dev", split_seed=1)
+    assert np.array_equal(again.test, data.test) and not np.array_equal(other.test, data.test)
+    # the memory reads training questions only: no selection or test question is a description
+    held_out = {data.questions[i].text for i in (*data.selection, *data.test)}
+    trained = {data.questions[i].text for i in data.train}
+    descriptions = set(data.kg.entity_descriptions)
+    assert not (descriptions & (held_out - trained)) and descriptions & trained
+    assert data.info["train_split"] == "dev" and data.info["eval_split"] is None
+
+
+def test_eval_split_is_only_evaluated(metaqa_splits_dir):
+    data = load_metaqa_task(metaqa_splits_dir, "dev", "test", (1, 2), selection_fraction=0.2)
+    assert len(data.train) + len(data.selection) == 25 and len(data.test) == 3 * 2 + 1
+    test_texts = [data.questions[i].text for i in data.test]
+    assert "who directed Film 9" in test_texts and all(i >= 25 for i in data.test)
+    assert {data.questions[i].hops for i in data.test} == {1, 2}
+    assert not set(data.kg.entity_descriptions) & set(test_texts)
+
+
+def test_bad_protocol_and_files_are_named(metaqa_splits_dir):
+    with pytest.raises(ValueError, match="--eval-split dev is also --train-split"):
+        load_metaqa_task(metaqa_splits_dir, "dev", "dev")
+    with pytest.raises(MetaQAFormatError, match=r"no 1-hop/qa_train.txt \(splits present for 1-hop: dev, test\)"):
+        load_metaqa_task(metaqa_splits_dir, "train")
+    with pytest.raises(ValueError, match="--test-fraction"):
+        load_metaqa_task(metaqa_splits_dir, "dev", test_fraction=0.95)
+    (metaqa_splits_dir / "1-hop" / "qa_dev.txt").write_text("who directed [Film 1]\tDirector 1\nno topic here\tx\n")
+    with pytest.raises(MetaQAFormatError, match=r"qa_dev.txt:2: no \[topic entity\]"):
+        load_metaqa_task(metaqa_splits_dir, "dev")
+
+
+def test_shared_metaqa_dev_protocol(shared_data):
+    data = load_metaqa_task(shared_data / "metaqa", "dev", hops=(1,))
+    assert data.kg.num_entities == 42777 and data.kg.num_relations == 9
+    assert len(data.questions) == 9939 and len(data.test) == round(0.3 * 9939)
