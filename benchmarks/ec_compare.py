@@ -51,7 +51,9 @@ def load_runs(specs: list[str]) -> tuple[dict, dict, dict]:
             runs[name] = by_fraction
         for variant, rows in data.get("zero_shot", {}).items():
             name = label if (label and variant == "jaket") else VARIANT_LABELS.get(variant, variant)
-            zero_shot[name] = [r["test_accuracy"] for r in rows]
+            values = [r["test_accuracy"] for r in rows]
+            if values not in zero_shot.values():  # the same model in two files: one zero-shot row
+                zero_shot[name] = values
         if "majority_baseline" in data and "(majority class)" not in runs:
             runs["(majority class)"] = {f: [{"seed": s, "test_accuracy": v} for s, v in
                                             zip(first["seeds"], m["values"])]
