@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 from jaket.tasks import report as rep
 from jaket.tasks.kgqa_graph import QAGraph, drop_triples_mask
 from jaket.tasks.metaqa import QAExample
+from jaket.tasks.training import fine_tuning_step
 from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, FrozenMemory, VariantError,
                                   kg_memory, load_backbone)
 
@@ -327,12 +328,7 @@ def train_qa(backbone: Backbone, memory: FrozenMemory, graph: QAGraph, questions
             target = torch.as_tensor(np.isin(cands[i], questions[i].answers), dtype=torch.float32)
             loss = loss - (torch.log_softmax(logits[row], -1) * target / target.sum()).sum()
         loss = loss / len(batch)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-        if progress is not None:
-            progress.update(1)
+        fine_tuning_step(optimizer, loss, losses, progress)
         if selection and config.select_every and (step % config.select_every == 0 or step == config.steps):
             score = hits_at_1(model, memory, graph, *pick(selection), config)["all"]
             curve.append((step, score))

@@ -39,7 +39,10 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from jaket.kg.errors import KGFormatError
+from jaket.kg.readers import read_split  # noqa: F401  (the split reader of every task)
 from jaket.tasks import report as rep
+from jaket.tasks.training import fine_tuning_step
 from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, FrozenMemory, full_graph,
                                   kg_memory, load_backbone)
 
@@ -49,8 +52,7 @@ SCORERS = ("distmult", "transe", "rotate")
 METRICS = ("native", "cosine")
 
 
-class SplitFormatError(ValueError):
-    pass
+SplitFormatError = KGFormatError  # a malformed split line: ``path:line: message`` (jaket.kg.readers)
 
 
 @dataclass
@@ -100,32 +102,6 @@ class LinkPredictionConfig(BackboneSettings):
             if without:
                 raise ValueError(f"--train-encoder trains the LM1 that computes the memory: settings lm+g+m "
                                  f"and jaket only, not {', '.join(without)}")
-
-
-def read_split(path: str | Path, kg) -> tuple[np.ndarray, int]:
-    """A WN18RR-format file (``head<TAB>relation<TAB>tail``) as (T, 3) int64 indices of ``kg``;
-    returns ``(triples, skipped)``, skipped = triples naming an entity or relation not in ``kg``
-    (logged and counted, never silently dropped)."""
-    path = Path(path)
-    entity = {e: i for i, e in enumerate(kg.entity_ids)}
-    relation = {r: i for i, r in enumerate(kg.relation_ids)}
-    rows, skipped = [], 0
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) != 3:
-                raise SplitFormatError(f"{path}:{line_no}: expected head<TAB>relation<TAB>tail, got {line!r}")
-            h, r, t = (p.strip() for p in parts)
-            if h in entity and t in entity and r in relation:
-                rows.append((entity[h], relation[r], entity[t]))
-            else:
-                skipped += 1
-    if skipped:
-        logger.warning("%s: %d triples name an entity or relation not in the KG and are skipped", path, skipped)
-    return np.asarray(rows, dtype=np.int64).reshape(-1, 3), skipped
 
 
 class LinkScorer(nn.Module):
@@ -327,12 +303,7 @@ def train_scorer(model: LinkScorer, memory: FrozenMemory, graph, train: np.ndarr
         zeros = torch.zeros(b, dtype=torch.long)
         loss = (nn.functional.cross_entropy(torch.cat([pos, tail_neg], 1), zeros)
                 + nn.functional.cross_entropy(torch.cat([pos, head_neg], 1), zeros)) / 2
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-        if progress is not None:
-            progress.update(1)
+        fine_tuning_step(optimizer, loss, losses, progress)
     return losses
 
 

@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 
 from jaket.tasks.fewrel import FewRelData, FewRelInstance
 from jaket.tasks import report as rep
+from jaket.tasks.training import fine_tuning_step
 from jaket.tasks.variants import VARIANT_LABELS, VariantError
 
 logger = logging.getLogger(__name__)
@@ -188,12 +189,7 @@ def train_pair(model: PairEncoder, data: FewRelData, relations: list[str], confi
         # balance positives and negatives (1 positive per way-1 negatives)
         weight = torch.where(target > 0, torch.tensor(float(way - 1)), torch.tensor(1.0))
         loss = nn.functional.binary_cross_entropy_with_logits(logits, target, weight=weight)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-        if progress is not None:
-            progress.update(1)
+        fine_tuning_step(optimizer, loss, losses, progress)
     return losses
 
 
