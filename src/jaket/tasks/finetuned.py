@@ -73,7 +73,7 @@ def _handlers(help: str, module: str, model_class: str, arguments_module: str | 
 #: task command name -> its handlers
 REGISTRY: dict[str, TaskHandlers] = {
     "entity-classification": _handlers("a label and its probability for entities of a KG",
-                                       "jaket.tasks.entity_classification", "FinetunedEntityClassifier",
+                                       "jaket.tasks.entity_classifier", "FinetunedEntityClassifier",
                                        "jaket.tasks.entity_classification_cli"),
     "link-prediction": _handlers("top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG",
                                  "jaket.tasks.link_predictor", "FinetunedLinkPredictor",

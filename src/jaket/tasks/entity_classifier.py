@@ -1,0 +1,188 @@
+"""The entity classifier of KG' (KM over the whole graph + a two-layer head, optionally started
+from the pre-trained category head) and the fine-tuned folder that predicts with it
+(``jaket finetune|predict entity-classification``); training is in
+:mod:`jaket.tasks.entity_classification`."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, full_graph
+
+logger = logging.getLogger(__name__)
+
+
+class EntityClassifier(nn.Module):
+    """KM over the whole KG' (full batch) followed by a two-layer head; without a KM the head
+    reads the frozen features directly. With a ``prior`` (a linear map of the same features,
+    :func:`category_prior`) the logits are ``head(x) + prior(x)``."""
+
+    def __init__(self, knowledge: nn.Module | None, hidden: int, num_classes: int, dropout: float,
+                 prior: nn.Linear | None = None):
+        super().__init__()
+        self.knowledge = knowledge
+        self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(hidden, hidden), nn.GELU(),
+                                  nn.Dropout(dropout), nn.Linear(hidden, num_classes))
+        self.prior = prior
+
+    def forward(self, memory: FrozenMemory, edge_index, edge_type) -> torch.Tensor:
+        x = memory.entities
+        if self.knowledge is not None:
+            x = self.knowledge(x, edge_index, edge_type, memory.relations)
+        logits = self.head(x)
+        return logits if self.prior is None else logits + self.prior(x)
+
+    def head_state(self) -> dict[str, torch.Tensor]:
+        """The head's tensors as saved in a fine-tuned folder (the prior's under ``prior.``)."""
+        state = dict(self.head.state_dict())
+        if self.prior is not None:
+            state.update({f"prior.{k}": v for k, v in self.prior.state_dict().items()})
+        return state
+
+    def load_head_state(self, state: dict[str, torch.Tensor]) -> None:
+        prior = {k.removeprefix("prior."): v for k, v in state.items() if k.startswith("prior.")}
+        if prior:
+            self.prior = nn.Linear(prior["weight"].shape[1], prior["weight"].shape[0])
+            self.prior.load_state_dict(prior)
+        self.head.load_state_dict({k: v for k, v in state.items() if not k.startswith("prior.")})
+
+
+def category_prior(backbone: Backbone, category_names) -> nn.Linear | None:
+    """A linear classifier over ``category_names`` copied from the pre-trained category head
+    (pre-training task 1, ``E^KM -> categories``): the rows of the categories it knows by name;
+    a category it does not know gets weight 0 and the lowest known bias. ``None`` when the
+    backbone has no category head or shares no name. Fine-tuning from it starts at the
+    zero-shot predictions (:func:`zero_shot_predictions`) instead of at chance."""
+    if backbone.category_head is None or backbone.knowledge is None:
+        return None
+    known = {name: i for i, name in enumerate(backbone.category_names)}
+    rows = [known.get(name, -1) for name in category_names]
+    if all(r < 0 for r in rows):
+        return None
+    source = backbone.category_head.classifier
+    prior = nn.Linear(source.in_features, len(rows))
+    with torch.no_grad():
+        prior.weight.zero_()
+        prior.bias.fill_(float(source.bias[[r for r in rows if r >= 0]].min()))
+        for i, r in enumerate(rows):
+            if r >= 0:
+                prior.weight[i] = source.weight[r]
+                prior.bias[i] = source.bias[r]
+    return prior
+
+
+class FinetunedEntityClassifier:
+    """A fine-tuned entity classifier: the backbone (LM1 + the fine-tuned KM), the head and the
+    label names, saved and loaded like a Transformers model (:meth:`save_pretrained`,
+    :meth:`from_pretrained`; folder layout in :mod:`jaket.tasks.finetuned`).
+
+    :meth:`predict` labels entities of any KG: its memory is recomputed from that KG's
+    descriptions by the backbone's LM1 (for the ``gnn`` / ``lm+g`` settings: the same seeded
+    random memory as in fine-tuning, which only means something on the KG it was trained on), the
+    KM runs over the whole graph and the head gives a probability per label.
+    """
+
+    task = "entity-classification"
+
+    def __init__(self, backbone: Backbone, classifier: EntityClassifier, labels: list[str],
+                 variant_config=None, settings: dict | None = None):
+        self.backbone = backbone
+        self.classifier = classifier.eval()
+        self.labels = list(labels)
+        self.variant_config = variant_config
+        self.settings = dict(settings or {})
+
+    @property
+    def variant(self) -> str:
+        return self.backbone.variant
+
+    def save_pretrained(self, directory) -> Path:
+        """Write the fine-tuned folder (replaced atomically)."""
+        from jaket.tasks.finetuned import backbone_model, write_finetuned
+
+        if self.variant_config is None:
+            raise ValueError("this classifier was loaded from a folder; copy that folder instead of saving it again")
+        model = backbone_model(self.backbone, self.variant_config, self.classifier.knowledge)
+        task_config = {"variant": self.variant, "labels": self.labels, "hidden_size": int(self.backbone.hidden_size),
+                       **self.settings}
+        return write_finetuned(directory, self.task, model, self.classifier.head_state(), task_config)
+
+    @classmethod
+    def from_pretrained(cls, directory) -> "FinetunedEntityClassifier":
+        """Read a folder written by :meth:`save_pretrained` (local files, safetensors and JSON only)."""
+        from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned
+
+        folder = read_finetuned(directory, cls.task)
+        settings = dict(folder.task_config)
+        variant, labels = settings.get("variant"), settings.get("labels")
+        if variant not in VARIANT_LABELS or not isinstance(labels, list) or not labels:
+            raise FinetunedFormatError(f"{directory}/task.json: needs 'variant' (one of {', '.join(VARIANT_LABELS)}) "
+                                       "and a non-empty list 'labels'")
+        model = folder.backbone.eval()
+        hidden = int(model.hidden_size)
+        knowledge = model.knowledge if variant != "lm" else None
+        backbone = Backbone(variant, hidden, model.language, knowledge, model.fusion)
+        classifier = EntityClassifier(knowledge, hidden, len(labels), float(settings.get("dropout", 0.0)))
+        try:
+            classifier.load_head_state(folder.head)
+        except (RuntimeError, KeyError) as error:
+            first = str(error).strip().splitlines()[0]
+            raise FinetunedFormatError(f"{directory}/head.safetensors: does not fit {len(labels)} labels and "
+                                       f"{hidden} features: {first}") from None
+        return cls(backbone, classifier, labels, settings=settings)
+
+    @torch.no_grad()
+    def probabilities(self, kg) -> torch.Tensor:
+        """(N, labels): the probability of every label for every entity of ``kg``."""
+        from jaket.tasks.finetuned import prediction_memory
+
+        memory = prediction_memory(self.backbone, kg, self.settings)
+        self.classifier.eval()
+        edges = (t.to(memory.entities.device) for t in full_graph(kg))
+        return torch.softmax(self.classifier(memory, *edges), dim=-1).cpu()
+
+    def unlabelled(self, kg) -> np.ndarray:
+        """Entities of ``kg`` that had no label in fine-tuning (and, when the labels were the KG's
+        categories, that have no category in ``kg``)."""
+        known = set(self.settings.get("labelled_entity_ids", []))
+        keep = np.fromiter((entity not in known for entity in kg.entity_ids), dtype=bool, count=kg.num_entities)
+        if self.settings.get("label_source", "categories") == "categories":
+            keep &= np.asarray(kg.entity_category) < 0
+        return np.flatnonzero(keep)
+
+    def predict(self, kg, entities=None, top_k: int = 1) -> list[dict]:
+        """One row per entity (default: :meth:`unlabelled`): ``{"entity", "name", "label",
+        "probability"}``, and with ``top_k > 1`` the ``top_k`` most probable labels (``"top"``)."""
+        entities = self.unlabelled(kg) if entities is None else np.asarray(entities, dtype=np.int64)
+        if not len(entities):
+            return []
+        probabilities = self.probabilities(kg)[torch.as_tensor(entities)]
+        values, indices = probabilities.topk(min(max(1, top_k), len(self.labels)), dim=1)
+        rows = []
+        for i, entity in enumerate(entities.tolist()):
+            row = {"entity": kg.entity_ids[entity], "name": kg.entity_names[entity],
+                   "label": self.labels[int(indices[i, 0])], "probability": round(float(values[i, 0]), 6)}
+            if top_k > 1:
+                row["top"] = [{"label": self.labels[int(k)], "probability": round(float(v), 6)}
+                              for v, k in zip(values[i].tolist(), indices[i].tolist())]
+            rows.append(row)
+        return rows
+
+
+def predict_rows(model: FinetunedEntityClassifier, args) -> list[dict]:
+    """The rows ``jaket predict entity-classification`` prints (one per entity)."""
+    from jaket.kg.io import load_kg
+    from jaket.tasks.splits import read_entity_list
+
+    kg = load_kg(args.kg)
+    entities = None
+    if args.entities is not None:
+        entities = read_entity_list(args.entities, kg)
+    elif args.all:
+        entities = np.arange(kg.num_entities)
+    return model.predict(kg, entities, top_k=args.top_k)
