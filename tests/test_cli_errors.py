@@ -24,12 +24,14 @@ def kgs(tmp_path_factory):
     root = tmp_path_factory.mktemp("kgs")
     kg, corpus = toy_kg()
     save_kg(kg, root / "good", corpus=corpus)
-    for name in ("bad", "no-corpus", "no-triples", "no-entities", "no-mention"):
+    for name in ("bad", "no-corpus", "no-triples", "no-entities", "no-mention", "bare"):
         shutil.copytree(root / "good", root / name)
     with open(root / "bad" / "entities.jsonl", "a", encoding="utf-8") as handle:
         handle.write("{bad json\n")
     os.remove(root / "no-corpus" / "corpus.jsonl")
     (root / "no-triples" / "triples.tsv").write_text("")
+    (root / "bare" / "triples.tsv").write_text("")  # no triple and no corpus: nothing to learn
+    os.remove(root / "bare" / "corpus.jsonl")
     for name in ("entities.jsonl", "relations.jsonl", "triples.tsv", "corpus.jsonl"):
         (root / "no-entities" / name).write_text("")
     rows = [json.loads(line) for line in (root / "good" / "corpus.jsonl").read_text().splitlines()]
@@ -105,13 +107,16 @@ def test_pretrain_data_errors_name_the_file_and_the_remedy(kgs, tiny_bert_dir, t
 
     status, err = pretrain("bad")
     assert status == 1 and err[0].startswith(f"{kgs / 'bad' / 'entities.jsonl'}:41: malformed JSON")
-    status, err = pretrain("no-corpus")
-    assert status == 1 and err == [
-        f"error: {kgs / 'no-corpus' / 'corpus.jsonl'}: missing; pre-training needs a mention corpus: "
-        f"create it with `jaket link --kg {kgs / 'no-corpus'} --text FILE --out "
-        f"{kgs / 'no-corpus' / 'corpus.jsonl'}` or pass --corpus FILE"]
+    status, err = _run(capsys, "pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"),
+                       "--kg", str(kgs / "no-corpus"), "--corpus", str(tmp_path / "nowhere.jsonl"),
+                       "--out", str(tmp_path / "nowhere"), "--no-progress")
+    assert status == 2 and err[-1] == (
+        f"error: --corpus {tmp_path / 'nowhere.jsonl'}: no such file (a mention "
+        f"corpus: `jaket link --kg DIR --text FILE --out {tmp_path / 'nowhere.jsonl'}`)")
     status, err = pretrain("no-triples")
     assert status == 1 and err[0].startswith(f"error: {kgs / 'no-triples' / 'triples.tsv'}: the KG has no triple")
+    status, err = pretrain("bare")
+    assert status == 1 and err[0].startswith(f"error: {kgs / 'bare' / 'triples.tsv'}: the KG has no triple")
     status, err = pretrain("no-entities")
     assert status == 1 and err[0].startswith(f"error: {kgs / 'no-entities' / 'entities.jsonl'}: the KG has "
                                              f"no entity")
@@ -119,7 +124,7 @@ def test_pretrain_data_errors_name_the_file_and_the_remedy(kgs, tiny_bert_dir, t
     assert status == 1 and err[0].startswith(f"error: {kgs / 'no-mention' / 'corpus.jsonl'}: no text "
                                              f"mentions an entity")
     assert "tasks.weight_entity=0" in err[0]
-    assert not any((tmp_path / kg / "metrics.jsonl").exists() for kg in ("bad", "no-mention"))
+    assert not any((tmp_path / kg / "metrics.jsonl").exists() for kg in ("bad", "no-mention", "bare"))
 
 
 def test_pretrain_config_errors_are_usage_errors(tmp_path, capsys):

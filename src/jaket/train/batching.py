@@ -9,6 +9,9 @@ ends and fused mention entities with every triple joining a predicted pair hidde
 (``exclude_triples``). Every draw of micro-step ``p`` on rank ``r`` comes from generators seeded
 with ``(seed, p, r)``: a batch depends on nothing but its position, so :func:`batch_loader` can
 build the batches ahead in worker processes and a resumed run repeats the uninterrupted one.
+
+Without a corpus (``data.train`` None: the KG tasks only) a batch has no text (``text`` None, no
+mention, no masked token, no entity candidate) and draws nothing for one.
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ class StepBatch:
     """
 
     position: int  # the micro-step (``step * accumulation_steps + micro``) it was drawn for
-    text: TextBatch  # token-masked texts
+    text: TextBatch | None  # token-masked texts; None without a corpus
     mlm_labels: torch.Tensor  # (B, L) original ids at predicted positions, -100 elsewhere
     subgraph: Subgraph  # every triple joining a predicted pair hidden
     mention_node: torch.Tensor  # (M,) local node of each fused mention's entity, -1 if removed
@@ -122,7 +125,8 @@ class BatchBuilder(Dataset):
         self.config, self.data = config, data
         self.rank, self.world_size = rank, world_size
         self.pairs = tasks.PairIndex(data.kg)
-        self.lengths = np.array([len(ids) for ids in data.train.input_ids], dtype=np.int64)
+        texts = data.train.input_ids if data.train is not None else []
+        self.lengths = np.array([len(ids) for ids in texts], dtype=np.int64)
         if config.tasks.description_rows > 0 and description_tokens is None:
             raise ValueError("tasks.description_rows > 0 needs the tokenised descriptions")
         self.description_tokens = description_tokens
@@ -165,13 +169,16 @@ class BatchBuilder(Dataset):
         hidden = self.pairs.triples_of_pairs(predicted)
         triples = kg.triples[predicted].astype(np.int64).reshape(-1, 3)
         # text batch: ~15% of the mentions removed (not fused), the others' entities are seeds
-        text = collate_texts(self.data.train, self.text_indices(position), self.data.pad_id)
-        num_mentions = len(text.mention_entity)
-        if t.weight_entity > 0:
+        text = collate_texts(self.data.train, self.text_indices(position), self.data.pad_id) \
+            if self.data.train is not None else None
+        num_mentions = len(text.mention_entity) if text is not None else 0
+        if text is None:
+            fuse_mask = torch.ones(0, dtype=torch.bool)
+        elif t.weight_entity > 0:
             fuse_mask = tasks.choose_masked_mentions(num_mentions, t.entity_mask_probability, tgen)
         else:
             fuse_mask = torch.ones(num_mentions, dtype=torch.bool)
-        fused_entities = text.mention_entity[fuse_mask].numpy()
+        fused_entities = text.mention_entity[fuse_mask].numpy() if text is not None else np.zeros(0, np.int64)
         seeds = np.concatenate([walked, triples[:, 0], triples[:, 2], fused_entities]).astype(np.int64)
         subgraph = sample_neighbors(kg, seeds, tuple(cfg.model.fanouts), rng,
                                     exclude_triples=hidden if len(hidden) else None)
@@ -185,17 +192,24 @@ class BatchBuilder(Dataset):
         counts["category_skipped"] = int((~has_category).sum())
         if t.weight_category <= 0:
             has_category[:] = False
-        # masked token prediction
-        masked_ids, mlm_labels = tasks.mask_tokens(text.input_ids, self.special_mask(text),
-                                                   self.data.mask_id, self.data.vocab_size,
-                                                   t.mlm_probability, tgen)
-        if t.weight_mlm <= 0:
-            mlm_labels[:] = -100
-        # masked entity prediction candidates: truth, KG neighbours, random entities
         removed = ~fuse_mask
-        candidates, valid = tasks.entity_candidates(
-            kg, text.mention_entity[removed].numpy(), t.entity_hard_negatives,
-            t.entity_random_negatives, rng)
+        if text is not None:
+            # masked token prediction
+            masked_ids, mlm_labels = tasks.mask_tokens(text.input_ids, self.special_mask(text),
+                                                       self.data.mask_id, self.data.vocab_size,
+                                                       t.mlm_probability, tgen)
+            if t.weight_mlm <= 0:
+                mlm_labels[:] = -100
+            # masked entity prediction candidates: truth, KG neighbours, random entities
+            candidates, valid = tasks.entity_candidates(
+                kg, text.mention_entity[removed].numpy(), t.entity_hard_negatives,
+                t.entity_random_negatives, rng)
+            text = TextBatch(masked_ids, text.attention_mask, text.mention_batch, text.mention_start,
+                             text.mention_end, text.mention_entity)
+        else:
+            mlm_labels = torch.zeros((0, 0), dtype=torch.long)
+            width = 1 + t.entity_hard_negatives + t.entity_random_negatives
+            candidates, valid = np.zeros((0, width), np.int64), np.zeros((0, width), bool)
         description_local = torch.zeros(0, dtype=torch.long)
         description_tokens: tuple[torch.Tensor, ...] = ()
         if t.description_rows > 0:
@@ -205,12 +219,10 @@ class BatchBuilder(Dataset):
             description_local = torch.from_numpy(chosen.astype(np.int64))
         counts.update(category=int(has_category.sum()), relation=n_pair,
                       mlm=int((mlm_labels != -100).sum()), entity=int(removed.sum()),
-                      texts=len(text.input_ids), subgraph_nodes=subgraph.num_nodes,
+                      texts=len(text.input_ids) if text is not None else 0, subgraph_nodes=subgraph.num_nodes,
                       subgraph_edges=subgraph.num_edges, hidden_triples=len(hidden))
         return StepBatch(
-            position=position, text=TextBatch(masked_ids, text.attention_mask, text.mention_batch, text.mention_start,
-                           text.mention_end, text.mention_entity),
-            mlm_labels=mlm_labels, subgraph=subgraph, mention_node=mention_node, fuse_mask=fuse_mask,
+            position=position, text=text, mlm_labels=mlm_labels, subgraph=subgraph, mention_node=mention_node, fuse_mask=fuse_mask,
             category_node=local[:n_walk][has_category], category_label=category[has_category],
             relation_head=local[n_walk:n_walk + n_pair],
             relation_tail=local[n_walk + n_pair:n_walk + 2 * n_pair],

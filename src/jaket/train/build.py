@@ -1,5 +1,8 @@
 """Building a pre-training run: the KG and corpus named by the config (checked), the tokenised
-training and held-out texts, and the model with its empty entity context memory."""
+training and held-out texts, and the model with its empty entity context memory.
+
+A KG folder without a corpus (no ``corpus.jsonl``, no ``data.corpus``) pre-trains on the KG
+tasks only (entity category and relation prediction): ``PretrainData.train`` is then None."""
 
 from __future__ import annotations
 
@@ -16,18 +19,31 @@ log = logging.getLogger(__name__)
 @dataclass
 class PretrainData:
     kg: object
-    train: EncodedCorpus
-    heldout: EncodedCorpus
+    train: EncodedCorpus | None  # None: no corpus, the KG tasks only
+    heldout: EncodedCorpus | None
     pad_id: int
     special_ids: list[int]
     mask_id: int
     vocab_size: int
     report: dict = field(default_factory=dict)
 
+    @property
+    def has_texts(self) -> bool:
+        """False for a KG-only run (no corpus): masked token and masked entity prediction off."""
+        return self.train is not None
+
 
 def prepare_data(kg, corpus, tokenizer, config: PretrainConfig, report: dict | None = None) -> PretrainData:
     """Split the corpus (held-out share for the final evaluation) and tokenise both parts;
-    mentions lost to truncation or alignment are counted in the report and logged."""
+    mentions lost to truncation or alignment are counted in the report and logged. ``corpus``
+    None (a KG without texts): no text on either side, the report says so."""
+    special = dict(pad_id=int(tokenizer.pad_token_id), special_ids=list(tokenizer.all_special_ids),
+                   mask_id=int(tokenizer.mask_token_id), vocab_size=int(len(tokenizer)))
+    report = dict(report or {})
+    if corpus is None:
+        report["pretraining"] = {"train_texts": 0, "heldout_texts": 0, "train_mentions": 0,
+                                 "heldout_mentions": 0}
+        return PretrainData(kg=kg, train=None, heldout=None, report=report, **special)
     heldout, train = corpus.split(config.data.heldout_fraction, seed=config.seed)
     encoded_train = train.encode(tokenizer, max_length=config.data.max_length)
     encoded_heldout = heldout.encode(tokenizer, max_length=config.data.max_length)
@@ -39,16 +55,13 @@ def prepare_data(kg, corpus, tokenizer, config: PretrainConfig, report: dict | N
     if dropped or unaligned:
         log.warning("%d mentions cut off by data.max_length=%d and %d covering no token are not "
                     "used", dropped, config.data.max_length, unaligned)
-    report = dict(report or {})
     report["pretraining"] = {
         "train_texts": len(encoded_train), "heldout_texts": len(encoded_heldout),
         "train_mentions": encoded_train.num_mentions, "heldout_mentions": encoded_heldout.num_mentions,
         "texts_without_mentions": int(sum(1 for m in encoded_train.mentions if len(m) == 0)),
         "mentions_cut_by_max_length": int(dropped), "mentions_without_tokens": int(unaligned)}
-    return PretrainData(kg=kg, train=encoded_train, heldout=encoded_heldout,
-                        pad_id=int(tokenizer.pad_token_id), special_ids=list(tokenizer.all_special_ids),
-                        mask_id=int(tokenizer.mask_token_id), vocab_size=int(len(tokenizer)),
-                        report=report)
+    return PretrainData(kg=kg, train=encoded_train, heldout=encoded_heldout, report=report,
+                        **special)
 
 
 class PretrainDataError(ValueError):
@@ -62,9 +75,21 @@ def _corpus_name(config: PretrainConfig) -> str:
     return str(Path(data.path) / "corpus.jsonl") if data.source == "dir" else f"the {data.source} corpus"
 
 
+def tasks_run(kg, has_texts: bool, config: PretrainConfig) -> list[str]:
+    """The pre-training tasks this KG and corpus give examples to (weight > 0): ``category``
+    (some entity has a category), ``relation`` (the KG has triples), ``mlm`` and ``entity`` (texts;
+    mentions are checked by :func:`check_pretraining_data`)."""
+    t = config.tasks
+    has = {"category": t.weight_category > 0 and bool((kg.entity_category >= 0).any()),
+           "relation": t.weight_relation > 0 and kg.num_triples > 0,
+           "mlm": t.weight_mlm > 0 and has_texts, "entity": t.weight_entity > 0 and has_texts}
+    return [name for name, on in has.items() if on]
+
+
 def check_pretraining_data(kg, corpus, config: PretrainConfig) -> None:
     """Refuse, with the file and a remedy, a KG or corpus on which a task would silently vanish or
-    the sampler fail: no entity, no triple, no text, no mention (masked entity prediction on)."""
+    the sampler fail: no entity, no triple, no text, no mention (masked entity prediction on).
+    ``corpus`` None (a KG-only run) needs a KG task with examples."""
     data = config.data
     folder = Path(data.path) if data.source == "dir" else None
     where = (lambda name: str(folder / name)) if folder else (lambda name: f"the {data.source} KG")
@@ -74,6 +99,15 @@ def check_pretraining_data(kg, corpus, config: PretrainConfig) -> None:
     if kg.num_triples == 0:
         raise PretrainDataError(f"{where('triples.tsv')}: the KG has no triple; the knowledge module "
                                 f"and relation prediction need some (head<TAB>relation<TAB>tail lines)")
+    if corpus is None:
+        if not tasks_run(kg, False, config):
+            raise PretrainDataError(
+                f"{_corpus_name(config)}: missing, and the KG tasks have nothing to learn "
+                f"({int((kg.entity_category >= 0).sum())} entities with a category, "
+                f"tasks.weight_category={config.tasks.weight_category}, tasks.weight_relation="
+                f"{config.tasks.weight_relation}); create a corpus with `jaket link --kg DIR "
+                f"--text FILE --out {_corpus_name(config)}`")
+        return
     _require_texts(_corpus_name(config), len(corpus), corpus.num_mentions, config)
 
 
@@ -109,23 +143,28 @@ def load_kg_and_corpus(config: PretrainConfig):
         from jaket.kg.io import CORPUS, load_corpus, load_kg
 
         kg = load_kg(data.path)
-        if data.corpus is None and not (Path(data.path) / CORPUS).is_file():
-            raise PretrainDataError(
-                f"{Path(data.path) / CORPUS}: missing; pre-training needs a mention corpus: create it "
-                f"with `jaket link --kg {data.path} --text FILE --out {Path(data.path) / CORPUS}` or "
-                f"pass --corpus FILE")
-        corpus = load_corpus(data.path, kg) if data.corpus is None else None
+        own = Path(data.path) / CORPUS
+        corpus = load_corpus(data.path, kg) if data.corpus is None and own.is_file() else None
         report = {"source": "dir", "path": str(data.path)}
     if data.corpus is not None:
         from jaket.kg.io import load_corpus
 
+        if not Path(data.corpus).is_file():
+            raise PretrainDataError(f"{data.corpus}: no such corpus file (data.corpus); create it "
+                                    f"with `jaket link --kg DIR --text FILE --out {data.corpus}`")
         corpus = load_corpus(data.corpus, kg)
         report["corpus"] = str(data.corpus)
     check_pretraining_data(kg, corpus, config)
+    if corpus is None:
+        log.warning("%s: no corpus, so pre-training runs the KG tasks only (%s); the text tasks "
+                    "(masked token and masked entity prediction) are off: add a corpus with "
+                    "`jaket link --kg %s --text FILE --out %s`", own,
+                    " and ".join(tasks_run(kg, False, config)), data.path, own)
     report.setdefault("entities", kg.num_entities)
     report.setdefault("relations", kg.num_relations)
     report.setdefault("triples", kg.num_triples)
-    report.setdefault("texts", len(corpus))
+    report.setdefault("texts", len(corpus) if corpus is not None else 0)
+    report["tasks"] = tasks_run(kg, corpus is not None, config)
     return kg, corpus, report
 
 

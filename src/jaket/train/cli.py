@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value, e.g. --set steps=100 --set optim.lm_lr=1e-5")
     parser.add_argument("--kg", type=Path, metavar="DIR",
-                        help="a KG directory (jaket.kg.io format, with corpus.jsonl): data.source=dir")
+                        help="a KG directory (jaket.kg.io format; without corpus.jsonl the KG tasks only): "
+                             "data.source=dir")
     parser.add_argument("--corpus", type=Path, metavar="FILE",
                         help="a mention corpus (JSONL) used instead of the KG's own texts: data.corpus")
     parser.add_argument("--encoder", metavar="PATH",
@@ -102,7 +103,9 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     for flag, path, kind in (("--kg", args.kg, "directory"), ("--corpus", args.corpus, "file")):
         if path is not None and not (path.is_dir() if kind == "directory" else path.is_file()):
-            raise UsageError(f"{flag} {path}: no such {kind}")
+            remedy = f" (a mention corpus: `jaket link --kg DIR --text FILE --out {path}`)" \
+                if flag == "--corpus" else ""
+            raise UsageError(f"{flag} {path}: no such {kind}{remedy}")
     if args.resume and args.overwrite:
         raise UsageError("--resume and --overwrite contradict each other: continue the run or "
                          "replace it")

@@ -39,7 +39,7 @@ from jaket.model.memory import refresh_steps
 from jaket.train.batching import (LENGTH_WINDOW, BatchBuilder, StepBatch, batch_loader,  # noqa: F401
                                   text_batch_indices)
 from jaket.train.build import (PretrainData, PretrainDataError, build_model,  # noqa: F401
-                               check_pretraining_data, load_kg_and_corpus, prepare_data)
+                               check_pretraining_data, load_kg_and_corpus, prepare_data, tasks_run)
 from jaket.train.checkpoint import (check_compatible, kg_signature, load_checkpoint, read_state,
                                    restore_newest, save_checkpoint)
 from jaket.train.config import PretrainConfig, dump_config
@@ -48,7 +48,7 @@ from jaket.train.engine import (all_reduce_delta, all_reduce_sum, any_rank_max, 
 from jaket.train.evaluation import masked_entity_accuracy
 from jaket.train.metrics import (LOSS_NAMES, first_last_tenth, plot_losses, read_metrics,
                                  truncate_metrics)
-from jaket.train.objective import PretrainingObjective
+from jaket.train.objective import PretrainingObjective, freeze_text_side
 from jaket.train.optim import build_optimizer, build_scheduler
 from jaket.train.rundir import (StopSignals, TrainingInterrupted, output_lock, prepare_output,
                                 resume_mode)
@@ -78,6 +78,11 @@ class Pretrainer:
         model.memory.place(self.device)
         self.data = data
         self.out = Path(out_dir)
+        #: the tasks with examples (summary.json); without texts the KG tasks only
+        self.tasks = tasks_run(data.kg, data.has_texts, config)
+        if not data.has_texts:
+            frozen = freeze_text_side(model, keep_lm1=config.tasks.description_rows > 0)
+            log.info("no texts: %s frozen", ", ".join(frozen))
         self.objective = PretrainingObjective(self.model, config.tasks)
         self.engine = self.accelerator.prepare_model(self.objective)
         o = config.optim
@@ -255,7 +260,8 @@ class Pretrainer:
                  "data_position": {"step": self.step,
                                    "micro_steps": self.step * self.config.optim.accumulation_steps,
                                    "texts_consumed": self.step * self.config.text_batch_size
-                                   * self.info.world_size * self.config.optim.accumulation_steps},
+                                   * self.info.world_size * self.config.optim.accumulation_steps
+                                   if self.data.has_texts else 0},
                  "refresh_seconds": self.refresh_seconds, "train_seconds": self.train_seconds,
                  "evaluation_start": self.evaluation_start,
                  "config": self.config.model_dump(mode="json"), "kg": self.kg_signature}
@@ -315,7 +321,10 @@ class Pretrainer:
 
     # ---------------------------------------------------------------- evaluation
     def evaluate_masked_entity(self, max_texts: int) -> dict:
-        """:func:`jaket.train.evaluation.masked_entity_accuracy` on the held-out texts."""
+        """:func:`jaket.train.evaluation.masked_entity_accuracy` on the held-out texts; without a
+        corpus a record of the skip."""
+        if not self.data.has_texts:
+            return {"skipped": "no corpus: masked entity prediction was not trained"}
         return masked_entity_accuracy(self.model, self.data, max_texts, self.config.text_batch_size)
 
     # ---------------------------------------------------------------- the loop
@@ -355,7 +364,9 @@ class Pretrainer:
                 self.refresh_memory()
             if main and self.step == 0 and cfg.eval_texts and self.evaluation_start is None:
                 self.evaluation_start = self.evaluate_masked_entity(cfg.eval_texts)
-                log.info("held-out masked entity prediction before training: %s", self.evaluation_start)
+                if self.data.has_texts:
+                    log.info("held-out masked entity prediction before training: %s",
+                             self.evaluation_start)
             if main:  # the engine's trackers (TensorBoard, W&B, MLflow: jaket.train.engine.trackers)
                 self.accelerator.init_trackers("pretrain", config={
                     k: v if isinstance(v, (int, float, str, bool)) else str(v)
@@ -396,7 +407,7 @@ class Pretrainer:
             stopped = stopped or signals.received
         if stopped:
             raise TrainingInterrupted(stopped, self.step, path)
-        summary = {"steps": self.step, "world_size": self.info.world_size,
+        summary = {"steps": self.step, "tasks": self.tasks, "world_size": self.info.world_size,
                    "device": str(self.device), "mixed_precision": self.accelerator.mixed_precision,
                    "data_workers": self.data_workers(),
                    "train_seconds": round(self.train_seconds, 1),
