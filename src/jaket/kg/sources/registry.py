@@ -16,8 +16,8 @@ What every bundle holds:
 
 - ``kg``: the :class:`~jaket.kg.graph.KnowledgeGraph`; for a source with evaluation splits, its
   triples are the training split;
-- ``corpus``: the source's mention corpus, ``None`` when it has no texts (then pre-training needs
-  one linked with ``jaket link``);
+- ``corpus``: the source's mention corpus, ``None`` when it has no texts (then pre-training runs
+  the KG tasks only, until one is linked with ``jaket link``);
 - ``splits``: ``{"valid": (T, 3) int64, "test": ...}`` entity / relation indices of ``kg`` (empty
   for a source without splits);
 - ``report``: what the source counted while building (JSON-serialisable; ``build-report.json``).
