@@ -52,6 +52,13 @@ def collect(runs: Path, previous: dict) -> dict:
             "kg": table["kg"], "seeds": table["seeds"], "accuracy": table["accuracy"],
             "zero_shot": table["zero_shot"], "paired_against": table["paired_against"],
             "paired": table["paired"]}
+    probe = _read(runs / "ec-reference" / "probe-table" / "table.json")
+    if probe is not None:  # python -m benchmarks.ec_compare runs/ec-reference/probe/metrics.json --out ...
+        out["entity_classification_linear_probe"] = {
+            "command": "see docs/results.md, 'Ablations' (KM frozen downstream)",
+            "accuracy": probe["accuracy"], "paired_against": probe["paired_against"],
+            "paired": {name: {f: {k: d[k] for k in ("mean", "ci_low", "ci_high")} for f, d in by_fraction.items()}
+                       for name, by_fraction in probe["paired"].items()}}
     for key, relative in TASK_RUNS.items():
         metrics = _read(runs / relative)
         if metrics is not None:
