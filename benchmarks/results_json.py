@@ -20,6 +20,7 @@ from jaket.atomic import write_json
 #: results.json key -> metrics file under --runs holding a downstream task's summary
 TASK_RUNS = {
     "kgqa_metaqa": "kgqa-metaqa/metrics.json",
+    "kgqa_metaqa_jaket": "metaqa-1hop-jaket/metrics.json",
     "relation_classification_fewrel": "fewrel-reference/metrics.json",
     "link_prediction_wn18rr": "lp-reference/metrics.json",
     "link_prediction_wn18rr_train_encoder": "lp-train-encoder/metrics.json",
