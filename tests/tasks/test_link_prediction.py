@@ -271,3 +271,59 @@ def test_train_encoder_stops_at_its_cpu_budget(small_kg, tiny_bert_dir):
     assert len(losses) == 1 and record["steps"] == 1 and record["refresh_at_step"] == [0, 1]
     assert memory.entities.shape == (small_kg.num_entities, backbone.hidden_size)
     assert record["train_cpu_seconds"] > 0 and 0 < record["refresh_share"] < 1
+
+
+def test_neighbourhood_samples_only_graph_neighbours(small_kg):
+    from jaket.tasks.link_training import Neighbourhood
+
+    train, _ = _split(small_kg)
+    hood = Neighbourhood(train, small_kg.num_entities)
+    adjacent = {(int(h), int(t)) for h, _, t in train} | {(int(t), int(h)) for h, _, t in train}
+    entities = np.unique(train[:20, 0])
+    picks = hood.sample(entities, 3, np.random.default_rng(0))
+    assert len(picks) == 3 * len(entities)  # every head has a neighbour
+    owners = np.repeat(entities, 3)
+    assert all((int(o), int(p)) in adjacent for o, p in zip(owners, picks))
+    isolated = np.setdiff1d(np.arange(small_kg.num_entities), train[:, [0, 2]].ravel())
+    if len(isolated):
+        assert len(hood.sample(isolated[:1], 4, np.random.default_rng(0))) == 0
+
+
+def test_train_encoder_with_hard_negatives_and_bf16(small_kg, tiny_bert_dir, monkeypatch):
+    """--hard-negatives adds neighbours of the batch's entities to the candidates (described with
+    gradients); --bf16 runs LM1 in bf16 while the rows, loss and parameters stay fp32."""
+    from jaket.tasks import link_training
+    from jaket.tasks.variants import load_backbone
+
+    train, _ = _split(small_kg)
+    sizes, dtypes = {}, {}
+    real_describe = link_training.describe
+    for hard, bf16 in ((0, False), (4, True)):
+        sizes[hard], dtypes[hard] = [], set()
+
+        def describe(language, tokens, rows, _hard=hard):
+            if language.training and len(rows) != small_kg.num_relations:
+                sizes[_hard].append(len(rows))
+                first_linear = next(m for m in language.modules() if isinstance(m, torch.nn.Linear))
+                hook = first_linear.register_forward_hook(lambda _m, _i, out, _h=_hard: dtypes[_h].add(out.dtype))
+                try:
+                    out = real_describe(language, tokens, rows)
+                finally:
+                    hook.remove()
+                assert out.dtype == torch.float32
+                return out
+            return real_describe(language, tokens, rows)
+
+        monkeypatch.setattr(link_training, "describe", describe)
+        config = lp.LinkPredictionConfig(steps=3, batch_size=8, encoder=tiny_bert_dir, km_heads=4, fanouts=(2, 2),
+                                         train_encoder=True, description_max_length=16, hard_negatives=hard,
+                                         bf16=bf16, refresh_initial=0)
+        backbone = load_backbone(config.variant_config("lm+g+m"))
+        model = lp.LinkScorer(backbone, "transe", small_kg.num_relations, metric="cosine")
+        losses, _, memory = link_training.train_with_encoder(model, backbone, lp.train_view(small_kg, train),
+                                                             train, config, seed=0)
+        assert all(np.isfinite(losses)) and memory.entities.dtype == torch.float32
+        assert all(p.dtype == torch.float32 for p in backbone.language.parameters())
+    # the same seed draws the same triples: hard negatives only add entities
+    assert all(b > a for a, b in zip(sizes[0], sizes[4]))
+    assert dtypes[0] == {torch.float32} and dtypes[4] == {torch.bfloat16}

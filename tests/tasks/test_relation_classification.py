@@ -1,5 +1,7 @@
 import json
 
+import numpy as np
+
 import pytest
 
 from jaket.tasks.fewrel import load_fewrel
@@ -71,3 +73,37 @@ def test_jaket_variant_runs(fewrel_file, tiny_jaket_dir, tmp_path):
     results = rc.run_relation_classification(data, config, tmp_path)
     assert len(results["runs"]["jaket"][0]["train_loss"]) == 2
     assert 0.0 <= results["summary"]["jaket"]["3-1"]["mean"] <= 1.0
+
+
+def test_bf16_runs_the_encoder_in_bf16_and_scores_in_fp32(fewrel_file, tiny_bert_dir, monkeypatch):
+    import torch
+
+    data = load_fewrel(fewrel_file)
+    seen = []
+    forward = rc.PairEncoder.forward
+
+    def recording(self, queries, supports, max_length):
+        handles = [m.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
+                   for m in self.language.modules() if isinstance(m, torch.nn.Linear)][:1]
+        try:
+            logits = forward(self, queries, supports, max_length)
+        finally:
+            for h in handles:
+                h.remove()
+        seen.append(("logits", logits.dtype))
+        return logits
+
+    monkeypatch.setattr(rc.PairEncoder, "forward", recording)
+    results = {}
+    for bf16 in (False, True):
+        seen.clear()
+        config = rc.RelationClassificationConfig(variants=("lm",), settings=((3, 1),), seeds=(0,),
+                                                 num_train_relations=3, train_steps=2, train_way=2,
+                                                 episodes=6, max_length=32, encoder=tiny_bert_dir, bf16=bf16)
+        results[bf16] = rc.run_relation_classification(data, config)
+        products = {d for d in seen if not isinstance(d, tuple)}
+        assert products == ({torch.bfloat16} if bf16 else {torch.float32})
+        assert {d for d in seen if isinstance(d, tuple)} == {("logits", torch.float32)}
+    run = results[True]["runs"]["lm"][0]
+    assert all(np.isfinite(run["train_loss"])) and 0.0 <= run["3-1"] <= 1.0
+    assert results[True]["config"]["bf16"] is True

@@ -57,6 +57,21 @@ def add_device_argument(parser: argparse.ArgumentParser) -> None:
                         help="cpu, cuda, cuda:N or mps (default: cuda when a GPU is visible, else cpu)")
 
 
+def add_bf16_argument(parser: argparse.ArgumentParser) -> None:
+    """The shared ``--bf16`` flag of the fine-tuning tasks (see :func:`autocast`)."""
+    parser.add_argument("--bf16", action="store_true",
+                        help="bf16 autocast for the encoder's matrix products (weights, optimizer and scores "
+                             "stay fp32); 2-3x faster on CPUs with AMX / AVX512-BF16, and on GPUs")
+
+
+def autocast(device: torch.device | str, bf16: bool):
+    """Mixed precision for a fine-tuning step or an evaluation: ``torch.autocast`` to bfloat16 on
+    ``device`` when ``bf16``, else a no-op context. Parameters, gradients and the optimizer stay
+    fp32 (autocast only computes eligible products in bf16); callers score in fp32."""
+    device_type = torch.device(device).type
+    return torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=bool(bf16))
+
+
 def memory_placement(nbytes: int, device: torch.device) -> str:
     """``"device"`` when ``nbytes`` of memory rows fit in :data:`MEMORY_SHARE` of ``device``'s
     free memory (always on a CPU device), else ``"host"``."""

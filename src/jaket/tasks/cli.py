@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaket.model.device import add_device_argument
+from jaket.model.device import add_bf16_argument, add_device_argument
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,10 @@ def _add_common(parser: argparse.ArgumentParser, evaluate: bool) -> None:
                             help="comma list of lm,gnn,lm+g,lm+g+m,jaket (default: all that apply)")
     else:
         parser.add_argument("--variant", help="one of lm,gnn,lm+g,lm+g+m,jaket")
-    parser.add_argument("--seeds", type=int, default=5 if evaluate else 1, help="number of seeds (0..N-1)")
+    parser.add_argument("--seeds", type=int, default=5 if evaluate else 1,
+                        help="number of seeds (--first-seed .. --first-seed + N - 1)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="first seed (default 0): a table can be built seed by seed in separate runs")
     parser.add_argument("--out", type=Path, help="output folder (default runs/<task>)")
     parser.add_argument("--json", action="store_true", help="print metrics.json's summary as JSON")
     parser.add_argument("--km-layers", type=int,
@@ -58,6 +61,13 @@ def _add_common(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--km-heads", type=int,
                         help="heads of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 8)")
     add_device_argument(parser)
+
+
+def seed_range(args: argparse.Namespace) -> tuple[int, ...]:
+    """The seeds of ``--seeds N --first-seed S``: S, S+1, ..., S+N-1."""
+    if args.seeds < 1 or args.first_seed < 0:
+        raise SystemExit("error: --seeds must be >= 1 and --first-seed >= 0")
+    return tuple(range(args.first_seed, args.first_seed + args.seeds))
 
 
 def _add_relation_memory(parser: argparse.ArgumentParser) -> None:
@@ -153,6 +163,7 @@ def _add_relation_classification_arguments(rc: argparse.ArgumentParser) -> None:
     rc.add_argument("--train-way", type=int, default=3, help="relations per training episode (default 3)")
     rc.add_argument("--train-shot", type=int, default=1, help="supports per relation in training (default 1)")
     rc.add_argument("--episodes", type=int, default=1000, help="evaluation episodes per setting (default 1000)")
+    add_bf16_argument(rc)
 
 
 def _variants(args, task: str) -> tuple[str, ...]:
@@ -222,7 +233,7 @@ def _run_kgqa(args) -> int:
         kg, _, _ = build_wordnet(max_entities=args.max_entities, roots=None, seed=0)
         questions = kgqa.wordnet_questions(kg, seed=0, max_questions=args.max_questions)
     config = kgqa.KGQAConfig(variants=_variants(args, "kgqa"), kg_settings=args.kg_settings,
-                             seeds=tuple(range(args.seeds)), steps=args.steps, batch_size=args.batch_size,
+                             seeds=seed_range(args), steps=args.steps, batch_size=args.batch_size,
                              lr=args.lr, head_lr=args.head_lr, km_lr=args.km_lr,
                              max_candidates=args.max_candidates, km_fanout=args.km_fanout,
                              select_every=args.select_every,
@@ -260,9 +271,10 @@ def _run_relation_classification(args) -> int:
         settings.append((int(way), int(shot)))
     config = rc.RelationClassificationConfig(
         variants=_variants(args, "relation-classification"), settings=tuple(settings),
-        seeds=tuple(range(args.seeds)), num_train_relations=args.train_relations,
+        seeds=seed_range(args), num_train_relations=args.train_relations,
         drop_overlap=args.drop_overlap, train_steps=args.train_steps, train_way=args.train_way,
-        train_shot=args.train_shot, episodes=args.episodes, encoder=args.encoder, pretrained=args.model)
+        train_shot=args.train_shot, episodes=args.episodes, encoder=args.encoder, pretrained=args.model,
+        bf16=args.bf16)
     out = _out(args, "relation-classification")
     results = rc.run_relation_classification(data, config, out, train_data=train_data,
                                              save_dir=None if args.evaluate else out / "model")

@@ -89,6 +89,10 @@ class LinkPredictionConfig(BackboneSettings):
     #: steps, then intervals growing by ``refresh_growth`` (0 = only the batch's own rows follow LM1)
     refresh_initial: int = 200
     refresh_growth: int = 2
+    #: graph-neighbourhood hard negatives per training triple (``train_encoder``; 0 = none)
+    hard_negatives: int = 0
+    #: bf16 autocast for LM1 (``train_encoder``: its steps and refreshes)
+    bf16: bool = False
     #: stop training (``train_encoder``) once this many process CPU seconds are spent (None = run
     #: every step): equal-CPU-time comparisons on a shared machine
     budget_cpu_seconds: float | None = None

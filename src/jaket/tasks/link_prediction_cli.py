@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.model.device import add_bf16_argument
+
 logger = logging.getLogger(__name__)
 
 
@@ -63,6 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--refresh-initial", type=int, default=d.refresh_initial,
                         help="steps before the first full memory refresh with --train-encoder (Eq. 11 "
                              f"I_init; 0 = none; default {d.refresh_initial})")
+    parser.add_argument("--hard-negatives", type=int, default=d.hard_negatives, metavar="N",
+                        help="with --train-encoder: N neighbours of each triple's head or tail (training "
+                             f"graph) as extra negatives (default {d.hard_negatives})")
+    add_bf16_argument(parser)
     parser.add_argument("--budget-cpu-seconds", type=float, metavar="S",
                         help="with --train-encoder: stop training after S process CPU seconds (memory fills "
                              "included; default: run every step)")
@@ -122,19 +128,19 @@ def load_data(args) -> tuple:
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate link-prediction``."""
     from jaket.tasks import link_prediction as lp
-    from jaket.tasks.cli import _cpu_only, _finish, _out, _variants
+    from jaket.tasks.cli import _cpu_only, _finish, _out, _variants, seed_range
 
     _cpu_only(args, "link-prediction")
     kg, train, evaluation = load_data(args)
     config = lp.LinkPredictionConfig(
-        variants=_variants(args, "link-prediction"), scorers=args.scorers, seeds=tuple(range(args.seeds)),
+        variants=_variants(args, "link-prediction"), scorers=args.scorers, seeds=seed_range(args),
         steps=args.steps, negatives=args.negatives, batch_size=args.batch_size, fanouts=args.fanouts,
         max_eval_triples=args.max_eval, holdout_fraction=args.holdout_fraction, encoder=args.encoder,
         pretrained=args.model, km_layers=args.km_layers, km_heads=args.km_heads,
         relation_memory=args.relation_memory, description_max_length=args.description_max_length,
         lr=args.lr, km_lr=args.km_lr, train_encoder=args.train_encoder, encoder_lr=args.encoder_lr,
         queue_batches=args.queue_batches, refresh_initial=args.refresh_initial,
-        budget_cpu_seconds=args.budget_cpu_seconds)
+        budget_cpu_seconds=args.budget_cpu_seconds, hard_negatives=args.hard_negatives, bf16=args.bf16)
     out = _out(args, "link-prediction")
     save_dir = None if args.evaluate else out / "model"
     results = lp.run_link_prediction(kg, train, evaluation, config, out, save_dir=save_dir)

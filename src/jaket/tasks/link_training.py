@@ -18,6 +18,14 @@ fine-tuned for the task, as text-based KG completion (SimKGC) fine-tunes its enc
   the entity vectors of the ``queue_batches`` previous steps (detached, SimKGC's pre-batch
   negatives); ``loss = CE((cos - margin [positive]) / tau)`` with a learnable temperature
   ``tau``. A candidate that is a true answer of the query in the training triples is masked.
+* **Hard negatives from the graph neighbourhood** (``hard_negatives`` = n per triple): n
+  entities adjacent (in the training graph, either direction) to the triple's head or tail join the
+  step's entities, so a query also competes with the neighbours of its own entities (in WordNet,
+  the co-hyponyms and hyponyms that in-batch negatives almost never contain); true answers among
+  them are masked like any other.
+* **bf16** (``bf16``): LM1's forward passes (the step's rows and the refreshes) run under bf16
+  autocast (:func:`jaket.model.device.autocast`); the rows, the KM, the loss and every parameter
+  stay fp32.
 * **Head prediction** uses the inverse-relation query ``q = t + r^{-1}`` against the batch's
   entities, with the same loss; the two sides are averaged.
 
@@ -34,6 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from jaket.model.device import autocast
 from jaket.model.memory import EntityContextMemory, refresh_interval
 from jaket.tasks.variants import Backbone, FrozenMemory
 
@@ -60,6 +69,25 @@ class KnownTriples:
             return np.zeros(key.shape, dtype=bool)
         at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
         return self.keys[at] == key
+
+
+class Neighbourhood:
+    """The training graph's adjacency (both directions) for sampling hard negatives."""
+
+    def __init__(self, triples: np.ndarray, num_entities: int):
+        pairs = np.concatenate([triples[:, [0, 2]], triples[:, [2, 0]]]).astype(np.int64)
+        order = np.argsort(pairs[:, 0], kind="stable")
+        self.neighbours = pairs[order, 1]
+        self.offsets = np.searchsorted(pairs[order, 0], np.arange(num_entities + 1))
+
+    def sample(self, entities: np.ndarray, per_entity: int, rng: np.random.Generator) -> np.ndarray:
+        """``per_entity`` random neighbours of each of ``entities`` (with replacement; none for an
+        entity without neighbours)."""
+        entities = np.repeat(np.asarray(entities, dtype=np.int64), per_entity)
+        start, degree = self.offsets[entities], self.offsets[entities + 1] - self.offsets[entities]
+        has = degree > 0
+        picks = start[has] + (rng.random(int(has.sum())) * degree[has]).astype(np.int64)
+        return self.neighbours[picks]
 
 
 def describe(language, tokens, rows: np.ndarray) -> torch.Tensor:
@@ -106,7 +134,8 @@ def train_with_encoder(model, backbone: Backbone, graph, train: np.ndarray, conf
 
     def refresh(step: int) -> None:
         started, cpu = time.perf_counter(), time.process_time()
-        memory.refresh(language, graph, batch_size=128, max_length=length, momentum=0.0)
+        with autocast("cpu", config.bf16):
+            memory.refresh(language, graph, batch_size=128, max_length=length, momentum=0.0)
         record["refresh_seconds"].append(time.perf_counter() - started)
         record["refresh_cpu_seconds"].append(time.process_time() - cpu)
         record["refresh_at_step"].append(step)
@@ -114,6 +143,7 @@ def train_with_encoder(model, backbone: Backbone, graph, train: np.ndarray, conf
     refresh(0)  # the first fill: E^context of the (base or pre-trained) LM1
     entity_tokens, relation_tokens = memory.description_tokens(language, graph, length)
     known = KnownTriples(train, graph.num_entities, graph.num_relations)
+    neighbourhood = Neighbourhood(train, graph.num_entities) if config.hard_negatives > 0 else None
     head_params = [p for n, p in model.named_parameters() if not n.startswith("knowledge.")]
     groups = [{"params": list(language.lm1_parameters()), "lr": config.encoder_lr},
               {"params": head_params, "lr": config.lr}]
@@ -133,10 +163,14 @@ def train_with_encoder(model, backbone: Backbone, graph, train: np.ndarray, conf
         rows = rng.integers(len(train), size=min(config.batch_size, len(train)))
         h, r, t = (train[rows, i] for i in range(3))
         b = len(rows)
-        entities, where = np.unique(np.concatenate([h, t]), return_inverse=True)
-        fresh = describe(language, entity_tokens, entities)  # E^(0) of the step's entities, with gradients
-        relations = (describe(language, relation_tokens, np.arange(p)) if config.relation_memory
-                     else torch.zeros(p, fresh.shape[1]))
+        hard = (neighbourhood.sample(np.concatenate([h, t]), (config.hard_negatives + 1) // 2, rng)
+                if neighbourhood is not None else np.zeros(0, dtype=np.int64))
+        entities, where = np.unique(np.concatenate([h, t, hard]), return_inverse=True)
+        where = where[: 2 * b]
+        with autocast("cpu", config.bf16):
+            fresh = describe(language, entity_tokens, entities)  # E^(0) of the step's entities, with gradients
+            relations = (describe(language, relation_tokens, np.arange(p)) if config.relation_memory
+                         else torch.zeros(p, fresh.shape[1]))
         if model.knowledge is not None:
             sub = sample_neighbors(graph, entities, config.fanouts, rng, exclude_triples=rows)
             x = memory.entity_rows(sub.node_ids).index_put((sub.seed_local,), fresh)

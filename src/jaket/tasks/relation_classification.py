@@ -38,6 +38,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from jaket.model.device import autocast
 from jaket.tasks.fewrel import FewRelData, FewRelInstance
 from jaket.tasks import report as rep
 from jaket.tasks.training import fine_tuning_step
@@ -67,6 +68,8 @@ class RelationClassificationConfig:
     head_lr: float = 1e-3
     encoder: Path | None = None
     pretrained: Path | None = None
+    #: bf16 autocast for the encoder (:func:`jaket.model.device.autocast`); the score head is fp32
+    bf16: bool = False
 
 
 class RelationOverlapError(ValueError):
@@ -138,7 +141,8 @@ class PairEncoder(nn.Module):
                                padding=True, return_tensors="pt")
         ids, mask = batch["input_ids"], batch["attention_mask"]
         hidden = self.language.lm2(self.language.lm1(ids, mask), mask)
-        return self.score(hidden[:, 0]).squeeze(-1)
+        with torch.autocast(device_type=hidden.device.type, enabled=False):  # scores in fp32 (no bf16 ties)
+            return self.score(hidden[:, 0].float()).squeeze(-1)
 
     def encoder_parameters(self):
         return self.language.parameters()
@@ -184,7 +188,8 @@ def train_pair(model: PairEncoder, data: FewRelData, relations: list[str], confi
                     pairs_q.append(query.marked_text())
                     pairs_s.append(support.marked_text())
                     targets.append(float(group_index == position))
-        logits = model(pairs_q, pairs_s, config.max_length)
+        with autocast("cpu", config.bf16):
+            logits = model(pairs_q, pairs_s, config.max_length)
         target = torch.tensor(targets)
         # balance positives and negatives (1 positive per way-1 negatives)
         weight = torch.where(target > 0, torch.tensor(float(way - 1)), torch.tensor(1.0))
@@ -195,7 +200,8 @@ def train_pair(model: PairEncoder, data: FewRelData, relations: list[str], confi
 
 @torch.no_grad()
 def evaluate_pair(model: PairEncoder, data: FewRelData, relations: list[str], way: int, shot: int,
-                  episodes: int, seed: int, max_length: int, progress: tqdm | None = None) -> float:
+                  episodes: int, seed: int, max_length: int, progress: tqdm | None = None,
+                  bf16: bool = False) -> float:
     """Accuracy over ``episodes`` N-way K-shot episodes (one query each)."""
     if way > len(relations):
         raise ValueError(
@@ -207,7 +213,8 @@ def evaluate_pair(model: PairEncoder, data: FewRelData, relations: list[str], wa
     for _ in range(episodes):
         _, supports, queries = sample_episode(data, relations, way, shot, 1, rng)
         query, position = queries[int(rng.integers(len(queries)))]
-        scores = _episode_scores(model, supports, query, max_length)
+        with autocast("cpu", bf16):
+            scores = _episode_scores(model, supports, query, max_length)
         correct += int(int(scores.mean(-1).argmax()) == position)
         if progress is not None:
             progress.update(1)
@@ -253,7 +260,7 @@ def run_relation_classification(data: FewRelData, config: RelationClassification
                     results["saved_model"] = str(finetuned.save_pretrained(save_dir, config))
                 for way, shot in config.settings:
                     run[f"{way}-{shot}"] = evaluate_pair(model, data, eval_rel, way, shot, config.episodes,
-                                                         seed, config.max_length, progress)
+                                                         seed, config.max_length, progress, config.bf16)
                 run["seconds"] = time.perf_counter() - started
                 results["runs"].setdefault(variant, []).append(run)
             keys = [f"{w}-{s}" for w, s in config.settings]
