@@ -230,7 +230,7 @@ def test_train_encoder_changes_lm1_lowers_the_loss_and_evaluates_filtered(small_
     assert len(described) == 30 and candidates[::2] == candidates[1::2]
     assert candidates[::2] == [sum(described[max(0, s - 2):s + 1]) for s in range(30)]
     assert 0 < run["valid"]["mrr"] <= 1 and run["valid"]["count"] == 16
-    with pytest.raises(ValueError, match="lm\\+g\\+m and jaket only"):
+    with pytest.raises(ValueError, match="lm\\+g\\+m and jaket only, not gnn"):
         lp.LinkPredictionConfig(variants=("gnn",), train_encoder=True)
 
 
@@ -327,3 +327,25 @@ def test_train_encoder_with_hard_negatives_and_bf16(small_kg, tiny_bert_dir, mon
     # the same seed draws the same triples: hard negatives only add entities
     assert all(b > a for a, b in zip(sizes[0], sizes[4]))
     assert dtypes[0] == {torch.float32} and dtypes[4] == {torch.bfloat16}
+
+
+def test_train_encoder_without_km_trains_lm1_and_a_projection(small_kg, tiny_bert_dir):
+    """--variants lm --train-encoder: the bi-encoder row (LM1 trained, no KM; entities are a
+    projection of their description vectors)."""
+    from jaket.tasks import link_training
+    from jaket.tasks.variants import load_backbone
+
+    train, _ = _split(small_kg)
+    config = lp.LinkPredictionConfig(variants=("lm",), steps=4, batch_size=8, encoder=tiny_bert_dir,
+                                     train_encoder=True, description_max_length=16, refresh_initial=0)
+    backbone = load_backbone(config.variant_config("lm"), need_language=True)
+    model = lp.LinkScorer(backbone, "transe", small_kg.num_relations, metric="cosine")
+    assert model.knowledge is None and model.entity_projection is not None
+    before = [p.detach().clone() for p in backbone.language.lm1_parameters()]
+    projection = model.entity_projection.weight.detach().clone()
+    losses, _, memory = link_training.train_with_encoder(model, backbone, lp.train_view(small_kg, train),
+                                                         train, config, seed=0)
+    assert len(losses) == 4 and all(np.isfinite(losses))
+    assert any(not torch.equal(a, b) for a, b in zip(before, backbone.language.lm1_parameters()))
+    assert not torch.equal(projection, model.entity_projection.weight)
+    assert memory.entities.shape[0] == small_kg.num_entities

@@ -102,10 +102,10 @@ class LinkPredictionConfig(BackboneSettings):
             if s not in SCORERS:
                 raise ValueError(f"unknown scorer {s!r}; choose from {', '.join(SCORERS)}")
         if self.train_encoder:
-            without = [v for v in self.variants if v not in ("lm+g+m", "jaket")]
+            without = [v for v in self.variants if v not in ("lm", "lm+g+m", "jaket")]
             if without:
-                raise ValueError(f"--train-encoder trains the LM1 that computes the memory: settings lm+g+m "
-                                 f"and jaket only, not {', '.join(without)}")
+                raise ValueError(f"--train-encoder trains the LM1 that computes the memory: settings lm (LM1 "
+                                 f"without KM), lm+g+m and jaket only, not {', '.join(without)}")
 
 
 class LinkScorer(nn.Module):
