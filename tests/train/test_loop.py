@@ -168,3 +168,21 @@ def test_description_rows_replace_the_memory_rows_of_their_nodes(make_trainer, t
                                         fresh_rows=(batch.description_local, rows + 1.0))
     changed = (plain - fresh).abs().sum(1) > 1e-6
     assert changed[batch.description_local].all()  # their own rows changed their output
+
+
+def test_freeze_lm1_trains_lm2_and_the_km_but_not_lm1(make_trainer, tmp_path):
+    """optim.freeze_lm1 (the "LM1 frozen during pre-training" ablation): after steps, LM1's
+    tensors are unchanged while LM2's and the KM's moved."""
+    trainer = make_trainer(tmp_path, "optim.freeze_lm1=true")
+    language = trainer.model.language
+    lm1 = {id(p) for p in language.lm1_parameters()}
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.refresh_memory()
+    for step in range(2):
+        trainer.train_step()
+    after = dict(trainer.model.named_parameters())
+    moved = {n for n, p in after.items() if not torch.equal(before[n], p.detach())}
+    lm1_names = {n for n, p in after.items() if id(p) in lm1}
+    assert lm1_names and not (moved & lm1_names)
+    assert any(n.startswith("language.") for n in moved)  # LM2 (and its head) trained
+    assert any(n.startswith("knowledge.") for n in moved)

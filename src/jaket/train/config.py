@@ -134,6 +134,9 @@ class OptimConfig(_Strict):
     eps: PositiveFloat = 1e-8
     max_grad_norm: PositiveFloat = 1.0
     accumulation_steps: PositiveInt = 1
+    #: ablation: LM1 (embeddings and the first k layers) is not trained, only LM2, the KM, the
+    #: fusion and the heads; the memory then stays what the base LM1 gives
+    freeze_lm1: Bool = False
 
 
 class MemoryConfig(_Strict):

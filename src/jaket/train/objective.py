@@ -91,6 +91,14 @@ class PretrainingObjective(nn.Module):
         return total, losses, extra
 
 
+def freeze_lm1(model: nn.Module) -> int:
+    """Switch off LM1's gradients (``optim.freeze_lm1``, an ablation); returns how many tensors."""
+    params = list(model.language.lm1_parameters())
+    for param in params:
+        param.requires_grad_(False)
+    return len(params)
+
+
 def freeze_text_side(model: nn.Module, keep_lm1: bool) -> list[str]:
     """Switch off the gradients of what a KG-only run (no corpus) never uses: the language module
     (LM2 and the masked-token head; LM1 too unless ``keep_lm1``, i.e. ``tasks.description_rows``

@@ -48,7 +48,7 @@ from jaket.train.engine import (all_reduce_delta, all_reduce_sum, any_rank_max, 
 from jaket.train.evaluation import masked_entity_accuracy
 from jaket.train.metrics import (LOSS_NAMES, first_last_tenth, plot_losses, read_metrics,
                                  truncate_metrics)
-from jaket.train.objective import PretrainingObjective, freeze_text_side
+from jaket.train.objective import PretrainingObjective, freeze_lm1, freeze_text_side
 from jaket.train.optim import build_optimizer, build_scheduler
 from jaket.train.rundir import (StopSignals, TrainingInterrupted, output_lock, prepare_output,
                                 resume_mode)
@@ -83,6 +83,8 @@ class Pretrainer:
         if not data.has_texts:
             frozen = freeze_text_side(model, keep_lm1=config.tasks.description_rows > 0)
             log.info("no texts: %s frozen", ", ".join(frozen))
+        if config.optim.freeze_lm1:
+            log.info("optim.freeze_lm1: LM1's %d tensors are not trained", freeze_lm1(model))
         self.objective = PretrainingObjective(self.model, config.tasks)
         self.engine = self.accelerator.prepare_model(self.objective)
         o = config.optim
