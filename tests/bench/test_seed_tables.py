@@ -1,0 +1,39 @@
+import json
+
+import pytest
+
+from benchmarks import seed_tables
+
+
+def _metrics(path, variant, seed, full, half, task="kgqa", steps=100):
+    data = {"task": task, "config": {"seeds": [seed], "variants": [variant], "pretrained": None, "steps": steps},
+            "data": {"questions": 10},
+            "summary": {variant: {"full": {"1-hop": {"mean": full, "std": 0.0, "values": [full]}},
+                                  "50%": {"1-hop": {"mean": half, "std": 0.0, "values": [half]}}}}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_joins_per_seed_runs_and_pairs_them_by_seed(tmp_path, capsys):
+    files = [_metrics(tmp_path / f"{v}-{s}" / "metrics.json", v, s, full, half)
+             for v, s, full, half in (("jaket", 0, 0.90, 0.60), ("jaket", 1, 0.92, 0.62), ("jaket", 2, 0.94, 0.61),
+                                      ("lm+g+m", 0, 0.88, 0.60), ("lm+g+m", 1, 0.89, 0.59), ("lm+g+m", 2, 0.90, 0.60))]
+    assert seed_tables.main([str(f) for f in files] + ["--against", "lm+g+m", "--out", str(tmp_path / "t")]) == 0
+    table = json.loads((tmp_path / "t" / "table.json").read_text())
+    paired = table["paired"]["jaket"]["full 1-hop"]
+    assert paired["seeds"] == [0, 1, 2]
+    assert paired["values"] == pytest.approx([2.0, 3.0, 4.0])
+    assert paired["mean"] == pytest.approx(3.0) and paired["ci_low"] < 3.0 < paired["ci_high"]
+    assert table["values"]["lm+g+m"]["50% 1-hop"]["mean"] == pytest.approx(59.6667, abs=1e-3)
+    assert "JAKET − LM+G+M" in capsys.readouterr().out
+
+
+def test_refuses_runs_with_another_configuration_or_a_repeated_seed(tmp_path):
+    a = _metrics(tmp_path / "a" / "metrics.json", "jaket", 0, 0.9, 0.6)
+    b = _metrics(tmp_path / "b" / "metrics.json", "lm+g+m", 0, 0.9, 0.6, steps=300)
+    with pytest.raises(SystemExit, match="steps"):
+        seed_tables.main([str(a), str(b), "--against", "lm+g+m"])
+    c = _metrics(tmp_path / "c" / "metrics.json", "jaket", 0, 0.8, 0.5)
+    with pytest.raises(SystemExit, match="seed 0 appears twice"):
+        seed_tables.main([str(a), str(c), "--against", "jaket"])
