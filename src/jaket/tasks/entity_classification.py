@@ -325,7 +325,8 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
         logger.warning("label leakage: descriptions spell categories %s", leakage["categories_spelled"])
     edges = full_graph(kg)
     labels = np.asarray(kg.entity_category)
-    results: dict = {"task": "entity-classification", "config": _jsonable(asdict(config)),
+    results: dict = {"task": "entity-classification", "device": str(torch.device(device)),
+                     "config": _jsonable(asdict(config)),
                      "kg": {"entities": int(kg.num_entities), "relations": int(kg.num_relations),
                             "triples": int(len(kg.triples)), "categories": int(len(kg.category_names)),
                             "labelled": int((np.asarray(kg.entity_category) >= 0).sum()),
