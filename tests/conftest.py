@@ -226,3 +226,43 @@ def strict_fake_device(fake_device, monkeypatch):
     monkeypatch.setattr(OnDevice, "strict", True)
     with _ExplicitPlacement():
         yield fake_device
+
+
+@pytest.fixture
+def recording_tracker():
+    """An Accelerate tracker (a ``GeneralTracker``, as TensorBoard's, W&B's or MLflow's) that
+    keeps what it is given: ``rows`` (``{"step", **values}`` per log call), ``config``,
+    ``finished``, and ``curves()`` (``{key: [(step, value), ...]}``)."""
+    from accelerate.tracking import GeneralTracker
+
+    class Recording(GeneralTracker):
+        name = "recording"
+        requires_logging_directory = False
+        main_process_only = False
+
+        def __init__(self):
+            super().__init__()
+            self.rows, self.config, self.finished = [], None, False
+
+        @property
+        def tracker(self):
+            return self
+
+        def store_init_configuration(self, values):
+            self.config = values
+
+        def log(self, values, step=None, **kwargs):
+            self.rows.append({"step": step, **values})
+
+        def finish(self):
+            self.finished = True
+
+        def curves(self) -> dict:
+            out: dict = {}
+            for row in self.rows:
+                for key, value in row.items():
+                    if key != "step":
+                        out.setdefault(key, []).append((row["step"], value))
+            return out
+
+    return Recording()

@@ -37,11 +37,11 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from jaket.tasks import report as rep
 from jaket.tasks.kgqa_graph import QAGraph, drop_triples_mask
 from jaket.tasks.metaqa import QAExample
+from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import fine_tuning_step
 from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, FrozenMemory, VariantError,
                                   kg_memory, load_backbone)
@@ -358,11 +358,12 @@ def train_qa(backbone: Backbone, memory: FrozenMemory, graph: QAGraph, questions
 
 def run_kgqa(kg, questions: list[QAExample], config: KGQAConfig, out_dir: Path | None = None, *,
              splits: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, data_info: dict | None = None,
-             save_dir: Path | None = None, device="cpu") -> dict:
+             save_dir: Path | None = None, device="cpu", log_with=()) -> dict:
     """Every setting x KG setting x seed. ``splits`` (train, selection, test indices) fixes the
     question split for every seed; without it each seed divides the questions by ``config.split``.
     ``save_dir``: the first run's model is written there (:class:`FinetunedQuestionAnswerer`).
-    ``device``: where the backbone, the memory, the model and every batch run."""
+    ``device``: where the backbone, the memory, the model and every batch run. ``log_with``:
+    trackers of each step's loss (:mod:`jaket.tasks.tracking`)."""
     if not questions:
         raise ValueError("no questions")
     for v in config.variants:
@@ -390,7 +391,7 @@ def run_kgqa(kg, questions: list[QAExample], config: KGQAConfig, out_dir: Path |
         return graphs[key]
 
     total = len(config.variants) * len(config.kg_settings) * len(config.seeds) * config.steps
-    with tqdm(total=total, desc="kgqa", unit="step") as progress:
+    with task_progress(total, "kgqa", "step", log_with, out_dir, results["config"]) as progress:
         for variant in config.variants:
             memory = None
             for seed in config.seeds:

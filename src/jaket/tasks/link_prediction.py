@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 from jaket.kg.errors import KGFormatError
 from jaket.kg.readers import read_split  # noqa: F401  (the split reader of every task)
 from jaket.tasks import report as rep
+from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import fine_tuning_step
 from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, FrozenMemory, full_graph,
                                   kg_memory, load_backbone)
@@ -329,10 +330,12 @@ def _inductive_holdout(train: np.ndarray, evaluation: np.ndarray, fraction: floa
 
 
 def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray], config: LinkPredictionConfig,
-                        out_dir: Path | None = None, save_dir: Path | None = None, device="cpu") -> dict:
+                        out_dir: Path | None = None, save_dir: Path | None = None, device="cpu",
+                        log_with=()) -> dict:
     """Train on ``train`` (indices of ``kg``), evaluate on each named split; with ``save_dir``
     the first run's model is saved there (a fine-tuned folder, :mod:`jaket.tasks.link_predictor`).
-    ``device``: where the backbone, the memory, the scorer and every batch run."""
+    ``device``: where the backbone, the memory, the scorer and every batch run. ``log_with``:
+    trackers of each step's loss (:mod:`jaket.tasks.tracking`)."""
     if len(train) == 0:
         raise ValueError("no training triples")
     all_true = np.concatenate([train] + [v for v in evaluation.values()])
@@ -354,7 +357,7 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
     eval_sets = {k: (v[: config.max_eval_triples] if config.max_eval_triples else v) for k, v in evaluation.items()}
     total = len(config.variants) * len(config.scorers) * len(config.seeds) * config.steps
     histograms: dict[str, np.ndarray] = {}
-    with tqdm(total=total, desc="link prediction", unit="step") as progress:
+    with task_progress(total, "link prediction", "step", log_with, out_dir, results["config"]) as progress:
         for variant in config.variants:
             memory = None
             for seed in config.seeds:

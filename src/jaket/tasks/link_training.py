@@ -47,6 +47,7 @@ from torch import nn
 
 from jaket.model.device import autocast, module_device
 from jaket.model.memory import EntityContextMemory, refresh_interval
+from jaket.tasks.training import step_done
 from jaket.tasks.variants import Backbone, FrozenMemory
 
 #: the largest 1/tau the learnable temperature may reach (SimKGC clamps likewise)
@@ -219,8 +220,7 @@ def train_with_encoder(model, backbone: Backbone, graph, train: np.ndarray, conf
             refreshes += 1
             next_refresh += refresh_interval(refreshes, initial=config.refresh_initial,
                                              growth=config.refresh_growth, every=1, maximum=10 ** 9)
-        if progress is not None:
-            progress.update(1)
+        step_done(progress, losses[-1])
         if config.budget_cpu_seconds is not None and time.process_time() - cpu_began >= config.budget_cpu_seconds:
             break
     steps = len(losses)

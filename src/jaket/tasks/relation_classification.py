@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 from jaket.model.device import autocast, module_device
 from jaket.tasks.fewrel import FewRelData, FewRelInstance
 from jaket.tasks import report as rep
+from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import fine_tuning_step
 from jaket.tasks.variants import VARIANT_LABELS, VariantError
 
@@ -226,11 +227,12 @@ def evaluate_pair(model: PairEncoder, data: FewRelData, relations: list[str], wa
 
 def run_relation_classification(data: FewRelData, config: RelationClassificationConfig,
                                 out_dir: Path | None = None, *, train_data: FewRelData | None = None,
-                                save_dir: Path | None = None, device="cpu") -> dict:
+                                save_dir: Path | None = None, device="cpu", log_with=()) -> dict:
     """Train PAIR on the training relations and evaluate N-way K-shot episodes of the evaluation
     relations, per setting and seed. ``train_data``: separate training relations (module
     docstring). ``save_dir``: the first run's model is written there (FinetunedPairClassifier).
-    ``device``: where the encoder and every batch run."""
+    ``device``: where the encoder and every batch run. ``log_with``: trackers of each step's
+    loss (:mod:`jaket.tasks.tracking`)."""
     train_rel, eval_rel = relation_split(data, config, train_data)
     train_source = train_data if train_data is not None else data
     for way, shot in config.settings:
@@ -245,7 +247,7 @@ def run_relation_classification(data: FewRelData, config: RelationClassification
                      "runs": {}, "summary": {}}
     total = len(config.variants) * len(config.seeds) * (
         config.train_steps + config.episodes * len(config.settings))
-    with tqdm(total=total, desc="relation classification", unit="step") as progress:
+    with task_progress(total, "relation classification", "step", log_with, out_dir, results["config"]) as progress:
         for variant in config.variants:
             for seed in config.seeds:
                 progress.set_postfix_str(f"{variant} seed {seed}")
