@@ -33,13 +33,15 @@ def test_entity_classification_logs_each_epochs_loss(small_kg, tiny_bert_dir, re
     from jaket.tasks import entity_classification as ec
 
     recorder = recording_tracker
-    config = ec.EntityClassificationConfig(variants=("gnn",), train_fractions=(1.0,), seeds=(0, 1), epochs=3,
+    config = ec.EntityClassificationConfig(variants=("gnn",), train_fractions=(1.0, 0.5), seeds=(0, 1), epochs=3,
                                            encoder=tiny_bert_dir, km_heads=4)
     results = ec.run_entity_classification(small_kg, config, log_with=[recorder])
     curves = recorder.curves()
-    assert set(curves) == {"gnn_seed_0/train_loss", "gnn_seed_1/train_loss"}
-    for seed, run in enumerate(results["runs"]["gnn"]["1.0"]):
-        assert curves[f"gnn_seed_{seed}/train_loss"] == list(enumerate(run["history"]["train_loss"], 1))
+    assert set(curves) == {f"gnn_train_{f}_seed_{s}/train_loss" for f in ("1", "0.5") for s in (0, 1)}
+    for fraction in ("1", "0.5"):
+        for seed, run in enumerate(results["runs"]["gnn"][str(float(fraction))]):
+            assert curves[f"gnn_train_{fraction}_seed_{seed}/train_loss"] == \
+                list(enumerate(run["history"]["train_loss"], 1))
 
 
 def test_log_with_names_a_tracker_it_cannot_use(capsys):

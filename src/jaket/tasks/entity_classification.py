@@ -363,6 +363,7 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
                     memory_cache = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
                                              relation_memory=config.relation_memory)
                 for fraction in config.train_fractions:
+                    progress.set_postfix_str(f"{variant} train {fraction:g} seed {seed}")  # names the run's curve
                     split = make_split(labels, seed, config, fraction, fixed)
                     first = fraction == config.train_fractions[0] and seed == config.seeds[0]
                     keep = save_dir is not None and first and variant == config.variants[0]

@@ -5,7 +5,7 @@ Pre-training logs through Hugging Face Accelerate's trackers (:func:`jaket.train
 the fine-tuning loops log to the same tracker classes (``accelerate.tracking``), each installed
 on its own (``pip install jaket[tensorboard]``). Every training step's loss (an epoch's, for
 entity classification) is logged as ``RUN/train_loss`` at the run's step, the run named as the
-progress bar names it (setting, scorer or KG setting, seed: ``lm+g+m_rotate_seed_0``), so each
+progress bar names it (setting, scorer, KG setting or training fraction, seed: ``lm+g+m_rotate_seed_0``), so each
 run is one curve; the task's config is stored once. TensorBoard writes into ``OUT/tensorboard``.
 ``metrics.json`` holds the same losses (``train_loss`` of every run) with or without a tracker.
 
