@@ -80,36 +80,104 @@ class OnDevice(torch.Tensor):
     too, ``.cpu()`` gives a plain tensor back, and ``.numpy()`` raises as it does on a GPU
     ("can't convert cuda:0 device type tensor to numpy"). Placing a model's parameters on this
     fake device runs the code path of a GPU run on the CPU and catches each ``.numpy()`` of a
-    tensor the model computed without ``.cpu()`` first."""
+    tensor the model computed without ``.cpu()`` first.
+
+    With ``strict`` (the :func:`strict_fake_device` fixture) it also refuses what CUDA refuses
+    when a tensor was not moved: an operation that meets a device tensor and a CPU tensor of one
+    or more dimensions that was never placed anywhere (:func:`_result_kind`)."""
+
+    strict = False
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         if func is torch.Tensor.numpy:
             raise TypeError("can't convert a tensor on the model's device to numpy: call .cpu() first")
+        kwargs = kwargs or {}
         with torch._C.DisableTorchFunctionSubclass():
-            out = func(*args, **(kwargs or {}))
-            if func is torch.Tensor.cpu:
-                return out.as_subclass(torch.Tensor)
+            target = _result_kind(func, args, kwargs) if OnDevice.strict else cls
+            out = func(*args, **kwargs)
+            if func is torch.Tensor.cpu or target is torch.Tensor:
+                return _plain(out)
         if func in torch.overrides.get_default_nowrap_functions():
             return out
-        return torch._tensor._convert(out, cls)
+        return torch._tensor._convert(out, target)
 
     def __deepcopy__(self, memo):  # copy.deepcopy of a module keeps it on the fake device
         if id(self) not in memo:
             copy = self.detach().clone()
-            memo[id(self)] = torch.nn.Parameter(copy, self.requires_grad) \
+            memo[id(self)] = _fake_parameter(copy, self.requires_grad) \
                 if getattr(self, "_is_param", False) else copy.requires_grad_(self.requires_grad)
         return memo[id(self)]
 
 
+def _plain(out):
+    """``out`` with each tensor in it a plain CPU tensor (``.cpu()`` of a CPU tensor is itself)."""
+    if isinstance(out, (tuple, list)):
+        return type(out)(_plain(x) for x in out)
+    return out.as_subclass(torch.Tensor) if isinstance(out, OnDevice) else out
+
+
+class Placed(OnDevice):
+    """Strict mode: a tensor the code placed explicitly (``.to(device)``, ``device=``) on a device
+    that may be the run's or the CPU (both are ``cpu`` here): it goes with either."""
+
+
+#: operations that may meet tensors of two devices on CUDA too (copies between devices)
+_CROSS_DEVICE = {torch.Tensor.to, torch.Tensor.cpu, torch.Tensor.copy_, torch.Tensor.__setitem__}
+#: a device tensor may be indexed with CPU indices (not the reverse)
+_INDEXING = {torch.Tensor.__getitem__, torch.Tensor.index_put_, torch.Tensor.index_put, torch.index_put}
+
+
+def _on_model_device(t) -> bool:
+    return isinstance(t, OnDevice) and not isinstance(t, Placed)
+
+
+def _result_kind(func, args, kwargs) -> type:
+    """Strict mode: CUDA's rule (the tensors of one operation share a device, except 0-dim CPU
+    tensors read as scalars, copies between devices and CPU indices into a device tensor), then
+    where the result is: on the device (:class:`OnDevice`) when a device tensor took part, else
+    with the placed tensors (:class:`Placed`) unless a CPU tensor took part (plain)."""
+    flat, _ = torch.utils._pytree.tree_flatten((args, kwargs))
+    tensors = [t for t in flat if isinstance(t, torch.Tensor)]
+    device = [t for t in tensors if _on_model_device(t)]
+    host = [t for t in tensors if not isinstance(t, OnDevice) and t.dim() > 0]
+    allowed = func in _CROSS_DEVICE or getattr(func, "__name__", "").startswith("_foreach") or (
+        func in _INDEXING and bool(args) and _on_model_device(args[0]))
+    if device and host and not allowed:
+        raise RuntimeError(f"Expected all tensors to be on the same device: {getattr(func, '__name__', func)} "
+                           f"meets a tensor on the model's device and a CPU tensor of shape {tuple(host[0].shape)}")
+    if device:
+        return OnDevice
+    return torch.Tensor if host else Placed
+
+
+def _grad_on_device(param) -> None:
+    """A gradient lives where its parameter does (autograd accumulates a plain tensor here)."""
+    if param.grad is not None and not isinstance(param.grad, OnDevice):
+        param.grad = param.grad.as_subclass(OnDevice)
+
+
+def _fake_parameter(tensor: torch.Tensor, requires_grad: bool) -> torch.nn.Parameter:
+    param = torch.nn.Parameter(tensor.detach().as_subclass(OnDevice), requires_grad=requires_grad)
+    if requires_grad:
+        param.register_post_accumulate_grad_hook(_grad_on_device)
+    return param
+
+
 def place_on_fake_device(*modules):
-    """Turn every parameter of ``modules`` into an :class:`OnDevice` tensor (in place)."""
+    """Turn every parameter and buffer of ``modules`` into an :class:`OnDevice` tensor (in place;
+    a parameter shared by two modules stays shared)."""
+    placed: dict[int, torch.nn.Parameter] = {}
     for module in modules:
         for part in module.modules():
             for name, param in list(part._parameters.items()):
                 if param is not None:
-                    part._parameters[name] = torch.nn.Parameter(param.detach().as_subclass(OnDevice),
-                                                                 requires_grad=param.requires_grad)
+                    if id(param) not in placed:
+                        placed[id(param)] = _fake_parameter(param, param.requires_grad)
+                    part._parameters[name] = placed[id(param)]
+            for name, buffer in list(part._buffers.items()):
+                if buffer is not None and not _on_model_device(buffer):
+                    part._buffers[name] = buffer.as_subclass(OnDevice)
     return modules[0] if len(modules) == 1 else modules
 
 
@@ -119,3 +187,82 @@ def fake_device():
     fake device's tensor type)."""
     place_on_fake_device.Tensor = OnDevice
     return place_on_fake_device
+
+
+class _ExplicitPlacement(torch.overrides.TorchFunctionMode):
+    """A CPU tensor placed explicitly (``.to(device)``, a factory's ``device=``) becomes
+    :class:`Placed`; ``.to(other)`` goes where ``other`` is; ``.cpu()`` leaves it plain."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if type(out) is not torch.Tensor or func is torch.Tensor.cpu:
+            return out
+        if func is torch.Tensor.to:
+            other = next((a for a in args[1:] if isinstance(a, torch.Tensor)), None)
+            if other is not None:
+                return out.as_subclass(type(other)) if isinstance(other, OnDevice) else out
+            if kwargs.get("device") is not None or any(isinstance(a, (str, torch.device)) for a in args[1:]):
+                return out.as_subclass(Placed)
+            return out
+        return out.as_subclass(Placed) if kwargs.get("device") is not None else out
+
+
+@pytest.fixture
+def strict_fake_device(fake_device, monkeypatch):
+    """The fake device of :class:`OnDevice` in its strict form, for a run with ``device="cpu"``:
+    whatever the code places explicitly (``tensor.to(device)``, ``torch.arange(..., device=)``,
+    ``module.to(device)``) is on the fake device, whatever it does not stays on the CPU, and an
+    operation that meets both fails as on a GPU. Returns :func:`place_on_fake_device`."""
+    module_to = torch.nn.Module.to
+
+    def to(module, *args, **kwargs):
+        out = module_to(module, *args, **kwargs)
+        if torch._C._nn._parse_to(*args, **kwargs)[0] is not None:
+            place_on_fake_device(module)
+        return out
+
+    monkeypatch.setattr(torch.nn.Module, "to", to)
+    monkeypatch.setattr(OnDevice, "strict", True)
+    with _ExplicitPlacement():
+        yield fake_device
+
+
+@pytest.fixture
+def recording_tracker():
+    """An Accelerate tracker (a ``GeneralTracker``, as TensorBoard's, W&B's or MLflow's) that
+    keeps what it is given: ``rows`` (``{"step", **values}`` per log call), ``config``,
+    ``finished``, and ``curves()`` (``{key: [(step, value), ...]}``)."""
+    from accelerate.tracking import GeneralTracker
+
+    class Recording(GeneralTracker):
+        name = "recording"
+        requires_logging_directory = False
+        main_process_only = False
+
+        def __init__(self):
+            super().__init__()
+            self.rows, self.config, self.finished = [], None, False
+
+        @property
+        def tracker(self):
+            return self
+
+        def store_init_configuration(self, values):
+            self.config = values
+
+        def log(self, values, step=None, **kwargs):
+            self.rows.append({"step": step, **values})
+
+        def finish(self):
+            self.finished = True
+
+        def curves(self) -> dict:
+            out: dict = {}
+            for row in self.rows:
+                for key, value in row.items():
+                    if key != "step":
+                        out.setdefault(key, []).append((row["step"], value))
+            return out
+
+    return Recording()

@@ -81,6 +81,11 @@ def test_inference_on_the_fake_device_reads_back_with_cpu(model_folder, fake_dev
     ["finetune", "link-prediction"],
     ["evaluate", "kgqa"],
     ["finetune", "relation-classification"],
+    ["evaluate", "link-prediction", "--train-encoder"],
+    ["predict", "entity-classification", "--model", "M", "--kg", "K"],
+    ["predict", "link-prediction", "--model", "M", "--kg", "K", "--queries", "Q"],
+    ["predict", "kgqa", "--model", "M", "--questions", "Q"],
+    ["predict", "relation-classification", "--model", "M", "--support", "S", "--queries", "Q"],
     ["demo", "--quick"],
 ])
 def test_every_command_takes_a_device_and_refuses_one_it_lacks(command, capsys):

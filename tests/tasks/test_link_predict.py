@@ -31,14 +31,17 @@ def test_finetune_then_predict_reproduces_the_evaluation(mode, small_kg, lp_data
     out = tmp_path / "run"
     assert main(["finetune", "link-prediction", "--kg", str(kg_dir), "--eval", str(valid_file),
                  "--encoder", str(tiny_bert_dir), "--km-heads", "4", "--scorers", "rotate", "--steps", "6",
-                 "--batch-size", "16", "--negatives", "4", "--fanouts", "3,3", *mode, "--out", str(out)]) == 0
+                 "--batch-size", "16", "--negatives", "4", "--fanouts", "3,3", *mode, "--device", "cpu",
+                 "--out", str(out)]) == 0
     model_dir = out / "model"
     assert f"fine-tuned model: {model_dir}" in capsys.readouterr().out
     task = json.loads((model_dir / "task.json").read_text())
     assert task["task"] == "link-prediction" and task["scorer"] == "rotate"
     assert task["metric"] == ("cosine" if "--train-encoder" in mode else "native")
     assert not list(model_dir.rglob("*.bin")) and not list(model_dir.rglob("*.pt"))
-    run = next(iter(json.loads((out / "metrics.json").read_text())["runs"].values()))[0]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["device"] == "cpu"
+    run = next(iter(metrics["runs"].values()))[0]
     # one tail query and one head query per valid triple, with every entity as an answer
     e, r = small_kg.entity_ids, small_kg.relation_ids
     queries = tmp_path / "queries.tsv"
@@ -46,7 +49,7 @@ def test_finetune_then_predict_reproduces_the_evaluation(mode, small_kg, lp_data
                                                      for h, p, t in valid.tolist()))
     predictions = tmp_path / "predictions.jsonl"
     assert main(["predict", "link-prediction", "--model", str(model_dir), "--kg", str(kg_dir),
-                 "--queries", str(queries), "--top-k", "36", "--out", str(predictions)]) == 0
+                 "--queries", str(queries), "--top-k", "36", "--device", "cpu", "--out", str(predictions)]) == 0
     rows = [json.loads(line) for line in predictions.read_text().splitlines()]
     assert len(rows) == 12 and [row["line"] for row in rows] == list(range(2, 14))
     known = {tuple(x) for x in train.tolist()}

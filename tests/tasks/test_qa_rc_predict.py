@@ -40,13 +40,13 @@ def test_kgqa_split_flags_save_and_predict(metaqa_splits_dir, tiny_bert_dir, tmp
     assert main(["finetune", "kgqa", "--metaqa", str(metaqa_splits_dir), "--train-split", "dev", "--eval-split",
                  "test", "--selection-fraction", "0.2", "--encoder", str(tiny_bert_dir), "--km-heads", "4",
                  "--steps", "2", "--batch-size", "4", "--select-every", "1", "--kg-settings", "full",
-                 "--km-fanout", "2", "--out", str(out)]) == 0
+                 "--km-fanout", "2", "--device", "cpu", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "jaket predict kgqa --model" in printed
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["data"]["split"]["test"] == 7 and metrics["data"]["split"]["selection"] == 5
     assert metrics["data"]["train_split"] == "dev" and metrics["data"]["eval_split"] == "test"
-    assert metrics["config"]["km_fanout"] == 2
+    assert metrics["config"]["km_fanout"] == 2 and metrics["device"] == "cpu"
     assert "20 train, 5 model selection, 7 test (the test split; 6 1-hop, 1 2-hop)" in (out / "report.md").read_text()
     run = metrics["runs"]["lm+g+m"]["full"][0]
     assert [s for s, _ in run["selection_curve"]] == [1, 2] and set(run["test"]) == {"1-hop", "2-hop", "all"}
@@ -59,7 +59,7 @@ def test_kgqa_split_flags_save_and_predict(metaqa_splits_dir, tiny_bert_dir, tmp
     questions.write_text("who directed [Film 10]\tDirector 2\n\nwhen was [film 3] released\n")
     rows_path = tmp_path / "answers.jsonl"
     assert main(["predict", "kgqa", "--model", str(model_dir), "--questions", str(questions), "--hops", "1",
-                 "--top-k", "3", "--out", str(rows_path)]) == 0
+                 "--top-k", "3", "--device", "cpu", "--out", str(rows_path)]) == 0
     rows = _rows(rows_path)
     assert [r["line"] for r in rows] == [1, 3] and rows[0]["gold"] == ["Director 2"] and "gold" not in rows[1]
     assert rows[1]["topic"] == "Film 3"  # the topic is found ignoring case
@@ -135,7 +135,8 @@ def test_relation_classification_save_and_predict(tiny_bert_dir, tmp_path, capsy
     out = tmp_path / "rc"
     assert main(["finetune", "relation-classification", "--train-data", str(train), "--data", str(evaluation),
                  "--encoder", str(tiny_bert_dir), "--train-steps", "2", "--train-way", "2", "--episodes", "2",
-                 "--settings", "3-1", "--out", str(out)]) == 0
+                 "--settings", "3-1", "--device", "cpu", "--out", str(out)]) == 0
+    assert json.loads((out / "metrics.json").read_text())["device"] == "cpu"
     support = _fewrel(tmp_path / "support.json", ["P3", "P4", "P5"], per_relation=2, seed=5)
     queries = tmp_path / "queries.jsonl"
     items = json.loads(evaluation.read_text())
@@ -143,7 +144,7 @@ def test_relation_classification_save_and_predict(tiny_bert_dir, tmp_path, capsy
     queries.write_text("\n".join(lines) + "\n")
     rows_path = tmp_path / "rows.jsonl"
     assert main(["predict", "relation-classification", "--model", str(out / "model"), "--support", str(support),
-                 "--queries", str(queries), "--out", str(rows_path)]) == 0
+                 "--queries", str(queries), "--device", "cpu", "--out", str(rows_path)]) == 0
     rows = _rows(rows_path)
     assert [r["line"] for r in rows] == [1, 3] and rows[0]["gold"] == "P4" and "gold" not in rows[1]
     for row in rows:

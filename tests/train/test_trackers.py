@@ -7,7 +7,6 @@ from importlib.util import find_spec
 
 import pytest
 import torch
-from accelerate.tracking import GeneralTracker
 
 from jaket.train.config import load_config
 from jaket.train.engine import make_accelerator, trackers
@@ -15,29 +14,7 @@ from jaket.train.engine import make_accelerator, trackers
 from .conftest import CONFIGS
 
 
-class Recording(GeneralTracker):
-    name = "recording"
-    requires_logging_directory = False
-
-    def __init__(self):
-        super().__init__()
-        self.rows, self.config, self.finished = [], None, False
-
-    @property
-    def tracker(self):
-        return self
-
-    def store_init_configuration(self, values):
-        self.config = values
-
-    def log(self, values, step=None, **kwargs):
-        self.rows.append({"step": step, **values})
-
-    def finish(self):
-        self.finished = True
-
-
-def test_logged_rows_reach_the_engines_trackers(tiny_bert_dir, tmp_path):
+def test_logged_rows_reach_the_engines_trackers(tiny_bert_dir, tmp_path, recording_tracker):
     from jaket.train.pretrain import Pretrainer, build_model, load_kg_and_corpus, prepare_data
 
     config = load_config(CONFIGS / "pretrain-tiny.yaml", ["steps=3", "eval_texts=0", "checkpoint_every=0"],
@@ -45,7 +22,7 @@ def test_logged_rows_reach_the_engines_trackers(tiny_bert_dir, tmp_path):
     kg, corpus, report = load_kg_and_corpus(config)
     model = build_model(config, kg)
     data = prepare_data(kg, corpus, model.language.tokenizer, config, report)
-    recording = Recording()
+    recording = recording_tracker
     accelerator = make_accelerator(config, torch.device("cpu"), tmp_path, log_with=[recording])
     Pretrainer(config, model, data, tmp_path, accelerator=accelerator).run(progress=False)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]

@@ -72,6 +72,17 @@ def autocast(device: torch.device | str, bf16: bool):
     return torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=bool(bf16))
 
 
+def module_device(*modules) -> torch.device:
+    """Where the first of ``modules`` (None skipped) that has parameters runs (``cpu`` when none
+    has): the device a task moves its batches and index tensors to."""
+    for module in modules:
+        if module is None:
+            continue
+        for parameter in module.parameters():
+            return parameter.device
+    return torch.device("cpu")
+
+
 def memory_placement(nbytes: int, device: torch.device) -> str:
     """``"device"`` when ``nbytes`` of memory rows fit in :data:`MEMORY_SHARE` of ``device``'s
     free memory (always on a CPU device), else ``"host"``."""

@@ -15,9 +15,9 @@ import json
 import logging
 from pathlib import Path
 
-import numpy as np
 
 from jaket.model.device import add_bf16_argument, add_device_argument
+from jaket.tasks.tracking import add_log_with_argument, check_trackers
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +61,7 @@ def _add_common(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--km-heads", type=int,
                         help="heads of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 8)")
     add_device_argument(parser)
+    add_log_with_argument(parser)
 
 
 def seed_range(args: argparse.Namespace) -> tuple[int, ...]:
@@ -201,21 +202,12 @@ def _out(args, task: str) -> Path:
     return args.out or Path("runs") / task
 
 
-def _cpu_only(args, task: str) -> None:
-    """The tasks not yet moved to a device run on the CPU: ``--device`` must say cpu."""
-    from jaket.errors import UsageError
-    from jaket.model.device import resolve_device
-
-    device = resolve_device(args.device)
-    if device.type != "cpu":
-        raise UsageError(f"--device {args.device}: {task} runs on the CPU only so far "
-                         f"(entity-classification, pretrain and embed take a GPU); use --device cpu")
-
-
 def _run_kgqa(args) -> int:
+    from jaket.model.device import resolve_device
     from jaket.tasks import kgqa
 
-    _cpu_only(args, "kgqa")
+    device = resolve_device(args.device)  # a device this machine lacks is refused before any work
+    check_trackers(args.log_with)  # and so is a tracker that is not installed
     splits = info = None
     if args.metaqa is not None:
         from jaket.tasks.metaqa import load_metaqa_task
@@ -242,15 +234,18 @@ def _run_kgqa(args) -> int:
                              relation_memory=args.relation_memory)
     out = _out(args, "kgqa")
     results = kgqa.run_kgqa(kg, questions, config, out, splits=splits, data_info=info,
-                            save_dir=None if args.evaluate else out / "model")
+                            save_dir=None if args.evaluate else out / "model", device=device,
+                            log_with=args.log_with)
     return _finish_saved(args, results, kgqa.results_table(results), out, "--questions FILE")
 
 
 def _run_relation_classification(args) -> int:
+    from jaket.model.device import resolve_device
     from jaket.tasks import relation_classification as rc
     from jaket.tasks.fewrel import load_fewrel, merge_fewrel
 
-    _cpu_only(args, "relation-classification")
+    device = resolve_device(args.device)  # a device this machine lacks is refused before any work
+    check_trackers(args.log_with)  # and so is a tracker that is not installed
     if args.train_data and args.data is None:
         raise ValueError("--train-data needs --data FILE: the evaluation relations")
     if args.drop_overlap and not args.train_data:
@@ -277,5 +272,6 @@ def _run_relation_classification(args) -> int:
         bf16=args.bf16)
     out = _out(args, "relation-classification")
     results = rc.run_relation_classification(data, config, out, train_data=train_data,
-                                             save_dir=None if args.evaluate else out / "model")
+                                             save_dir=None if args.evaluate else out / "model", device=device,
+                                             log_with=args.log_with)
     return _finish_saved(args, results, rc.results_table(results), out, "--support FILE --queries FILE")

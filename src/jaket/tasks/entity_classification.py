@@ -37,6 +37,8 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from jaket.tasks import report as rep
+from jaket.tasks.tracking import task_progress
+from jaket.tasks.training import step_done
 from jaket.tasks.entity_classifier import (EntityClassifier, FinetunedEntityClassifier,  # noqa: F401
                                           category_prior, predict_rows)
 from jaket.tasks.heldout import choose_heldout, split_pretraining, wordnet_protocol  # noqa: F401
@@ -224,8 +226,7 @@ def train_one(backbone: Backbone, memory: FrozenMemory, kg, split: Split, config
             best = (dev_acc, test_acc, epoch, predicted[test].cpu().numpy().copy())
             if keep_model:
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        if progress is not None:
-            progress.update(1)
+        step_done(progress, history["train_loss"][-1])
         if config.patience is not None and epoch - best[2] >= config.patience:
             stopped = epoch
             if progress is not None:
@@ -306,7 +307,7 @@ def zero_shot_accuracy(backbone: Backbone, memory: FrozenMemory, kg, entities: n
 
 
 def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: Path | None = None,
-                              splits=None, save_dir: Path | None = None, device="cpu") -> dict:
+                              splits=None, save_dir: Path | None = None, device="cpu", log_with=()) -> dict:
     """Every (variant, training fraction, seed) on ``kg``; writes the report when ``out_dir``.
     Categories no entity of ``kg`` has are not classes (:func:`present_categories`).
 
@@ -314,7 +315,8 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
     labels, they replace the KG's categories) instead of the random 20/20/60 split.
     ``save_dir``: write the classifier of the first (variant, training fraction, seed) there as a
     fine-tuned folder (:class:`FinetunedEntityClassifier`). ``device``: where the backbone,
-    the memory and the classifier run."""
+    the memory and the classifier run. ``log_with``: trackers of each epoch's loss
+    (:mod:`jaket.tasks.tracking`)."""
     fixed = None
     if splits is not None:
         kg = splits.relabel(kg)
@@ -325,7 +327,8 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
         logger.warning("label leakage: descriptions spell categories %s", leakage["categories_spelled"])
     edges = full_graph(kg)
     labels = np.asarray(kg.entity_category)
-    results: dict = {"task": "entity-classification", "config": _jsonable(asdict(config)),
+    results: dict = {"task": "entity-classification", "device": str(torch.device(device)),
+                     "config": _jsonable(asdict(config)),
                      "kg": {"entities": int(kg.num_entities), "relations": int(kg.num_relations),
                             "triples": int(len(kg.triples)), "categories": int(len(kg.category_names)),
                             "labelled": int((np.asarray(kg.entity_category) >= 0).sum()),
@@ -341,7 +344,7 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
     results["warnings"] = warnings
     total = len(config.variants) * len(config.train_fractions) * len(config.seeds) * config.epochs
     confusion = None
-    with tqdm(total=total, desc="entity classification", unit="epoch") as progress:
+    with task_progress(total, "entity classification", "epoch", log_with, out_dir, results["config"]) as progress:
         majority = {}
         for fraction in config.train_fractions:
             majority[str(fraction)] = [majority_baseline(kg, make_split(labels, s, config, fraction, fixed))
@@ -360,6 +363,7 @@ def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: P
                     memory_cache = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
                                              relation_memory=config.relation_memory)
                 for fraction in config.train_fractions:
+                    progress.set_postfix_str(f"{variant} train {fraction:g} seed {seed}")  # names the run's curve
                     split = make_split(labels, seed, config, fraction, fixed)
                     first = fraction == config.train_fractions[0] and seed == config.seeds[0]
                     keep = save_dir is not None and first and variant == config.variants[0]

@@ -192,7 +192,10 @@ def run(args: argparse.Namespace) -> int:
     job = job_from_args(args)  # a bad value is a ValueError: the CLI's error boundary names it
     from jaket.model.device import resolve_device
 
+    from jaket.tasks.tracking import check_trackers
+
     device = resolve_device(args.device)
+    check_trackers(args.log_with)  # a tracker that is not installed is refused before any work
     if args.print_config:
         from jaket.tasks.config import dump_task_config
 
@@ -205,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     out = _out(args, "entity-classification")
     save_dir = None if args.evaluate else out / "model"
     results = ec.run_entity_classification(kg, job, out, splits=splits, save_dir=save_dir,
-                                           device=device)
+                                           device=device, log_with=args.log_with)
     for warning in results.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
     paired = ec.paired_table(results)

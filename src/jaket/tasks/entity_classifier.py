@@ -136,6 +136,13 @@ class FinetunedEntityClassifier:
                                        f"{hidden} features: {first}") from None
         return cls(backbone, classifier, labels, settings=settings)
 
+    def to(self, device) -> "FinetunedEntityClassifier":
+        """Move the backbone and the classifier to ``device`` (in place; the memory follows
+        them); returns self."""
+        self.backbone.to(device)
+        self.classifier.to(device)
+        return self
+
     @torch.no_grad()
     def probabilities(self, kg) -> torch.Tensor:
         """(N, labels): the probability of every label for every entity of ``kg``."""

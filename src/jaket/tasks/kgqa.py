@@ -37,11 +37,11 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from jaket.tasks import report as rep
 from jaket.tasks.kgqa_graph import QAGraph, drop_triples_mask
 from jaket.tasks.metaqa import QAExample
+from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import fine_tuning_step
 from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, FrozenMemory, VariantError,
                                   kg_memory, load_backbone)
@@ -204,19 +204,23 @@ class QuestionAnswerer(nn.Module):
                     generator: np.random.Generator | None = None) -> torch.Tensor:
         """The rows of :meth:`entities` for ``seeds`` (sorted, unique), from one KM pass over their
         computation subgraph only (:mod:`jaket.tasks.kgqa_graph`; ``fanout``: sampled)."""
+        device = memory.entities.device
         if self.knowledge is None:
-            return self.entity_projection(memory.entities[torch.from_numpy(seeds)])
+            return self.entity_projection(memory.entities[torch.from_numpy(seeds).to(device)])
         sub = graph.computation_subgraph(seeds, len(self.knowledge.layers), fanout, generator)
-        x = memory.entities.index_select(0, torch.from_numpy(sub.nodes))
-        return self.knowledge(x, sub.edge_index, sub.edge_type, memory.relations,
+        x = memory.entities.index_select(0, torch.from_numpy(sub.nodes).to(device))
+        return self.knowledge(x, sub.edge_index.to(device), sub.edge_type.to(device), memory.relations,
                               hops=(sub.nodes_per_hop, sub.edges_per_hop))
 
     def questions(self, ids, mask, span_start, span_end, topic_embedding) -> torch.Tensor:
+        """The question embeddings (Eq. 8-10); the token tensors move to the model's device."""
+        device = self.question_projection.weight.device
+        ids, mask, span_start, span_end = (t.to(device) for t in (ids, mask, span_start, span_end))
         z = self.language.lm1(ids, mask)
         if self.knowledge is not None:
-            batch = torch.arange(ids.shape[0])
+            batch = torch.arange(ids.shape[0], device=device)
             z = self.fusion(z, batch, span_start, span_end, topic_embedding,
-                            torch.ones(ids.shape[0], dtype=torch.bool))
+                            torch.ones(ids.shape[0], dtype=torch.bool, device=device))
         z = self.language.lm2(z, mask)
         return self.question_projection(z[:, 0])
 
@@ -257,11 +261,13 @@ def batch_logits(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, 
     samples the subgraph's edges with ``generator``."""
     topics = np.asarray([q.topic for q in chunk], dtype=np.int64)
     seeds = np.unique(np.concatenate([topics] + [np.asarray(c, dtype=np.int64) for c in candidates]))
+    device = memory.entities.device
     if whole_graph:
-        rows = model.entities(memory, *graph.full_edges()).index_select(0, torch.from_numpy(seeds))
+        rows = model.entities(memory, *graph.full_edges(device))
+        rows = rows.index_select(0, torch.from_numpy(seeds).to(device))
     else:
         rows = model.entity_rows(memory, graph, seeds, config.km_fanout, generator)
-    position = lambda ids: torch.from_numpy(np.searchsorted(seeds, ids))  # noqa: E731
+    position = lambda ids: torch.from_numpy(np.searchsorted(seeds, ids)).to(device)  # noqa: E731
     ids, mask, s, o = encode_questions(model.language.tokenizer, chunk, config.max_length)
     qv = model.questions(ids, mask, s, o, rows.index_select(0, position(topics)))
     return [rows.index_select(0, position(np.asarray(c, dtype=np.int64))) @ qv[row]
@@ -271,16 +277,18 @@ def batch_logits(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, 
 @torch.no_grad()
 def rank_candidates(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, questions: list[QAExample],
                     candidates: list[np.ndarray], config: "KGQAConfig", batch_size: int = 64):
-    """For each question, its candidates' scores (one KM pass over the whole graph, shared by all)."""
+    """For each question, its candidates' scores (one KM pass over the whole graph, shared by all),
+    read back to the CPU as numpy."""
     model.eval()
-    entities = model.entities(memory, *graph.full_edges())
+    device = memory.entities.device
+    entities = model.entities(memory, *graph.full_edges(device))
     for begin in range(0, len(questions), batch_size):
         chunk = questions[begin:begin + batch_size]
         ids, mask, s, o = encode_questions(model.language.tokenizer, chunk, config.max_length)
-        qv = model.questions(ids, mask, s, o, entities[torch.tensor([q.topic for q in chunk])])
+        qv = model.questions(ids, mask, s, o, entities[torch.tensor([q.topic for q in chunk], device=device)])
         for row in range(len(chunk)):
             cand = np.asarray(candidates[begin + row], dtype=np.int64)
-            yield cand, (entities[torch.from_numpy(cand)] @ qv[row]).numpy()
+            yield cand, (entities[torch.from_numpy(cand).to(device)] @ qv[row]).cpu().numpy()
 
 
 def hits_at_1(model, memory, graph: QAGraph, questions: list[QAExample], candidates, config) -> dict:
@@ -302,7 +310,8 @@ def train_qa(backbone: Backbone, memory: FrozenMemory, graph: QAGraph, questions
     ``config.max_selection``) selection questions picks the state kept. Returns (run, model)."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    model = QuestionAnswerer(backbone)
+    device = memory.entities.device
+    model = QuestionAnswerer(backbone).to(device)  # its new layers are seeded on the CPU, then moved
     cands = {i: graph.candidates(questions[i].topic, questions[i].hops, config.max_candidates)
              for i in (*train_idx, *selection_idx, *test_idx)}
     trainable = [i for i in train_idx if np.isin(questions[i].answers, cands[i]).any()]
@@ -325,7 +334,7 @@ def train_qa(backbone: Backbone, memory: FrozenMemory, graph: QAGraph, questions
                               config, whole_graph=not config.subgraph, generator=rng)
         loss = 0.0
         for row, i in enumerate(batch):
-            target = torch.as_tensor(np.isin(cands[i], questions[i].answers), dtype=torch.float32)
+            target = torch.as_tensor(np.isin(cands[i], questions[i].answers), dtype=torch.float32).to(device)
             loss = loss - (torch.log_softmax(logits[row], -1) * target / target.sum()).sum()
         loss = loss / len(batch)
         fine_tuning_step(optimizer, loss, losses, progress)
@@ -349,17 +358,19 @@ def train_qa(backbone: Backbone, memory: FrozenMemory, graph: QAGraph, questions
 
 def run_kgqa(kg, questions: list[QAExample], config: KGQAConfig, out_dir: Path | None = None, *,
              splits: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, data_info: dict | None = None,
-             save_dir: Path | None = None) -> dict:
+             save_dir: Path | None = None, device="cpu", log_with=()) -> dict:
     """Every setting x KG setting x seed. ``splits`` (train, selection, test indices) fixes the
     question split for every seed; without it each seed divides the questions by ``config.split``.
-    ``save_dir``: the first run's model is written there (:class:`FinetunedQuestionAnswerer`)."""
+    ``save_dir``: the first run's model is written there (:class:`FinetunedQuestionAnswerer`).
+    ``device``: where the backbone, the memory, the model and every batch run. ``log_with``:
+    trackers of each step's loss (:mod:`jaket.tasks.tracking`)."""
     if not questions:
         raise ValueError("no questions")
     for v in config.variants:
         if v not in SUPPORTED_VARIANTS:
             raise VariantError(f"variant {v!r} cannot read a question; KGQA supports {', '.join(SUPPORTED_VARIANTS)}")
     pick = lambda idx: [questions[i] for i in idx]  # noqa: E731
-    results: dict = {"task": "kgqa",
+    results: dict = {"task": "kgqa", "device": str(torch.device(device)),
                      "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
                      "data": {"entities": int(kg.num_entities), "triples": int(len(kg.triples)),
                               "questions": len(questions),
@@ -380,11 +391,11 @@ def run_kgqa(kg, questions: list[QAExample], config: KGQAConfig, out_dir: Path |
         return graphs[key]
 
     total = len(config.variants) * len(config.kg_settings) * len(config.seeds) * config.steps
-    with tqdm(total=total, desc="kgqa", unit="step") as progress:
+    with task_progress(total, "kgqa", "step", log_with, out_dir, results["config"]) as progress:
         for variant in config.variants:
             memory = None
             for seed in config.seeds:
-                backbone = load_backbone(config.variant_config(variant), seed=seed)
+                backbone = load_backbone(config.variant_config(variant), seed=seed, device=device)
                 if memory is None or variant in ("gnn", "lm+g"):
                     memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
                                        relation_memory=config.relation_memory)

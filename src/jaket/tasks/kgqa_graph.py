@@ -61,17 +61,20 @@ class QAGraph:
         # row v: v's neighbours u with the edge type of u -> v (full_graph's convention)
         self.adjacency = CSRAdjacency.from_triples(triples, kg.num_entities, kg.num_relations)
         self._candidates: dict[tuple[int, int], np.ndarray] = {}
-        self._full: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._full: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 
     @property
     def num_entities(self) -> int:
         return int(self.kg.num_entities)
 
-    def full_edges(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Every kept edge (``edge_index``, ``edge_type``) for a pass over the whole KG."""
-        if self._full is None:
-            self._full = full_graph(self.kg, self.keep)
-        return self._full
+    def full_edges(self, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+        """Every kept edge (``edge_index``, ``edge_type``) for a pass over the whole KG, on
+        ``device`` (built once per device)."""
+        key = str(torch.device(device))
+        if key not in self._full:
+            on_cpu = self._full.get("cpu") or full_graph(self.kg, self.keep)
+            self._full[key] = tuple(t.to(device) for t in on_cpu)
+        return self._full[key]
 
     def _neighbours(self, frontier: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(row in ``frontier``, CSR position) of every edge of the frontier's entities."""

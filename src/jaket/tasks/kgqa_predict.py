@@ -40,6 +40,11 @@ class FinetunedQuestionAnswerer:
         self.variant_config = variant_config
         self.backbone = backbone
 
+    def to(self, device) -> "FinetunedQuestionAnswerer":
+        """Move the model to ``device`` (in place; the memory and the questions follow it); returns self."""
+        self.model.to(device)
+        return self
+
     def _backbone(self) -> Backbone:
         m = self.model
         return Backbone(m.variant, int(m.language.hidden_size), m.language, m.knowledge, m.fusion)

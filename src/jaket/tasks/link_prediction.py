@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 from jaket.kg.errors import KGFormatError
 from jaket.kg.readers import read_split  # noqa: F401  (the split reader of every task)
 from jaket.tasks import report as rep
+from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import fine_tuning_step
 from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, FrozenMemory, full_graph,
                                   kg_memory, load_backbone)
@@ -208,7 +209,7 @@ def realistic_ranks(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     the mean of the optimistic rank ``1 + #{score > true}`` and the pessimistic rank
     ``1 + #{score >= true}`` over the *other* candidates, i.e. a tie counts half. Filtered
     candidates are set to ``-inf`` by the caller; ``scores`` is modified (the target set to -inf)."""
-    rows = torch.arange(len(target))
+    rows = torch.arange(len(target), device=scores.device)
     true = scores[rows, target].clone()
     scores[rows, target] = -torch.inf
     greater = (scores > true[:, None]).sum(-1)
@@ -220,27 +221,31 @@ def realistic_ranks(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 def filtered_ranks(model: LinkScorer, entities: torch.Tensor, relations: torch.Tensor, triples: np.ndarray,
                    all_true: np.ndarray, batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """Filtered realistic ranks (:func:`realistic_ranks`) of the true tail and the true head of
-    every triple against every entity, the other known true answers (``all_true``) removed."""
+    every triple against every entity, the other known true answers (``all_true``) removed.
+    The scores stay on ``entities``' device; the filters are built from the CPU triples."""
     tails, heads = known_answers(all_true)
+    device = entities.device
     tail_ranks, head_ranks = [], []
     for begin in range(0, len(triples), batch_size):
-        batch = torch.as_tensor(triples[begin:begin + batch_size], dtype=torch.long)
+        part = np.asarray(triples[begin:begin + batch_size], dtype=np.int64)
+        batch = torch.from_numpy(part).to(device)
         h, r, t = batch[:, 0], batch[:, 1], batch[:, 2]
+        rows = torch.arange(len(batch), device=device)
         for side in ("tail", "head"):
             if side == "tail":
                 scores = model.tail_scores(entities, relations, h, r)
                 target = t
-                filters = [tails.get((a, b), ()) for a, b in zip(h.tolist(), r.tolist())]
+                filters = [tails.get((a, b), ()) for a, b in part[:, [0, 1]].tolist()]
             else:
                 scores = model.head_scores(entities, relations, r, t)
                 target = h
-                filters = [heads.get((b, c), ()) for b, c in zip(r.tolist(), t.tolist())]
+                filters = [heads.get((b, c), ()) for b, c in part[:, [1, 2]].tolist()]
             fr = [i for i, f in enumerate(filters) for _ in f]
             fc = [c for f in filters for c in f]
-            true_score = scores[torch.arange(len(batch)), target].clone()
+            true_score = scores[rows, target].clone()
             if fr:
-                scores[torch.tensor(fr), torch.tensor(fc)] = -torch.inf
-            scores[torch.arange(len(batch)), target] = true_score
+                scores[torch.tensor(fr, device=device), torch.tensor(fc, device=device)] = -torch.inf
+            scores[rows, target] = true_score
             ranks = realistic_ranks(scores, target)
             (tail_ranks if side == "tail" else head_ranks).append(ranks.cpu().numpy())
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.float64)  # noqa: E731
@@ -269,6 +274,7 @@ def train_scorer(model: LinkScorer, memory: FrozenMemory, graph, train: np.ndarr
 
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
+    device = memory.entities.device  # the batches follow the memory and the model there
     params = [{"params": [p for n, p in model.named_parameters() if not n.startswith("knowledge.")],
                "lr": config.lr}]
     if model.knowledge is not None:
@@ -279,32 +285,34 @@ def train_scorer(model: LinkScorer, memory: FrozenMemory, graph, train: np.ndarr
         h_all, r_all, t_all = (np.asarray(train, dtype=np.int64)[:, i] for i in range(3))
         width = int(r_all.max(initial=0)) + 1
         loops = np.unique((h_all * width + r_all)[h_all == t_all])
-        self_true = torch.as_tensor(np.isin(h_all * width + r_all, loops) | np.isin(t_all * width + r_all, loops))
+        self_true = torch.as_tensor(np.isin(h_all * width + r_all, loops)
+                                    | np.isin(t_all * width + r_all, loops)).to(device)
     losses = []
     model.train()
     for _ in range(config.steps):
         rows = rng.integers(len(train), size=min(config.batch_size, len(train)))
-        batch = torch.as_tensor(train[rows], dtype=torch.long)
+        batch = torch.as_tensor(train[rows], dtype=torch.long).to(device)
         b = len(batch)
         seeds = np.concatenate([train[rows, 0], train[rows, 2], rng.integers(num_entities, size=config.negatives)])
         if model.knowledge is not None:
-            sub = sample_neighbors(graph, seeds, config.fanouts, rng, exclude_triples=rows)
+            sub = sample_neighbors(graph, seeds, config.fanouts, rng, exclude_triples=rows).to(device)
             x = memory.entities[sub.node_ids]
             out = model.knowledge(x, sub.edge_index, sub.edge_type, memory.relations,
                                   hops=(sub.nodes_per_hop, sub.edges_per_hop))
             embedded = out[sub.seed_local]
         else:
-            embedded = model.entity_projection(memory.entities[torch.as_tensor(seeds)])
+            embedded = model.entity_projection(memory.entities[torch.as_tensor(seeds).to(device)])
         h, t, negatives = embedded[:b], embedded[b:2 * b], embedded[2 * b:]
         r = model.relations(memory)[batch[:, 1]]
         pos = model.score(h, r, t)[:, None]
         tail_neg = model.score(h[:, None], r[:, None], negatives[None])
         head_neg = model.score(negatives[None], r[:, None], t[:, None])
         if config.self_negatives:  # (h, r, h) and (t, r, t), unless that triple is true
-            tail_self = model.score(h, r, h)[:, None].masked_fill(self_true[rows, None], -torch.inf)
-            head_self = model.score(t, r, t)[:, None].masked_fill(self_true[rows, None], -torch.inf)
+            true_loop = self_true[torch.from_numpy(rows).to(device)][:, None]
+            tail_self = model.score(h, r, h)[:, None].masked_fill(true_loop, -torch.inf)
+            head_self = model.score(t, r, t)[:, None].masked_fill(true_loop, -torch.inf)
             tail_neg, head_neg = torch.cat([tail_neg, tail_self], 1), torch.cat([head_neg, head_self], 1)
-        zeros = torch.zeros(b, dtype=torch.long)
+        zeros = torch.zeros(b, dtype=torch.long, device=device)
         loss = (nn.functional.cross_entropy(torch.cat([pos, tail_neg], 1), zeros)
                 + nn.functional.cross_entropy(torch.cat([pos, head_neg], 1), zeros)) / 2
         fine_tuning_step(optimizer, loss, losses, progress)
@@ -322,9 +330,12 @@ def _inductive_holdout(train: np.ndarray, evaluation: np.ndarray, fraction: floa
 
 
 def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray], config: LinkPredictionConfig,
-                        out_dir: Path | None = None, save_dir: Path | None = None) -> dict:
+                        out_dir: Path | None = None, save_dir: Path | None = None, device="cpu",
+                        log_with=()) -> dict:
     """Train on ``train`` (indices of ``kg``), evaluate on each named split; with ``save_dir``
-    the first run's model is saved there (a fine-tuned folder, :mod:`jaket.tasks.link_predictor`)."""
+    the first run's model is saved there (a fine-tuned folder, :mod:`jaket.tasks.link_predictor`).
+    ``device``: where the backbone, the memory, the scorer and every batch run. ``log_with``:
+    trackers of each step's loss (:mod:`jaket.tasks.tracking`)."""
     if len(train) == 0:
         raise ValueError("no training triples")
     all_true = np.concatenate([train] + [v for v in evaluation.values()])
@@ -333,9 +344,10 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
     seen = np.zeros(kg.num_entities, dtype=bool)
     seen[train[:, 0]] = True
     seen[train[:, 2]] = True
-    edges = _edges(kg, train)
+    device = torch.device(device)
+    edges = tuple(t.to(device) for t in _edges(kg, train))
     graph = train_view(kg, train)
-    results: dict = {"task": "link-prediction",
+    results: dict = {"task": "link-prediction", "device": str(device),
                      "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
                      "data": {"entities": int(kg.num_entities), "relations": int(kg.num_relations),
                               "train_triples": int(len(train)),
@@ -345,7 +357,7 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
     eval_sets = {k: (v[: config.max_eval_triples] if config.max_eval_triples else v) for k, v in evaluation.items()}
     total = len(config.variants) * len(config.scorers) * len(config.seeds) * config.steps
     histograms: dict[str, np.ndarray] = {}
-    with tqdm(total=total, desc="link prediction", unit="step") as progress:
+    with task_progress(total, "link prediction", "step", log_with, out_dir, results["config"]) as progress:
         for variant in config.variants:
             memory = None
             for seed in config.seeds:
@@ -353,7 +365,7 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
                 for scorer in config.scorers:
                     if backbone is None or config.train_encoder:  # a trained LM1 is not reused
                         backbone = load_backbone(config.variant_config(variant), seed=seed,
-                                                 need_language=variant in ("lm", "lm+g+m", "jaket"))
+                                                 need_language=variant in ("lm", "lm+g+m", "jaket"), device=device)
                     if not config.train_encoder and (memory is None or variant in ("gnn", "lm+g")):
                         memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
                                            relation_memory=config.relation_memory)
@@ -362,7 +374,7 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
                     torch.manual_seed(seed)
                     model = LinkScorer(backbone, scorer, kg.num_relations,
                                        metric="cosine" if config.train_encoder else "native",
-                                       temperature=config.temperature)
+                                       temperature=config.temperature).to(device)  # built on the CPU: seeded alike
                     run: dict = {"seed": seed}
                     if config.train_encoder:
                         from jaket.tasks.link_training import train_with_encoder

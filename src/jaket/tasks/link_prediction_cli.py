@@ -127,10 +127,14 @@ def load_data(args) -> tuple:
 
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate link-prediction``."""
+    from jaket.model.device import resolve_device
     from jaket.tasks import link_prediction as lp
-    from jaket.tasks.cli import _cpu_only, _finish, _out, _variants, seed_range
+    from jaket.tasks.cli import _finish, _out, _variants, seed_range
 
-    _cpu_only(args, "link-prediction")
+    from jaket.tasks.tracking import check_trackers
+
+    device = resolve_device(args.device)  # a device this machine lacks is refused before any work
+    check_trackers(args.log_with)  # and so is a tracker that is not installed
     kg, train, evaluation = load_data(args)
     config = lp.LinkPredictionConfig(
         variants=_variants(args, "link-prediction"), scorers=args.scorers, seeds=seed_range(args),
@@ -143,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
         budget_cpu_seconds=args.budget_cpu_seconds, hard_negatives=args.hard_negatives, bf16=args.bf16)
     out = _out(args, "link-prediction")
     save_dir = None if args.evaluate else out / "model"
-    results = lp.run_link_prediction(kg, train, evaluation, config, out, save_dir=save_dir)
+    results = lp.run_link_prediction(kg, train, evaluation, config, out, save_dir=save_dir, device=device,
+                                     log_with=args.log_with)
     status = _finish(args, results, lp.results_table(results), out)
     if "saved_model" in results:
         print(f"fine-tuned model: {results['saved_model']}  (jaket predict link-prediction "

@@ -128,14 +128,23 @@ class FinetunedLinkPredictor:
                                        f"{hidden}: {', '.join(sorted(wrong)[:4])}")
         return cls(backbone, link, settings=settings)
 
+    def to(self, device) -> "FinetunedLinkPredictor":
+        """Move the backbone and the scorer to ``device`` (in place; the memory and the queries
+        follow them); returns self."""
+        self.backbone.to(device)
+        self.scorer.to(device)
+        return self
+
     @torch.no_grad()
     def embed(self, kg) -> tuple[torch.Tensor, torch.Tensor]:
-        """Entity (N, F) and relation embeddings of ``kg`` as the scorer reads them."""
+        """Entity (N, F) and relation embeddings of ``kg`` as the scorer reads them (on the
+        model's device)."""
         from jaket.tasks.finetuned import prediction_memory
 
         memory = prediction_memory(self.backbone, kg, self.settings)
         self.scorer.eval()
-        return self.scorer.entities(memory, *full_graph(kg)), self.scorer.relations(memory)
+        edges = (t.to(memory.entities.device) for t in full_graph(kg))
+        return self.scorer.entities(memory, *edges), self.scorer.relations(memory)
 
     @torch.no_grad()
     def predict(self, kg, queries: list[Query], top_k: int = 10, exclude_known: bool = False) -> list[dict]:
@@ -145,18 +154,19 @@ class FinetunedLinkPredictor:
         from jaket.tasks.link_prediction import known_answers
 
         entities, relations = self.embed(kg)
+        device = entities.device
         tails_of, heads_of = known_answers(np.asarray(kg.triples, dtype=np.int64).reshape(-1, 3))
         rows = []
         for query in queries:
-            r = torch.tensor([query.relation])
+            r = torch.tensor([query.relation], device=device)
             if query.tail is None:
-                scores = self.scorer.tail_scores(entities, relations, torch.tensor([query.head]), r)[0]
+                scores = self.scorer.tail_scores(entities, relations, torch.tensor([query.head], device=device), r)[0]
                 known = set(tails_of.get((query.head, query.relation), ()))
             else:
-                scores = self.scorer.head_scores(entities, relations, r, torch.tensor([query.tail]))[0]
+                scores = self.scorer.head_scores(entities, relations, r, torch.tensor([query.tail], device=device))[0]
                 known = set(heads_of.get((query.relation, query.tail), ()))
             if exclude_known and known:
-                scores[torch.tensor(sorted(known), dtype=torch.long)] = -torch.inf
+                scores[torch.tensor(sorted(known), dtype=torch.long, device=device)] = -torch.inf
             values, order = scores.topk(min(max(1, top_k), len(scores)))
             answers = [{"entity": kg.entity_ids[c], "name": kg.entity_names[c], "score": round(float(v), 6),
                         "known": c in known}

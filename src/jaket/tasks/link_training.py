@@ -24,8 +24,11 @@ fine-tuned for the task, as text-based KG completion (SimKGC) fine-tunes its enc
   the co-hyponyms and hyponyms that in-batch negatives almost never contain); true answers among
   them are masked like any other.
 * **bf16** (``bf16``): LM1's forward passes (the step's rows and the refreshes) run under bf16
-  autocast (:func:`jaket.model.device.autocast`); the rows, the KM, the loss and every parameter
-  stay fp32.
+  autocast (:func:`jaket.model.device.autocast`, on LM1's device); the rows, the KM, the loss and
+  every parameter stay fp32.
+* **Device**: everything runs where LM1 is; the memory rows live there too when they fit
+  (:meth:`jaket.model.memory.EntityContextMemory.place`, else in host memory with the step's rows
+  copied over), the step's index tensors are moved there, and only the loss is read back.
 * **Head prediction** uses the inverse-relation query ``q = t + r^{-1}`` against the batch's
   entities, with the same loss; the two sides are averaged.
 
@@ -42,8 +45,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from jaket.model.device import autocast
+from jaket.model.device import autocast, module_device
 from jaket.model.memory import EntityContextMemory, refresh_interval
+from jaket.tasks.training import step_done
 from jaket.tasks.variants import Backbone, FrozenMemory
 
 #: the largest 1/tau the learnable temperature may reach (SimKGC clamps likewise)
@@ -91,10 +95,12 @@ class Neighbourhood:
 
 
 def describe(language, tokens, rows: np.ndarray) -> torch.Tensor:
-    """Eq. 7 with gradients: ``(Z_s + Z_o) / 2`` of LM1 over the descriptions ``rows`` (n, F)."""
-    ids, mask, start, end = tokens.batch(np.asarray(rows, dtype=np.int64))
+    """Eq. 7 with gradients: ``(Z_s + Z_o) / 2`` of LM1 over the descriptions ``rows`` (n, F),
+    on LM1's device."""
+    device = module_device(language)
+    ids, mask, start, end = (t.to(device) for t in tokens.batch(np.asarray(rows, dtype=np.int64)))
     z = language.lm1(ids, mask)
-    arange = torch.arange(len(ids))
+    arange = torch.arange(len(ids), device=device)
     return ((z[arange, start] + z[arange, end]) / 2).float()
 
 
@@ -105,11 +111,11 @@ def contrastive_loss(model, queries: torch.Tensor, candidates: torch.Tensor, tar
     ``queries`` (b, F), ``candidates`` (c, F), ``target`` (b,) column of each positive,
     ``masked`` (b, c) candidates to drop (true answers other than the target)."""
     cos = nn.functional.normalize(queries, dim=-1) @ nn.functional.normalize(candidates, dim=-1).T
-    rows = torch.arange(len(target))
+    rows = torch.arange(len(target), device=cos.device)
     cos = cos.index_put((rows, target), cos[rows, target] - margin)
     scale = model.log_inverse_temperature.clamp(max=math.log(MAX_INVERSE_TEMPERATURE)).exp()
     # mask after scaling: -inf * (d scale) would make the temperature's gradient NaN
-    logits = (cos * scale).masked_fill(torch.from_numpy(masked), -torch.inf)
+    logits = (cos * scale).masked_fill(torch.from_numpy(masked).to(cos.device), -torch.inf)
     return nn.functional.cross_entropy(logits, target)
 
 
@@ -128,13 +134,15 @@ def train_with_encoder(model, backbone: Backbone, graph, train: np.ndarray, conf
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     length = config.description_max_length
+    device = module_device(language)
     began, cpu_began = time.perf_counter(), time.process_time()
     memory = EntityContextMemory(graph.num_entities, graph.num_relations, int(language.hidden_size))
+    memory.place(device)  # on LM1's device when it fits, else host memory (rows copied per step)
     record = {"refresh_seconds": [], "refresh_cpu_seconds": [], "refresh_at_step": []}
 
     def refresh(step: int) -> None:
         started, cpu = time.perf_counter(), time.process_time()
-        with autocast("cpu", config.bf16):
+        with autocast(device, config.bf16):
             memory.refresh(language, graph, batch_size=128, max_length=length, momentum=0.0)
         record["refresh_seconds"].append(time.perf_counter() - started)
         record["refresh_cpu_seconds"].append(time.process_time() - cpu)
@@ -167,24 +175,25 @@ def train_with_encoder(model, backbone: Backbone, graph, train: np.ndarray, conf
                 if neighbourhood is not None else np.zeros(0, dtype=np.int64))
         entities, where = np.unique(np.concatenate([h, t, hard]), return_inverse=True)
         where = where[: 2 * b]
-        with autocast("cpu", config.bf16):
+        with autocast(device, config.bf16):
             fresh = describe(language, entity_tokens, entities)  # E^(0) of the step's entities, with gradients
             relations = (describe(language, relation_tokens, np.arange(p)) if config.relation_memory
-                         else torch.zeros(p, fresh.shape[1]))
+                         else fresh.new_zeros(p, fresh.shape[1]))
         if model.knowledge is not None:
-            sub = sample_neighbors(graph, entities, config.fanouts, rng, exclude_triples=rows)
-            x = memory.entity_rows(sub.node_ids).index_put((sub.seed_local,), fresh)
+            sub = sample_neighbors(graph, entities, config.fanouts, rng, exclude_triples=rows).to(device)
+            x = memory.entity_rows(sub.node_ids, device=device).index_put((sub.seed_local,), fresh)
             out = model.knowledge(x, sub.edge_index, sub.edge_type, relations,
                                   hops=(sub.nodes_per_hop, sub.edges_per_hop))
             embedded = out[sub.seed_local]
         else:
             embedded = model.entity_projection(fresh)
         with torch.no_grad():  # the step's rows of the memory follow LM1 at once
-            memory.entities[torch.from_numpy(entities)] = fresh.detach().to(memory.entities.dtype)
+            stored = memory.entities.device
+            memory.entities[torch.from_numpy(entities).to(stored)] = fresh.detach().to(stored, memory.entities.dtype)
         rel = model.relations(FrozenMemory(fresh.new_zeros(0), relations))
-        head_index, tail_index = torch.from_numpy(where[:b]), torch.from_numpy(where[b:])
+        head_index, tail_index = (torch.from_numpy(x).to(device) for x in (where[:b], where[b:]))
         heads, tails = embedded[head_index], embedded[tail_index]
-        r_index = torch.from_numpy(r)
+        r_index = torch.from_numpy(r).to(device)
         candidates, ids = embedded, entities
         if queue:
             candidates = torch.cat([embedded] + [v for v, _ in queue])
@@ -211,8 +220,7 @@ def train_with_encoder(model, backbone: Backbone, graph, train: np.ndarray, conf
             refreshes += 1
             next_refresh += refresh_interval(refreshes, initial=config.refresh_initial,
                                              growth=config.refresh_growth, every=1, maximum=10 ** 9)
-        if progress is not None:
-            progress.update(1)
+        step_done(progress, losses[-1])
         if config.budget_cpu_seconds is not None and time.process_time() - cpu_began >= config.budget_cpu_seconds:
             break
     steps = len(losses)
@@ -231,8 +239,8 @@ def train_with_encoder(model, backbone: Backbone, graph, train: np.ndarray, conf
         evaluation_memory_cpu_seconds=record["refresh_cpu_seconds"][-1],
         final_temperature=float(1.0 / model.log_inverse_temperature.detach().clamp(
             max=math.log(MAX_INVERSE_TEMPERATURE)).exp()))
-    final = FrozenMemory(memory.entity_rows(torch.arange(graph.num_entities)).clone(),
-                         memory.relation_rows().clone())
+    final = FrozenMemory(memory.entity_rows(torch.arange(graph.num_entities), device=device).clone(),
+                         memory.relation_rows(device=device).clone())
     if not config.relation_memory:
         final = FrozenMemory(final.entities, torch.zeros_like(final.relations))
     return losses, record, final

@@ -3,6 +3,7 @@
 ``DIR`` is a fine-tuned folder (``OUT/model`` of ``jaket finetune``; format in
 :mod:`jaket.tasks.finetuned`). One JSON object a line, one line per query, goes to ``--out FILE``
 (written atomically) or to stdout. The tasks are those of :data:`jaket.tasks.finetuned.REGISTRY`.
+``--device`` places the loaded model (and with it the memory and every batch) on a device.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from jaket.model.device import add_device_argument
 from jaket.tasks.finetuned import REGISTRY
 
 
@@ -32,9 +34,12 @@ def _run(args: argparse.Namespace) -> int:
     from jaket.kg.io import KGFormatError
     from jaket.tasks.finetuned import FinetunedFormatError
 
+    from jaket.model.device import resolve_device
+
     handlers = REGISTRY[args.task]
+    device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     try:
-        model = handlers.resolve("load")(args.model)
+        model = handlers.resolve("load")(args.model).to(device)
         count = _write_rows(handlers.resolve("predict_rows")(model, args), args.out)
     except (FinetunedFormatError, KGFormatError, FileNotFoundError, ValueError) as error:
         print(f"jaket predict: {error}", file=sys.stderr)
@@ -53,5 +58,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         task.add_argument("--model", type=Path, required=True, metavar="DIR",
                           help=f"a fine-tuned {name} folder (jaket finetune {name} ... --out OUT writes OUT/model)")
         task.add_argument("--out", type=Path, metavar="FILE", help="JSONL output file (default: stdout)")
+        add_device_argument(task)
         handlers.resolve("add_predict_arguments")(task)
         task.set_defaults(func=_run)

@@ -38,9 +38,10 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from jaket.model.device import autocast
+from jaket.model.device import autocast, module_device
 from jaket.tasks.fewrel import FewRelData, FewRelInstance
 from jaket.tasks import report as rep
+from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import fine_tuning_step
 from jaket.tasks.variants import VARIANT_LABELS, VariantError
 
@@ -139,7 +140,8 @@ class PairEncoder(nn.Module):
     def forward(self, queries: list[str], supports: list[str], max_length: int) -> torch.Tensor:
         batch = self.tokenizer(queries, supports, truncation=True, max_length=max_length,
                                padding=True, return_tensors="pt")
-        ids, mask = batch["input_ids"], batch["attention_mask"]
+        device = self.score.weight.device
+        ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
         hidden = self.language.lm2(self.language.lm1(ids, mask), mask)
         with torch.autocast(device_type=hidden.device.type, enabled=False):  # scores in fp32 (no bf16 ties)
             return self.score(hidden[:, 0].float()).squeeze(-1)
@@ -177,6 +179,7 @@ def train_pair(model: PairEncoder, data: FewRelData, relations: list[str], confi
                                    {"params": model.score.parameters(), "lr": config.head_lr}],
                                   weight_decay=0.01)
     way = min(config.train_way, len(relations))
+    device = module_device(model)
     losses = []
     model.train()
     for _ in range(config.train_steps):
@@ -188,11 +191,11 @@ def train_pair(model: PairEncoder, data: FewRelData, relations: list[str], confi
                     pairs_q.append(query.marked_text())
                     pairs_s.append(support.marked_text())
                     targets.append(float(group_index == position))
-        with autocast("cpu", config.bf16):
+        with autocast(device, config.bf16):
             logits = model(pairs_q, pairs_s, config.max_length)
-        target = torch.tensor(targets)
+        target = torch.tensor(targets, device=device)
         # balance positives and negatives (1 positive per way-1 negatives)
-        weight = torch.where(target > 0, torch.tensor(float(way - 1)), torch.tensor(1.0))
+        weight = torch.where(target > 0, float(way - 1), 1.0)
         loss = nn.functional.binary_cross_entropy_with_logits(logits, target, weight=weight)
         fine_tuning_step(optimizer, loss, losses, progress)
     return losses
@@ -208,12 +211,13 @@ def evaluate_pair(model: PairEncoder, data: FewRelData, relations: list[str], wa
             f"{way}-way {shot}-shot needs at least {way} evaluation relations, but only {len(relations)} "
             f"are held out ({', '.join(relations)}); FewRel here has {len(data.relations)} relations in all")
     rng = np.random.default_rng(1_000_003 + seed)
+    device = module_device(model)
     model.eval()
     correct = 0
     for _ in range(episodes):
         _, supports, queries = sample_episode(data, relations, way, shot, 1, rng)
         query, position = queries[int(rng.integers(len(queries)))]
-        with autocast("cpu", bf16):
+        with autocast(device, bf16):
             scores = _episode_scores(model, supports, query, max_length)
         correct += int(int(scores.mean(-1).argmax()) == position)
         if progress is not None:
@@ -223,10 +227,12 @@ def evaluate_pair(model: PairEncoder, data: FewRelData, relations: list[str], wa
 
 def run_relation_classification(data: FewRelData, config: RelationClassificationConfig,
                                 out_dir: Path | None = None, *, train_data: FewRelData | None = None,
-                                save_dir: Path | None = None) -> dict:
+                                save_dir: Path | None = None, device="cpu", log_with=()) -> dict:
     """Train PAIR on the training relations and evaluate N-way K-shot episodes of the evaluation
     relations, per setting and seed. ``train_data``: separate training relations (module
-    docstring). ``save_dir``: the first run's model is written there (FinetunedPairClassifier)."""
+    docstring). ``save_dir``: the first run's model is written there (FinetunedPairClassifier).
+    ``device``: where the encoder and every batch run. ``log_with``: trackers of each step's
+    loss (:mod:`jaket.tasks.tracking`)."""
     train_rel, eval_rel = relation_split(data, config, train_data)
     train_source = train_data if train_data is not None else data
     for way, shot in config.settings:
@@ -234,20 +240,20 @@ def run_relation_classification(data: FewRelData, config: RelationClassification
             raise ValueError(
                 f"{way}-way {shot}-shot cannot run: it needs {way} evaluation relations, the split "
                 f"holds out {len(eval_rel)} of {len(data.relations)} ({', '.join(eval_rel)})")
-    results: dict = {"task": "relation-classification",
+    results: dict = {"task": "relation-classification", "device": str(torch.device(device)),
                      "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
                      "train_relations": {r: train_source.relation_names[r] for r in train_rel},
                      "eval_relations": {r: data.relation_names[r] for r in eval_rel},
                      "runs": {}, "summary": {}}
     total = len(config.variants) * len(config.seeds) * (
         config.train_steps + config.episodes * len(config.settings))
-    with tqdm(total=total, desc="relation classification", unit="step") as progress:
+    with task_progress(total, "relation classification", "step", log_with, out_dir, results["config"]) as progress:
         for variant in config.variants:
             for seed in config.seeds:
                 progress.set_postfix_str(f"{variant} seed {seed}")
                 torch.manual_seed(seed)
                 started = time.perf_counter()
-                model = PairEncoder(variant, config.encoder, config.pretrained)
+                model = PairEncoder(variant, config.encoder, config.pretrained).to(device)
                 losses = train_pair(model, train_source, train_rel, config, seed, progress)
                 run = {"seed": seed, "train_loss": losses}
                 if save_dir is not None and "saved_model" not in results:

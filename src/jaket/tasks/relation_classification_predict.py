@@ -59,6 +59,11 @@ class FinetunedPairClassifier:
             raise FinetunedFormatError(f"{directory}/head.safetensors: not a PAIR score head: {first}") from None
         return cls(model, settings)
 
+    def to(self, device) -> "FinetunedPairClassifier":
+        """Move the encoder and the score head to ``device`` (in place); returns self."""
+        self.model.to(device)
+        return self
+
     @torch.no_grad()
     def classify(self, supports: FewRelData, queries, batch_size: int = 64) -> list[dict]:
         """One row per query: the chosen relation and the mean pair score of every relation."""
@@ -73,7 +78,7 @@ class FinetunedPairClassifier:
             for begin in range(0, len(flat), batch_size):
                 part = flat[begin:begin + batch_size]
                 scores.append(self.model([text] * len(part), [s for _, s in part], max_length))
-            scores = torch.cat(scores)
+            scores = torch.cat(scores).cpu()  # read back once, from the model's device
             means = {r: float(scores[[i for i, (rel, _) in enumerate(flat) if rel == r]].mean()) for r in relations}
             best = max(relations, key=lambda r: means[r])
             row = {"line": line, "head": query.head_name, "tail": query.tail_name, "relation": best,

@@ -6,13 +6,24 @@ from __future__ import annotations
 import torch
 
 
+def step_done(progress, loss: float) -> None:
+    """A training step is done: ``progress`` (a tqdm bar, or None) advances by one, and a
+    :class:`jaket.tasks.tracking.TaskProgress` also logs ``loss`` to its trackers."""
+    if progress is None:
+        return
+    progress.update(1)
+    from jaket.tasks.tracking import TaskProgress
+
+    if isinstance(progress, TaskProgress):
+        progress.loss(loss)
+
+
 def fine_tuning_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, losses: list[float],
                      progress=None) -> None:
     """One update from ``loss``: clear the gradients, back-propagate, step; the loss is appended
-    to ``losses`` and ``progress`` (a tqdm bar) advances by one."""
+    to ``losses`` (read back: a scalar copy from the device) and reported (:func:`step_done`)."""
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
     losses.append(loss.item())
-    if progress is not None:
-        progress.update(1)
+    step_done(progress, losses[-1])

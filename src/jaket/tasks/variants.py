@@ -151,9 +151,9 @@ def _encoder_path(config: VariantConfig) -> Path:
 def load_backbone(config: VariantConfig, seed: int = 0, *, need_language: bool = True,
                   device="cpu") -> Backbone:
     """Build the parts of one setting on ``device``; the KM of every non-``jaket`` setting is
-    freshly seeded (on the CPU, so a seed gives the same weights on every device)."""
-    backbone = _load_backbone(config, seed, need_language)
-    return backbone.to(device) if torch.device(device).type != "cpu" else backbone
+    freshly seeded (on the CPU, so a seed gives the same weights on every device, then moved:
+    the same call on every device, a no-op on the CPU)."""
+    return _load_backbone(config, seed, need_language).to(device)
 
 
 def _load_backbone(config: VariantConfig, seed: int, need_language: bool) -> Backbone:
