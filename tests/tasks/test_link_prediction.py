@@ -349,3 +349,26 @@ def test_train_encoder_without_km_trains_lm1_and_a_projection(small_kg, tiny_ber
     assert any(not torch.equal(a, b) for a, b in zip(before, backbone.language.lm1_parameters()))
     assert not torch.equal(projection, model.entity_projection.weight)
     assert memory.entities.shape[0] == small_kg.num_entities
+
+
+def test_train_encoder_flags_default_to_the_documented_run():
+    """`--train-encoder` alone gives the settings of the documented WN18RR run; the frozen mode keeps
+    its own defaults; a flag given wins; --budget-cpu-seconds 0 means no budget."""
+    import argparse
+
+    from jaket.tasks.link_prediction_cli import add_arguments, mode_defaults
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, evaluate=True)
+    trained = parser.parse_args(["--train-encoder"])
+    mode_defaults(trained)
+    for key, value in lp.TRAIN_ENCODER_DEFAULTS.items():
+        assert getattr(trained, key) == value, key
+    frozen = parser.parse_args([])
+    mode_defaults(frozen)
+    d = lp.LinkPredictionConfig()
+    assert (frozen.steps, frozen.batch_size, frozen.scorers, frozen.budget_cpu_seconds) == \
+        (d.steps, d.batch_size, d.scorers, None)
+    given = parser.parse_args(["--train-encoder", "--steps", "7", "--budget-cpu-seconds", "0"])
+    mode_defaults(given)
+    assert given.steps == 7 and given.budget_cpu_seconds is None and given.batch_size == 64

@@ -56,6 +56,13 @@ METRICS = ("native", "cosine")
 SplitFormatError = KGFormatError  # a malformed split line: ``path:line: message`` (jaket.kg.readers)
 
 
+#: the defaults of ``--train-encoder`` where they differ from the frozen mode's: the settings of
+#: the documented WN18RR run (docs/results.md), 55 CPU-minutes of training on one thread
+TRAIN_ENCODER_DEFAULTS = {"scorers": ("rotate",), "steps": 3500, "batch_size": 64, "fanouts": (5, 5),
+                          "description_max_length": 32, "encoder_lr": 1e-4, "queue_batches": 8,
+                          "refresh_initial": 150, "budget_cpu_seconds": 3300.0}
+
+
 @dataclass
 class LinkPredictionConfig(BackboneSettings):
     variants: tuple[str, ...] = ("lm+g+m",)

@@ -28,7 +28,7 @@ def _csv(text: str) -> tuple[str, ...]:
 
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     """The link-prediction flags (beside the common ones of :mod:`jaket.tasks.cli`)."""
-    from jaket.tasks.link_prediction import LinkPredictionConfig
+    from jaket.tasks.link_prediction import TRAIN_ENCODER_DEFAULTS as t, LinkPredictionConfig
 
     d = LinkPredictionConfig()
     parser.add_argument("--data", type=Path, help="a WN18RR-format folder (train.txt, valid.txt[, test.txt])")
@@ -38,40 +38,44 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--max-entities", type=int, default=2000, help="WordNet subset size (default KG)")
     parser.add_argument("--max-train", type=int, help="use at most this many training triples (random)")
     parser.add_argument("--max-eval", type=int, help="evaluate at most this many triples per file")
-    parser.add_argument("--scorers", type=_csv, default=d.scorers,
-                        help=f"comma list of distmult,transe,rotate (default {','.join(d.scorers)})")
-    parser.add_argument("--steps", type=int, default=d.steps, help=f"training steps (default {d.steps})")
+    parser.add_argument("--scorers", type=_csv,
+                        help=f"comma list of distmult,transe,rotate (default {','.join(d.scorers)}; "
+                             f"{','.join(t['scorers'])} with --train-encoder)")
+    parser.add_argument("--steps", type=int,
+                        help=f"training steps (default {d.steps}; {t['steps']} with --train-encoder)")
     parser.add_argument("--negatives", type=int, default=d.negatives,
                         help=f"shared negative entities per step, frozen mode (default {d.negatives})")
-    parser.add_argument("--batch-size", type=int, default=d.batch_size,
-                        help=f"training triples per step (default {d.batch_size})")
-    parser.add_argument("--fanouts", type=lambda t: tuple(int(x) for x in _csv(t)), default=d.fanouts,
-                        help="neighbours sampled per hop in training (default 10,10)")
+    parser.add_argument("--batch-size", type=int,
+                        help=f"training triples per step (default {d.batch_size}; {t['batch_size']} with --train-encoder)")
+    parser.add_argument("--fanouts", type=lambda text: tuple(int(x) for x in _csv(text)),
+                        help=f"neighbours sampled per hop in training (default {','.join(map(str, d.fanouts))}; "
+                             f"{','.join(map(str, t['fanouts']))} with --train-encoder)")
     parser.add_argument("--holdout-fraction", type=float, default=0.0,
                         help="inductive split: drop training triples touching this share of eval entities")
-    parser.add_argument("--description-max-length", type=int, default=d.description_max_length,
-                        help=f"tokens of each description read by LM1 (default {d.description_max_length})")
+    parser.add_argument("--description-max-length", type=int,
+                        help=f"tokens of each description read by LM1 (default {d.description_max_length}; "
+                             f"{t['description_max_length']} with --train-encoder)")
     parser.add_argument("--lr", type=float, default=d.lr, help=f"scorer learning rate (default {d.lr:g})")
     parser.add_argument("--km-lr", type=float, default=d.km_lr,
                         help=f"knowledge-module learning rate (default {d.km_lr:g})")
     parser.add_argument("--train-encoder", action="store_true",
                         help="fine-tune LM1 on the descriptions: contrastive loss over in-batch, self- and "
                              "queued negatives, learnable temperature (default: frozen memory)")
-    parser.add_argument("--encoder-lr", type=float, default=d.encoder_lr,
-                        help=f"LM1 learning rate with --train-encoder (default {d.encoder_lr:g})")
-    parser.add_argument("--queue-batches", type=int, default=d.queue_batches,
+    parser.add_argument("--encoder-lr", type=float,
+                        help=f"LM1 learning rate with --train-encoder (default {t['encoder_lr']:g})")
+    parser.add_argument("--queue-batches", type=int,
                         help="previous steps whose entity vectors are extra negatives, --train-encoder "
-                             f"(default {d.queue_batches})")
-    parser.add_argument("--refresh-initial", type=int, default=d.refresh_initial,
+                             f"(default {t['queue_batches']})")
+    parser.add_argument("--refresh-initial", type=int,
                         help="steps before the first full memory refresh with --train-encoder (Eq. 11 "
-                             f"I_init; 0 = none; default {d.refresh_initial})")
+                             f"I_init; 0 = none; default {t['refresh_initial']})")
     parser.add_argument("--hard-negatives", type=int, default=d.hard_negatives, metavar="N",
                         help="with --train-encoder: N neighbours of each triple's head or tail (training "
                              f"graph) as extra negatives (default {d.hard_negatives})")
     add_bf16_argument(parser)
     parser.add_argument("--budget-cpu-seconds", type=float, metavar="S",
                         help="with --train-encoder: stop training after S process CPU seconds (memory fills "
-                             "included; default: run every step)")
+                             f"included; default {t['budget_cpu_seconds']:g}; 0 = run every step)")
     parser.add_argument("--no-relation-memory", dest="relation_memory", action="store_false",
                         help="R = 0 in the KM (ablation; default: R from relation descriptions, as the paper)")
     parser.set_defaults(func=run, evaluate=evaluate)
@@ -125,6 +129,23 @@ def load_data(args) -> tuple:
     return kg, train, evaluation
 
 
+def mode_defaults(args: argparse.Namespace) -> None:
+    """Fill the flags left unset with the frozen mode's defaults or, with ``--train-encoder``, those
+    of :data:`jaket.tasks.link_prediction.TRAIN_ENCODER_DEFAULTS` (``--budget-cpu-seconds 0``
+    means no budget)."""
+    from jaket.tasks.link_prediction import TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
+
+    frozen = LinkPredictionConfig()
+    for key in ("scorers", "steps", "batch_size", "fanouts", "description_max_length", "encoder_lr",
+                "queue_batches", "refresh_initial", "budget_cpu_seconds"):
+        if getattr(args, key) is None:
+            value = TRAIN_ENCODER_DEFAULTS[key] if args.train_encoder and key in TRAIN_ENCODER_DEFAULTS \
+                else getattr(frozen, key)
+            setattr(args, key, value)
+    if args.budget_cpu_seconds == 0:
+        args.budget_cpu_seconds = None
+
+
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate link-prediction``."""
     from jaket.model.device import resolve_device
@@ -136,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     check_trackers(args.log_with)  # and so is a tracker that is not installed
     kg, train, evaluation = load_data(args)
+    mode_defaults(args)
     config = lp.LinkPredictionConfig(
         variants=_variants(args, "link-prediction"), scorers=args.scorers, seeds=seed_range(args),
         steps=args.steps, negatives=args.negatives, batch_size=args.batch_size, fanouts=args.fanouts,
