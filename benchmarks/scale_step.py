@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     figures["memory_file_bytes"] = memory_path.stat().st_size
     del kg
     config = load_config(None, ["data.source=dir", f"data.path={kg_dir}", "steps=2", "text_batch_size=16",
-                                "model.memory_dtype=float16", f"model.memory_path={memory_path}",
+                                "model.memory_dtype=float16", f"memory.path={memory_path}",
                                 "checkpoint_every=0", "eval_texts=0", "tensorboard=false"])
     began = time.perf_counter()
     summary = pretrain(config, args.work / "run", progress=False)

@@ -66,7 +66,7 @@ on each rank's device, wraps the objective in DistributedDataParallel (NCCL betw
 between CPU processes), runs the forward under autocast for `mixed_precision` (`bf16`, or `fp16`
 with its gradient scaler) and accumulates gradients over `optim.accumulation_steps`. The entity
 context memory goes to the GPU when it fits in a quarter of its free memory, else it stays in
-pinned host memory (or its memory-mapped file, `model.memory_path`) and each step copies the rows
+pinned host memory (or its memory-mapped file, `memory.path`) and each step copies the rows
 it needs without blocking. `data.workers` processes (default 2 next to a GPU) build the batches
 ahead of the model step. Every rank reads the output folder when it resumes, so on several nodes
 `--out` (and the KG folder) must be on a shared file system.

@@ -144,9 +144,9 @@ def test_pretrain_config_errors_are_usage_errors(tmp_path, capsys):
     bad.write_bytes(b"steps: 5\n# caf\xe9\n")
     status, err = _run(capsys, "pretrain", "--config", str(bad), "--print-config")
     assert status == 2 and err == [f"error: {bad}:2: not UTF-8 text (byte 14 of the file)"]
-    status, err = _run(capsys, "pretrain", "--set", f"model.memory_path={tmp_path}", "--print-config")
-    assert status == 2 and err[0].startswith(f"error: --set model.memory_path={tmp_path}: "
-                                             f"model.memory_path: {tmp_path} is a folder")
+    status, err = _run(capsys, "pretrain", "--set", f"memory.path={tmp_path}", "--print-config")
+    assert status == 2 and err[0].startswith(f"error: --set memory.path={tmp_path}: "
+                                             f"memory.path: {tmp_path} is a folder")
     status, err = _run(capsys, "pretrain", "--kg", str(tmp_path / "none"), "--out", str(tmp_path / "o"))
     assert status == 2 and err == [f"error: --kg {tmp_path / 'none'}: no such directory"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, Strict, StrictBool, StrictStr
+from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, Strict, StrictBool, StrictStr
 
 
 def _number(value: Any) -> Any:
@@ -37,8 +37,10 @@ NonNegativeFloat = Annotated[float, BeforeValidator(_number), Field(ge=0.0, allo
 UnitFraction = Annotated[float, BeforeValidator(_number), Field(ge=0.0, lt=1.0)]
 #: knowledge-module layers (paper: 2; more than 64 is a typo, not a model)
 KMLayers = Annotated[int, Strict(), Field(ge=1, le=64)]
-#: neighbours sampled per hop (at least one hop, each at least one neighbour)
-Fanouts = Annotated[list[PositiveInt], Field(min_length=1)]
+#: neighbours sampled per hop (at least one hop, each at least one neighbour); read as a list
+#: (YAML and JSON write one), kept as a tuple
+Fanouts = Annotated[list[PositiveInt], Field(min_length=1), AfterValidator(tuple),
+                    PlainSerializer(list, return_type=list[int])]
 
 #: f of Eq. 1 (:data:`jaket.model.knowledge.COMPOSITIONS`)
 Composition = Literal["add", "sub", "mult", "mlp"]

@@ -49,12 +49,39 @@ def test_a_saved_config_round_trips(folder):
     assert JaketModel.from_pretrained(folder).config.km_heads == 2
 
 
+def test_a_config_json_of_the_first_format_still_loads(folder, tmp_path):
+    """A config.json as jaket wrote it before ``config_version`` existed (the fields of that
+    JaketConfig.to_dict(), no version) loads into the same model; saved again it carries the
+    current version. A version from a newer jaket is refused."""
+    from jaket.model.config import CONFIG_VERSION
+
+    first_format = {"encoder": "encoder", "lm1_layers": 2, "km_layers": 1, "km_heads": 2, "composition": "add",
+                    "km_activation": "elu", "km_dropout": 0.0, "fanouts": [3, 3], "description_max_length": 64,
+                    "memory_momentum": 0.8, "memory_dtype": "float32", "fusion_normalize": "all",
+                    "num_categories": 4, "num_relations": 5, "use_relation_memory": False,
+                    "category_names": [], "relation_names": [], "model_type": "jaket", "jaket_version": "0.1.0"}
+    target = tmp_path / "old"
+    shutil.copytree(folder, target)
+    (target / "config.json").write_text(json.dumps(first_format, indent=2))
+    old = JaketModel.from_pretrained(target)
+    assert old.config == JaketConfig(encoder=str(target / "encoder"), lm1_layers=2, km_layers=1, km_heads=2,
+                                     fanouts=(3, 3), num_categories=4, num_relations=5)
+    now = JaketModel.from_pretrained(folder)
+    assert all(torch.equal(v, now.state_dict()[k]) for k, v in old.state_dict().items())
+    assert JaketConfig.from_dict({**first_format, "encoder": ""}).encoder is None  # "" meant the bundled MiniLM
+    resaved = json.loads((old.save_pretrained(tmp_path / "again") / "config.json").read_text())
+    assert resaved["config_version"] == CONFIG_VERSION == 2
+    future = _copy(folder, tmp_path / "future", config_version=CONFIG_VERSION + 1)
+    with pytest.raises(ModelFolderError, match=f"config_version {CONFIG_VERSION + 1} is not one this jaket reads"):
+        JaketModel.from_pretrained(future)
+
+
 @pytest.mark.parametrize("changes, message", [
     ({"km_heads": "two"}, "km_heads: Input should be a valid integer (got 'two')"),
     ({"km_heads": 0}, "km_heads: Input should be greater than or equal to 1 (got 0)"),
     ({"km_layers": True}, "km_layers: Input should be a valid integer (got True)"),
     ({"composition": "concat"}, "composition: Input should be 'add', 'sub', 'mult' or 'mlp'"),
-    ({"fanouts": []}, "fanouts: Tuple should have at least 1 item"),
+    ({"fanouts": []}, "fanouts: List should have at least 1 item"),
     ({"fanouts": [3, -1]}, "fanouts.1: Input should be greater than or equal to 1 (got -1)"),
     ({"memory_momentum": 1.5}, "memory_momentum: Input should be less than 1 (got 1.5)"),
     ({"lm1_layers": -2}, "lm1_layers: Input should be greater than or equal to 0 (got -2)"),

@@ -18,7 +18,7 @@ def test_print_config_applies_overrides(capsys):
                  "--relation-memory"]) == 0
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed["steps"] == 5 and printed["optim"]["km_lr"] == 0.5
-    assert printed["tasks"]["use_relation_memory"] is True
+    assert printed["model"]["use_relation_memory"] is True
 
 
 def test_init_continues_from_a_jaket_folder_and_model_names_it(tiny_bert_dir, tmp_path, capsys):
@@ -33,7 +33,7 @@ def test_init_continues_from_a_jaket_folder_and_model_names_it(tiny_bert_dir, tm
     first = tmp_path / "first"
     assert main(["pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"), "--encoder", str(tiny_bert_dir),
                  "--out", str(first), "--no-progress", "--steps", "3", "--set", "eval_texts=0"]) == 0
-    config = load_config(CONFIGS / "pretrain-tiny.yaml", [f"model.init={first / 'model'}", "model.km_heads=1"])
+    config = load_config(CONFIGS / "pretrain-tiny.yaml", [f"init={first / 'model'}", "model.km_heads=1"])
     kg, _, _ = load_kg_and_corpus(config)
     continued = build_model(config, kg).state_dict()
     saved = JaketModel.from_pretrained(first / "model", load_memory=False).state_dict()
@@ -47,4 +47,4 @@ def test_init_continues_from_a_jaket_folder_and_model_names_it(tiny_bert_dir, tm
     assert main(["pretrain", "--model", str(first / "model"), "--print-config"]) == 2
     assert f"use --init {first / 'model'}" in capsys.readouterr().err
     assert main(["pretrain", "--encoder", str(tiny_bert_dir), "--init", str(first / "model"), "--print-config"]) == 2
-    assert "model.encoder (a base encoder) or model.init (a jaket folder), not both" in capsys.readouterr().err
+    assert "model.encoder (a base encoder) or init (a jaket folder: --init), not both" in capsys.readouterr().err

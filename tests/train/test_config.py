@@ -55,8 +55,8 @@ def test_numbers_as_yaml_writes_them():
 
 def test_memory_path_must_name_a_file(tmp_path):
     with pytest.raises(ConfigError, match="is a folder; name the .npy file"):
-        load_config(None, [f"model.memory_path={tmp_path}"])
-    assert load_config(None, [f"model.memory_path={tmp_path / 'm.npy'}"]).model.memory_path
+        load_config(None, [f"memory.path={tmp_path}"])
+    assert load_config(None, [f"memory.path={tmp_path / 'm.npy'}"]).memory.path == str(tmp_path / "m.npy")
 
 
 def test_encoder_dependent_checks_run_at_model_build(tiny_bert_dir):

@@ -17,7 +17,7 @@ def test_an_existing_memory_file_is_the_first_fill_and_stays_memory_mapped(tiny_
     config = load_config(None, ["data.source=toy", "steps=2", "text_batch_size=4", "tasks.root_entities=6",
                                 "tasks.relation_pairs=4", "model.km_heads=2", "model.fanouts=[3,3]",
                                 f"model.encoder={tiny_bert_dir}", "model.memory_dtype=float16",
-                                f"model.memory_path={path}", "memory.initial=50", "checkpoint_every=0",
+                                f"memory.path={path}", "memory.initial=50", "checkpoint_every=0",
                                 "eval_texts=0", "tensorboard=false"])
     summary = pretrain(config, tmp_path / "run", progress=False)
     assert summary["refresh_count"] == 0  # the file's rows were used, not recomputed
@@ -25,7 +25,7 @@ def test_an_existing_memory_file_is_the_first_fill_and_stays_memory_mapped(tiny_
     assert on_disk.dtype == np.float16 and np.allclose(on_disk[:, 0], np.arange(kg.num_entities) / 10, atol=1e-2)
     # a file of the wrong shape is refused with its path named
     bad = load_config(None, ["data.source=toy", f"model.encoder={tiny_bert_dir}",
-                             "model.memory_dtype=float32", f"model.memory_path={path}"])
+                             "model.memory_dtype=float32", f"memory.path={path}"])
     try:
         pretrain(bad, tmp_path / "bad", progress=False)
     except ValueError as error:

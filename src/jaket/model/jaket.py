@@ -12,7 +12,8 @@ KG-only tasks (entity classification, link prediction) use LM1 + KM only (:meth:
 a KG never seen in pre-training is handled by recomputing the memory from its descriptions
 (:meth:`memory_for`). ``save_pretrained`` / ``from_pretrained`` follow Transformers: a folder with
 ``config.json``, safetensors weights, the encoder as a plain Transformers folder (``encoder/``) and
-the memory in its own file (``memory/``); loading needs no network and unpickles nothing.
+the memory in its own file (``memory/``); loading needs no network and unpickles nothing. The
+config (:class:`JaketConfig`, ``config.json``'s format and its upgrade) is :mod:`jaket.model.config`.
 """
 
 from __future__ import annotations
@@ -20,20 +21,17 @@ from __future__ import annotations
 import json
 import logging
 import weakref
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
 import torch
 from torch import nn
 
-from pydantic import Field
-
 from jaket.atomic import atomic_directory
 from jaket.kg.corpus import Mention
-from jaket.fields import (Activation, Bool, Composition, FusionNormalize, KMLayers, MemoryDtype,
-                          NonNegativeInt, PositiveInt, Text, UnitFraction, describe_errors)
+from jaket.model.config import (JaketConfig, ModelFolderError, check_fits_encoder,  # noqa: F401 (re-exported)
+                                encoder_shape)
 from jaket.model.fusion import MentionFusion
 from jaket.model.heads import CategoryHead, EntityHead, RelationHead, span_mean
 from jaket.model.knowledge import KnowledgeModule
@@ -46,94 +44,6 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "jaket.safetensors"
 ENCODER_DIR = "encoder"
 MEMORY_DIR = "memory"
-
-
-class ModelFolderError(ValueError):
-    """A model folder (or its ``config.json``) cannot be loaded; the message names the file."""
-
-
-@dataclass
-class JaketConfig:
-    """Everything needed to rebuild a :class:`JaketModel` (paper defaults where it gives them).
-
-    The field types are the bounded ones of :mod:`jaket.fields`; :meth:`from_dict` validates them
-    (a saved ``config.json``), :func:`check_fits_encoder` what depends on the encoder."""
-
-    encoder: Text = ""  # a local Hugging Face masked-LM folder ("" = the bundled MiniLM)
-    lm1_layers: NonNegativeInt | None = None  # k; None = half of the encoder's layers (paper: 6 of 12)
-    km_layers: KMLayers = 2
-    km_heads: PositiveInt = 8
-    composition: Composition = "add"  # f of Eq. 1
-    km_activation: Activation = "elu"  # σ of Eq. 2
-    km_dropout: UnitFraction = 0.0
-    fanouts: Annotated[tuple[PositiveInt, ...], Field(min_length=1)] = (10, 10)
-    description_max_length: PositiveInt = 64
-    memory_momentum: UnitFraction = 0.8
-    memory_dtype: MemoryDtype = "float32"
-    fusion_normalize: FusionNormalize = "all"  # Eq. 9 at every position ("all") or at mentions only
-    num_categories: PositiveInt = 1
-    num_relations: PositiveInt = 1
-    use_relation_memory: Bool = False  # R from relation descriptions (paper: fine-tuning only)
-    category_names: list[Text] = field(default_factory=list)
-    relation_names: list[Text] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data["fanouts"] = list(self.fanouts)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict, where: str = "config") -> "JaketConfig":
-        """Validate ``data`` (types and bounds); :class:`ModelFolderError` lists every bad field
-        as ``where: field: problem``."""
-        from pydantic import TypeAdapter, ValidationError
-
-        if not isinstance(data, dict):
-            raise ModelFolderError(f"{where}: expected a JSON object, found {type(data).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known - {"model_type", "jaket_version"})
-        if unknown:
-            raise ModelFolderError(f"{where}: unknown JaketConfig fields: {unknown}")
-        values = {k: v for k, v in data.items() if k in known}
-        if isinstance(values.get("fanouts"), list):
-            values["fanouts"] = tuple(values["fanouts"])
-        try:
-            return TypeAdapter(cls).validate_python(values)
-        except ValidationError as error:
-            raise ModelFolderError("\n".join(describe_errors(error.errors(), f"{where}: "))) from None
-
-
-def check_fits_encoder(config: JaketConfig, hidden_size: int, num_layers: int, where: str = "",
-                       prefix: str = "") -> None:
-    """The checks that need the encoder: ``km_heads`` divides its width F (each head has F / K
-    dims) and ``lm1_layers`` is at most its depth. ``prefix`` names the fields as the user wrote
-    them (``model.`` in the pre-training config)."""
-    problems = []
-    if hidden_size % config.km_heads:
-        divisors = [k for k in range(1, min(hidden_size, 64) + 1) if hidden_size % k == 0]
-        problems.append(f"{prefix}km_heads={config.km_heads} does not divide the encoder's width "
-                        f"{hidden_size} (choose one of {divisors})")
-    if config.lm1_layers is not None and config.lm1_layers > num_layers:
-        problems.append(f"{prefix}lm1_layers={config.lm1_layers} exceeds the encoder's {num_layers} layers")
-    if problems:
-        raise ModelFolderError("\n".join(f"{where}: {p}" if where else p for p in problems))
-
-
-def encoder_shape(path: str | Path) -> tuple[int, int]:
-    """``(hidden_size, num_hidden_layers)`` from a Hugging Face folder's ``config.json`` (nothing
-    else is read)."""
-    config_path = Path(path) / "config.json"
-    try:
-        data = json.loads(config_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelFolderError(f"{path}: not a Hugging Face model folder (no config.json)") from None
-    except (OSError, ValueError) as error:
-        raise ModelFolderError(f"{config_path}: unreadable ({error})") from None
-    sizes = [data.get(k) if isinstance(data, dict) else None for k in ("hidden_size", "num_hidden_layers")]
-    if not all(type(v) is int and v > 0 for v in sizes):
-        raise ModelFolderError(f"{config_path}: hidden_size and num_hidden_layers must be positive "
-                               f"integers (found {sizes[0]!r}, {sizes[1]!r})")
-    return sizes[0], sizes[1]
 
 
 class KGMismatchError(ValueError):

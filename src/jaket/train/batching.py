@@ -116,13 +116,14 @@ class BatchBuilder(Dataset):
     """The batches of one rank: ``builder[position]`` is :meth:`sample_batch` (a map-style
     dataset, so a :class:`~torch.utils.data.DataLoader` can build them in worker processes).
 
-    ``description_tokens``: the KG's tokenised entity descriptions
+    ``fanouts``: neighbours sampled per hop around the step's seed entities (the model's
+    ``config.fanouts``); ``description_tokens``: the KG's tokenised entity descriptions
     (:meth:`jaket.model.memory.EntityContextMemory.description_tokens`), needed only with
     ``tasks.description_rows > 0``."""
 
-    def __init__(self, config: PretrainConfig, data, rank: int = 0, world_size: int = 1,
+    def __init__(self, config: PretrainConfig, data, fanouts, rank: int = 0, world_size: int = 1,
                  description_tokens=None):
-        self.config, self.data = config, data
+        self.config, self.data, self.fanouts = config, data, tuple(fanouts)
         self.rank, self.world_size = rank, world_size
         self.pairs = tasks.PairIndex(data.kg)
         texts = data.train.input_ids if data.train is not None else []
@@ -180,7 +181,7 @@ class BatchBuilder(Dataset):
             fuse_mask = torch.ones(num_mentions, dtype=torch.bool)
         fused_entities = text.mention_entity[fuse_mask].numpy() if text is not None else np.zeros(0, np.int64)
         seeds = np.concatenate([walked, triples[:, 0], triples[:, 2], fused_entities]).astype(np.int64)
-        subgraph = sample_neighbors(kg, seeds, tuple(cfg.model.fanouts), rng,
+        subgraph = sample_neighbors(kg, seeds, self.fanouts, rng,
                                     exclude_triples=hidden if len(hidden) else None)
         local = subgraph.seed_local
         n_walk, n_pair = len(walked), len(triples)

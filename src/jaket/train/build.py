@@ -7,7 +7,7 @@ tasks only (entity category and relation prediction): ``PretrainData.train`` is 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from jaket.kg.corpus import EncodedCorpus
@@ -169,40 +169,33 @@ def load_kg_and_corpus(config: PretrainConfig):
 
 
 def build_model(config: PretrainConfig, kg):
-    """A JaketModel with its (empty) entity context memory attached."""
-    from jaket.model.jaket import ENCODER_DIR, JaketConfig, JaketModel, check_fits_encoder, encoder_shape
+    """A JaketModel of ``config.model`` for ``kg`` (:meth:`JaketConfig.for_kg`), with its (empty)
+    entity context memory attached; with ``config.init`` the folder's encoder, structure
+    (:data:`STRUCTURE_FIELDS`) and weights."""
+    from jaket.model.config import STRUCTURE_FIELDS
+    from jaket.model.jaket import ENCODER_DIR, JaketModel, check_fits_encoder, encoder_shape
     from jaket.model.memory import EntityContextMemory
     from jaket.paths import default_model_path
 
-    m = config.model
-    start = JaketModel.from_pretrained(m.init, load_memory=False) if m.init is not None else None
-    structure = {"lm1_layers": m.lm1_layers, "km_layers": m.km_layers, "km_heads": m.km_heads,
-                 "composition": m.composition}
+    jcfg = config.model.for_kg(kg)
+    start = JaketModel.from_pretrained(config.init, load_memory=False) if config.init is not None else None
     if start is not None:  # the folder's structure wins: its weights must fit
-        changed = {k: (v, getattr(start.config, k)) for k, v in structure.items()
-                   if v is not None and v != getattr(start.config, k)}
+        structure = {k: getattr(start.config, k) for k in STRUCTURE_FIELDS}
+        changed = [f"model.{k} {getattr(jcfg, k)} -> {v}" for k, v in structure.items()
+                   if getattr(jcfg, k) is not None and getattr(jcfg, k) != v]
         if changed:
-            log.info("model.init=%s: structure taken from the folder (%s)", m.init,
-                     ", ".join(f"model.{k} {a} -> {b}" for k, (a, b) in changed.items()))
-        structure = {k: getattr(start.config, k) for k in structure}
-    encoder = str(Path(m.init) / ENCODER_DIR) if start is not None else str(m.encoder or default_model_path())
-    jcfg = JaketConfig(encoder=encoder, lm1_layers=structure["lm1_layers"],
-                       km_layers=structure["km_layers"], km_heads=structure["km_heads"],
-                       composition=structure["composition"],
-                       fanouts=tuple(m.fanouts), description_max_length=m.description_max_length,
-                       memory_momentum=m.memory_momentum, memory_dtype=m.memory_dtype,
-                       num_categories=max(1, kg.num_categories),
-                       num_relations=max(1, kg.num_relations),
-                       use_relation_memory=config.tasks.use_relation_memory,
-                       category_names=list(kg.category_names), relation_names=list(kg.relation_names))
-    check_fits_encoder(jcfg, *encoder_shape(encoder), where=f"model.encoder={encoder}", prefix="model.")
+            log.info("init=%s: structure taken from the folder (%s)", config.init, ", ".join(changed))
+        jcfg = replace(jcfg, encoder=str(Path(config.init) / ENCODER_DIR), **structure)
+    elif jcfg.encoder is None:
+        jcfg = replace(jcfg, encoder=str(default_model_path()))
+    check_fits_encoder(jcfg, *encoder_shape(jcfg.encoder), where=f"model.encoder={jcfg.encoder}",
+                       prefix="model.")
     model = JaketModel(jcfg)
     if start is not None:
-        continue_from(model, start, m.init)
+        continue_from(model, start, config.init)
     memory = EntityContextMemory(kg.num_entities, kg.num_relations, model.hidden_size,
-                                 dtype=m.memory_dtype, path=m.memory_path, momentum=m.memory_momentum)
+                                 dtype=jcfg.memory_dtype, path=config.memory.path, momentum=jcfg.memory_momentum)
     model.attach_memory(memory, kg)
-    model.use_relation_memory = config.tasks.use_relation_memory
     return model
 
 
@@ -219,5 +212,5 @@ def continue_from(model, start, where) -> None:
     fresh = sorted({k.rsplit(".", 2)[0] for k in own if not k.startswith("language.") and k not in loaded})
     with torch.no_grad():
         model.load_state_dict(loaded, strict=False)
-    log.info("model.init=%s: %d tensors continued%s", where, len(loaded),
+    log.info("init=%s: %d tensors continued%s", where, len(loaded),
              f"; fresh (another KG's shape): {', '.join(fresh)}" if fresh else "")

@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "model.encoder (default: the bundled MiniLM)")
     parser.add_argument("--init", metavar="MODEL",
                         help="continue pre-training from a jaket model folder (its encoder, KM, fusion "
-                             "and heads; heads that do not fit the KG start fresh): model.init")
+                             "and heads; heads that do not fit the KG start fresh): init")
     parser.add_argument("--model", metavar="PATH", help=argparse.SUPPRESS)  # before --encoder/--init
     parser.add_argument("--out", type=Path, default=Path("runs/pretrain"), help="output directory")
     parser.add_argument("--steps", type=int, help="shortcut for --set steps=N")
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--bf16", action="store_true", help="bf16 autocast (bf16=true)")
     parser.add_argument("--relation-memory", action="store_true",
                         help="use the relation context memory during pre-training "
-                             "(tasks.use_relation_memory=true; paper: off)")
+                             "(model.use_relation_memory=true; paper: off)")
     parser.add_argument("--resume", nargs="?", const="require", type=_resume, metavar="auto",
                         help="continue from the newest intact checkpoint in OUT/checkpoints (an "
                              "error when there is none); --resume=auto starts afresh when there is "
@@ -83,7 +83,7 @@ def config_from_args(args: argparse.Namespace):
     if args.encoder is not None:
         values["model.encoder"] = str(args.encoder)
     if args.init is not None:
-        values["model.init"] = str(args.init)
+        values["init"] = str(args.init)
     if args.steps is not None:
         values["steps"] = args.steps
     if args.seed is not None:
@@ -91,7 +91,7 @@ def config_from_args(args: argparse.Namespace):
     if args.bf16:
         values["bf16"] = True
     if args.relation_memory:
-        values["tasks.use_relation_memory"] = True
+        values["model.use_relation_memory"] = True
     return load_config(args.config, list(args.overrides), values)
 
 

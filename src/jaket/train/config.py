@@ -5,21 +5,25 @@ a WordNet subset of 10,000 entities and their usage examples with the bundled Mi
 finish within 10 minutes on 2 CPU cores (docs/pretraining.md, "The embedded default").
 
 Errors name where the bad value came from: ``FILE:LINE: key: message`` for the YAML file,
-``--set key=value: message`` for an override.
+``--set key=value: message`` for an override. The keys of earlier versions (``model.init``,
+``model.memory_path``, ``tasks.use_relation_memory``: :data:`MOVED_KEYS`) are still read.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator,
+                      model_validator)
+from pydantic_core import PydanticCustomError
 
 from jaket.errors import UsageError
-from jaket.fields import (Bool, Composition, Fanouts, Int, KMLayers, MemoryDtype, NonEmptyText,
-                          NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, UnitFraction,
-                          error_text)
+from jaket.fields import (Bool, Int, NonEmptyText, NonNegativeFloat, NonNegativeInt, PositiveFloat,
+                          PositiveInt, UnitFraction, error_text)
+from jaket.model.config import KG_FIELDS, JaketConfig
 
 
 class ConfigError(UsageError):
@@ -63,41 +67,18 @@ class DataConfig(_Strict):
         return self
 
 
-class ModelSection(_Strict):
-    """The :class:`jaket.model.jaket.JaketConfig` fields pre-training chooses. Whether
-    ``km_heads`` divides the encoder's width and ``lm1_layers`` fits its depth is checked when
-    the encoder is known (:func:`jaket.model.jaket.check_fits_encoder`, at model build)."""
+#: pre-training's own choices where they differ from :class:`JaketConfig`'s defaults: 4 heads of
+#: 96 dims on MiniLM's 384, 5 neighbours per hop (the cost of a CPU step), 16 description tokens
+#: (WordNet: the lemmas come first)
+PRETRAIN_MODEL_DEFAULTS = {"km_heads": 4, "fanouts": (5, 5), "description_max_length": 16}
+#: keys of earlier versions of this config and where they are now (still read: :func:`upgrade_keys`)
+MOVED_KEYS = {"model.init": "init", "model.memory_path": "memory.path",
+              "tasks.use_relation_memory": "model.use_relation_memory"}
 
-    encoder: NonEmptyText | None = None  # any local Hugging Face masked-LM folder; None = bundled MiniLM
-    #: a jaket model folder to continue from: its encoder and structure (lm1/km layers, heads,
-    #: composition) replace ``encoder`` and those fields; its weights are loaded where they fit
-    init: NonEmptyText | None = None
-    lm1_layers: NonNegativeInt | None = None  # None = half of the encoder's layers
-    km_layers: KMLayers = 2
-    km_heads: PositiveInt = 4
-    composition: Composition = "add"
-    fanouts: Fanouts = Field(default_factory=lambda: [5, 5])
-    description_max_length: Int = Field(16, ge=4)  # WordNet: lemmas come first
-    memory_momentum: UnitFraction = 0.8
-    #: storage of E^context: float32, float16 or bfloat16 (rows are read as float32)
-    memory_dtype: MemoryDtype = "float32"
-    #: a .npy file to memory-map E^context from (created when absent; when it exists with the
-    #: right shape its rows are the first fill, e.g. from `jaket embed --layer memory`)
-    memory_path: NonEmptyText | None = None
 
-    @model_validator(mode="after")
-    def _one_start(self) -> "ModelSection":
-        if self.init is not None and self.encoder is not None:
-            raise ValueError("give model.encoder (a base encoder) or model.init (a jaket folder), not both")
-        return self
-
-    @field_validator("memory_path")
-    @classmethod
-    def _a_file(cls, value: str | None) -> str | None:
-        if value is not None and Path(value).is_dir():
-            raise ValueError(f"{value} is a folder; name the .npy file to memory-map, e.g. "
-                             f"{Path(value) / 'memory.npy'}")
-        return value
+def pretraining_model(**values) -> JaketConfig:
+    """The ``model:`` section of the embedded default (``values`` replacing fields)."""
+    return JaketConfig(**{**PRETRAIN_MODEL_DEFAULTS, **values})
 
 
 class TaskConfig(_Strict):
@@ -114,7 +95,6 @@ class TaskConfig(_Strict):
     entity_mask_probability: PositiveFloat = Field(0.15, le=1.0)
     entity_random_negatives: NonNegativeInt = 128
     entity_hard_negatives: NonNegativeInt = 8
-    use_relation_memory: Bool = False  # paper: relation memory off during pre-training
     #: beyond the paper: this many of each step's KM seed entities (walked entities and predicted
     #: pairs) take E^(0) = LM1(description) computed *with* gradients instead of their memory row,
     #: so the category and relation losses train LM1 on descriptions too (0 = the paper: LM1
@@ -150,11 +130,30 @@ class MemoryConfig(_Strict):
     every: PositiveInt = 3
     maximum: PositiveInt = 500
     batch_size: PositiveInt = 128
+    #: a .npy file to memory-map E^context from (created when absent; when it exists with the
+    #: right shape its rows are the first fill, e.g. from `jaket embed --layer memory`)
+    path: NonEmptyText | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _a_file(cls, value: str | None) -> str | None:
+        if value is not None and Path(value).is_dir():
+            raise ValueError(f"{value} is a folder; name the .npy file to memory-map, e.g. "
+                             f"{Path(value) / 'memory.npy'}")
+        return value
 
 
 class PretrainConfig(_Strict):
+    """A pre-training run. ``model`` is the :class:`JaketConfig` of the model to train (saved as its
+    folder's ``config.json``) with pre-training's defaults (:data:`PRETRAIN_MODEL_DEFAULTS`); the
+    fields the KG fixes (:data:`KG_FIELDS`) are filled from it when the model is built and cannot
+    be given. ``init``: a jaket model folder to continue from (``--init``): its encoder and the
+    fields its weights depend on (:data:`jaket.model.config.STRUCTURE_FIELDS`) replace
+    ``model.encoder`` and those fields; its weights are loaded where they fit."""
+
     data: DataConfig = Field(default_factory=DataConfig)
-    model: ModelSection = Field(default_factory=ModelSection)
+    model: JaketConfig = Field(default_factory=pretraining_model)
+    init: NonEmptyText | None = None
     tasks: TaskConfig = Field(default_factory=TaskConfig)
     optim: OptimConfig = Field(default_factory=OptimConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
@@ -173,11 +172,47 @@ class PretrainConfig(_Strict):
     trackers: list[Literal["tensorboard", "wandb", "mlflow"]] = Field(default_factory=list)
     eval_texts: NonNegativeInt = 200  # held-out texts for the masked-entity evaluation
 
+    @field_validator("model", mode="before")
+    @classmethod
+    def _pretraining_defaults(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            given = [key for key in KG_FIELDS if key in value]
+            if given:
+                raise PydanticCustomError(
+                    "kg_field", "filled from the KG when the model is built ({fields}); remove it",
+                    {"at": given[0], "fields": ", ".join(KG_FIELDS)})
+            value = {**PRETRAIN_MODEL_DEFAULTS, **value}
+        return value
+
+    @field_serializer("model", mode="wrap")
+    def _without_kg_fields(self, value: JaketConfig, handler) -> dict:
+        return {k: v for k, v in handler(value).items() if k not in KG_FIELDS}
+
     @model_validator(mode="after")
-    def _one_precision(self) -> "PretrainConfig":
+    def _consistent(self) -> "PretrainConfig":
         if self.bf16 and self.mixed_precision not in (None, "bf16"):
             raise ValueError(f"bf16=true contradicts mixed_precision={self.mixed_precision}; set one")
+        if self.init is not None and self.model.encoder is not None:
+            raise ValueError("give model.encoder (a base encoder) or init (a jaket folder: --init), not both")
         return self
+
+
+def upgrade_keys(data: dict, where: str) -> dict:
+    """Move the keys of earlier versions (:data:`MOVED_KEYS`) of a config dict (a YAML file, a
+    checkpoint's saved config) to where they are now, in place; giving both names is refused."""
+    for old, new in MOVED_KEYS.items():
+        section, name = old.split(".")
+        if not isinstance(data.get(section), dict) or name not in data[section]:
+            continue
+        value = data[section].pop(name)
+        *parents, last = new.split(".")
+        node = data
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and last in node and node[last] != value:
+            raise ValueError(f"{where}: {old} (the old name of {new}) and {new} are both given; keep {new}")
+        set_value(data, new, value, where)
+    return data
 
 
 def set_value(data: dict, key: str, value: Any, origin: str) -> None:
@@ -191,8 +226,9 @@ def set_value(data: dict, key: str, value: Any, origin: str) -> None:
     node[parts[-1]] = value
 
 
-def apply_overrides(data: dict, overrides: list[str]) -> dict:
-    """Apply ``a.b.c=value`` overrides (values parsed as YAML) to a nested dict in place."""
+def apply_overrides(data: dict, overrides: list[str], moved: dict[str, str] | None = None) -> dict:
+    """Apply ``a.b.c=value`` overrides (values parsed as YAML) to a nested dict in place; a key of
+    ``moved`` is set at its new place."""
     for item in overrides:
         if "=" not in item:
             raise ValueError(f"--set {item}: expected KEY=VALUE")
@@ -201,20 +237,23 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
             parsed = yaml.safe_load(value)
         except yaml.YAMLError as error:
             raise ValueError(f"--set {item}: invalid YAML value: {error}") from None
-        set_value(data, key, parsed, f"--set {item}")
+        set_value(data, (moved or {}).get(key.strip(), key), parsed, f"--set {item}")
     return data
 
 
 def layer_overrides(data: dict, overrides: list[str] | None, values: dict[str, Any] | None,
-                    value_origin=lambda key, value: f"{key}={value}") -> dict[str, str]:
-    """Apply ``overrides`` (``"a.b=value"``), then ``values`` (``{"a.b": value}``) to ``data`` in
-    place; returns the origin of each key set (``--set a.b=value``, or ``value_origin(key,
-    value)``) for the error messages of :func:`_describe`."""
+                    value_origin=lambda key, value: f"{key}={value}",
+                    moved: dict[str, str] | None = None) -> dict[str, str]:
+    """Apply ``overrides`` (``"a.b=value"``; a key of ``moved`` at its new place), then ``values``
+    (``{"a.b": value}``) to ``data`` in place; returns the origin of each key set (``--set
+    a.b=value``, or ``value_origin(key, value)``) for the error messages of :func:`_describe`."""
     origins: dict[str, str] = {}
     for item in overrides or []:
-        origins[item.split("=", 1)[0].strip()] = f"--set {item}"
-    apply_overrides(data, list(overrides or []))
+        key = item.split("=", 1)[0].strip()
+        origins[(moved or {}).get(key, key)] = f"--set {item}"
+    apply_overrides(data, list(overrides or []), moved)
     for key, value in (values or {}).items():
+        key = (moved or {}).get(key, key)
         set_value(data, key, value, key)
         origins[key] = value_origin(key, value)
     return origins
@@ -268,14 +307,27 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
             raise ConfigError([f"{path}:1: expected a mapping (key: value lines) at the top level"])
         data = loaded
     try:
-        origins = layer_overrides(data, overrides, values)
+        upgrade_keys(data, str(path))
+        origins = layer_overrides(data, overrides, values, moved=MOVED_KEYS)
     except ValueError as error:
         raise ConfigError([str(error)]) from None
     try:
         return PretrainConfig.model_validate(data)
     except ValidationError as error:
-        located = sorted((_describe(e, path, origins) for e in error.errors()), key=lambda d: d[0])
+        located = sorted((_describe(_model_key(e), path, origins) for e in error.errors()),
+                         key=lambda d: d[0])
         raise ConfigError([text for _, text in located]) from None
+
+
+def _model_key(error: dict) -> dict:
+    """A ``model:`` error located at its key: a KG-derived field given, an unknown key (with the
+    keys there are)."""
+    if error["type"] == "kg_field":
+        return {**error, "loc": (*error["loc"], error["ctx"]["at"])}
+    if error["type"] == "unexpected_keyword_argument" and error["loc"][:1] == ("model",):
+        names = ", ".join(f.name for f in dataclass_fields(JaketConfig) if f.name not in KG_FIELDS)
+        return {**error, "msg": f"unknown key; the model keys are: {names}"}
+    return error
 
 
 def _describe(error: dict, path: Path | None, origins: dict[str, str]) -> tuple[tuple, str]:

@@ -22,6 +22,7 @@ back from the device only at the logging interval (``log_every``).
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
 import os
@@ -42,7 +43,7 @@ from jaket.train.build import (PretrainData, PretrainDataError, build_model,  # 
                                check_pretraining_data, load_kg_and_corpus, prepare_data, tasks_run)
 from jaket.train.checkpoint import (check_compatible, kg_signature, load_checkpoint, read_state,
                                    restore_newest, save_checkpoint)
-from jaket.train.config import PretrainConfig, dump_config
+from jaket.train.config import PretrainConfig, dump_config, upgrade_keys
 from jaket.train.engine import (all_reduce_delta, all_reduce_sum, any_rank_max, dist_info, finish,
                                 make_accelerator)
 from jaket.train.evaluation import masked_entity_accuracy
@@ -97,8 +98,9 @@ class Pretrainer:
         tokens = None
         if config.tasks.description_rows > 0:
             tokens, _ = model.memory.description_tokens(model.language, data.kg,
-                                                        config.model.description_max_length)
-        self.builder = BatchBuilder(config, data, self.info.rank, self.info.world_size, tokens)
+                                                        model.config.description_max_length)
+        self.builder = BatchBuilder(config, data, model.config.fanouts, self.info.rank,
+                                    self.info.world_size, tokens)
         self._batches = None  # the loader of a running loop (None: built here, on demand)
         self.step = 0
         self.refresh_count = 0
@@ -130,10 +132,10 @@ class Pretrainer:
         memory = self.memory
         before_e = memory.entities.detach().clone() if self.info.active else None
         before_r = memory.relations.detach().clone() if self.info.active else None
-        momentum = self.config.model.memory_momentum if self.memory_filled else 0.0
+        momentum = self.model.config.memory_momentum if self.memory_filled else 0.0
         stats = memory.refresh(self.model.language, self.data.kg,
                                batch_size=self.config.memory.batch_size,
-                               max_length=self.config.model.description_max_length,
+                               max_length=self.model.config.description_max_length,
                                rank=self.info.rank, world_size=self.info.world_size,
                                momentum=momentum, progress=self.progress and self.info.is_main)
         if self.info.active:
@@ -202,7 +204,7 @@ class Pretrainer:
                 began = time.perf_counter()
                 self.memory.refresh(self.model.language, self.data.kg,
                                     batch_size=cfg.memory.batch_size,
-                                    max_length=cfg.model.description_max_length, momentum=0.0,
+                                    max_length=self.model.config.description_max_length, momentum=0.0,
                                     entity_subset=batch.subgraph.node_ids.numpy())
                 self.description_seconds += time.perf_counter() - began
             # dropout of this micro-step: its own seed, so resuming needs no RNG history
@@ -274,7 +276,9 @@ class Pretrainer:
         return path
 
     def _config_changes(self, meta: dict) -> list[str]:
-        saved, now = _flatten(meta.get("config", {})), _flatten(self.config.model_dump(mode="json"))
+        saved = meta.get("config")  # written by this version or an earlier one (upgrade_keys)
+        saved = _flatten(upgrade_keys(copy.deepcopy(saved), "checkpoint") if isinstance(saved, dict) else {})
+        now = _flatten(self.config.model_dump(mode="json"))
         default = _flatten(PretrainConfig().model_dump(mode="json"))
         # a field added since the checkpoint was written, left at its default, changes nothing
         changed = sorted(k for k in saved.keys() | now.keys() if saved.get(k) != now.get(k)
