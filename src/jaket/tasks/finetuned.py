@@ -214,7 +214,7 @@ def backbone_model(backbone, config, knowledge: nn.Module | None = None):
     if config.variant == "jaket":
         saved = json.loads((Path(config.pretrained) / CONFIG_FILE).read_text(encoding="utf-8"))
         jconfig = JaketConfig.from_dict(saved)
-        jconfig.encoder = ""
+        jconfig.encoder = None  # the folder's own encoder/ (the saved model carries it)
     else:
         jconfig = JaketConfig(lm1_layers=language.lm1_layers, km_layers=structure["layers"],
                               km_heads=structure["heads"], composition=structure["composition"])
