@@ -46,6 +46,7 @@ import torch
 from torch import nn
 
 from jaket.model.device import autocast, module_device
+from jaket.model.heads import span_mean
 from jaket.model.memory import EntityContextMemory, refresh_interval
 from jaket.tasks.training import step_done
 from jaket.tasks.variants import Backbone, FrozenMemory
@@ -100,8 +101,7 @@ def describe(language, tokens, rows: np.ndarray) -> torch.Tensor:
     device = module_device(language)
     ids, mask, start, end = (t.to(device) for t in tokens.batch(np.asarray(rows, dtype=np.int64)))
     z = language.lm1(ids, mask)
-    arange = torch.arange(len(ids), device=device)
-    return ((z[arange, start] + z[arange, end]) / 2).float()
+    return span_mean(z, torch.arange(len(ids), device=device), start, end).float()
 
 
 def contrastive_loss(model, queries: torch.Tensor, candidates: torch.Tensor, target: torch.Tensor,
