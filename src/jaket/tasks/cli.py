@@ -220,9 +220,9 @@ def _run_kgqa(args) -> int:
                                args.metaqa, skipped, split)
         kg, questions, splits, info = data.kg, data.questions, (data.train, data.selection, data.test), data.info
     else:
-        from jaket.kg.sources.wordnet import build_wordnet
+        from jaket.kg.sources.registry import build_source
 
-        kg, _, _ = build_wordnet(max_entities=args.max_entities, roots=None, seed=0)
+        kg = build_source("wordnet", max_entities=args.max_entities, seed=0).kg
         questions = kgqa.wordnet_questions(kg, seed=0, max_questions=args.max_questions)
     config = kgqa.KGQAConfig(variants=_variants(args, "kgqa"), kg_settings=args.kg_settings,
                              seeds=seed_range(args), steps=args.steps, batch_size=args.batch_size,
@@ -253,9 +253,9 @@ def _run_relation_classification(args) -> int:
     if args.data is not None:
         data = load_fewrel(args.data)
     else:
-        from jaket.kg.sources.wordnet import build_wordnet
+        from jaket.kg.sources.registry import build_source
 
-        kg, _, _ = build_wordnet(max_entities=args.max_entities, roots=None, seed=0)
+        kg = build_source("wordnet", max_entities=args.max_entities, seed=0).kg
         data = rc.kg_relation_instances(kg)
     train_data = merge_fewrel([load_fewrel(p) for p in args.train_data]) if args.train_data else None
     settings = []

@@ -77,8 +77,9 @@ def wordnet_protocol(max_entities: int = 3000, heldout_fraction: float = 0.3, se
     (:func:`choose_heldout`, :func:`split_pretraining`). The same arguments give the same split,
     so ``jaket finetune entity-classification`` evaluates on exactly what ``jaket demo``'s
     pre-training excluded."""
-    from jaket.kg.sources.wordnet import build_wordnet
+    from jaket.kg.sources.registry import build_source
 
-    kg, corpus, _ = build_wordnet(max_entities=max_entities, roots=roots, seed=seed)
+    bundle = build_source("wordnet", max_entities=max_entities, roots=roots, seed=seed)
+    kg, corpus = bundle.kg, bundle.corpus
     heldout = choose_heldout(kg, heldout_fraction, seed)
     return split_pretraining(kg, corpus, heldout)

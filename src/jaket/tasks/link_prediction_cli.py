@@ -113,9 +113,9 @@ def load_data(args) -> tuple:
         kg = load_kg(args.kg)
         train = np.asarray(kg.triples, dtype=np.int64)
     else:
-        from jaket.kg.sources.wordnet import build_wordnet
+        from jaket.kg.sources.registry import build_source
 
-        kg, _, _ = build_wordnet(max_entities=args.max_entities, roots=None, seed=0)
+        kg = build_source("wordnet", max_entities=args.max_entities, seed=0).kg
         order = rng.permutation(kg.num_triples)
         cut = int(0.9 * len(order))
         triples = np.asarray(kg.triples, dtype=np.int64)

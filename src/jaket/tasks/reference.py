@@ -139,12 +139,13 @@ def wordnet_reference(out: str | Path, heldout_entities: int = 10_000, regions: 
                       wn18rr: str | Path | None = None) -> dict:
     """Build and write the reference data (module docstring); returns the report."""
     from jaket.kg.io import save_kg
-    from jaket.kg.sources.wordnet import build_wordnet
+    from jaket.kg.sources.registry import build_source
     from jaket.tasks.entity_classification import choose_heldout, label_leakage, split_pretraining
 
     began = time.perf_counter()
     out = Path(out)
-    kg, corpus, wordnet_report = build_wordnet(max_entities=None, seed=seed)
+    bundle = build_source("wordnet", max_entities=None, seed=seed)
+    kg, corpus, wordnet_report = bundle.kg, bundle.corpus, bundle.report
     report: dict = {"wordnet": {k: wordnet_report[k] for k in ("entities", "relations", "triples",
                                                                "categories", "texts", "mentions")}}
     if wn18rr is not None:

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from jaket.kg.graph import both_directions
 from jaket.model.heads import span_mean
 
 logger = logging.getLogger(__name__)
@@ -195,18 +196,16 @@ def _load_backbone(config: VariantConfig, seed: int, need_language: bool) -> Bac
 
 
 def full_graph(kg, triple_mask: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """All edges of ``kg`` in the design's convention: triple (h, r, t) gives the edge t -> h with
-    type r (h's neighbour t) and h -> t with type r + P (t's neighbour h, seen from the tail).
-    Row 0 is the source (the neighbour), row 1 the node being updated."""
+    """:meth:`jaket.kg.graph.KnowledgeGraph.edge_index` as tensors, for ``kg`` or any object with
+    ``triples`` and ``num_relations`` (e.g. a task's training triples): the edge convention is
+    :func:`jaket.kg.graph.both_directions`'s, defined there once (row 0 the neighbour, row 1 the
+    node being updated)."""
     triples = np.asarray(kg.triples, dtype=np.int64).reshape(-1, 3)
     if triple_mask is not None:
         triples = triples[np.asarray(triple_mask, dtype=bool)]
-    h, r, t = triples[:, 0], triples[:, 1], triples[:, 2]
-    p = int(kg.num_relations)
-    source = np.concatenate([t, h])
-    target = np.concatenate([h, t])
-    edge_type = np.concatenate([r, r + p])
-    return (torch.from_numpy(np.stack([source, target])).long(), torch.from_numpy(edge_type).long())
+    node, neighbour, edge_type = both_directions(triples, int(kg.num_relations))
+    return (torch.from_numpy(np.stack([neighbour, node])).long(),
+            torch.from_numpy(np.asarray(edge_type)).long())
 
 
 @torch.no_grad()

@@ -124,42 +124,32 @@ def _require_texts(name: str, texts: int, mentions: int, config: PretrainConfig,
 
 def load_kg_and_corpus(config: PretrainConfig):
     """``(kg, corpus, report)`` named by ``config.data`` (checked by :func:`check_pretraining_data`)."""
+    from jaket.kg.io import CORPUS, load_corpus
+    from jaket.kg.sources.registry import build_source
+
     data = config.data
-    if data.source == "toy":
-        from jaket.kg.toy import toy_kg
-
-        kg, corpus = toy_kg()
-        report = {"source": "toy"}
-    elif data.source == "wordnet":
-        from jaket.kg.sources.wordnet import build_wordnet
-
-        kg, corpus, report = build_wordnet(max_entities=data.max_entities, roots=data.wordnet_roots,
-                                           seed=config.seed)
+    if data.corpus is not None and not Path(data.corpus).is_file():
+        raise PretrainDataError(f"{data.corpus}: no such corpus file (data.corpus); create it "
+                                f"with `jaket link --kg DIR --text FILE --out {data.corpus}`")
+    options = {"toy": {},
+               "wordnet": {"max_entities": data.max_entities, "roots": data.wordnet_roots, "seed": config.seed},
+               "dir": {"path": data.path, "corpus": data.corpus, "with_splits": False}}[data.source]
+    bundle = build_source(data.source, **options)  # the registry of KG sources (jaket.kg.sources.registry)
+    kg, corpus, report = bundle.kg, bundle.corpus, dict(bundle.report)
+    if data.source == "wordnet":
         log.info("WordNet subset: %d entities, %d relations, %d triples, %d categories, %d texts "
                  "(%d usage examples without a mention left out)", report["entities"],
                  report["relations"], report["triples"], report["categories"], report["texts"],
                  report["examples_without_mention"])
-    else:
-        from jaket.kg.io import CORPUS, load_corpus, load_kg
-
-        kg = load_kg(data.path)
-        own = Path(data.path) / CORPUS
-        corpus = load_corpus(data.path, kg) if data.corpus is None and own.is_file() else None
-        report = {"source": "dir", "path": str(data.path)}
-    if data.corpus is not None:
-        from jaket.kg.io import load_corpus
-
-        if not Path(data.corpus).is_file():
-            raise PretrainDataError(f"{data.corpus}: no such corpus file (data.corpus); create it "
-                                    f"with `jaket link --kg DIR --text FILE --out {data.corpus}`")
+    if data.corpus is not None and data.source != "dir":
         corpus = load_corpus(data.corpus, kg)
         report["corpus"] = str(data.corpus)
     check_pretraining_data(kg, corpus, config)
     if corpus is None:
         log.warning("%s: no corpus, so pre-training runs the KG tasks only (%s); the text tasks "
                     "(masked token and masked entity prediction) are off: add a corpus with "
-                    "`jaket link --kg %s --text FILE --out %s`", own,
-                    " and ".join(tasks_run(kg, False, config)), data.path, own)
+                    "`jaket link --kg %s --text FILE --out %s`", Path(data.path) / CORPUS,
+                    " and ".join(tasks_run(kg, False, config)), data.path, Path(data.path) / CORPUS)
     report.setdefault("entities", kg.num_entities)
     report.setdefault("relations", kg.num_relations)
     report.setdefault("triples", kg.num_triples)
