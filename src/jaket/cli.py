@@ -24,6 +24,7 @@ import traceback
 
 from jaket import __version__
 from jaket.errors import UsageError
+from jaket.kg.errors import KGFormatError
 from jaket.paths import MissingResourceError, offline_environment, thread_environment
 
 #: modules that contribute subcommands, in the order they appear in ``jaket --help``
@@ -82,7 +83,6 @@ def _kg_folder_hint(error) -> str:
 def describe(error: BaseException) -> list[str]:
     """The lines that tell a user what went wrong: ``error: <file or flag>: <problem>``, or, for
     a KG or corpus file, ``path:line: problem`` lines as ``jaket kg validate`` prints them."""
-    from jaket.kg.io import KGFormatError
     from jaket.train.rundir import TrainingInterrupted
 
     if isinstance(error, KeyboardInterrupt):

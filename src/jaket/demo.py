@@ -23,6 +23,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from jaket.kg.io import save_kg
+from jaket.model.device import add_device_argument, resolve_device
+from jaket.tasks import report as rep
+from jaket.train.config import load_config
+from jaket.train.metrics import read_metrics
+
 logger = logging.getLogger(__name__)
 
 
@@ -60,15 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pretrain-steps", type=int)
     parser.add_argument("--seeds", type=int)
     parser.add_argument("--epochs", type=int)
-    from jaket.model.device import add_device_argument
-
     add_device_argument(parser)
     parser.set_defaults(func=_main)
 
 
 def _main(args) -> int:
-    from jaket.model.device import resolve_device
-
     overrides = dict(out=args.out, encoder=args.encoder, model=args.model, max_entities=args.max_entities,
                      pretrain_steps=args.pretrain_steps, seeds=args.seeds, epochs=args.epochs,
                      device=str(resolve_device(args.device)))
@@ -91,9 +93,7 @@ def _stage(text: str) -> None:
 
 
 def run_demo(config: DemoConfig) -> dict:
-    from jaket.kg.io import save_kg
-    from jaket.tasks import entity_classification as ec
-    from jaket.tasks import report as rep
+    from jaket.tasks import entity_classification as ec  # the task (torch_geometric), loaded when it runs
 
     started = time.perf_counter()
     out = Path(config.out)
@@ -200,8 +200,7 @@ def _pretrain(kg_dir: Path, out_dir: Path, config: DemoConfig) -> tuple[Path, di
     """Pre-train on the demo's pre-training KG with the embedded default configuration
     (:class:`jaket.train.config.PretrainConfig`), shortened to ``config.pretrain_steps``; returns the
     model folder and the loss curves it logged."""
-    from jaket.train.config import load_config
-    from jaket.train.pretrain import pretrain
+    from jaket.train.pretrain import pretrain  # the model (torch_geometric), loaded when it runs
 
     overrides = ["data.source=dir", f"data.path={kg_dir}", f"seed={config.data_seed}", "tensorboard=false"]
     if config.pretrain_steps is not None:
@@ -218,8 +217,6 @@ def _pretrain(kg_dir: Path, out_dir: Path, config: DemoConfig) -> tuple[Path, di
 
 def _loss_curves(run_dir: Path) -> dict[str, list[float]]:
     """Per-step losses from the run's ``metrics.jsonl`` (the four ``loss_*`` series)."""
-    from jaket.train.metrics import read_metrics
-
     curves: dict[str, list[float]] = {}
     for row in read_metrics(run_dir / "metrics.jsonl"):
         for key, value in row.items():

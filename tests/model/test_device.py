@@ -102,12 +102,13 @@ def test_a_memory_too_large_for_the_device_stays_on_the_host(tmp_path, monkeypat
     """The rows that do not fit stay in host memory (here the memory-mapped file) and the rows a
     step asks for are copied to the model's device."""
     from jaket.model import device as device_module
+    from jaket.model import memory as memory_module
     from jaket.model.memory import EntityContextMemory
 
     memory = EntityContextMemory(50, 3, 8, path=tmp_path / "memory.npy")
     with torch.no_grad():
         memory.entities.copy_(torch.arange(400, dtype=torch.float32).reshape(50, 8))
-    monkeypatch.setattr(device_module, "memory_placement", lambda nbytes, device: "host")
+    monkeypatch.setattr(memory_module, "memory_placement", lambda nbytes, device: "host")  # where memory looks it up
     assert memory.place("cpu") == "host"
     assert isinstance(memory.entities, torch.Tensor) and memory.entities.device.type == "cpu"
     rows = memory.entity_rows(torch.tensor([4, 2]), device="meta")  # a device the rows are not on

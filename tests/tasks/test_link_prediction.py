@@ -130,7 +130,7 @@ def test_training_never_shows_a_positive_as_an_edge(small_kg, tiny_bert_dir, mon
         seen.append((np.asarray(exclude_triples), sub.triple_id.numpy(), np.asarray(seeds)))
         return sub
 
-    monkeypatch.setattr(sampling, "sample_neighbors", spy)
+    monkeypatch.setattr(lp, "sample_neighbors", spy)  # the name train_scorer looks up
     backbone = load_backbone(VariantConfig("lm+g+m", encoder=tiny_bert_dir, km_heads=4))
     memory = kg_memory(backbone, small_kg, max_length=16)
     config = lp.LinkPredictionConfig(steps=4, batch_size=8, negatives=5, fanouts=(50, 50))

@@ -28,6 +28,12 @@ import time
 import numpy as np
 import torch
 
+from jaket.kg.sources.wordnet import build_wordnet
+from jaket.kg.toy import synthetic_kg
+from jaket.model.language import SplitLanguageModel
+from jaket.model.memory import DTYPES, EntityContextMemory
+from jaket.paths import default_model_path
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
@@ -47,14 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _load_kg(args, entities: int):
     if args.source == "wordnet":
         try:
-            from jaket.kg.sources.wordnet import build_wordnet
-
             kg, _, _ = build_wordnet(max_entities=entities, seed=args.random_seed)
             return kg, "wordnet"
         except Exception as error:  # the WordNet builder is optional here: fall back, and say so
             print(f"WordNet unavailable ({error}); using a synthetic KG", flush=True)
-    from jaket.kg.toy import synthetic_kg
-
     return synthetic_kg(entities, entities * 10, seed=args.random_seed), "synthetic"
 
 
@@ -103,10 +105,6 @@ def _forward_passes(model, tokens, order: np.ndarray, batch_size: int) -> tuple[
 
 
 def run(args: argparse.Namespace) -> dict:
-    from jaket.model.language import SplitLanguageModel
-    from jaket.model.memory import DTYPES, EntityContextMemory
-    from jaket.paths import default_model_path
-
     if args.threads:
         torch.set_num_threads(args.threads)
     repeats = args.repeats or (2 if args.quick else 3)

@@ -25,6 +25,13 @@ import time
 import numpy as np
 import torch
 
+from jaket.kg.corpus import TextBatch
+from jaket.kg.sampling import sample_neighbors
+from jaket.kg.toy import synthetic_kg
+from jaket.model.fusion import MentionFusion
+from jaket.model.language import SplitLanguageModel
+from jaket.paths import default_model_path
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
@@ -83,8 +90,6 @@ def make_text_batch(batch: int, length: int, mentions: int, vocab_size: int, spe
                     num_entities: int, rng: np.random.Generator):
     """Random token ids with ``mentions`` non-overlapping 1-3 token mentions per sequence, one in
     each of ``mentions`` equal slots of the sequence; entities drawn uniformly."""
-    from jaket.kg.corpus import TextBatch
-
     ids = rng.integers(special, vocab_size, size=(batch, length))
     ids[:, 0], ids[:, -1] = 101, 102
     slot = max(1, (length - 2) // max(1, mentions))
@@ -130,8 +135,6 @@ def _paper_shape_language(tokenizer_path):
     """A random RoBERTa-base-shaped BERT (12 x 768, FFN 3072) with the MiniLM tokenizer."""
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-    from jaket.model.language import SplitLanguageModel
-
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path, local_files_only=True)
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=768, num_hidden_layers=12,
                         num_attention_heads=12, intermediate_size=3072, max_position_embeddings=514)
@@ -140,11 +143,8 @@ def _paper_shape_language(tokenizer_path):
 
 
 def run(args: argparse.Namespace) -> dict:
-    from jaket.kg.sampling import sample_neighbors
-    from jaket.kg.toy import synthetic_kg
-    from jaket.model.fusion import MentionFusion
+    # --help: `jaket bench` registers this module; torch_geometric (seconds) loads when it runs
     from jaket.model.knowledge import KnowledgeModule
-    from jaket.paths import default_model_path
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -156,8 +156,6 @@ def run(args: argparse.Namespace) -> dict:
 
     language = None
     if not args.km_only:
-        from jaket.model.language import SplitLanguageModel
-
         if args.shape == "paper":
             language = _paper_shape_language(args.encoder or default_model_path())
         else:

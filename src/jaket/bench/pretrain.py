@@ -28,6 +28,11 @@ import time
 
 import torch
 
+from jaket.bench.model import encoder_flops_per_sequence
+from jaket.model.memory import refresh_steps
+from jaket.train.batching import batch_loader
+from jaket.train.config import load_config
+
 #: the paper's pre-training scale (Basic Settings, Implementation Details, Computation Analysis)
 PAPER = {"entities": 3_657_658, "texts_per_step": 1024, "text_tokens": 512, "kg_batch": 16_384,
          "description_tokens": 64, "fanout": 10, "km_layers": 2, "max_interval": 500,
@@ -53,8 +58,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def paper_refresh_steps(total: int) -> int:
     """Refreshes (initial fill included) in ``total`` steps of the paper's schedule (Eq. 11)."""
-    from jaket.model.memory import refresh_steps
-
     return 1 + len(refresh_steps(total, 10, 2, 3, 500))
 
 
@@ -63,8 +66,6 @@ def pipeline_figures(trainer, steps: int, workers: list[int]) -> dict:
     batch on the main thread, seconds per model step with the batch ready, and, for each
     ``data.workers`` setting, seconds per loop step and how long of it the loop waited for its
     batch (``batch_wait``; with workers the batches are built ahead while the model steps)."""
-    from jaket.train.batching import batch_loader
-
     accum = trainer.config.optim.accumulation_steps
     figures: dict = {}
     positions = range(trainer.step * accum, (trainer.step + steps) * accum)
@@ -123,8 +124,7 @@ def _per_item_costs(language, batch: int = 16) -> dict:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from jaket.bench.model import encoder_flops_per_sequence
-    from jaket.train.config import load_config
+    # --help: `jaket bench` registers this module; the model (torch_geometric, seconds) loads when it runs
     from jaket.train.pretrain import Pretrainer, build_model, load_kg_and_corpus, prepare_data
 
     if args.threads:

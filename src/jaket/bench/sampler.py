@@ -20,6 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.kg.io import CACHE_DIR, load_kg, save_kg
+from jaket.kg.sampling import sample_neighbors
+from jaket.kg.sources.wordnet import full_wordnet_kg
+from jaket.kg.toy import synthetic_kg
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
@@ -122,9 +127,6 @@ def measure_load(directory: Path) -> dict:
 
 
 def _load_figures(args: argparse.Namespace) -> dict:
-    from jaket.kg.io import CACHE_DIR, load_kg, save_kg
-    from jaket.kg.toy import synthetic_kg
-
     n = args.load_entities
     t = args.load_triples if args.load_triples is not None else 5 * n
     holder = None
@@ -158,17 +160,11 @@ def _load_figures(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from jaket.kg.io import load_kg
-    from jaket.kg.sampling import sample_neighbors
-    from jaket.kg.toy import synthetic_kg
-
     fanouts = tuple(int(f) for f in str(args.fanouts).split(","))
     if args.kg:
         kg = load_kg(args.kg)
         source = str(args.kg)
     elif args.wordnet:
-        from jaket.kg.sources.wordnet import full_wordnet_kg
-
         kg = full_wordnet_kg()
         source = "WordNet 3.0 (embedded, all synsets)"
     else:

@@ -20,8 +20,10 @@ import argparse
 import json
 from pathlib import Path
 
-from jaket.atomic import atomic_open, write_text
-from jaket.model.device import add_device_argument
+from jaket.atomic import atomic_open, write_lines, write_text
+from jaket.kg.io import load_kg
+from jaket.kg.linking import read_texts
+from jaket.model.device import add_device_argument, resolve_device
 
 
 def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, layer: str = "km",
@@ -30,8 +32,7 @@ def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, laye
     import numpy as np
     import torch
 
-    from jaket.kg.io import load_kg
-    from jaket.model.jaket import JaketModel
+    from jaket.model.jaket import JaketModel  # the model (torch_geometric), loaded when the command runs
 
     kg = load_kg(kg_dir)
     model = JaketModel.from_pretrained(model_dir, load_memory=False, device=device)
@@ -57,8 +58,6 @@ def _write_atomic_npy(path: Path, array) -> None:
 
 
 def _write_atomic_lines(path: Path, rows) -> None:
-    from jaket.atomic import write_lines
-
     write_lines(path, (json.dumps(row, ensure_ascii=False) for row in rows))
 
 
@@ -68,9 +67,7 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
     import numpy as np
     import torch
 
-    from jaket.kg.io import load_kg
-    from jaket.kg.linking import read_texts
-    from jaket.model.jaket import JaketModel
+    from jaket.model.jaket import JaketModel  # the model (torch_geometric), loaded when the command runs
 
     inputs = read_texts(texts_path)
     kg = load_kg(kg_dir)
@@ -102,8 +99,6 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
 
 
 def _run(args: argparse.Namespace) -> int:
-    from jaket.model.device import resolve_device
-
     device = resolve_device(args.device)
     if args.texts is not None:
         summary = embed_texts(args.model, args.kg, args.texts, args.out, args.max_length,

@@ -27,6 +27,7 @@ from pydantic import Field
 from jaket.fields import (Activation, Bool, Composition, Fanouts, FusionNormalize, Int, KMLayers,
                           MemoryDtype, NonEmptyText, NonNegativeInt, PositiveInt, Text, UnitFraction,
                           describe_errors)
+from jaket.kg.graph import KnowledgeGraph
 
 #: the format :meth:`JaketConfig.to_dict` writes; 1 = the files written before it was recorded
 CONFIG_VERSION = 2
@@ -76,7 +77,7 @@ class JaketConfig:
         data["config_version"] = CONFIG_VERSION
         return data
 
-    def for_kg(self, kg) -> "JaketConfig":
+    def for_kg(self, kg: KnowledgeGraph) -> "JaketConfig":
         """A copy whose :data:`KG_FIELDS` describe ``kg`` (at least one category and relation row,
         so a KG without categories still builds)."""
         return replace(self, num_categories=max(1, kg.num_categories), num_relations=max(1, kg.num_relations),

@@ -28,15 +28,21 @@ import numpy as np
 import torch
 from torch import nn
 
+from jaket import __version__
 from jaket.atomic import atomic_directory
-from jaket.kg.corpus import Mention
+from jaket.kg.corpus import Mention, collate_texts
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.linking import EntityLinker
+from jaket.kg.sampling import sample_neighbors
 from jaket.model.config import (JaketConfig, ModelFolderError, check_fits_encoder,  # noqa: F401 (re-exported)
                                 encoder_shape)
+from jaket.model.device import resolve_device
 from jaket.model.fusion import MentionFusion
 from jaket.model.heads import CategoryHead, EntityHead, RelationHead, span_mean
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
-from jaket.model.memory import EntityContextMemory
+from jaket.model.memory import MEMORY_FILE, MEMORY_META, EntityContextMemory
+from jaket.paths import default_model_path
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +122,6 @@ class JaketModel(nn.Module):
         if language is None:
             encoder = config.encoder
             if not encoder:
-                from jaket.paths import default_model_path
-
                 encoder = str(default_model_path())
             language = SplitLanguageModel.from_pretrained(encoder, lm1_layers=config.lm1_layers)
         self.config = config
@@ -178,8 +182,6 @@ class JaketModel(nn.Module):
         """Move the parameters to ``device`` (None = :func:`jaket.model.device.default_device`)
         and, if given, ``dtype``; the attached memory follows
         (:meth:`EntityContextMemory.place`: on the device when it fits, else host memory)."""
-        from jaket.model.device import resolve_device
-
         device = resolve_device(device)
         self.to(device=device, dtype=dtype)
         if self.memory is not None:
@@ -187,7 +189,7 @@ class JaketModel(nn.Module):
         return self
 
     @torch.no_grad()
-    def memory_for(self, kg, progress: bool = True, path=None) -> EntityContextMemory:
+    def memory_for(self, kg: KnowledgeGraph, progress: bool = True, path=None) -> EntityContextMemory:
         """E^context / R^context of ``kg`` from its descriptions by this model's LM1 (Eq. 7),
         served to this model's device (:meth:`EntityContextMemory.place`).
 
@@ -240,7 +242,7 @@ class JaketModel(nn.Module):
         return span_mean(z, torch.arange(len(input_ids), device=z.device), start, end)
 
     @torch.no_grad()
-    def encode_entities(self, kg, entity_indices, memory: EntityContextMemory | None = None,
+    def encode_entities(self, kg: KnowledgeGraph, entity_indices, memory: EntityContextMemory | None = None,
                         batch_size: int = 1024, generator: np.random.Generator | None = None,
                         progress: bool = False) -> torch.Tensor:
         """``E^KM`` of the given entities of ``kg`` (LM1 + KM; LM2 unused), (len, F).
@@ -249,8 +251,6 @@ class JaketModel(nn.Module):
         ``kg``'s own (recomputed from its descriptions when ``kg`` is not the attached one).
         Runs without gradients, in the model's current mode (call ``eval()`` for inference).
         """
-        from jaket.kg.sampling import sample_neighbors
-
         memory = memory if memory is not None else self.memory_for(kg, progress=progress)
         generator = generator if generator is not None else np.random.default_rng(0)
         ids = np.asarray(list(entity_indices) if not isinstance(entity_indices, np.ndarray)
@@ -296,7 +296,7 @@ class JaketModel(nn.Module):
         return self.forward(text, subgraph, mention_node).hidden
 
     @torch.no_grad()
-    def encode_texts(self, texts, kg, *, max_length: int = 128, batch_size: int = 16,
+    def encode_texts(self, texts, kg: KnowledgeGraph, *, max_length: int = 128, batch_size: int = 16,
                      memory: EntityContextMemory | None = None, linker=None,
                      generator: np.random.Generator | None = None) -> TextEncoding:
         """Plain texts in, ``Z^LM`` and mention embeddings out, in one call.
@@ -308,9 +308,6 @@ class JaketModel(nn.Module):
         over ``kg``'s memory (:meth:`memory_for`, or ``memory``; Eq. 1-5), its output is fused at
         the mentions (Eq. 8-9) and LM2 finishes (Eq. 10). See :class:`TextEncoding`.
         """
-        from jaket.kg.corpus import collate_texts
-        from jaket.kg.sampling import sample_neighbors
-
         texts = [texts] if isinstance(texts, str) else list(texts)
         if linker is None:
             linker = self._linker_for(kg)
@@ -357,10 +354,8 @@ class JaketModel(nn.Module):
             self.train(was_training)
         return result
 
-    def _linker_for(self, kg):
+    def _linker_for(self, kg: KnowledgeGraph) -> EntityLinker:
         """The gazetteer linker of ``kg`` (built on first use, kept for the lifetime of ``kg``)."""
-        from jaket.kg.linking import EntityLinker
-
         cached = self._kg_linkers.get(id(kg))
         if cached is not None and cached[0]() is kg:
             return cached[1]
@@ -384,8 +379,6 @@ class JaketModel(nn.Module):
                       str(tmp / WEIGHTS_FILE))
             config = self.config.to_dict()
             config.update(encoder=ENCODER_DIR, model_type="jaket", lm1_layers=self.language.lm1_layers)
-            from jaket import __version__
-
             config["jaket_version"] = __version__
             (tmp / CONFIG_FILE).write_text(json.dumps(config, indent=2), encoding="utf-8")
             if save_memory and self.memory is not None:
@@ -463,8 +456,6 @@ def _load_memory(folder: Path, hidden_size: int) -> EntityContextMemory:
     """The memory of a model folder, its ``memory.json`` checked against the tensors' shapes in
     the safetensors header first (so no size is allocated that the file does not hold)."""
     from safetensors import safe_open
-
-    from jaket.model.memory import MEMORY_FILE, MEMORY_META
 
     try:
         meta = json.loads((folder / MEMORY_META).read_text(encoding="utf-8"))

@@ -27,7 +27,11 @@ import numpy as np
 import torch
 
 from jaket.atomic import atomic_path, write_text
+from jaket.kg.corpus import encode_descriptions
+from jaket.kg.graph import KnowledgeGraph
+from jaket.model.device import memory_placement
 from jaket.model.heads import span_mean
+from jaket.model.language import SplitLanguageModel
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +68,6 @@ class DescriptionTokens:
     id), ``lengths (n,)`` and the mention span ``start``, ``end`` (n,) of Eq. 7."""
 
     def __init__(self, texts, names, tokenizer, max_length: int, chunk: int = 4096):
-        from jaket.kg.corpus import encode_descriptions
-
         n = len(texts)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.ids = np.full((n, max_length), pad, dtype=np.int32)
@@ -144,8 +146,6 @@ class EntityContextMemory:
         (:func:`jaket.model.device.memory_placement`); otherwise they stay in host memory,
         pinned when in RAM (a memory-mapped file stays mapped), and :meth:`entity_rows` copies
         the rows a step asks for without blocking. Returns ``"device"`` or ``"host"``."""
-        from jaket.model.device import memory_placement
-
         self.device = torch.device(device)
         where = memory_placement(self.nbytes, self.device)
         if where == "device":
@@ -185,7 +185,8 @@ class EntityContextMemory:
             self.relations.element_size() * self.relations.numel()
 
     # ------------------------------------------------------------------ refresh (Eq. 7, 12)
-    def description_tokens(self, language, kg, max_length: int) -> tuple[DescriptionTokens, DescriptionTokens]:
+    def description_tokens(self, language: SplitLanguageModel, kg: KnowledgeGraph,
+                           max_length: int) -> tuple[DescriptionTokens, DescriptionTokens]:
         """The tokenised entity and relation descriptions of ``kg`` (computed once per KG)."""
         key = (id(kg), id(language.tokenizer), max_length)
         cached = self._tokens.get(key)
@@ -226,8 +227,8 @@ class EntityContextMemory:
             target[index] = new.to(target.dtype)
         return len(order)
 
-    def refresh(self, language, kg, batch_size: int = 64, max_length: int = 64, rank: int = 0,
-                world_size: int = 1, momentum: float | None = None, entity_subset=None,
+    def refresh(self, language: SplitLanguageModel, kg: KnowledgeGraph, batch_size: int = 64, max_length: int = 64,
+                rank: int = 0, world_size: int = 1, momentum: float | None = None, entity_subset=None,
                 relations: bool = True, progress: bool = False) -> dict:
         """Recompute ``E^context`` (and ``R^context``) with the current LM1 and blend it in (Eq. 12).
 
@@ -265,8 +266,8 @@ class EntityContextMemory:
                 "momentum": momentum}
 
     @classmethod
-    def from_kg(cls, language, kg, dtype: str = "float32", path=None, momentum: float = 0.8,
-                batch_size: int = 64, max_length: int = 64, progress: bool = False) -> "EntityContextMemory":
+    def from_kg(cls, language: SplitLanguageModel, kg: KnowledgeGraph, dtype: str = "float32", path=None,
+                momentum: float = 0.8, batch_size: int = 64, max_length: int = 64, progress: bool = False) -> "EntityContextMemory":
         """A memory filled from ``kg``'s descriptions by ``language``'s LM1 (the unseen-KG step)."""
         memory = cls(kg.num_entities, kg.num_relations, int(language.hidden_size), dtype=dtype,
                      path=path, momentum=momentum)

@@ -15,8 +15,13 @@ import json
 import logging
 from pathlib import Path
 
-
-from jaket.model.device import add_bf16_argument, add_device_argument
+from jaket.kg.sources.registry import build_source
+from jaket.model.device import add_bf16_argument, add_device_argument, resolve_device
+from jaket.tasks.entity_classification_cli import add_arguments as add_entity_classification
+from jaket.tasks.fewrel import load_fewrel, merge_fewrel
+from jaket.tasks.link_prediction_cli import add_arguments as add_link_prediction
+from jaket.tasks.metaqa import load_metaqa_task
+from jaket.tasks.settings import KGQAConfig, RelationClassificationConfig
 from jaket.tasks.tracking import add_log_with_argument, check_trackers
 
 logger = logging.getLogger(__name__)
@@ -84,14 +89,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         tasks = parser.add_subparsers(dest="task", metavar="TASK", required=True)
         ec = tasks.add_parser("entity-classification", help="categories of an unseen KG's entities (Table 3)")
         _add_common(ec, evaluate)
-        from jaket.tasks.entity_classification_cli import add_arguments as add_entity_classification
-
         add_entity_classification(ec, evaluate)  # its flags, --config/--set, user splits; func
 
         lp = tasks.add_parser("link-prediction", help="filtered MRR / Hits@k over descriptions + KM")
         _add_common(lp, evaluate)
-        from jaket.tasks.link_prediction_cli import add_arguments as add_link_prediction
-
         add_link_prediction(lp, evaluate)  # its flags (--train-encoder, ...); func
 
         qa = tasks.add_parser("kgqa", help="question answering over the KG, Hits@1 (Table 2)")
@@ -106,8 +107,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add_kgqa_arguments(qa: argparse.ArgumentParser) -> None:
-    from jaket.tasks.kgqa import KGQAConfig
-
     d = KGQAConfig()
     qa.add_argument("--metaqa", type=Path, metavar="DIR",
                     help="a MetaQA-format folder: kb.txt and {1,2}-hop/qa_SPLIT.txt (default: templated "
@@ -167,6 +166,28 @@ def _add_relation_classification_arguments(rc: argparse.ArgumentParser) -> None:
     add_bf16_argument(rc)
 
 
+def add_kgqa_predict_arguments(parser: argparse.ArgumentParser) -> None:
+    """``jaket predict kgqa`` arguments (beside ``--model`` and ``--out``)."""
+    parser.add_argument("--questions", type=Path, required=True, metavar="FILE",
+                        help="one question a line with its topic entity in brackets, 'who directed [Kismet]', "
+                             "optionally <TAB>gold|answers (MetaQA format, docs/data.md)")
+    parser.add_argument("--kg", type=Path, metavar="DIR",
+                        help="the KG to answer over (default: the model folder's kg/, the fine-tuning KG)")
+    parser.add_argument("--hops", type=int, metavar="K",
+                        help="candidates = entities within K hops of the topic (default: the largest hop "
+                             "count the model was fine-tuned on)")
+    parser.add_argument("--top-k", type=int, default=5, metavar="K", help="answers listed per question (default 5)")
+
+
+def add_relation_classification_predict_arguments(parser: argparse.ArgumentParser) -> None:
+    """``jaket predict relation-classification`` arguments (beside ``--model`` and ``--out``)."""
+    parser.add_argument("--support", type=Path, required=True, metavar="FILE",
+                        help="support examples in FewRel's JSON format: {relation: [sentences]}, each "
+                             "relation a candidate answer (docs/data.md)")
+    parser.add_argument("--queries", type=Path, required=True, metavar="FILE",
+                        help="sentences to classify: one JSON object {\"tokens\", \"h\", \"t\"} a line")
+
+
 def _variants(args, task: str) -> tuple[str, ...]:
     if args.evaluate:
         chosen = args.variants or _DEFAULT_VARIANTS[task]
@@ -203,15 +224,12 @@ def _out(args, task: str) -> Path:
 
 
 def _run_kgqa(args) -> int:
-    from jaket.model.device import resolve_device
-    from jaket.tasks import kgqa
+    from jaket.tasks import kgqa  # the task, loaded when it runs
 
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     check_trackers(args.log_with)  # and so is a tracker that is not installed
     splits = info = None
     if args.metaqa is not None:
-        from jaket.tasks.metaqa import load_metaqa_task
-
         data = load_metaqa_task(args.metaqa, args.train_split, args.eval_split, args.hops,
                                 args.selection_fraction, args.test_fraction, args.split_seed)
         for split, skipped in data.info["skipped"].items():
@@ -220,11 +238,9 @@ def _run_kgqa(args) -> int:
                                args.metaqa, skipped, split)
         kg, questions, splits, info = data.kg, data.questions, (data.train, data.selection, data.test), data.info
     else:
-        from jaket.kg.sources.registry import build_source
-
         kg = build_source("wordnet", max_entities=args.max_entities, seed=0).kg
         questions = kgqa.wordnet_questions(kg, seed=0, max_questions=args.max_questions)
-    config = kgqa.KGQAConfig(variants=_variants(args, "kgqa"), kg_settings=args.kg_settings,
+    config = KGQAConfig(variants=_variants(args, "kgqa"), kg_settings=args.kg_settings,
                              seeds=seed_range(args), steps=args.steps, batch_size=args.batch_size,
                              lr=args.lr, head_lr=args.head_lr, km_lr=args.km_lr,
                              max_candidates=args.max_candidates, km_fanout=args.km_fanout,
@@ -240,9 +256,7 @@ def _run_kgqa(args) -> int:
 
 
 def _run_relation_classification(args) -> int:
-    from jaket.model.device import resolve_device
-    from jaket.tasks import relation_classification as rc
-    from jaket.tasks.fewrel import load_fewrel, merge_fewrel
+    from jaket.tasks import relation_classification as rc  # the task, loaded when it runs
 
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     check_trackers(args.log_with)  # and so is a tracker that is not installed
@@ -253,8 +267,6 @@ def _run_relation_classification(args) -> int:
     if args.data is not None:
         data = load_fewrel(args.data)
     else:
-        from jaket.kg.sources.registry import build_source
-
         kg = build_source("wordnet", max_entities=args.max_entities, seed=0).kg
         data = rc.kg_relation_instances(kg)
     train_data = merge_fewrel([load_fewrel(p) for p in args.train_data]) if args.train_data else None
@@ -264,7 +276,7 @@ def _run_relation_classification(args) -> int:
         if not (way.isdigit() and shot.isdigit() and int(way) >= 2 and int(shot) >= 1):
             raise ValueError(f"--settings: {item!r} is not N-K with N >= 2 ways and K >= 1 shots, e.g. 5-1")
         settings.append((int(way), int(shot)))
-    config = rc.RelationClassificationConfig(
+    config = RelationClassificationConfig(
         variants=_variants(args, "relation-classification"), settings=tuple(settings),
         seeds=seed_range(args), num_train_relations=args.train_relations,
         drop_overlap=args.drop_overlap, train_steps=args.train_steps, train_way=args.train_way,

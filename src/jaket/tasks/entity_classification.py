@@ -29,64 +29,23 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from jaket.kg.graph import KnowledgeGraph
 from jaket.tasks import report as rep
 from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import step_done
 from jaket.tasks.entity_classifier import (EntityClassifier, FinetunedEntityClassifier,  # noqa: F401
                                           category_prior, predict_rows)
-from jaket.tasks.heldout import choose_heldout, split_pretraining, wordnet_protocol  # noqa: F401
-from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, FrozenMemory, full_graph,
-                                  kg_memory, load_backbone)
+from jaket.tasks.heldout import choose_heldout, label_leakage, split_pretraining, wordnet_protocol  # noqa: F401
+from jaket.tasks.settings import EntityClassificationConfig  # noqa: F401 (re-exported)
+from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, full_graph, kg_memory, load_backbone
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class EntityClassificationConfig(BackboneSettings):
-    variants: tuple[str, ...] = ("lm", "gnn", "lm+g+m", "jaket")
-    train_fractions: tuple[float, ...] = (1.0, 0.2, 0.05)
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    split: tuple[float, float, float] = (0.2, 0.2, 0.6)
-    epochs: int = 150
-    head_lr: float = 1e-3
-    km_lr: float = 5e-4
-    weight_decay: float = 0.01
-    dropout: float = 0.2
-    min_class_size: int = 1  # categories with fewer labelled entities are kept but reported
-    #: stop when the dev accuracy has not improved for this many epochs (None: run every epoch)
-    patience: int | None = None
-    #: "fresh": a new classifier, as the paper; "category": the ``jaket`` setting's classifier
-    #: starts from the pre-trained category head (pre-training task 1) for the categories it
-    #: shares by name with KG' (:func:`category_prior`); other settings have no such head
-    head_init: Literal["fresh", "category"] = "fresh"
-
-    def check(self) -> list[tuple[str, str]]:
-        """``(key, problem)`` of every value that is well-typed but unusable."""
-        from jaket.tasks.variants import VARIANTS
-
-        problems = [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
-                    for v in self.variants if v not in VARIANTS]
-        problems += [("train_fractions", f"{f} is not in (0, 1]") for f in self.train_fractions if not 0 < f <= 1]
-        if len(self.split) != 3 or abs(sum(self.split) - 1.0) > 1e-6 or min(self.split, default=0) < 0:
-            problems.append(("split", f"three non-negative fractions summing to 1 (train, dev, test), got {list(self.split)}"))
-        for key in ("epochs", "patience"):
-            value = getattr(self, key)
-            if value is not None and value < 1:
-                problems.append((key, f"must be at least 1, got {value}"))
-        if self.head_lr <= 0:
-            problems.append(("head_lr", f"must be positive, got {self.head_lr}"))
-        if self.km_lr < 0:
-            problems.append(("km_lr", f"must be positive, or 0 to freeze the KM (a linear probe), got {self.km_lr}"))
-        if not 0 <= self.dropout < 1:
-            problems.append(("dropout", f"must be in [0, 1), got {self.dropout}"))
-        return problems
 
 
 @dataclass
@@ -155,28 +114,8 @@ def identical_fractions(labels: np.ndarray, config: EntityClassificationConfig, 
             for size, fractions in sizes.items() if len(fractions) > 1]
 
 
-def label_leakage(kg) -> dict:
-    """Whether any description spells a category: counts descriptions (entities and relations)
-    containing a full category name (e.g. ``noun.animal``) and, for information, those
-    containing the category's own final word (``animal``) -- ordinary vocabulary in a gloss,
-    reported but not an input of the label."""
-    names = [str(c) for c in kg.category_names]
-    texts = [str(t).lower() for t in list(kg.entity_descriptions) + list(kg.relation_descriptions)]
-    full_hits = {c: sum(c.lower() in t for t in texts) for c in names}
-    own_word = 0
-    labels = np.asarray(kg.entity_category)
-    for i, text in enumerate(kg.entity_descriptions):
-        if labels[i] >= 0:
-            word = names[labels[i]].split(".")[-1].lower()
-            own_word += word in str(text).lower().split()
-    return {"descriptions_checked": len(texts),
-            "descriptions_with_full_category_name": int(sum(full_hits.values())),
-            "categories_spelled": sorted(c for c, k in full_hits.items() if k),
-            "labelled_descriptions_containing_own_category_word": int(own_word),
-            "labelled_entities": int((labels >= 0).sum())}
-
-
-def train_one(backbone: Backbone, memory: FrozenMemory, kg, split: Split, config: EntityClassificationConfig,
+def train_one(backbone: Backbone, memory: FrozenMemory, kg: KnowledgeGraph, split: Split,
+              config: EntityClassificationConfig,
               seed: int, edges=None, progress: tqdm | None = None, keep_model: bool = False) -> dict:
     """Fine-tune the KM (when present) and the head on ``split.train``; select by dev accuracy,
     stop early after ``config.patience`` epochs without a better one. ``keep_model``: the result
@@ -247,13 +186,13 @@ def _fresh_copy(module: nn.Module) -> nn.Module:
     return copy.deepcopy(module)
 
 
-def majority_baseline(kg, split: Split) -> float | None:
+def majority_baseline(kg: KnowledgeGraph, split: Split) -> float | None:
     labels = np.asarray(kg.entity_category)
     counts = np.bincount(labels[split.train], minlength=len(kg.category_names))
     return float((labels[split.test] == counts.argmax()).mean()) if len(split.test) else None
 
 
-def present_categories(kg):
+def present_categories(kg: KnowledgeGraph):
     """``(kg', dropped)``: ``kg`` with only the categories some entity has (indices remapped,
     names kept sorted), so the label space -- and with it the classifier's initialisation --
     is the same whether KG' was built in memory (which keeps every category name of the source
@@ -273,7 +212,7 @@ def present_categories(kg):
 
 
 @torch.no_grad()
-def zero_shot_predictions(backbone: Backbone, memory: FrozenMemory, kg, edges) -> np.ndarray | None:
+def zero_shot_predictions(backbone: Backbone, memory: FrozenMemory, kg: KnowledgeGraph, edges) -> np.ndarray | None:
     """Every entity's category in ``kg`` (index into ``kg.category_names``; -1 = a category ``kg``
     lacks) from the *pre-trained* category head (pre-training task 1) over the pre-trained KM,
     with no label of ``kg`` seen: a category the head knows is matched by name. ``None`` when the
@@ -295,7 +234,8 @@ def zero_shot_predictions(backbone: Backbone, memory: FrozenMemory, kg, edges) -
     return to_kg[logits.argmax(1).cpu()].numpy()
 
 
-def zero_shot_accuracy(backbone: Backbone, memory: FrozenMemory, kg, entities: np.ndarray, edges) -> float | None:
+def zero_shot_accuracy(backbone: Backbone, memory: FrozenMemory, kg: KnowledgeGraph, entities: np.ndarray,
+                       edges) -> float | None:
     """Accuracy on ``entities`` of :func:`zero_shot_predictions` (``None`` when there are none).
 
     This measures what joint pre-training put into LM1 + KM about categories of entities it never
@@ -306,7 +246,7 @@ def zero_shot_accuracy(backbone: Backbone, memory: FrozenMemory, kg, entities: n
     return float((predicted[entities] == np.asarray(kg.entity_category)[entities]).mean())
 
 
-def run_entity_classification(kg, config: EntityClassificationConfig, out_dir: Path | None = None,
+def run_entity_classification(kg: KnowledgeGraph, config: EntityClassificationConfig, out_dir: Path | None = None,
                               splits=None, save_dir: Path | None = None, device="cpu", log_with=()) -> dict:
     """Every (variant, training fraction, seed) on ``kg``; writes the report when ``out_dir``.
     Categories no entity of ``kg`` has are not classes (:func:`present_categories`).
@@ -469,7 +409,7 @@ def results_table(results: dict) -> str:
     return rep.markdown_table(headers, rows)
 
 
-def write_report(results: dict, out_dir: Path, kg=None, confusion=None) -> None:
+def write_report(results: dict, out_dir: Path, kg: KnowledgeGraph | None = None, confusion=None) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     rep.write_json_atomic(out_dir / "metrics.json", results)
     curves = {}
@@ -519,7 +459,8 @@ def _split_sentence(results: dict) -> str:
 # ----------------------------------------------------------------------------- the fine-tuned model
 
 
-def _finetuned_settings(config: EntityClassificationConfig, kg, seed: int, split: Split, splits, run: dict,
+def _finetuned_settings(config: EntityClassificationConfig, kg: KnowledgeGraph, seed: int, split: Split, splits,
+                        run: dict,
                         fraction: float) -> dict:
     """The ``task.json`` fields of a classifier fine-tuned on ``kg`` (labels already final)."""
     labelled = np.flatnonzero(np.asarray(kg.entity_category) >= 0)

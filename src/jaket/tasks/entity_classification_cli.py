@@ -17,7 +17,12 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
-from jaket.tasks.entity_classification import EntityClassificationConfig
+from jaket.kg.io import load_kg
+from jaket.model.device import resolve_device
+from jaket.tasks.config import dump_task_config, load_task_config
+from jaket.tasks.settings import EntityClassificationConfig
+from jaket.tasks.splits import read_splits
+from jaket.tasks.tracking import check_trackers
 
 logger = logging.getLogger(__name__)
 
@@ -151,8 +156,6 @@ _FLAG_KEYS = {"kg": "data.kg", "train": "data.train", "dev": "data.dev", "test":
 
 def job_from_args(args: argparse.Namespace) -> EntityClassificationJob:
     """The typed job the flags describe (file < --set < flags); ``ValueError`` names the bad key."""
-    from jaket.tasks.config import load_task_config
-
     values = {key: getattr(args, dest) for dest, key in _FLAG_KEYS.items() if getattr(args, dest, None) is not None}
     if getattr(args, "variant", None):
         values["variants"] = [args.variant]
@@ -190,20 +193,14 @@ def _resolve(job: EntityClassificationJob, evaluate: bool) -> EntityClassificati
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate entity-classification``."""
     job = job_from_args(args)  # a bad value is a ValueError: the CLI's error boundary names it
-    from jaket.model.device import resolve_device
-
-    from jaket.tasks.tracking import check_trackers
-
     device = resolve_device(args.device)
     check_trackers(args.log_with)  # a tracker that is not installed is refused before any work
     if args.print_config:
-        from jaket.tasks.config import dump_task_config
-
         print(dump_task_config(job), end="")
         return 0
     kg, splits = load_data(job.data)
-    from jaket.tasks import entity_classification as ec
-    from jaket.tasks.cli import _finish, _out
+    from jaket.tasks import entity_classification as ec  # the task, loaded when it runs
+    from jaket.tasks.cli import _finish, _out  # cycle: tasks.cli registers this module
 
     out = _out(args, "entity-classification")
     save_dir = None if args.evaluate else out / "model"
@@ -222,16 +219,12 @@ def run(args: argparse.Namespace) -> int:
 def load_data(data: EntityClassificationData):
     """``(KG', user splits or None)`` named by the job's data section."""
     if data.kg is None:
-        from jaket.tasks import entity_classification as ec
+        from jaket.tasks import entity_classification as ec  # the task, loaded when it runs
 
         _, _, kg, info = ec.wordnet_protocol(data.max_entities, data.heldout_fraction, data.data_seed)
         logger.info("WordNet protocol: %s", info)
         return kg, None
-    from jaket.kg.io import load_kg
-
     kg = load_kg(data.kg)
     if data.train is None:
         return kg, None
-    from jaket.tasks.splits import read_splits
-
     return kg, read_splits(kg, data.train, data.dev, data.test)

@@ -12,6 +12,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.io import load_kg
+from jaket.tasks.finetuned import (FinetunedFormatError, backbone_model, prediction_memory, read_finetuned,
+                                   write_finetuned)
+from jaket.tasks.splits import read_entity_list
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, full_graph
 
 logger = logging.getLogger(__name__)
@@ -103,8 +108,6 @@ class FinetunedEntityClassifier:
 
     def save_pretrained(self, directory) -> Path:
         """Write the fine-tuned folder (replaced atomically)."""
-        from jaket.tasks.finetuned import backbone_model, write_finetuned
-
         if self.variant_config is None:
             raise ValueError("this classifier was loaded from a folder; copy that folder instead of saving it again")
         model = backbone_model(self.backbone, self.variant_config, self.classifier.knowledge)
@@ -115,8 +118,6 @@ class FinetunedEntityClassifier:
     @classmethod
     def from_pretrained(cls, directory) -> "FinetunedEntityClassifier":
         """Read a folder written by :meth:`save_pretrained` (local files, safetensors and JSON only)."""
-        from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned
-
         folder = read_finetuned(directory, cls.task)
         settings = dict(folder.task_config)
         variant, labels = settings.get("variant"), settings.get("labels")
@@ -144,16 +145,14 @@ class FinetunedEntityClassifier:
         return self
 
     @torch.no_grad()
-    def probabilities(self, kg) -> torch.Tensor:
+    def probabilities(self, kg: KnowledgeGraph) -> torch.Tensor:
         """(N, labels): the probability of every label for every entity of ``kg``."""
-        from jaket.tasks.finetuned import prediction_memory
-
         memory = prediction_memory(self.backbone, kg, self.settings)
         self.classifier.eval()
         edges = (t.to(memory.entities.device) for t in full_graph(kg))
         return torch.softmax(self.classifier(memory, *edges), dim=-1).cpu()
 
-    def unlabelled(self, kg) -> np.ndarray:
+    def unlabelled(self, kg: KnowledgeGraph) -> np.ndarray:
         """Entities of ``kg`` that had no label in fine-tuning (and, when the labels were the KG's
         categories, that have no category in ``kg``)."""
         known = set(self.settings.get("labelled_entity_ids", []))
@@ -162,7 +161,7 @@ class FinetunedEntityClassifier:
             keep &= np.asarray(kg.entity_category) < 0
         return np.flatnonzero(keep)
 
-    def predict(self, kg, entities=None, top_k: int = 1) -> list[dict]:
+    def predict(self, kg: KnowledgeGraph, entities=None, top_k: int = 1) -> list[dict]:
         """One row per entity (default: :meth:`unlabelled`): ``{"entity", "name", "label",
         "probability"}``, and with ``top_k > 1`` the ``top_k`` most probable labels (``"top"``)."""
         entities = self.unlabelled(kg) if entities is None else np.asarray(entities, dtype=np.int64)
@@ -183,9 +182,6 @@ class FinetunedEntityClassifier:
 
 def predict_rows(model: FinetunedEntityClassifier, args) -> list[dict]:
     """The rows ``jaket predict entity-classification`` prints (one per entity)."""
-    from jaket.kg.io import load_kg
-    from jaket.tasks.splits import read_entity_list
-
     kg = load_kg(args.kg)
     entities = None
     if args.entities is not None:

@@ -16,15 +16,14 @@ sizes, the setting the backbone was used in) and a record of the fine-tuning run
 The memory is not stored: it is recomputed from the descriptions of the KG a prediction runs on
 (the paper's unseen-KG step), so a fine-tuned model also predicts on a KG it never saw.
 
-Every task registers its save / load / predict functions in :data:`REGISTRY` under its command
-name (``"module:attribute"`` strings, imported on first use); ``jaket predict`` builds one
+Every task registers its save / load / predict functions in :data:`jaket.tasks.registry.REGISTRY`
+under its command name (``"module:attribute"`` strings, imported on first use); ``jaket predict`` builds one
 subcommand per entry. Adding a task = a class with ``save_pretrained`` / ``from_pretrained`` and
 two functions (``add_predict_arguments(parser)``, ``predict_rows(model, args) -> rows``).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 from collections.abc import Callable
@@ -34,7 +33,14 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from jaket import __version__
 from jaket.atomic import atomic_directory
+from jaket.kg.graph import KnowledgeGraph
+from jaket.model.jaket import CONFIG_FILE, WEIGHTS_FILE, JaketConfig, JaketModel
+from jaket.model.language import SplitLanguageModel
+from jaket.tasks.registry import REGISTRY, FinetunedFormatError  # noqa: F401 (re-exported)
+from jaket.tasks.settings import VARIANT_LABELS, VariantConfig
+from jaket.tasks.variants import Backbone, FrozenMemory, _encoder_path, kg_memory
 
 logger = logging.getLogger(__name__)
 
@@ -45,60 +51,16 @@ HEAD_FILE = "head.safetensors"
 BACKBONE_DIR = "backbone"
 
 
-@dataclass(frozen=True)
-class TaskHandlers:
-    """How one task's fine-tuned folder is saved, loaded and used (``"module:attribute"`` paths)."""
-
-    help: str
-    save: str  # (model, directory) -> Path, e.g. a save_pretrained method
-    load: str  # (directory) -> model
-    add_predict_arguments: str  # (argparse parser) -> None
-    predict_rows: str  # (model, argparse namespace) -> iterable of JSON-able dicts
-
-    def resolve(self, name: str):
-        module, _, attribute = getattr(self, name).partition(":")
-        target = importlib.import_module(module)
-        for part in attribute.split("."):
-            target = getattr(target, part)
-        return target
-
-
-def _handlers(help: str, module: str, model_class: str, arguments_module: str | None = None) -> TaskHandlers:
-    """The handlers of a task whose model class has ``save_pretrained`` / ``from_pretrained`` and
-    whose module has ``predict_rows`` (and ``add_predict_arguments``, or in ``arguments_module``)."""
-    return TaskHandlers(help, f"{module}:{model_class}.save_pretrained", f"{module}:{model_class}.from_pretrained",
-                        f"{arguments_module or module}:add_predict_arguments", f"{module}:predict_rows")
-
-
-#: task command name -> its handlers
-REGISTRY: dict[str, TaskHandlers] = {
-    "entity-classification": _handlers("a label and its probability for entities of a KG",
-                                       "jaket.tasks.entity_classifier", "FinetunedEntityClassifier",
-                                       "jaket.tasks.entity_classification_cli"),
-    "link-prediction": _handlers("top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG",
-                                 "jaket.tasks.link_predictor", "FinetunedLinkPredictor",
-                                 "jaket.tasks.link_prediction_cli"),
-    "kgqa": _handlers("ranked answers for questions over a KG", "jaket.tasks.kgqa_predict",
-                      "FinetunedQuestionAnswerer"),
-    "relation-classification": _handlers("the relation of each query sentence, given support examples (PAIR)",
-                                         "jaket.tasks.relation_classification_predict", "FinetunedPairClassifier"),
-}
-
-
-class FinetunedFormatError(ValueError):
-    """A folder is not a fine-tuned model of the expected task (the message says what it is)."""
-
-
 @dataclass
 class FinetunedFolder:
     """The parts of a fine-tuned folder as read from disk."""
 
     task_config: dict
-    backbone: object  # JaketModel
+    backbone: JaketModel
     head: dict[str, torch.Tensor]
 
 
-def write_finetuned(directory, task: str, backbone, head: dict[str, torch.Tensor], task_config: dict,
+def write_finetuned(directory, task: str, backbone: JaketModel, head: dict[str, torch.Tensor], task_config: dict,
                     extra: Callable[[Path], None] | None = None) -> Path:
     """Write a fine-tuned folder (layout in the module docstring), replacing ``directory`` atomically.
 
@@ -106,8 +68,6 @@ def write_finetuned(directory, task: str, backbone, head: dict[str, torch.Tensor
     the head's state dict; ``task_config``: JSON-able task settings (``task.json``); ``extra``:
     writes a task's own files into the folder being built (e.g. KGQA's ``kg/``)."""
     from safetensors.torch import save_file
-
-    from jaket import __version__
 
     if task not in REGISTRY:
         raise ValueError(f"unknown task {task!r}; registered: {', '.join(REGISTRY)}")
@@ -154,8 +114,6 @@ def read_finetuned(directory, task: str | None = None) -> FinetunedFolder:
     """The task config, the backbone (a JaketModel) and the head weights of a fine-tuned folder."""
     from safetensors.torch import load_file
 
-    from jaket.model.jaket import JaketModel
-
     directory = Path(directory)
     data = read_task_config(directory, task)
     head_path = directory / HEAD_FILE
@@ -165,12 +123,10 @@ def read_finetuned(directory, task: str | None = None) -> FinetunedFolder:
     return FinetunedFolder(data, backbone, load_file(str(head_path)))
 
 
-def prediction_memory(backbone, kg, settings: dict):
+def prediction_memory(backbone: Backbone, kg: KnowledgeGraph, settings: dict) -> FrozenMemory:
     """The memory a fine-tuned model predicts from on ``kg``: recomputed from ``kg``'s descriptions
     as in fine-tuning (``settings`` = its ``task.json``); for ``gnn`` / ``lm+g`` (a random memory per
     entity index) a warning when ``kg`` is not the fine-tuning KG."""
-    from jaket.tasks.variants import kg_memory
-
     trained_on = settings.get("kg", {}).get("fingerprint")
     if backbone.variant in ("gnn", "lm+g") and trained_on not in (None, kg.fingerprint()):
         logger.warning("a %s model's memory is random per entity index: its predictions on another KG than "
@@ -182,8 +138,6 @@ def prediction_memory(backbone, kg, settings: dict):
 
 def read_finetuned_setting(directory, task: str) -> tuple[FinetunedFolder, str]:
     """:func:`read_finetuned` and the comparison setting (``variant``) its ``task.json`` names."""
-    from jaket.tasks.variants import VARIANT_LABELS
-
     folder = read_finetuned(directory, task)
     variant = folder.task_config.get("variant")
     if variant not in VARIANT_LABELS:
@@ -191,7 +145,7 @@ def read_finetuned_setting(directory, task: str) -> tuple[FinetunedFolder, str]:
     return folder, variant
 
 
-def backbone_model(backbone, config, knowledge: nn.Module | None = None):
+def backbone_model(backbone: Backbone, config: VariantConfig, knowledge: nn.Module | None = None) -> JaketModel:
     """A :class:`~jaket.model.jaket.JaketModel` of the parts a task fine-tuned, ready to save.
 
     ``backbone``: the task's :class:`~jaket.tasks.variants.Backbone`; ``config``: its
@@ -202,10 +156,6 @@ def backbone_model(backbone, config, knowledge: nn.Module | None = None):
     ``lm+g``) stores the base encoder all the same, so every folder has the same layout.
     """
     from safetensors.torch import load_file
-
-    from jaket.model.jaket import CONFIG_FILE, WEIGHTS_FILE, JaketConfig, JaketModel
-    from jaket.model.language import SplitLanguageModel
-    from jaket.tasks.variants import _encoder_path
 
     language = backbone.language
     if language is None:

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaket.kg.corpus import Mention, MentionCorpus
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.sources.registry import build_source
 
-def choose_heldout(kg, fraction: float, seed: int, regions: int = 8) -> np.ndarray:
+
+def choose_heldout(kg: KnowledgeGraph, fraction: float, seed: int, regions: int = 8) -> np.ndarray:
     """Held-out entities for the unseen KG': ``regions`` breadth-first regions grown from random
     seed entities (over both directions of every triple) until ``fraction`` of the entities is
     taken. Regions keep the triples among held-out entities (a random subset would leave KG'
@@ -41,13 +45,11 @@ def choose_heldout(kg, fraction: float, seed: int, regions: int = 8) -> np.ndarr
     return np.flatnonzero(taken)
 
 
-def split_pretraining(kg, corpus, heldout: np.ndarray):
+def split_pretraining(kg: KnowledgeGraph, corpus: MentionCorpus | None, heldout: np.ndarray):
     """``(kg_pretrain, corpus_pretrain, kg_prime, info)``: KG' = the held-out entities and the
     triples among them; the pre-training KG = the rest; the pre-training corpus keeps only texts
     that mention no held-out entity (their mentions re-indexed), so pre-training never sees a
     KG' entity, neither as a node nor as a linked mention."""
-    from jaket.kg.corpus import Mention, MentionCorpus
-
     heldout = np.unique(np.asarray(heldout, dtype=np.int64))
     rest = np.setdiff1d(np.arange(kg.num_entities), heldout)
     kg_prime, _ = kg.induced_subgraph(heldout)
@@ -77,9 +79,28 @@ def wordnet_protocol(max_entities: int = 3000, heldout_fraction: float = 0.3, se
     (:func:`choose_heldout`, :func:`split_pretraining`). The same arguments give the same split,
     so ``jaket finetune entity-classification`` evaluates on exactly what ``jaket demo``'s
     pre-training excluded."""
-    from jaket.kg.sources.registry import build_source
-
     bundle = build_source("wordnet", max_entities=max_entities, roots=roots, seed=seed)
     kg, corpus = bundle.kg, bundle.corpus
     heldout = choose_heldout(kg, heldout_fraction, seed)
     return split_pretraining(kg, corpus, heldout)
+
+
+def label_leakage(kg: KnowledgeGraph) -> dict:
+    """Whether any description spells a category: counts descriptions (entities and relations)
+    containing a full category name (e.g. ``noun.animal``) and, for information, those
+    containing the category's own final word (``animal``) -- ordinary vocabulary in a gloss,
+    reported but not an input of the label."""
+    names = [str(c) for c in kg.category_names]
+    texts = [str(t).lower() for t in list(kg.entity_descriptions) + list(kg.relation_descriptions)]
+    full_hits = {c: sum(c.lower() in t for t in texts) for c in names}
+    own_word = 0
+    labels = np.asarray(kg.entity_category)
+    for i, text in enumerate(kg.entity_descriptions):
+        if labels[i] >= 0:
+            word = names[labels[i]].split(".")[-1].lower()
+            own_word += word in str(text).lower().split()
+    return {"descriptions_checked": len(texts),
+            "descriptions_with_full_category_name": int(sum(full_hits.values())),
+            "categories_spelled": sorted(c for c, k in full_hits.items() if k),
+            "labelled_descriptions_containing_own_category_word": int(own_word),
+            "labelled_entities": int((labels >= 0).sum())}

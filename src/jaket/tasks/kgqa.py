@@ -31,20 +31,22 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+from jaket.kg.graph import KnowledgeGraph
+from jaket.model.fusion import MentionFusion
 from jaket.tasks import report as rep
 from jaket.tasks.kgqa_graph import QAGraph, drop_triples_mask
 from jaket.tasks.metaqa import QAExample
 from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import fine_tuning_step
-from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, FrozenMemory, VariantError,
-                                  kg_memory, load_backbone)
+from jaket.tasks.settings import KGQAConfig  # noqa: F401 (re-exported)
+from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, VariantError, kg_memory, load_backbone
 
 logger = logging.getLogger(__name__)
 
@@ -57,31 +59,6 @@ _TEMPLATES = {
     "member": ("what is the {rel} of {x}?", "what has {x} as its {rel}?"),
     "other": ("what is the {rel} of {x}?", "what has {x} as its {rel}?"),
 }
-
-
-@dataclass
-class KGQAConfig(BackboneSettings):
-    variants: tuple[str, ...] = ("lm", "lm+g+m", "jaket")
-    kg_settings: tuple[str, ...] = ("full", "50%")
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    steps: int = 300
-    batch_size: int = 16
-    lr: float = 3e-5
-    head_lr: float = 1e-3
-    km_lr: float = 5e-4
-    max_length: int = 48
-    #: train / selection / test shares of the questions, per seed, when no split is given
-    split: tuple[float, float, float] = (0.6, 0.1, 0.3)
-    max_candidates: int = 2000
-    #: Hits@1 on the selection questions every N steps (and after the last), best state kept; 0 = off
-    select_every: int = 100
-    #: selection questions read at each of those checks (the first N of the selection part)
-    max_selection: int = 500
-    #: False: one KM pass over the whole KG per step (the reference for the subgraph pass)
-    subgraph: bool = True
-    #: > 0: training samples at most this many in-edges per node and hop of the step's subgraph
-    #: (seeded; like pre-training's fan-out), 0 = every edge, exact; evaluation always reads every edge
-    km_fanout: int = 0
 
 
 # ----------------------------------------------------------------------------- WordNet questions
@@ -98,7 +75,7 @@ def _relation_kind(relation_id: str, relation_name: str) -> str | None:
     return None
 
 
-def wordnet_questions(kg, seed: int = 0, max_questions: int = 2000, max_answers: int = 10,
+def wordnet_questions(kg: KnowledgeGraph, seed: int = 0, max_questions: int = 2000, max_answers: int = 10,
                       two_hop_share: float = 0.5) -> list[QAExample]:
     """Templated 1-hop and 2-hop questions over the hypernym, part and member relations of ``kg``.
 
@@ -185,8 +162,6 @@ class QuestionAnswerer(nn.Module):
         self.knowledge = copy.deepcopy(backbone.knowledge) if backbone.knowledge is not None else None
         self.fusion = copy.deepcopy(backbone.fusion) if self.knowledge is not None else None
         if self.knowledge is not None and self.fusion is None:
-            from jaket.model.fusion import MentionFusion
-
             self.fusion = MentionFusion(f)
         self.question_projection = nn.Linear(f, f)
         self.entity_projection = nn.Linear(f, f) if self.knowledge is None else None
@@ -251,7 +226,7 @@ def split_indices(n: int, fractions, seed: int) -> tuple[np.ndarray, np.ndarray,
 
 
 def batch_logits(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, chunk: list[QAExample],
-                 candidates: list[np.ndarray], config: "KGQAConfig", *, whole_graph: bool = False,
+                 candidates: list[np.ndarray], config: KGQAConfig, *, whole_graph: bool = False,
                  generator: np.random.Generator | None = None) -> list[torch.Tensor]:
     """The candidate scores of each question of a batch (Eq. 10 then the inner products).
 
@@ -276,7 +251,7 @@ def batch_logits(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, 
 
 @torch.no_grad()
 def rank_candidates(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, questions: list[QAExample],
-                    candidates: list[np.ndarray], config: "KGQAConfig", batch_size: int = 64):
+                    candidates: list[np.ndarray], config: KGQAConfig, batch_size: int = 64):
     """For each question, its candidates' scores (one KM pass over the whole graph, shared by all),
     read back to the CPU as numpy."""
     model.eval()
@@ -356,7 +331,7 @@ def train_qa(backbone: Backbone, memory: FrozenMemory, graph: QAGraph, questions
     return run, model
 
 
-def run_kgqa(kg, questions: list[QAExample], config: KGQAConfig, out_dir: Path | None = None, *,
+def run_kgqa(kg: KnowledgeGraph, questions: list[QAExample], config: KGQAConfig, out_dir: Path | None = None, *,
              splits: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, data_info: dict | None = None,
              save_dir: Path | None = None, device="cpu", log_with=()) -> dict:
     """Every setting x KG setting x seed. ``splits`` (train, selection, test indices) fixes the
@@ -410,6 +385,7 @@ def run_kgqa(kg, questions: list[QAExample], config: KGQAConfig, out_dir: Path |
                     run["seconds"] = time.perf_counter() - started
                     results["runs"].setdefault(variant, {}).setdefault(setting, []).append(run)
                     if save_dir is not None and "saved_model" not in results:
+                        # cycle: kgqa_predict imports QuestionAnswerer and rank_candidates from here
                         from jaket.tasks.kgqa_predict import FinetunedQuestionAnswerer
 
                         finetuned = FinetunedQuestionAnswerer(

@@ -12,15 +12,18 @@ by the model's score and writes the ``--top-k`` best, one JSON row per question.
 
 from __future__ import annotations
 
-import argparse
 import logging
 from pathlib import Path
 
 import numpy as np
 
-from jaket.tasks.kgqa import KGQAConfig, QuestionAnswerer, rank_candidates
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.io import load_kg, save_kg
+from jaket.tasks.finetuned import FinetunedFormatError, backbone_model, read_finetuned_setting, write_finetuned
+from jaket.tasks.kgqa import QuestionAnswerer, rank_candidates
 from jaket.tasks.kgqa_graph import QAGraph
-from jaket.tasks.metaqa import entity_lookup, read_questions
+from jaket.tasks.metaqa import QAExample, entity_lookup, read_questions
+from jaket.tasks.settings import KGQAConfig, VariantConfig
 from jaket.tasks.variants import Backbone, kg_memory
 
 logger = logging.getLogger(__name__)
@@ -34,7 +37,8 @@ class FinetunedQuestionAnswerer:
 
     task = TASK
 
-    def __init__(self, model: QuestionAnswerer, settings: dict, variant_config=None, backbone: Backbone | None = None):
+    def __init__(self, model: QuestionAnswerer, settings: dict, variant_config: VariantConfig | None = None,
+                 backbone: Backbone | None = None):
         self.model = model.eval()
         self.settings = dict(settings)
         self.variant_config = variant_config
@@ -49,11 +53,8 @@ class FinetunedQuestionAnswerer:
         m = self.model
         return Backbone(m.variant, int(m.language.hidden_size), m.language, m.knowledge, m.fusion)
 
-    def save_pretrained(self, directory, kg) -> Path:
+    def save_pretrained(self, directory, kg: KnowledgeGraph) -> Path:
         """Write the fine-tuned folder with ``kg`` in ``kg/`` (replaced atomically)."""
-        from jaket.kg.io import save_kg
-        from jaket.tasks.finetuned import backbone_model, write_finetuned
-
         if self.variant_config is None:
             raise ValueError("this model was loaded from a folder; copy that folder instead of saving it again")
         model = backbone_model(self._backbone(), self.variant_config, self.model.knowledge)
@@ -66,8 +67,6 @@ class FinetunedQuestionAnswerer:
     @classmethod
     def from_pretrained(cls, directory) -> "FinetunedQuestionAnswerer":
         """Read a folder written by :meth:`save_pretrained` (safetensors and JSON only)."""
-        from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned_setting
-
         folder, variant = read_finetuned_setting(directory, TASK)
         settings = dict(folder.task_config)
         saved = folder.backbone.eval()
@@ -83,7 +82,7 @@ class FinetunedQuestionAnswerer:
         finetuned.directory = Path(directory)
         return finetuned
 
-    def answer(self, kg, questions, hops: int, top_k: int = 5) -> list[dict]:
+    def answer(self, kg: KnowledgeGraph, questions: list[QAExample], hops: int, top_k: int = 5) -> list[dict]:
         """One row per question: the ``top_k`` candidates with their scores."""
         trained_on = self.settings.get("kg", {}).get("fingerprint")
         if self.model.variant == "lm+g" and trained_on not in (None, kg.fingerprint()):
@@ -108,23 +107,8 @@ class FinetunedQuestionAnswerer:
         return rows
 
 
-def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
-    """``jaket predict kgqa`` arguments (beside ``--model`` and ``--out``)."""
-    parser.add_argument("--questions", type=Path, required=True, metavar="FILE",
-                        help="one question a line with its topic entity in brackets, 'who directed [Kismet]', "
-                             "optionally <TAB>gold|answers (MetaQA format, docs/data.md)")
-    parser.add_argument("--kg", type=Path, metavar="DIR",
-                        help="the KG to answer over (default: the model folder's kg/, the fine-tuning KG)")
-    parser.add_argument("--hops", type=int, metavar="K",
-                        help="candidates = entities within K hops of the topic (default: the largest hop "
-                             "count the model was fine-tuned on)")
-    parser.add_argument("--top-k", type=int, default=5, metavar="K", help="answers listed per question (default 5)")
-
-
 def predict_rows(model: FinetunedQuestionAnswerer, args) -> list[dict]:
     """The rows ``jaket predict kgqa`` prints (one per question)."""
-    from jaket.kg.io import load_kg
-
     kg_dir = args.kg if args.kg is not None else getattr(model, "directory", Path(".")) / KG_DIR
     kg = load_kg(kg_dir)
     hops = args.hops if args.hops is not None else max(model.settings.get("hops") or [1])

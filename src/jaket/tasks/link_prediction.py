@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -40,80 +40,20 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from jaket.kg.errors import KGFormatError
+from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.readers import read_split  # noqa: F401  (the split reader of every task)
+from jaket.kg.sampling import sample_neighbors
 from jaket.tasks import report as rep
 from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import fine_tuning_step
-from jaket.tasks.variants import (VARIANT_LABELS, Backbone, BackboneSettings, FrozenMemory, full_graph,
-                                  kg_memory, load_backbone)
+from jaket.tasks.link_training import train_with_encoder
+from jaket.tasks.settings import (METRICS, SCORERS, TRAIN_ENCODER_DEFAULTS,  # noqa: F401 (re-exported)
+                                  LinkPredictionConfig)
+from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, full_graph, kg_memory, load_backbone
 
 logger = logging.getLogger(__name__)
 
-SCORERS = ("distmult", "transe", "rotate")
-METRICS = ("native", "cosine")
-
-
 SplitFormatError = KGFormatError  # a malformed split line: ``path:line: message`` (jaket.kg.readers)
-
-
-#: the defaults of ``--train-encoder`` where they differ from the frozen mode's: the settings of
-#: the documented WN18RR run (docs/results.md), 55 CPU-minutes of training on one thread
-TRAIN_ENCODER_DEFAULTS = {"scorers": ("rotate",), "steps": 3500, "batch_size": 64, "fanouts": (5, 5),
-                          "description_max_length": 32, "encoder_lr": 1e-4, "queue_batches": 8,
-                          "refresh_initial": 150, "budget_cpu_seconds": 3300.0}
-
-
-@dataclass
-class LinkPredictionConfig(BackboneSettings):
-    variants: tuple[str, ...] = ("lm+g+m",)
-    scorers: tuple[str, ...] = ("distmult", "transe")
-    seeds: tuple[int, ...] = (0,)
-    steps: int = 300
-    batch_size: int = 256
-    #: uniformly drawn entities shared by a step's batch, each scored as tail and as head
-    negatives: int = 256
-    #: neighbours sampled per hop around a step's entities (training; evaluation reads the whole graph)
-    fanouts: tuple[int, ...] = (10, 10)
-    #: also score each positive against its own head as a tail and its own tail as a head: with
-    #: description-based entity vectors the query entity is the nearest one to itself, and
-    #: uniform negatives almost never contain it (the "self-negatives" of text-based KG completion)
-    self_negatives: bool = True
-    lr: float = 1e-3
-    km_lr: float = 5e-4
-    eval_batch_size: int = 256
-    max_eval_triples: int | None = None
-    holdout_fraction: float = 0.0
-    #: fine-tune LM1 on the descriptions with a contrastive loss (:mod:`jaket.tasks.link_training`);
-    #: False = the frozen memory (the paper's fine-tuning, the quick default)
-    train_encoder: bool = False
-    #: learning rate of LM1 (``train_encoder``)
-    encoder_lr: float = 5e-5
-    #: initial temperature tau of the contrastive loss (learned) and its additive margin
-    temperature: float = 0.05
-    margin: float = 0.02
-    #: previous steps whose entity vectors are extra negatives (0 = in-batch negatives only)
-    queue_batches: int = 0
-    #: Eq. 11 for the full memory refresh while LM1 trains: the first after ``refresh_initial``
-    #: steps, then intervals growing by ``refresh_growth`` (0 = only the batch's own rows follow LM1)
-    refresh_initial: int = 200
-    refresh_growth: int = 2
-    #: graph-neighbourhood hard negatives per training triple (``train_encoder``; 0 = none)
-    hard_negatives: int = 0
-    #: bf16 autocast for LM1 (``train_encoder``: its steps and refreshes)
-    bf16: bool = False
-    #: stop training (``train_encoder``) once this many process CPU seconds are spent (None = run
-    #: every step): equal-CPU-time comparisons on a shared machine
-    budget_cpu_seconds: float | None = None
-
-    def __post_init__(self) -> None:
-        for s in self.scorers:
-            if s not in SCORERS:
-                raise ValueError(f"unknown scorer {s!r}; choose from {', '.join(SCORERS)}")
-        if self.train_encoder:
-            without = [v for v in self.variants if v not in ("lm", "lm+g+m", "jaket")]
-            if without:
-                raise ValueError(f"--train-encoder trains the LM1 that computes the memory: settings lm (LM1 "
-                                 f"without KM), lm+g+m and jaket only, not {', '.join(without)}")
 
 
 class LinkScorer(nn.Module):
@@ -259,7 +199,7 @@ def filtered_ranks(model: LinkScorer, entities: torch.Tensor, relations: torch.T
     return cat(tail_ranks), cat(head_ranks)
 
 
-def train_view(kg, train: np.ndarray):
+def train_view(kg: KnowledgeGraph, train: np.ndarray):
     """``kg`` with ``train`` as its triples: the graph the KM reads and training samples from."""
     import dataclasses
 
@@ -277,8 +217,6 @@ def train_scorer(model: LinkScorer, memory: FrozenMemory, graph, train: np.ndarr
     never visible as an edge -- as an evaluation triple is not. Each positive is scored against
     every shared negative as tail and as head (softmax cross-entropy, the positive first).
     """
-    from jaket.kg.sampling import sample_neighbors
-
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     device = memory.entities.device  # the batches follow the memory and the model there
@@ -336,7 +274,8 @@ def _inductive_holdout(train: np.ndarray, evaluation: np.ndarray, fraction: floa
     return train[~touches]
 
 
-def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray], config: LinkPredictionConfig,
+def run_link_prediction(kg: KnowledgeGraph, train: np.ndarray, evaluation: dict[str, np.ndarray],
+                        config: LinkPredictionConfig,
                         out_dir: Path | None = None, save_dir: Path | None = None, device="cpu",
                         log_with=()) -> dict:
     """Train on ``train`` (indices of ``kg``), evaluate on each named split; with ``save_dir``
@@ -384,8 +323,6 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
                                        temperature=config.temperature).to(device)  # built on the CPU: seeded alike
                     run: dict = {"seed": seed}
                     if config.train_encoder:
-                        from jaket.tasks.link_training import train_with_encoder
-
                         losses, run["encoder_training"], memory = train_with_encoder(
                             model, backbone, graph, train, config, seed, progress)
                     else:
@@ -402,6 +339,7 @@ def run_link_prediction(kg, train: np.ndarray, evaluation: dict[str, np.ndarray]
                     run["seconds"] = time.perf_counter() - started
                     results["runs"].setdefault(f"{variant}/{scorer}", []).append(run)
                     if save_dir is not None and "saved_model" not in results:
+                        # cycle: link_predictor imports LinkScorer and the scorer names from here
                         from jaket.tasks.link_predictor import FinetunedLinkPredictor
 
                         settings = {"memory_seed": seed, "kg": {"entities": int(kg.num_entities),
@@ -446,7 +384,7 @@ def _evaluate(model: LinkScorer, entities, relations, triples: np.ndarray, all_t
     return out
 
 
-def write_split(kg, train: np.ndarray, evaluation: dict[str, np.ndarray], folder: Path) -> None:
+def write_split(kg: KnowledgeGraph, train: np.ndarray, evaluation: dict[str, np.ndarray], folder: Path) -> None:
     """The exact triples a run trained and evaluated on, in the WN18RR format with the KG's ids
     (``folder/train.txt``, ``folder/<name>.txt``), so a baseline can use the same split
     (``benchmarks/pykeen_baseline.py --train ... --eval ...``)."""
@@ -457,7 +395,7 @@ def write_split(kg, train: np.ndarray, evaluation: dict[str, np.ndarray], folder
         rep.write_text_atomic(folder / f"{name}.txt", "".join(lines))
 
 
-def _edges(kg, train: np.ndarray):
+def _edges(kg: KnowledgeGraph, train: np.ndarray):
     from types import SimpleNamespace
 
     view = SimpleNamespace(triples=train, num_relations=kg.num_relations)

@@ -17,7 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from jaket.model.device import add_bf16_argument
+from jaket.kg.io import load_kg
+from jaket.kg.readers import read_split
+from jaket.kg.sources.registry import build_source
+from jaket.kg.sources.wn18rr import load_wn18rr
+from jaket.model.device import add_bf16_argument, resolve_device
+from jaket.tasks.settings import TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
+from jaket.tasks.tracking import check_trackers
 
 logger = logging.getLogger(__name__)
 
@@ -28,9 +34,7 @@ def _csv(text: str) -> tuple[str, ...]:
 
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     """The link-prediction flags (beside the common ones of :mod:`jaket.tasks.cli`)."""
-    from jaket.tasks.link_prediction import TRAIN_ENCODER_DEFAULTS as t, LinkPredictionConfig
-
-    d = LinkPredictionConfig()
+    d, t = LinkPredictionConfig(), TRAIN_ENCODER_DEFAULTS
     parser.add_argument("--data", type=Path, help="a WN18RR-format folder (train.txt, valid.txt[, test.txt])")
     parser.add_argument("--kg", type=Path, help="a KG folder whose triples are the training split")
     parser.add_argument("--eval", type=Path, action="append", default=[],
@@ -94,34 +98,26 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_data(args) -> tuple:
     """``(kg, train triples, {name: evaluation triples})`` named by the flags."""
-    from jaket.tasks import link_prediction as lp
-
     rng = np.random.default_rng(0)
     evaluation: dict[str, np.ndarray] = {}
     if args.data is not None:
-        from jaket.kg.sources.wn18rr import load_wn18rr
-
         kg, _report = load_wn18rr(args.data)
-        train, _ = lp.read_split(args.data / "train.txt", kg)
+        train, _ = read_split(args.data / "train.txt", kg)
         for name in ("valid", "test"):
             path = args.data / f"{name}.txt"
             if path.exists():
-                evaluation[name], _ = lp.read_split(path, kg)
+                evaluation[name], _ = read_split(path, kg)
     elif args.kg is not None:
-        from jaket.kg.io import load_kg
-
         kg = load_kg(args.kg)
         train = np.asarray(kg.triples, dtype=np.int64)
     else:
-        from jaket.kg.sources.registry import build_source
-
         kg = build_source("wordnet", max_entities=args.max_entities, seed=0).kg
         order = rng.permutation(kg.num_triples)
         cut = int(0.9 * len(order))
         triples = np.asarray(kg.triples, dtype=np.int64)
         train, evaluation["valid"] = triples[order[:cut]], triples[order[cut:]]
     for path in args.eval:
-        evaluation[path.stem], _ = lp.read_split(path, kg)
+        evaluation[path.stem], _ = read_split(path, kg)
     if not evaluation:
         raise ValueError("nothing to evaluate: give --eval FILE (WN18RR format)")
     if args.max_train and len(train) > args.max_train:
@@ -133,8 +129,6 @@ def mode_defaults(args: argparse.Namespace) -> None:
     """Fill the flags left unset with the frozen mode's defaults or, with ``--train-encoder``, those
     of :data:`jaket.tasks.link_prediction.TRAIN_ENCODER_DEFAULTS` (``--budget-cpu-seconds 0``
     means no budget)."""
-    from jaket.tasks.link_prediction import TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
-
     frozen = LinkPredictionConfig()
     for key in ("scorers", "steps", "batch_size", "fanouts", "description_max_length", "encoder_lr",
                 "queue_batches", "refresh_initial", "budget_cpu_seconds"):
@@ -148,17 +142,14 @@ def mode_defaults(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate link-prediction``."""
-    from jaket.model.device import resolve_device
-    from jaket.tasks import link_prediction as lp
-    from jaket.tasks.cli import _finish, _out, _variants, seed_range
-
-    from jaket.tasks.tracking import check_trackers
+    from jaket.tasks import link_prediction as lp  # the task, loaded when it runs
+    from jaket.tasks.cli import _finish, _out, _variants, seed_range  # cycle: tasks.cli registers this module
 
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     check_trackers(args.log_with)  # and so is a tracker that is not installed
     kg, train, evaluation = load_data(args)
     mode_defaults(args)
-    config = lp.LinkPredictionConfig(
+    config = LinkPredictionConfig(
         variants=_variants(args, "link-prediction"), scorers=args.scorers, seeds=seed_range(args),
         steps=args.steps, negatives=args.negatives, batch_size=args.batch_size, fanouts=args.fanouts,
         max_eval_triples=args.max_eval, holdout_fraction=args.holdout_fraction, encoder=args.encoder,

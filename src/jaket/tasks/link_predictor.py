@@ -25,7 +25,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from jaket.tasks.link_prediction import LinkScorer
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.io import load_kg
+from jaket.tasks.finetuned import (FinetunedFormatError, backbone_model, prediction_memory, read_finetuned,
+                                   write_finetuned)
+from jaket.tasks.link_prediction import LinkScorer, known_answers
+from jaket.tasks.settings import METRICS, SCORERS, LinkPredictionConfig
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, full_graph
 
 TASK = "link-prediction"
@@ -43,7 +48,7 @@ class Query:
     tail: int | None
 
 
-def read_queries(path, kg) -> list[Query]:
+def read_queries(path, kg: KnowledgeGraph) -> list[Query]:
     """The queries of ``path`` as indices of ``kg``; the first bad line raises :class:`QueryFormatError`."""
     path = Path(path)
     entity = {e: i for i, e in enumerate(kg.entity_ids)}
@@ -81,7 +86,8 @@ class FinetunedLinkPredictor:
 
     task = TASK
 
-    def __init__(self, backbone: Backbone, scorer: LinkScorer, config=None, variant: str | None = None,
+    def __init__(self, backbone: Backbone, scorer: LinkScorer, config: LinkPredictionConfig | None = None,
+                 variant: str | None = None,
                  settings: dict | None = None):
         self.backbone = backbone
         self.scorer = scorer.eval()
@@ -91,8 +97,6 @@ class FinetunedLinkPredictor:
 
     def save_pretrained(self, directory) -> Path:
         """Write the fine-tuned folder (replaced atomically)."""
-        from jaket.tasks.finetuned import backbone_model, write_finetuned
-
         if self.config is None:
             raise ValueError("this predictor was loaded from a folder; copy that folder instead of saving it again")
         model = backbone_model(self.backbone, self.config.variant_config(self.variant), self.scorer.knowledge)
@@ -107,9 +111,6 @@ class FinetunedLinkPredictor:
     @classmethod
     def from_pretrained(cls, directory) -> "FinetunedLinkPredictor":
         """Read a folder written by :meth:`save_pretrained` (safetensors and JSON only)."""
-        from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned
-        from jaket.tasks.link_prediction import METRICS, SCORERS
-
         folder = read_finetuned(directory, TASK)
         settings = dict(folder.task_config)
         variant, scorer, metric = settings.get("variant"), settings.get("scorer"), settings.get("metric", "native")
@@ -136,23 +137,20 @@ class FinetunedLinkPredictor:
         return self
 
     @torch.no_grad()
-    def embed(self, kg) -> tuple[torch.Tensor, torch.Tensor]:
+    def embed(self, kg: KnowledgeGraph) -> tuple[torch.Tensor, torch.Tensor]:
         """Entity (N, F) and relation embeddings of ``kg`` as the scorer reads them (on the
         model's device)."""
-        from jaket.tasks.finetuned import prediction_memory
-
         memory = prediction_memory(self.backbone, kg, self.settings)
         self.scorer.eval()
         edges = (t.to(memory.entities.device) for t in full_graph(kg))
         return self.scorer.entities(memory, *edges), self.scorer.relations(memory)
 
     @torch.no_grad()
-    def predict(self, kg, queries: list[Query], top_k: int = 10, exclude_known: bool = False) -> list[dict]:
+    def predict(self, kg: KnowledgeGraph, queries: list[Query], top_k: int = 10,
+                exclude_known: bool = False) -> list[dict]:
         """One row per query (module docstring)."""
         if not queries:
             return []
-        from jaket.tasks.link_prediction import known_answers
-
         entities, relations = self.embed(kg)
         device = entities.device
         tails_of, heads_of = known_answers(np.asarray(kg.triples, dtype=np.int64).reshape(-1, 3))
@@ -181,7 +179,5 @@ class FinetunedLinkPredictor:
 
 def predict_rows(model: FinetunedLinkPredictor, args) -> list[dict]:
     """The rows ``jaket predict link-prediction`` prints (one per query)."""
-    from jaket.kg.io import load_kg
-
     kg = load_kg(args.kg)
     return model.predict(kg, read_queries(args.queries, kg), top_k=args.top_k, exclude_known=args.exclude_known)

@@ -40,16 +40,24 @@ from __future__ import annotations
 
 import math
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import nn
 
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.sampling import sample_neighbors
 from jaket.model.device import autocast, module_device
 from jaket.model.heads import span_mean
 from jaket.model.memory import EntityContextMemory, refresh_interval
+from jaket.model.language import SplitLanguageModel
 from jaket.tasks.training import step_done
+from jaket.tasks.settings import LinkPredictionConfig
 from jaket.tasks.variants import Backbone, FrozenMemory
+
+if TYPE_CHECKING:  # link_prediction imports this module
+    from jaket.tasks.link_prediction import LinkScorer
 
 #: the largest 1/tau the learnable temperature may reach (SimKGC clamps likewise)
 MAX_INVERSE_TEMPERATURE = 100.0
@@ -95,7 +103,7 @@ class Neighbourhood:
         return self.neighbours[picks]
 
 
-def describe(language, tokens, rows: np.ndarray) -> torch.Tensor:
+def describe(language: SplitLanguageModel, tokens, rows: np.ndarray) -> torch.Tensor:
     """Eq. 7 with gradients: ``(Z_s + Z_o) / 2`` of LM1 over the descriptions ``rows`` (n, F),
     on LM1's device."""
     device = module_device(language)
@@ -104,7 +112,7 @@ def describe(language, tokens, rows: np.ndarray) -> torch.Tensor:
     return span_mean(z, torch.arange(len(ids), device=device), start, end).float()
 
 
-def contrastive_loss(model, queries: torch.Tensor, candidates: torch.Tensor, target: torch.Tensor,
+def contrastive_loss(model: LinkScorer, queries: torch.Tensor, candidates: torch.Tensor, target: torch.Tensor,
                      masked: np.ndarray, margin: float) -> torch.Tensor:
     """InfoNCE with an additive margin: ``CE((cos(q, c) - margin [c = target]) / tau)``.
 
@@ -119,15 +127,14 @@ def contrastive_loss(model, queries: torch.Tensor, candidates: torch.Tensor, tar
     return nn.functional.cross_entropy(logits, target)
 
 
-def train_with_encoder(model, backbone: Backbone, graph, train: np.ndarray, config, seed: int,
+def train_with_encoder(model: LinkScorer, backbone: Backbone, graph: KnowledgeGraph, train: np.ndarray,
+                       config: LinkPredictionConfig, seed: int,
                        progress=None) -> tuple[list[float], dict, FrozenMemory]:
     """Train ``model`` (a cosine-metric :class:`~jaket.tasks.link_prediction.LinkScorer`) and
     ``backbone``'s LM1 together on ``train`` (module docstring).
 
     Returns the per-step losses, a record of the run (times, refreshes, throughput) and the memory
     recomputed by the trained LM1 (the evaluation's input)."""
-    from jaket.kg.sampling import sample_neighbors
-
     language = backbone.language
     if language is None or model.log_inverse_temperature is None:
         raise ValueError("training the encoder needs a setting with LM1 (lm+g+m or jaket) and the cosine metric")

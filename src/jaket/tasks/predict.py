@@ -2,7 +2,7 @@
 
 ``DIR`` is a fine-tuned folder (``OUT/model`` of ``jaket finetune``; format in
 :mod:`jaket.tasks.finetuned`). One JSON object a line, one line per query, goes to ``--out FILE``
-(written atomically) or to stdout. The tasks are those of :data:`jaket.tasks.finetuned.REGISTRY`.
+(written atomically) or to stdout. The tasks are those of :data:`jaket.tasks.registry.REGISTRY`.
 ``--device`` places the loaded model (and with it the memory and every batch) on a device.
 """
 
@@ -13,13 +13,13 @@ import json
 import sys
 from pathlib import Path
 
-from jaket.model.device import add_device_argument
-from jaket.tasks.finetuned import REGISTRY
+from jaket.kg.errors import KGFormatError
+from jaket.model.device import add_device_argument, resolve_device
+from jaket.tasks.registry import REGISTRY, FinetunedFormatError
+from jaket.tasks.report import write_text_atomic
 
 
 def _write_rows(rows, out: Path | None) -> int:
-    from jaket.tasks.report import write_text_atomic
-
     lines = [json.dumps(row, ensure_ascii=False) for row in rows]
     if out is None:
         for line in lines:
@@ -31,11 +31,6 @@ def _write_rows(rows, out: Path | None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from jaket.kg.io import KGFormatError
-    from jaket.tasks.finetuned import FinetunedFormatError
-
-    from jaket.model.device import resolve_device
-
     handlers = REGISTRY[args.task]
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     try:

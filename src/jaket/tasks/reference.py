@@ -34,6 +34,15 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.kg.errors import KGFormatError
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.io import save_kg
+from jaket.kg.readers import read_triples
+from jaket.kg.sources.registry import build_source
+from jaket.kg.sources.wordnet import load_wordnet_data
+from jaket.tasks.heldout import choose_heldout, label_leakage, split_pretraining
+from jaket.tasks.report import write_json_atomic
+
 logger = logging.getLogger(__name__)
 
 #: WordNet relation id (``jaket.kg.sources.wordnet.RELATIONS``) -> (the WN18RR relation it is,
@@ -72,13 +81,9 @@ def wn18rr_synsets(wordnet, offsets: list[str]) -> list[list[int]]:
     return out
 
 
-def evaluation_triples_mask(kg, wn18rr_dir: str | Path) -> tuple[np.ndarray, dict]:
+def evaluation_triples_mask(kg: KnowledgeGraph, wn18rr_dir: str | Path) -> tuple[np.ndarray, dict]:
     """``(mask, report)``: True for every triple of the full-WordNet ``kg`` that joins two WN18RR
     entities and is not one of WN18RR's training triples (see the module docstring)."""
-    from jaket.kg.readers import read_triples
-    from jaket.kg.sources.wordnet import load_wordnet_data
-    from jaket.kg.io import KGFormatError
-
     folder = Path(wn18rr_dir)
     problems: list = []
     train = read_triples(folder / "train.txt", problems)
@@ -138,10 +143,6 @@ def evaluation_triples_mask(kg, wn18rr_dir: str | Path) -> tuple[np.ndarray, dic
 def wordnet_reference(out: str | Path, heldout_entities: int = 10_000, regions: int = 20, seed: int = 0,
                       wn18rr: str | Path | None = None) -> dict:
     """Build and write the reference data (module docstring); returns the report."""
-    from jaket.kg.io import save_kg
-    from jaket.kg.sources.registry import build_source
-    from jaket.tasks.entity_classification import choose_heldout, label_leakage, split_pretraining
-
     began = time.perf_counter()
     out = Path(out)
     bundle = build_source("wordnet", max_entities=None, seed=seed)
@@ -163,8 +164,6 @@ def wordnet_reference(out: str | Path, heldout_entities: int = 10_000, regions: 
     save_kg(kg_prime, out / "kg-unseen")
     report["seconds"] = round(time.perf_counter() - began, 1)
     out.mkdir(parents=True, exist_ok=True)
-    from jaket.tasks.report import write_json_atomic
-
     write_json_atomic(out / "report.json", report)
     return report
 

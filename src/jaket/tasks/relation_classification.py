@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -39,38 +39,18 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from jaket.model.device import autocast, module_device
-from jaket.tasks.fewrel import FewRelData, FewRelInstance
+from jaket.model.jaket import JaketModel
+from jaket.model.language import SplitLanguageModel
+from jaket.paths import default_model_path
 from jaket.tasks import report as rep
+from jaket.tasks.fewrel import FewRelData, FewRelInstance
+from jaket.tasks.settings import VARIANT_LABELS, RelationClassificationConfig, VariantError  # noqa: F401
 from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import fine_tuning_step
-from jaket.tasks.variants import VARIANT_LABELS, VariantError
 
 logger = logging.getLogger(__name__)
 
 SUPPORTED_VARIANTS = ("lm", "jaket")
-
-
-@dataclass
-class RelationClassificationConfig:
-    variants: tuple[str, ...] = ("lm", "jaket")
-    settings: tuple[tuple[int, int], ...] = ((5, 1), (5, 5))
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    num_train_relations: int = 3
-    train_relations: tuple[str, ...] | None = None  # explicit list overrides the count
-    #: with separate training data: drop its relations that are also evaluation relations
-    #: (otherwise such an overlap is an error)
-    drop_overlap: bool = False
-    train_steps: int = 150
-    train_way: int = 3
-    train_shot: int = 1
-    episodes: int = 1000
-    max_length: int = 128
-    lr: float = 2e-5
-    head_lr: float = 1e-3
-    encoder: Path | None = None
-    pretrained: Path | None = None
-    #: bf16 autocast for the encoder (:func:`jaket.model.device.autocast`); the score head is fp32
-    bf16: bool = False
 
 
 class RelationOverlapError(ValueError):
@@ -107,7 +87,7 @@ class PairEncoder(nn.Module):
     """An encoder over ``query [SEP] support`` and a linear "same relation" score from [CLS]."""
 
     def __init__(self, variant: str, encoder: Path | None = None, pretrained: Path | None = None, *,
-                 language: nn.Module | None = None):
+                 language: SplitLanguageModel | None = None):
         super().__init__()
         if variant not in SUPPORTED_VARIANTS:
             raise VariantError(
@@ -122,15 +102,9 @@ class PairEncoder(nn.Module):
         elif variant == "jaket":
             if pretrained is None:
                 raise VariantError("variant 'jaket' needs a pre-trained model folder (--model DIR)")
-            from jaket.model.jaket import JaketModel
-
             self.language = JaketModel.from_pretrained(pretrained, load_memory=False).language
         else:
-            from jaket.model.language import SplitLanguageModel
-
             if encoder is None:
-                from jaket.paths import default_model_path
-
                 encoder = default_model_path()
             self.language = SplitLanguageModel.from_pretrained(encoder)
         self.tokenizer = self.language.tokenizer
@@ -257,6 +231,7 @@ def run_relation_classification(data: FewRelData, config: RelationClassification
                 losses = train_pair(model, train_source, train_rel, config, seed, progress)
                 run = {"seed": seed, "train_loss": losses}
                 if save_dir is not None and "saved_model" not in results:
+                    # cycle: relation_classification_predict imports PairEncoder and the config from here
                     from jaket.tasks.relation_classification_predict import FinetunedPairClassifier
 
                     finetuned = FinetunedPairClassifier(model, {

@@ -11,14 +11,15 @@ them, any number of examples each (docs/data.md).
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import torch
 
 from jaket.tasks.fewrel import FewRelData, load_fewrel, read_query_lines
-from jaket.tasks.relation_classification import PairEncoder, RelationClassificationConfig
-from jaket.tasks.variants import Backbone, VariantConfig
+from jaket.tasks.finetuned import FinetunedFormatError, backbone_model, read_finetuned_setting, write_finetuned
+from jaket.tasks.relation_classification import PairEncoder
+from jaket.tasks.settings import RelationClassificationConfig, VariantConfig
+from jaket.tasks.variants import Backbone
 
 TASK = "relation-classification"
 
@@ -34,8 +35,6 @@ class FinetunedPairClassifier:
 
     def save_pretrained(self, directory, config: RelationClassificationConfig) -> Path:
         """Write the fine-tuned folder (replaced atomically)."""
-        from jaket.tasks.finetuned import backbone_model, write_finetuned
-
         variant = self.settings["variant"]
         language = self.model.language
         backbone = Backbone(variant, int(language.hidden_size), language)
@@ -47,8 +46,6 @@ class FinetunedPairClassifier:
     @classmethod
     def from_pretrained(cls, directory) -> "FinetunedPairClassifier":
         """Read a folder written by :meth:`save_pretrained` (safetensors and JSON only)."""
-        from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned_setting
-
         folder, variant = read_finetuned_setting(directory, TASK)
         settings = dict(folder.task_config)
         model = PairEncoder(variant, language=folder.backbone.language)
@@ -88,15 +85,6 @@ class FinetunedPairClassifier:
                 row["gold"] = query.relation
             rows.append(row)
         return rows
-
-
-def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
-    """``jaket predict relation-classification`` arguments (beside ``--model`` and ``--out``)."""
-    parser.add_argument("--support", type=Path, required=True, metavar="FILE",
-                        help="support examples in FewRel's JSON format: {relation: [sentences]}, each "
-                             "relation a candidate answer (docs/data.md)")
-    parser.add_argument("--queries", type=Path, required=True, metavar="FILE",
-                        help="sentences to classify: one JSON object {\"tokens\", \"h\", \"t\"} a line")
 
 
 def predict_rows(model: FinetunedPairClassifier, args) -> list[dict]:

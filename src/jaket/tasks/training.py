@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from jaket.tasks.tracking import TaskProgress
+
 
 def step_done(progress, loss: float) -> None:
     """A training step is done: ``progress`` (a tqdm bar, or None) advances by one, and a
@@ -12,8 +14,6 @@ def step_done(progress, loss: float) -> None:
     if progress is None:
         return
     progress.update(1)
-    from jaket.tasks.tracking import TaskProgress
-
     if isinstance(progress, TaskProgress):
         progress.loss(loss)
 

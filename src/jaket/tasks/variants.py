@@ -32,65 +32,21 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
-from jaket.kg.graph import both_directions
+from jaket.kg.corpus import encode_descriptions
+from jaket.kg.graph import KnowledgeGraph, both_directions
+from jaket.model.fusion import MentionFusion
 from jaket.model.heads import span_mean
+from jaket.model.jaket import JaketModel
+from jaket.model.knowledge import KnowledgeModule
+from jaket.model.language import SplitLanguageModel
+from jaket.model.memory import EntityContextMemory
+from jaket.paths import default_model_path
+from jaket.tasks.settings import (VARIANT_LABELS, VARIANTS, BackboneSettings, VariantConfig,  # noqa: F401
+                                  VariantError)
 
 logger = logging.getLogger(__name__)
-
-VARIANTS = ("lm", "gnn", "lm+g", "lm+g+m", "jaket")
-#: the label of each variant in reports, after the paper's tables
-VARIANT_LABELS = {"lm": "LM only", "gnn": "GNN", "lm+g": "LM+G", "lm+g+m": "LM+G+M", "jaket": "JAKET"}
-
-
-class VariantError(ValueError):
-    """A variant cannot run with the given inputs (e.g. ``jaket`` without a pre-trained model)."""
-
-
-@dataclass
-class VariantConfig:
-    """How to build one comparison setting."""
-
-    variant: str = "lm+g+m"
-    #: base Hugging Face encoder folder (``lm``, ``gnn``, ``lm+g``, ``lm+g+m``); None = bundled MiniLM
-    encoder: Path | None = None
-    #: jointly pre-trained model folder (required by ``jaket``)
-    pretrained: Path | None = None
-    lm1_layers: int | None = None
-    #: structure of the fresh KM of ``gnn`` / ``lm+g`` / ``lm+g+m``; None = that of the
-    #: pre-trained model when one is given (the paper: RoBERTa+GNN(+M) "have the same model
-    #: structure as JAKET"), else 2 layers / 8 heads
-    km_layers: int | None = None
-    km_heads: int | None = None
-    description_max_length: int = 64
-    batch_size: int = 64
-    #: R^context from the relation descriptions (the paper's fine-tuning); False = R = 0, an edge
-    #: then carries only its direction embedding, as in pre-training (an ablation)
-    relation_memory: bool = True
-
-    def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise VariantError(f"unknown variant {self.variant!r}; choose from {', '.join(VARIANTS)}")
-        if self.variant == "jaket" and self.pretrained is None:
-            raise VariantError("variant 'jaket' needs a pre-trained model folder (--model DIR)")
-
-    def km_structure(self) -> dict:
-        """``{"layers", "heads", "composition"}`` of the KM this setting uses."""
-        saved: dict = {}
-        if self.pretrained is not None:
-            import json
-
-            config_path = Path(self.pretrained) / "config.json"
-            try:
-                saved = json.loads(config_path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as error:
-                raise VariantError(f"{config_path}: cannot read the pre-trained model's config: {error}") from None
-        if self.variant == "jaket":  # the saved KM, whatever was asked for
-            return {"layers": int(saved.get("km_layers", 2)), "heads": int(saved.get("km_heads", 8)),
-                    "composition": str(saved.get("composition", "add"))}
-        return {"layers": int(self.km_layers if self.km_layers is not None else saved.get("km_layers", 2)),
-                "heads": int(self.km_heads if self.km_heads is not None else saved.get("km_heads", 8)),
-                "composition": str(saved.get("composition", "add"))}
 
 
 @dataclass
@@ -99,9 +55,9 @@ class Backbone:
 
     variant: str
     hidden_size: int
-    language: nn.Module | None = None  # SplitLanguageModel (None for gnn)
-    knowledge: nn.Module | None = None  # KnowledgeModule (None for lm)
-    fusion: nn.Module | None = None  # MentionFusion (KGQA)
+    language: SplitLanguageModel | None = None  # None for gnn
+    knowledge: KnowledgeModule | None = None  # None for lm
+    fusion: MentionFusion | None = None  # KGQA
     #: ``jaket`` only: the pre-trained entity-category head and the category names it predicts
     category_head: nn.Module | None = None
     category_names: tuple[str, ...] = ()
@@ -118,34 +74,9 @@ class Backbone:
         return self
 
 
-@dataclass(kw_only=True)
-class BackboneSettings:
-    """The backbone fields every task config shares; ``variant_config`` turns them into the
-    :class:`VariantConfig` of one comparison setting."""
-
-    #: base Hugging Face encoder folder; None = the bundled MiniLM
-    encoder: Path | None = None
-    #: jointly pre-trained model folder (enables ``jaket``)
-    pretrained: Path | None = None
-    #: structure of the fresh KM; None = the pre-trained model's, else 2 layers / 8 heads
-    km_layers: int | None = None
-    km_heads: int | None = None
-    description_max_length: int = 64
-    #: False: R = 0 (an ablation, see :class:`VariantConfig`)
-    relation_memory: bool = True
-
-    def variant_config(self, variant: str) -> VariantConfig:
-        return VariantConfig(variant=variant, encoder=self.encoder, pretrained=self.pretrained,
-                             km_layers=self.km_layers, km_heads=self.km_heads,
-                             description_max_length=self.description_max_length,
-                             relation_memory=self.relation_memory)
-
-
 def _encoder_path(config: VariantConfig) -> Path:
     if config.encoder is not None:
         return Path(config.encoder)
-    from jaket.paths import default_model_path
-
     return default_model_path()
 
 
@@ -160,16 +91,11 @@ def load_backbone(config: VariantConfig, seed: int = 0, *, need_language: bool =
 def _load_backbone(config: VariantConfig, seed: int, need_language: bool) -> Backbone:
     torch.manual_seed(seed)
     if config.variant == "jaket":
-        from jaket.model.jaket import JaketModel
-
         model = JaketModel.from_pretrained(config.pretrained).train()  # the tasks set the mode
         language = model.language
         return Backbone("jaket", int(language.hidden_size), language, model.knowledge,
                         model.fusion, category_head=model.category_head,
                         category_names=tuple(model.config.category_names or ()))
-    from jaket.model.knowledge import KnowledgeModule
-    from jaket.model.language import SplitLanguageModel
-
     language = None
     if need_language or config.variant in ("lm", "lm+g+m"):
         language = SplitLanguageModel.from_pretrained(_encoder_path(config), lm1_layers=config.lm1_layers)
@@ -186,8 +112,6 @@ def _load_backbone(config: VariantConfig, seed: int, need_language: bool) -> Bac
                                 composition=structure["composition"])
     fusion = None
     if language is not None:
-        from jaket.model.fusion import MentionFusion
-
         fusion = MentionFusion(hidden)
     return Backbone(config.variant, hidden, language if config.variant != "gnn" else None, knowledge, fusion)
 
@@ -209,14 +133,10 @@ def full_graph(kg, triple_mask: np.ndarray | None = None) -> tuple[torch.Tensor,
 
 
 @torch.no_grad()
-def description_features(language, texts: list[str], names: list[str], *, full: bool,
+def description_features(language: SplitLanguageModel, texts: list[str], names: list[str], *, full: bool,
                          max_length: int = 64, batch_size: int = 64, desc: str = "descriptions") -> torch.Tensor:
     """``(Z_s + Z_o) / 2`` of each description at the first mention of its name (Eq. 7);
     ``full=True`` reads it through LM1 and LM2 (the ``lm`` setting), otherwise LM1 only."""
-    from tqdm.auto import tqdm
-
-    from jaket.kg.corpus import encode_descriptions
-
     language.eval()
     device = next(language.parameters()).device
     out = []
@@ -245,7 +165,7 @@ class FrozenMemory:
         return FrozenMemory(self.entities.to(device), self.relations.to(device))
 
 
-def kg_memory(backbone: Backbone, kg, seed: int = 0, *, max_length: int = 64,
+def kg_memory(backbone: Backbone, kg: KnowledgeGraph, seed: int = 0, *, max_length: int = 64,
               batch_size: int = 64, relation_memory: bool = True) -> FrozenMemory:
     """The memory a setting starts from on ``kg``.
 
@@ -263,7 +183,7 @@ def kg_memory(backbone: Backbone, kg, seed: int = 0, *, max_length: int = 64,
     return memory
 
 
-def _kg_memory(backbone: Backbone, kg, seed: int, *, max_length: int, batch_size: int) -> FrozenMemory:
+def _kg_memory(backbone: Backbone, kg: KnowledgeGraph, seed: int, *, max_length: int, batch_size: int) -> FrozenMemory:
     n, p, f = int(kg.num_entities), int(kg.num_relations), backbone.hidden_size
     if backbone.variant in ("gnn", "lm+g"):
         generator = torch.Generator().manual_seed(10_000 + seed)
@@ -272,8 +192,6 @@ def _kg_memory(backbone: Backbone, kg, seed: int, *, max_length: int, batch_size
     if language is None:
         raise VariantError(f"variant {backbone.variant!r} has no language module")
     if backbone.variant != "lm":  # E^context / R^context by LM1, the code pre-training uses
-        from jaket.model.memory import EntityContextMemory
-
         memory = EntityContextMemory.from_kg(language, kg, batch_size=batch_size, max_length=max_length,
                                              progress=True)
         return FrozenMemory(memory.entity_rows(torch.arange(n)).clone(), memory.relation_rows().clone())

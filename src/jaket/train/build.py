@@ -10,7 +10,16 @@ import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from jaket.kg.corpus import EncodedCorpus
+import torch
+
+from jaket.kg.corpus import EncodedCorpus, MentionCorpus
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.io import CORPUS, load_corpus
+from jaket.kg.sources.registry import build_source
+from jaket.model.config import STRUCTURE_FIELDS
+from jaket.model.jaket import ENCODER_DIR, JaketModel, check_fits_encoder, encoder_shape
+from jaket.model.memory import EntityContextMemory
+from jaket.paths import default_model_path
 from jaket.train.config import PretrainConfig
 
 log = logging.getLogger(__name__)
@@ -18,7 +27,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class PretrainData:
-    kg: object
+    kg: KnowledgeGraph
     train: EncodedCorpus | None  # None: no corpus, the KG tasks only
     heldout: EncodedCorpus | None
     pad_id: int
@@ -33,7 +42,8 @@ class PretrainData:
         return self.train is not None
 
 
-def prepare_data(kg, corpus, tokenizer, config: PretrainConfig, report: dict | None = None) -> PretrainData:
+def prepare_data(kg: KnowledgeGraph, corpus: MentionCorpus | None, tokenizer, config: PretrainConfig,
+                 report: dict | None = None) -> PretrainData:
     """Split the corpus (held-out share for the final evaluation) and tokenise both parts;
     mentions lost to truncation or alignment are counted in the report and logged. ``corpus``
     None (a KG without texts): no text on either side, the report says so."""
@@ -75,7 +85,7 @@ def _corpus_name(config: PretrainConfig) -> str:
     return str(Path(data.path) / "corpus.jsonl") if data.source == "dir" else f"the {data.source} corpus"
 
 
-def tasks_run(kg, has_texts: bool, config: PretrainConfig) -> list[str]:
+def tasks_run(kg: KnowledgeGraph, has_texts: bool, config: PretrainConfig) -> list[str]:
     """The pre-training tasks this KG and corpus give examples to (weight > 0): ``category``
     (some entity has a category), ``relation`` (the KG has triples), ``mlm`` and ``entity`` (texts;
     mentions are checked by :func:`check_pretraining_data`)."""
@@ -86,7 +96,7 @@ def tasks_run(kg, has_texts: bool, config: PretrainConfig) -> list[str]:
     return [name for name, on in has.items() if on]
 
 
-def check_pretraining_data(kg, corpus, config: PretrainConfig) -> None:
+def check_pretraining_data(kg: KnowledgeGraph, corpus: MentionCorpus | None, config: PretrainConfig) -> None:
     """Refuse, with the file and a remedy, a KG or corpus on which a task would silently vanish or
     the sampler fail: no entity, no triple, no text, no mention (masked entity prediction on).
     ``corpus`` None (a KG-only run) needs a KG task with examples."""
@@ -122,11 +132,8 @@ def _require_texts(name: str, texts: int, mentions: int, config: PretrainConfig,
             f"task off with --set tasks.weight_entity=0")
 
 
-def load_kg_and_corpus(config: PretrainConfig):
+def load_kg_and_corpus(config: PretrainConfig) -> tuple[KnowledgeGraph, MentionCorpus | None, dict]:
     """``(kg, corpus, report)`` named by ``config.data`` (checked by :func:`check_pretraining_data`)."""
-    from jaket.kg.io import CORPUS, load_corpus
-    from jaket.kg.sources.registry import build_source
-
     data = config.data
     if data.corpus is not None and not Path(data.corpus).is_file():
         raise PretrainDataError(f"{data.corpus}: no such corpus file (data.corpus); create it "
@@ -158,15 +165,10 @@ def load_kg_and_corpus(config: PretrainConfig):
     return kg, corpus, report
 
 
-def build_model(config: PretrainConfig, kg):
+def build_model(config: PretrainConfig, kg: KnowledgeGraph) -> JaketModel:
     """A JaketModel of ``config.model`` for ``kg`` (:meth:`JaketConfig.for_kg`), with its (empty)
     entity context memory attached; with ``config.init`` the folder's encoder, structure
     (:data:`STRUCTURE_FIELDS`) and weights."""
-    from jaket.model.config import STRUCTURE_FIELDS
-    from jaket.model.jaket import ENCODER_DIR, JaketModel, check_fits_encoder, encoder_shape
-    from jaket.model.memory import EntityContextMemory
-    from jaket.paths import default_model_path
-
     jcfg = config.model.for_kg(kg)
     start = JaketModel.from_pretrained(config.init, load_memory=False) if config.init is not None else None
     if start is not None:  # the folder's structure wins: its weights must fit
@@ -189,13 +191,11 @@ def build_model(config: PretrainConfig, kg):
     return model
 
 
-def continue_from(model, start, where) -> None:
+def continue_from(model: JaketModel, start: JaketModel, where) -> None:
     """Load ``start``'s weights (a jaket model folder, ``--init``) into ``model`` wherever the shapes
     agree; the rest (the category and relation heads of a KG with other categories or relations)
     keeps its fresh initialisation, and the log names it. The language module comes from the
     folder's ``encoder/`` already."""
-    import torch
-
     own = model.state_dict()
     loaded = {k: v for k, v in start.state_dict().items()
               if not k.startswith("language.") and k in own and own[k].shape == v.shape}

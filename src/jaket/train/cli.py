@@ -109,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.resume and args.overwrite:
         raise UsageError("--resume and --overwrite contradict each other: continue the run or "
                          "replace it")
-    from jaket.train.pretrain import pretrain
+    from jaket.train.pretrain import pretrain  # the model (torch_geometric), loaded when the command runs
 
     summary = pretrain(config, args.out, resume=args.resume or False, progress=not args.no_progress,
                        overwrite=args.overwrite, device=device)

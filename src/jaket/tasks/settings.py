@@ -1,0 +1,244 @@
+"""The comparison settings and every task's config: plain dataclasses, no model code.
+
+The paper's five settings (``lm``, ``gnn``, ``lm+g``, ``lm+g+m``, ``jaket``; what each builds is in
+:mod:`jaket.tasks.variants`) and the typed config of each task live here, apart from the code that
+builds and trains the models, so the command line reads their defaults (``jaket --help``) without
+importing the model (``torch_geometric`` alone takes seconds to import). Each task module re-exports
+its config (``from jaket.tasks.kgqa import KGQAConfig`` works).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+VARIANTS = ("lm", "gnn", "lm+g", "lm+g+m", "jaket")
+#: the label of each variant in reports, after the paper's tables
+VARIANT_LABELS = {"lm": "LM only", "gnn": "GNN", "lm+g": "LM+G", "lm+g+m": "LM+G+M", "jaket": "JAKET"}
+
+
+class VariantError(ValueError):
+    """A variant cannot run with the given inputs (e.g. ``jaket`` without a pre-trained model)."""
+
+
+@dataclass
+class VariantConfig:
+    """How to build one comparison setting."""
+
+    variant: str = "lm+g+m"
+    #: base Hugging Face encoder folder (``lm``, ``gnn``, ``lm+g``, ``lm+g+m``); None = bundled MiniLM
+    encoder: Path | None = None
+    #: jointly pre-trained model folder (required by ``jaket``)
+    pretrained: Path | None = None
+    lm1_layers: int | None = None
+    #: structure of the fresh KM of ``gnn`` / ``lm+g`` / ``lm+g+m``; None = that of the
+    #: pre-trained model when one is given (the paper: RoBERTa+GNN(+M) "have the same model
+    #: structure as JAKET"), else 2 layers / 8 heads
+    km_layers: int | None = None
+    km_heads: int | None = None
+    description_max_length: int = 64
+    batch_size: int = 64
+    #: R^context from the relation descriptions (the paper's fine-tuning); False = R = 0, an edge
+    #: then carries only its direction embedding, as in pre-training (an ablation)
+    relation_memory: bool = True
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise VariantError(f"unknown variant {self.variant!r}; choose from {', '.join(VARIANTS)}")
+        if self.variant == "jaket" and self.pretrained is None:
+            raise VariantError("variant 'jaket' needs a pre-trained model folder (--model DIR)")
+
+    def km_structure(self) -> dict:
+        """``{"layers", "heads", "composition"}`` of the KM this setting uses."""
+        saved: dict = {}
+        if self.pretrained is not None:
+            import json
+
+            config_path = Path(self.pretrained) / "config.json"
+            try:
+                saved = json.loads(config_path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as error:
+                raise VariantError(f"{config_path}: cannot read the pre-trained model's config: {error}") from None
+        if self.variant == "jaket":  # the saved KM, whatever was asked for
+            return {"layers": int(saved.get("km_layers", 2)), "heads": int(saved.get("km_heads", 8)),
+                    "composition": str(saved.get("composition", "add"))}
+        return {"layers": int(self.km_layers if self.km_layers is not None else saved.get("km_layers", 2)),
+                "heads": int(self.km_heads if self.km_heads is not None else saved.get("km_heads", 8)),
+                "composition": str(saved.get("composition", "add"))}
+
+
+@dataclass(kw_only=True)
+class BackboneSettings:
+    """The backbone fields every task config shares; ``variant_config`` turns them into the
+    :class:`VariantConfig` of one comparison setting."""
+
+    #: base Hugging Face encoder folder; None = the bundled MiniLM
+    encoder: Path | None = None
+    #: jointly pre-trained model folder (enables ``jaket``)
+    pretrained: Path | None = None
+    #: structure of the fresh KM; None = the pre-trained model's, else 2 layers / 8 heads
+    km_layers: int | None = None
+    km_heads: int | None = None
+    description_max_length: int = 64
+    #: False: R = 0 (an ablation, see :class:`VariantConfig`)
+    relation_memory: bool = True
+
+    def variant_config(self, variant: str) -> VariantConfig:
+        return VariantConfig(variant=variant, encoder=self.encoder, pretrained=self.pretrained,
+                             km_layers=self.km_layers, km_heads=self.km_heads,
+                             description_max_length=self.description_max_length,
+                             relation_memory=self.relation_memory)
+
+
+# ----------------------------------------------------------------------------- the task configs
+
+
+@dataclass
+class EntityClassificationConfig(BackboneSettings):
+    variants: tuple[str, ...] = ("lm", "gnn", "lm+g+m", "jaket")
+    train_fractions: tuple[float, ...] = (1.0, 0.2, 0.05)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    split: tuple[float, float, float] = (0.2, 0.2, 0.6)
+    epochs: int = 150
+    head_lr: float = 1e-3
+    km_lr: float = 5e-4
+    weight_decay: float = 0.01
+    dropout: float = 0.2
+    min_class_size: int = 1  # categories with fewer labelled entities are kept but reported
+    #: stop when the dev accuracy has not improved for this many epochs (None: run every epoch)
+    patience: int | None = None
+    #: "fresh": a new classifier, as the paper; "category": the ``jaket`` setting's classifier
+    #: starts from the pre-trained category head (pre-training task 1) for the categories it
+    #: shares by name with KG' (:func:`category_prior`); other settings have no such head
+    head_init: Literal["fresh", "category"] = "fresh"
+
+    def check(self) -> list[tuple[str, str]]:
+        """``(key, problem)`` of every value that is well-typed but unusable."""
+        problems = [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
+                    for v in self.variants if v not in VARIANTS]
+        problems += [("train_fractions", f"{f} is not in (0, 1]") for f in self.train_fractions if not 0 < f <= 1]
+        if len(self.split) != 3 or abs(sum(self.split) - 1.0) > 1e-6 or min(self.split, default=0) < 0:
+            problems.append(("split", f"three non-negative fractions summing to 1 (train, dev, test), got {list(self.split)}"))
+        for key in ("epochs", "patience"):
+            value = getattr(self, key)
+            if value is not None and value < 1:
+                problems.append((key, f"must be at least 1, got {value}"))
+        if self.head_lr <= 0:
+            problems.append(("head_lr", f"must be positive, got {self.head_lr}"))
+        if self.km_lr < 0:
+            problems.append(("km_lr", f"must be positive, or 0 to freeze the KM (a linear probe), got {self.km_lr}"))
+        if not 0 <= self.dropout < 1:
+            problems.append(("dropout", f"must be in [0, 1), got {self.dropout}"))
+        return problems
+
+
+#: link prediction's scoring functions and the metric they score with
+SCORERS = ("distmult", "transe", "rotate")
+METRICS = ("native", "cosine")
+#: the defaults of ``--train-encoder`` where they differ from the frozen mode's: the settings of
+#: the documented WN18RR run (docs/results.md), 55 CPU-minutes of training on one thread
+TRAIN_ENCODER_DEFAULTS = {"scorers": ("rotate",), "steps": 3500, "batch_size": 64, "fanouts": (5, 5),
+                          "description_max_length": 32, "encoder_lr": 1e-4, "queue_batches": 8,
+                          "refresh_initial": 150, "budget_cpu_seconds": 3300.0}
+
+
+@dataclass
+class LinkPredictionConfig(BackboneSettings):
+    variants: tuple[str, ...] = ("lm+g+m",)
+    scorers: tuple[str, ...] = ("distmult", "transe")
+    seeds: tuple[int, ...] = (0,)
+    steps: int = 300
+    batch_size: int = 256
+    #: uniformly drawn entities shared by a step's batch, each scored as tail and as head
+    negatives: int = 256
+    #: neighbours sampled per hop around a step's entities (training; evaluation reads the whole graph)
+    fanouts: tuple[int, ...] = (10, 10)
+    #: also score each positive against its own head as a tail and its own tail as a head: with
+    #: description-based entity vectors the query entity is the nearest one to itself, and
+    #: uniform negatives almost never contain it (the "self-negatives" of text-based KG completion)
+    self_negatives: bool = True
+    lr: float = 1e-3
+    km_lr: float = 5e-4
+    eval_batch_size: int = 256
+    max_eval_triples: int | None = None
+    holdout_fraction: float = 0.0
+    #: fine-tune LM1 on the descriptions with a contrastive loss (:mod:`jaket.tasks.link_training`);
+    #: False = the frozen memory (the paper's fine-tuning, the quick default)
+    train_encoder: bool = False
+    #: learning rate of LM1 (``train_encoder``)
+    encoder_lr: float = 5e-5
+    #: initial temperature tau of the contrastive loss (learned) and its additive margin
+    temperature: float = 0.05
+    margin: float = 0.02
+    #: previous steps whose entity vectors are extra negatives (0 = in-batch negatives only)
+    queue_batches: int = 0
+    #: Eq. 11 for the full memory refresh while LM1 trains: the first after ``refresh_initial``
+    #: steps, then intervals growing by ``refresh_growth`` (0 = only the batch's own rows follow LM1)
+    refresh_initial: int = 200
+    refresh_growth: int = 2
+    #: graph-neighbourhood hard negatives per training triple (``train_encoder``; 0 = none)
+    hard_negatives: int = 0
+    #: bf16 autocast for LM1 (``train_encoder``: its steps and refreshes)
+    bf16: bool = False
+    #: stop training (``train_encoder``) once this many process CPU seconds are spent (None = run
+    #: every step): equal-CPU-time comparisons on a shared machine
+    budget_cpu_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        for s in self.scorers:
+            if s not in SCORERS:
+                raise ValueError(f"unknown scorer {s!r}; choose from {', '.join(SCORERS)}")
+        if self.train_encoder:
+            without = [v for v in self.variants if v not in ("lm", "lm+g+m", "jaket")]
+            if without:
+                raise ValueError(f"--train-encoder trains the LM1 that computes the memory: settings lm (LM1 "
+                                 f"without KM), lm+g+m and jaket only, not {', '.join(without)}")
+
+
+@dataclass
+class KGQAConfig(BackboneSettings):
+    variants: tuple[str, ...] = ("lm", "lm+g+m", "jaket")
+    kg_settings: tuple[str, ...] = ("full", "50%")
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    steps: int = 300
+    batch_size: int = 16
+    lr: float = 3e-5
+    head_lr: float = 1e-3
+    km_lr: float = 5e-4
+    max_length: int = 48
+    #: train / selection / test shares of the questions, per seed, when no split is given
+    split: tuple[float, float, float] = (0.6, 0.1, 0.3)
+    max_candidates: int = 2000
+    #: Hits@1 on the selection questions every N steps (and after the last), best state kept; 0 = off
+    select_every: int = 100
+    #: selection questions read at each of those checks (the first N of the selection part)
+    max_selection: int = 500
+    #: False: one KM pass over the whole KG per step (the reference for the subgraph pass)
+    subgraph: bool = True
+    #: > 0: training samples at most this many in-edges per node and hop of the step's subgraph
+    #: (seeded; like pre-training's fan-out), 0 = every edge, exact; evaluation always reads every edge
+    km_fanout: int = 0
+
+
+@dataclass
+class RelationClassificationConfig:
+    variants: tuple[str, ...] = ("lm", "jaket")
+    settings: tuple[tuple[int, int], ...] = ((5, 1), (5, 5))
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    num_train_relations: int = 3
+    train_relations: tuple[str, ...] | None = None  # explicit list overrides the count
+    #: with separate training data: drop its relations that are also evaluation relations
+    #: (otherwise such an overlap is an error)
+    drop_overlap: bool = False
+    train_steps: int = 150
+    train_way: int = 3
+    train_shot: int = 1
+    episodes: int = 1000
+    max_length: int = 128
+    lr: float = 2e-5
+    head_lr: float = 1e-3
+    encoder: Path | None = None
+    pretrained: Path | None = None
+    #: bf16 autocast for the encoder (:func:`jaket.model.device.autocast`); the score head is fp32
+    bf16: bool = False

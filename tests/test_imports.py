@@ -1,0 +1,139 @@
+"""The floor plan of the whole package (docs/design.md, "Who may import what"): jaket's own modules
+are imported at module level, the layers go one way, and `jaket --help` stays fast.
+
+A function-level ``from jaket...`` import is allowed only in a command-line module (``cli.py``,
+``*_cli.py``, ``demo.py``: a command loads the task it runs when it runs), or when the import
+(or the comment line right above it) says why: ``# cycle: ...`` for an import that would close a
+real cycle (checked: the imported module does import this one), ``# --help: ...`` for a module that
+``jaket --help`` loads and whose function needs the model (torch_geometric takes seconds)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "jaket"
+#: the layers, lowest first; a module imports only from its own layer and the ones before it
+LAYERS = {"base": 0, "kg": 1, "model": 2, "train": 3, "tasks": 4, "bench": 5, "command": 6}
+BASE = {"jaket", "jaket.atomic", "jaket.errors", "jaket.fields", "jaket.paths"}
+COMMAND = {"jaket.cli", "jaket.demo", "jaket.__main__"}
+REASONS = ("# cycle:", "# --help:")
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _layer(module: str) -> int:
+    if module in BASE:
+        return LAYERS["base"]
+    if module in COMMAND:
+        return LAYERS["command"]
+    return LAYERS[module.split(".")[1]]
+
+
+def _is_command_module(path: Path) -> bool:
+    return path.name in ("cli.py", "demo.py") or path.name.endswith("_cli.py")
+
+
+def _imported(node: ast.AST) -> list[str]:
+    """The jaket modules an import statement loads (``from jaket.tasks import report`` -> the
+    module ``jaket.tasks.report`` when it is one)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.split(".")[0] == "jaket"]
+    if not isinstance(node, ast.ImportFrom) or node.level or not node.module or node.module.split(".")[0] != "jaket":
+        return []
+    names = []
+    for alias in node.names:
+        candidate = f"{node.module}.{alias.name}"
+        path = SRC.joinpath(*candidate.split("."))
+        names.append(candidate if path.with_suffix(".py").is_file() or path.is_dir() else node.module)
+    return names
+
+
+def _scan() -> dict[str, dict]:
+    """Per module: its module-level jaket imports and its function-level ones ``(line, module,
+    reason)`` (the reason: the ``# cycle:`` / ``# --help:`` comment, if any)."""
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        tree = ast.parse("\n".join(lines))
+        top: set[str] = set()
+        for statement in tree.body:
+            body = statement.body if isinstance(statement, ast.If) else [statement]  # if TYPE_CHECKING:
+            for node in body:
+                if not (isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test)):
+                    top.update(_imported(node))
+        inner = []
+        for function in ast.walk(tree):
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(function):
+                    for name in _imported(node):
+                        here, above = lines[node.lineno - 1], lines[node.lineno - 2].strip()
+                        reason = next((r for r in REASONS if r in here or above.startswith(r)), None)
+                        inner.append((node.lineno, name, reason))
+        modules[_module(path)] = {"path": path, "top": top, "inner": sorted(set(inner))}
+    return modules
+
+
+def _reaches(graph: dict[str, dict], start: str, goal: str) -> bool:
+    seen, todo = set(), [start]
+    while todo:
+        module = todo.pop()
+        if module == goal:
+            return True
+        if module not in seen:
+            seen.add(module)
+            todo.extend(graph.get(module, {}).get("top", ()))
+    return False
+
+
+def test_jaket_is_imported_at_module_level_outside_the_command_modules():
+    modules = _scan()
+    assert {"jaket.tasks.variants", "jaket.model.jaket", "jaket.train.build"} <= set(modules)
+    lazy = {m: [(line, name) for line, name, reason in info["inner"] if reason is None]
+            for m, info in modules.items() if not _is_command_module(info["path"])}
+    assert not {m: v for m, v in lazy.items() if v}, "function-level imports of jaket without a reason"
+
+
+def test_a_cycle_comment_names_a_real_cycle():
+    modules = _scan()
+    cycles = [(m, line, name) for m, info in modules.items() for line, name, reason in info["inner"]
+              if reason == "# cycle:"]
+    assert cycles, "the known cycles (e.g. link_prediction <-> link_predictor) are marked"
+    for module, line, name in cycles:
+        assert _reaches(modules, name, module), f"{module}:{line}: {name} does not import {module}: no cycle"
+
+
+def test_the_layers_go_one_way_and_the_module_level_imports_have_no_cycle():
+    modules = _scan()
+    for module, info in modules.items():
+        upward = sorted(m for m in info["top"] if _layer(m) > _layer(module))
+        assert not upward, f"{module} imports the later layer(s) {upward}"
+    state: dict[str, str] = {}
+
+    def visit(module: str, path: list[str]) -> None:
+        if state.get(module) == "done":
+            return
+        assert state.get(module) != "open", "import cycle: " + " -> ".join(path + [module])
+        state[module] = "open"
+        for other in sorted(modules.get(module, {}).get("top", ())):
+            visit(other, path + [module])
+        state[module] = "done"
+
+    for module in modules:
+        visit(module, [])
+
+
+def test_jaket_help_does_not_load_the_model():
+    """Every command registers at start-up; none may pull torch_geometric (seconds) into that."""
+    code = ("import sys, jaket.cli; jaket.cli.build_parser(); "
+            "print(sorted(m for m in ('torch_geometric', 'jaket.model.jaket', 'jaket.model.knowledge', "
+            "'jaket.tasks.variants', 'jaket.train.pretrain') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
