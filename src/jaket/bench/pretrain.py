@@ -29,6 +29,7 @@ import time
 import torch
 
 from jaket.bench.model import encoder_flops_per_sequence
+from jaket.model.language import SplitLanguageModel
 from jaket.model.memory import refresh_steps
 from jaket.train.batching import batch_loader
 from jaket.train.config import load_config
@@ -90,7 +91,7 @@ def pipeline_figures(trainer, steps: int, workers: list[int]) -> dict:
     return figures
 
 
-def _per_item_costs(language, batch: int = 16) -> dict:
+def _per_item_costs(language: SplitLanguageModel, batch: int = 16) -> dict:
     """Seconds per 64-token description (LM1 forward, no_grad), per 128-token text forward
     (LM1 + LM2, no_grad) and per 128-token text forward + backward, measured interleaved,
     median of 3 after a warm-up."""

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import CACHE_DIR, load_kg, save_kg
 from jaket.kg.sampling import sample_neighbors
 from jaket.kg.sources.wordnet import full_wordnet_kg
@@ -50,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--random-seed", type=int, default=0)
 
 
-def python_loop_sample(kg, seeds: np.ndarray, fanouts, generator: np.random.Generator):
+def python_loop_sample(kg: KnowledgeGraph, seeds: np.ndarray, fanouts, generator: np.random.Generator):
     """The baseline: the same k-hop fixed fan-out sampling, one node at a time in Python."""
     adjacency = kg.adjacency
     indptr, neighbors = adjacency.indptr, adjacency.neighbors

@@ -266,7 +266,8 @@ def rank_candidates(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGrap
             yield cand, (entities[torch.from_numpy(cand).to(device)] @ qv[row]).cpu().numpy()
 
 
-def hits_at_1(model, memory, graph: QAGraph, questions: list[QAExample], candidates, config) -> dict:
+def hits_at_1(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, questions: list[QAExample],
+              candidates: list[np.ndarray], config: KGQAConfig) -> dict:
     """Hits@1 per hop count and over all (a question without candidates is a miss)."""
     hits: dict[int, list[float]] = {}
     for q, (cand, scores) in zip(questions, rank_candidates(model, memory, graph, questions, candidates, config)):

@@ -38,6 +38,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from jaket.kg.graph import KnowledgeGraph
 from jaket.model.device import autocast, module_device
 from jaket.model.jaket import JaketModel
 from jaket.model.language import SplitLanguageModel
@@ -274,7 +275,7 @@ def write_report(results: dict, out_dir: Path) -> None:
     rep.write_text_atomic(out_dir / "report.md", "\n".join(text))
 
 
-def kg_relation_instances(kg, per_relation: int = 100, min_per_relation: int = 20, seed: int = 0,
+def kg_relation_instances(kg: KnowledgeGraph, per_relation: int = 100, min_per_relation: int = 20, seed: int = 0,
                           max_gloss_words: int = 20) -> FewRelData:
     """A FewRel-format few-shot set built from a KG (the embedded default, for WordNet).
 

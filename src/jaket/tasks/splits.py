@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import KGFormatError, Problem
 
 SPLIT_NAMES = ("train", "dev", "test")
@@ -50,14 +51,14 @@ class EntitySplits:
     def labelled_by_files(self) -> bool:
         return self.label_names is not None
 
-    def relabel(self, kg):
+    def relabel(self, kg: KnowledgeGraph) -> KnowledgeGraph:
         """``kg`` with the files' labels as its categories (only when the files carry labels)."""
         if self.label_names is None:
             return kg
         return dataclasses.replace(kg, entity_category=self.labels, category_names=list(self.label_names))
 
 
-def read_entity_file(path, kg, problems: list[Problem]) -> list[EntityRow]:
+def read_entity_file(path, kg: KnowledgeGraph, problems: list[Problem]) -> list[EntityRow]:
     """The rows of one split (or entity list) file; problems are appended, bad lines left out."""
     path = Path(path)
     try:
@@ -110,7 +111,7 @@ def read_entity_file(path, kg, problems: list[Problem]) -> list[EntityRow]:
     return rows
 
 
-def read_entity_list(path, kg) -> np.ndarray:
+def read_entity_list(path, kg: KnowledgeGraph) -> np.ndarray:
     """Entity indices of a file of entity ids (split-file format; labels are ignored)."""
     problems: list[Problem] = []
     rows = read_entity_file(path, kg, problems)
@@ -119,7 +120,7 @@ def read_entity_list(path, kg) -> np.ndarray:
     return np.asarray([r.entity for r in rows], dtype=np.int64)
 
 
-def read_splits(kg, train, dev, test=None) -> EntitySplits:
+def read_splits(kg: KnowledgeGraph, train, dev, test=None) -> EntitySplits:
     """The user's splits of ``kg`` (module docstring). ``train`` and ``dev`` are required (dev
     selects the epoch and stops training early); without ``test`` nothing is tested."""
     paths = {"train": train, "dev": dev, "test": test}

@@ -37,6 +37,7 @@ from safetensors.torch import load_file, save_file
 
 from jaket.atomic import atomic_directory, write_json, write_text
 from jaket.fields import Bool, NonNegativeFloat, NonNegativeInt, describe_errors
+from jaket.kg.graph import KnowledgeGraph
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,7 @@ def _optimizer_state(tensors: dict, meta: dict) -> dict:
 
 
 # ------------------------------------------------------------------------ what a checkpoint is for
-def kg_signature(kg) -> dict:
+def kg_signature(kg: KnowledgeGraph) -> dict:
     """Sizes of ``kg`` and a SHA-256 of its entity and relation ids (in order): what a checkpoint's
     rows and heads are indexed by."""
     digest = hashlib.sha256()

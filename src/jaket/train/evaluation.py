@@ -9,13 +9,15 @@ import torch
 
 from jaket.kg.corpus import collate_texts
 from jaket.kg.sampling import sample_neighbors
+from jaket.model.jaket import JaketModel
+from jaket.train.build import PretrainData
 
 
 @torch.no_grad()
-def masked_entity_accuracy(model, data, max_texts: int, batch_size: int) -> dict:
+def masked_entity_accuracy(model: JaketModel, data: PretrainData, max_texts: int, batch_size: int) -> dict:
     """Every mention of the first ``max_texts`` held-out texts removed, its entity ranked
     against every memory row (top-1 and top-10); baseline = always the most frequent entity of
-    the training mentions. ``data``: :class:`jaket.train.build.PretrainData`."""
+    the training mentions."""
     kg = data.kg
     device = model.device
     began = time.perf_counter()

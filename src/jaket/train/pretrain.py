@@ -36,6 +36,7 @@ import torch
 
 from jaket.atomic import write_json, write_text
 from jaket.model.device import resolve_device
+from jaket.model.jaket import JaketModel
 from jaket.model.memory import refresh_steps
 from jaket.train.batching import (LENGTH_WINDOW, BatchBuilder, StepBatch, batch_loader,  # noqa: F401
                                   text_batch_indices)
@@ -69,7 +70,7 @@ class Pretrainer:
     step's data.
     """
 
-    def __init__(self, config: PretrainConfig, model, data: PretrainData, out_dir: str | Path,
+    def __init__(self, config: PretrainConfig, model: JaketModel, data: PretrainData, out_dir: str | Path,
                  device: str | torch.device | None = "cpu", accelerator=None):
         self.config = config
         self.accelerator = accelerator or make_accelerator(config, resolve_device(device), out_dir)

@@ -27,6 +27,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from jaket.kg.graph import KnowledgeGraph
+
 
 def mask_tokens(input_ids: torch.Tensor, special_mask: torch.Tensor, mask_token_id: int,
                 vocab_size: int, probability: float = 0.15, generator: torch.Generator | None = None
@@ -64,7 +66,7 @@ def choose_masked_mentions(num_mentions: int, probability: float = 0.15,
     return ~removed
 
 
-def entity_candidates(kg, entities: np.ndarray, hard: int, random: int,
+def entity_candidates(kg: KnowledgeGraph, entities: np.ndarray, hard: int, random: int,
                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Candidates (k, 1 + hard + random) int64 and a validity mask of the same shape.
 
@@ -102,7 +104,7 @@ def candidate_loss(query: torch.Tensor, candidate_rows: torch.Tensor, valid: tor
     return loss, accuracy
 
 
-def sample_relation_pairs(kg, entities: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+def sample_relation_pairs(kg: KnowledgeGraph, entities: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
     """Up to ``count`` triple indices whose head and tail are both in ``entities``; when fewer exist
     among them, triples touching ``entities`` (the other end then joins the seeds)."""
     if kg.num_triples == 0 or count <= 0:
@@ -122,7 +124,7 @@ def sample_relation_pairs(kg, entities: np.ndarray, count: int, rng: np.random.G
 class PairIndex:
     """Which triples join the same two entities (in either direction), for hiding whole pairs."""
 
-    def __init__(self, kg):
+    def __init__(self, kg: KnowledgeGraph):
         triples = np.asarray(kg.triples, dtype=np.int64).reshape(-1, 3)
         low = np.minimum(triples[:, 0], triples[:, 2])
         high = np.maximum(triples[:, 0], triples[:, 2])
