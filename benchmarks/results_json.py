@@ -23,7 +23,13 @@ TASK_RUNS = {
     "kgqa_metaqa_jaket": "metaqa-1hop-jaket/metrics.json",
     "relation_classification_fewrel": "fewrel-reference/metrics.json",
     "link_prediction_wn18rr": "lp-reference/metrics.json",
-    "link_prediction_wn18rr_train_encoder": "lp-train-encoder/metrics.json",
+    "link_prediction_wn18rr_train_encoder": "lp-train-encoder/jaket/metrics.json",
+}
+
+#: results.json key -> table.json of ``benchmarks.seed_tables`` (per-seed runs joined and paired)
+SEED_TABLES = {
+    "kgqa_metaqa_table": "metaqa/table/table.json",
+    "relation_classification_fewrel_nyt_table": "fewrel-nyt/table/table.json",
 }
 
 
@@ -60,6 +66,13 @@ def collect(runs: Path, previous: dict) -> dict:
             "accuracy": probe["accuracy"], "paired_against": probe["paired_against"],
             "paired": {name: {f: {k: d[k] for k in ("mean", "ci_low", "ci_high")} for f, d in by_fraction.items()}
                        for name, by_fraction in probe["paired"].items()}}
+    for key, relative in SEED_TABLES.items():
+        table = _read(runs / relative)
+        if table is not None:
+            out[key] = {"source": str(runs / relative), "task": table["task"], "values": table["values"],
+                        "paired_against": table["paired_against"],
+                        "paired": {name: {c: {k: d[k] for k in ("mean", "ci_low", "ci_high", "values")}
+                                          for c, d in by_column.items()} for name, by_column in table["paired"].items()}}
     for key, relative in TASK_RUNS.items():
         metrics = _read(runs / relative)
         if metrics is not None:
