@@ -372,3 +372,15 @@ def test_train_encoder_flags_default_to_the_documented_run():
     given = parser.parse_args(["--train-encoder", "--steps", "7", "--budget-cpu-seconds", "0"])
     mode_defaults(given)
     assert given.steps == 7 and given.budget_cpu_seconds is None and given.batch_size == 64
+
+
+def test_negative_hard_negatives_are_refused_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "jaket", "evaluate", "link-prediction", "--train-encoder",
+                           "--variants", "lm+g+m", "--hard-negatives", "-2", "--max-entities", "50", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "--hard-negatives -2: must be >= 0" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()

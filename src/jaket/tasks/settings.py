@@ -196,6 +196,8 @@ class LinkPredictionConfig(BackboneSettings):
             if without:
                 raise ValueError(f"--train-encoder trains the LM1 that computes the memory: settings lm (LM1 "
                                  f"without KM), lm+g+m and jaket only, not {', '.join(without)}")
+        if self.hard_negatives < 0:
+            raise ValueError(f"--hard-negatives {self.hard_negatives}: must be >= 0 (0 = none)")
 
 
 @dataclass
