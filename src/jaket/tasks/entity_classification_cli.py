@@ -162,7 +162,8 @@ def job_from_args(args: argparse.Namespace) -> EntityClassificationJob:
     if getattr(args, "variants", None):
         values["variants"] = list(args.variants)
     if args.seeds is not None:
-        values["seeds"] = list(range(getattr(args, "first_seed", 0), getattr(args, "first_seed", 0) + args.seeds))
+        first = getattr(args, "first_seed", 0)
+        values["seeds"] = list(range(first, first + args.seeds))
     job = load_task_config(EntityClassificationJob, args.config, list(args.overrides), values,
                            what="entity-classification")
     return _resolve(job, args.evaluate)

@@ -129,13 +129,10 @@ def mode_defaults(args: argparse.Namespace) -> None:
     """Fill the flags left unset with the frozen mode's defaults or, with ``--train-encoder``, those
     of :data:`jaket.tasks.link_prediction.TRAIN_ENCODER_DEFAULTS` (``--budget-cpu-seconds 0``
     means no budget)."""
-    frozen = LinkPredictionConfig()
-    for key in ("scorers", "steps", "batch_size", "fanouts", "description_max_length", "encoder_lr",
-                "queue_batches", "refresh_initial", "budget_cpu_seconds"):
+    defaults = TRAIN_ENCODER_DEFAULTS if args.train_encoder else vars(LinkPredictionConfig())
+    for key in TRAIN_ENCODER_DEFAULTS:  # the flags whose default depends on the mode
         if getattr(args, key) is None:
-            value = TRAIN_ENCODER_DEFAULTS[key] if args.train_encoder and key in TRAIN_ENCODER_DEFAULTS \
-                else getattr(frozen, key)
-            setattr(args, key, value)
+            setattr(args, key, defaults[key])
     if args.budget_cpu_seconds == 0:
         args.budget_cpu_seconds = None
 
