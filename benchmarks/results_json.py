@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from jaket.atomic import write_json
+from jaket.tasks import report as rep
 
 #: results.json key -> metrics file under --runs holding a downstream task's summary
 TASK_RUNS = {
@@ -31,6 +32,30 @@ SEED_TABLES = {
     "kgqa_metaqa_table": "metaqa/table/table.json",
     "relation_classification_fewrel_nyt_table": "fewrel-nyt/table/table.json",
 }
+
+
+#: results.json key -> metrics.json of one pre-training ablation's ``--variants jaket`` run, paired
+#: per seed with the rows of ``entity_classification`` named in :data:`ABLATION_PAIRED_WITH`
+ABLATIONS = {
+    "entity_classification_ablation_category_off_300": "ec-reference/category-off-300/metrics.json",
+}
+ABLATION_PAIRED_WITH = ("LM+G+M", "JAKET (300 steps)")
+
+
+def _ablation(metrics: dict | None, table: dict | None) -> dict | None:
+    """Accuracy per training fraction and the paired differences (95% CI) against the stored
+    per-seed rows of the reference table (same KG', split seeds and evaluation)."""
+    if metrics is None or table is None:
+        return None
+    row = metrics["summary"]["jaket"]
+    out = {"accuracy": {f: v["test_accuracy"] for f, v in row.items()}, "paired": {}}
+    for name in ABLATION_PAIRED_WITH:
+        for fraction, values in out["accuracy"].items():
+            other = table["accuracy"].get(name, {}).get(fraction)
+            if other is not None and len(other["values"]) == len(values["values"]):
+                d = rep.paired_difference(values["values"], other["values"])
+                out["paired"].setdefault(name, {})[fraction] = {k: d[k] for k in ("mean", "ci_low", "ci_high")}
+    return out
 
 
 def _read(path: Path):
@@ -66,6 +91,10 @@ def collect(runs: Path, previous: dict) -> dict:
             "accuracy": probe["accuracy"], "paired_against": probe["paired_against"],
             "paired": {name: {f: {k: d[k] for k in ("mean", "ci_low", "ci_high")} for f, d in by_fraction.items()}
                        for name, by_fraction in probe["paired"].items()}}
+    for key, relative in ABLATIONS.items():
+        row = _ablation(_read(runs / relative), out.get("entity_classification"))
+        if row is not None:
+            out[key] = {"source": str(runs / relative), **row}
     for key, relative in SEED_TABLES.items():
         table = _read(runs / relative)
         if table is not None:

@@ -24,8 +24,10 @@ def lp_data(small_kg, tmp_path):
     return kg_dir, valid_file, train, valid
 
 
-@pytest.mark.parametrize("mode", [["--train-encoder", "--description-max-length", "16"], ["--variant", "lm"]],
-                         ids=["train-encoder", "frozen-lm"])
+@pytest.mark.parametrize("mode", [["--train-encoder", "--description-max-length", "16"],
+                                  ["--train-encoder", "--objective", "contrastive", "--description-max-length", "16"],
+                                  ["--variant", "lm"]],
+                         ids=["train-encoder", "train-encoder-contrastive", "frozen-lm"])
 def test_finetune_then_predict_reproduces_the_evaluation(mode, small_kg, lp_data, tiny_bert_dir, tmp_path, capsys):
     kg_dir, valid_file, train, valid = lp_data
     out = tmp_path / "run"
@@ -37,7 +39,7 @@ def test_finetune_then_predict_reproduces_the_evaluation(mode, small_kg, lp_data
     assert f"fine-tuned model: {model_dir}" in capsys.readouterr().out
     task = json.loads((model_dir / "task.json").read_text())
     assert task["task"] == "link-prediction" and task["scorer"] == "rotate"
-    assert task["metric"] == ("cosine" if "--train-encoder" in mode else "native")
+    assert task["metric"] == ("cosine" if "contrastive" in mode else "native")
     assert not list(model_dir.rglob("*.bin")) and not list(model_dir.rglob("*.pt"))
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["device"] == "cpu"

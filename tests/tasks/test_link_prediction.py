@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import numpy as np
@@ -173,7 +174,7 @@ def _split(small_kg):
 
 
 def test_train_encoder_changes_lm1_lowers_the_loss_and_evaluates_filtered(small_kg, tiny_bert_dir, monkeypatch):
-    """--train-encoder: LM1's weights move, the contrastive loss falls, the memory is refreshed on
+    """--train-encoder --objective contrastive: LM1's weights move, the contrastive loss falls, the memory is refreshed on
     schedule and the evaluation is still filtered realistic ranking over every entity."""
     from jaket.tasks import link_training, variants
 
@@ -198,7 +199,7 @@ def test_train_encoder_changes_lm1_lowers_the_loss_and_evaluates_filtered(small_
     real_describe, real_loss = link_training.describe, link_training.contrastive_loss
 
     def describe(language, tokens, rows):
-        if language.training and len(rows) != small_kg.num_relations:  # a step's entities (not relations)
+        if len(tokens.lengths) == small_kg.num_entities:  # a step's entities (not relations)
             described.append(len(rows))
         return real_describe(language, tokens, rows)
 
@@ -211,7 +212,7 @@ def test_train_encoder_changes_lm1_lowers_the_loss_and_evaluates_filtered(small_
     config = lp.LinkPredictionConfig(variants=("lm+g+m",), scorers=("rotate",), steps=30, batch_size=12,
                                      encoder=tiny_bert_dir, km_heads=4, fanouts=(3, 3), train_encoder=True,
                                      encoder_lr=1e-3, lr=1e-2, km_lr=1e-3, queue_batches=2, refresh_initial=10,
-                                     description_max_length=16)
+                                     description_max_length=16, objective="contrastive")
     results = lp.run_link_prediction(small_kg, train, {"valid": valid}, config)
     run = results["runs"]["lm+g+m/rotate"][0]
     losses = run["train_loss"]
@@ -255,6 +256,80 @@ def test_contrastive_loss_masks_true_answers_margin_and_temperature():
     assert open_loss.item() == pytest.approx(expected.item(), rel=1e-5)
 
 
+def test_in_batch_objective_trains_lm1_with_the_scorers_own_function(small_kg, tiny_bert_dir, monkeypatch):
+    """--train-encoder's default objective: the native scorer in a softmax over the step's own
+    entities (heads, tails, hard negatives; all described by LM1 in that step), true answers masked;
+    the loss falls, LM1 moves, the evaluation ranks with the native metric; --frozen-warmup-steps
+    runs the frozen mode first (LM1 untouched then) and counts in the run's record."""
+    from jaket.tasks import link_training, variants
+
+    train, valid = _split(small_kg)
+    seen = []
+    real_loss = link_training.in_batch_loss
+
+    def spy(model, queries, candidates, target, masked):
+        seen.append((len(queries), len(candidates), masked.copy()))
+        return real_loss(model, queries, candidates, target, masked)
+
+    monkeypatch.setattr(link_training, "in_batch_loss", spy)
+    described = []
+    real_describe = link_training.describe
+
+    modes = set()
+
+    def describe(language, tokens, rows):
+        if len(tokens.lengths) == small_kg.num_entities:
+            described.append(len(rows))
+            modes.add(language.training)
+        return real_describe(language, tokens, rows)
+
+    monkeypatch.setattr(link_training, "describe", describe)
+    config = lp.LinkPredictionConfig(variants=("lm+g+m",), scorers=("rotate",), steps=40, batch_size=12,
+                                     hard_negatives=2, encoder=tiny_bert_dir, km_heads=4, queue_batches=3,
+                                     fanouts=(3, 3), train_encoder=True, encoder_lr=1e-3, lr=1e-2, km_lr=1e-3,
+                                     refresh_initial=10, description_max_length=16)
+    assert config.objective == "in-batch" and config.metric == "native"
+    backbone = variants.load_backbone(config.variant_config("lm+g+m"))
+    before = [p.detach().clone() for p in backbone.language.lm1_parameters()]
+    model = lp.LinkScorer(backbone, "rotate", small_kg.num_relations, metric=config.metric)
+    assert model.inverse_projection is None and model.log_inverse_temperature is None
+    probed = []
+    losses, record, memory = link_training.train_with_encoder(
+        model, backbone, lp.train_view(small_kg, train), train, config, seed=0,
+        on_refresh=lambda step, rows: probed.append((step, rows.entities.shape)))
+    assert np.mean(losses[-8:]) < np.mean(losses[:8])
+    assert any(not torch.equal(a, b) for a, b in zip(before, backbone.language.lm1_parameters()))
+    # the probe sees the memory before training and after each Eq. 11 refresh (steps 10 and 30)
+    assert probed == [(s, (small_kg.num_entities, backbone.hidden_size)) for s in (0, 10, 30)]
+    # tail and head side per step; the candidates are exactly the step's described entities (no queue)
+    assert len(seen) == 80 and [c for _, c, _ in seen[::2]] == described
+    assert all(q == 12 and m.shape == (12, c) for q, c, m in seen)
+    assert any(m.any() for _, _, m in seen)  # graph neighbours are often true answers: masked
+    assert record["final_temperature"] is None
+    assert modes == {False}  # no dropout: the step's rows are computed as the memory's
+    # the frozen warm-up: the frozen mode's steps first, LM1 unchanged by them
+    calls = []
+    real_scorer = lp.train_scorer
+
+    def frozen(model, memory, graph, train, config, seed, progress=None):
+        calls.append(config.steps)
+        lm1 = [p.detach().clone() for p in backbone.language.lm1_parameters()]
+        out = real_scorer(model, memory, graph, train, config, seed, progress)
+        assert all(torch.equal(a, b) for a, b in zip(lm1, backbone.language.lm1_parameters()))
+        return out
+
+    monkeypatch.setattr(lp, "train_scorer", frozen)
+    warm = dataclasses.replace(config, steps=5, frozen_warmup_steps=7)
+    results = lp.run_link_prediction(small_kg, train, {"valid": valid}, warm)
+    run = results["runs"]["lm+g+m/rotate"][0]
+    assert calls == [7] and len(run["encoder_training"]["frozen_warmup_losses"]) == 7
+    assert len(run["train_loss"]) == 5 and 0 < run["valid"]["mrr"] <= 1
+    with pytest.raises(ValueError, match="unknown objective"):
+        lp.LinkPredictionConfig(train_encoder=True, objective="margin")
+    with pytest.raises(ValueError, match="frozen-warmup-steps needs"):
+        lp.LinkPredictionConfig(train_encoder=True, objective="contrastive", frozen_warmup_steps=3)
+
+
 def test_train_encoder_stops_at_its_cpu_budget(small_kg, tiny_bert_dir):
     """--budget-cpu-seconds: training ends after the step that spends the budget (here the first),
     and the record says how many steps ran; the memory is still refreshed for the evaluation."""
@@ -265,7 +340,7 @@ def test_train_encoder_stops_at_its_cpu_budget(small_kg, tiny_bert_dir):
     config = lp.LinkPredictionConfig(steps=50, batch_size=8, encoder=tiny_bert_dir, km_heads=4, fanouts=(2, 2),
                                      train_encoder=True, description_max_length=16, budget_cpu_seconds=0.0)
     backbone = load_backbone(config.variant_config("lm+g+m"))
-    model = lp.LinkScorer(backbone, "transe", small_kg.num_relations, metric="cosine")
+    model = lp.LinkScorer(backbone, "transe", small_kg.num_relations, metric=config.metric)
     losses, record, memory = link_training.train_with_encoder(model, backbone, lp.train_view(small_kg, train),
                                                               train, config, seed=0)
     assert len(losses) == 1 and record["steps"] == 1 and record["refresh_at_step"] == [0, 1]
@@ -302,7 +377,7 @@ def test_train_encoder_with_hard_negatives_and_bf16(small_kg, tiny_bert_dir, mon
         sizes[hard], dtypes[hard] = [], set()
 
         def describe(language, tokens, rows, _hard=hard):
-            if language.training and len(rows) != small_kg.num_relations:
+            if len(tokens.lengths) == small_kg.num_entities:
                 sizes[_hard].append(len(rows))
                 first_linear = next(m for m in language.modules() if isinstance(m, torch.nn.Linear))
                 hook = first_linear.register_forward_hook(lambda _m, _i, out, _h=_hard: dtypes[_h].add(out.dtype))
@@ -319,7 +394,7 @@ def test_train_encoder_with_hard_negatives_and_bf16(small_kg, tiny_bert_dir, mon
                                          train_encoder=True, description_max_length=16, hard_negatives=hard,
                                          bf16=bf16, refresh_initial=0)
         backbone = load_backbone(config.variant_config("lm+g+m"))
-        model = lp.LinkScorer(backbone, "transe", small_kg.num_relations, metric="cosine")
+        model = lp.LinkScorer(backbone, "transe", small_kg.num_relations, metric=config.metric)
         losses, _, memory = link_training.train_with_encoder(model, backbone, lp.train_view(small_kg, train),
                                                              train, config, seed=0)
         assert all(np.isfinite(losses)) and memory.entities.dtype == torch.float32
@@ -339,7 +414,7 @@ def test_train_encoder_without_km_trains_lm1_and_a_projection(small_kg, tiny_ber
     config = lp.LinkPredictionConfig(variants=("lm",), steps=4, batch_size=8, encoder=tiny_bert_dir,
                                      train_encoder=True, description_max_length=16, refresh_initial=0)
     backbone = load_backbone(config.variant_config("lm"), need_language=True)
-    model = lp.LinkScorer(backbone, "transe", small_kg.num_relations, metric="cosine")
+    model = lp.LinkScorer(backbone, "transe", small_kg.num_relations, metric=config.metric)
     assert model.knowledge is None and model.entity_projection is not None
     before = [p.detach().clone() for p in backbone.language.lm1_parameters()]
     projection = model.entity_projection.weight.detach().clone()
@@ -371,7 +446,8 @@ def test_train_encoder_flags_default_to_the_documented_run():
         (d.steps, d.batch_size, d.scorers, None)
     given = parser.parse_args(["--train-encoder", "--steps", "7", "--budget-cpu-seconds", "0"])
     mode_defaults(given)
-    assert given.steps == 7 and given.budget_cpu_seconds is None and given.batch_size == 64
+    assert given.steps == 7 and given.budget_cpu_seconds is None \
+        and given.batch_size == lp.TRAIN_ENCODER_DEFAULTS["batch_size"]
 
 
 def test_negative_hard_negatives_are_refused_in_one_line(tmp_path):

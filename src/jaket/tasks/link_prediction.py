@@ -319,7 +319,7 @@ def run_link_prediction(kg: KnowledgeGraph, train: np.ndarray, evaluation: dict[
                     started, cpu_started = time.perf_counter(), time.process_time()
                     torch.manual_seed(seed)
                     model = LinkScorer(backbone, scorer, kg.num_relations,
-                                       metric="cosine" if config.train_encoder else "native",
+                                       metric=config.metric,
                                        temperature=config.temperature).to(device)  # built on the CPU: seeded alike
                     run: dict = {"seed": seed}
                     if config.train_encoder:

@@ -22,7 +22,7 @@ from jaket.kg.readers import read_split
 from jaket.kg.sources.registry import build_source
 from jaket.kg.sources.wn18rr import load_wn18rr
 from jaket.model.device import add_bf16_argument, resolve_device
-from jaket.tasks.settings import TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
+from jaket.tasks.settings import OBJECTIVES, TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
 from jaket.tasks.tracking import check_trackers
 
 logger = logging.getLogger(__name__)
@@ -73,6 +73,16 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--refresh-initial", type=int,
                         help="steps before the first full memory refresh with --train-encoder (Eq. 11 "
                              f"I_init; 0 = none; default {t['refresh_initial']})")
+    parser.add_argument("--objective", choices=OBJECTIVES, default=d.objective,
+                        help="with --train-encoder: in-batch = the scorer's own function in a softmax over "
+                             "the step's entities; contrastive = cosine InfoNCE over in-batch and queued "
+                             f"candidates, learnable temperature (default {d.objective})")
+    parser.add_argument("--frozen-warmup-steps", type=int, metavar="N",
+                        help="with --train-encoder: N steps of the frozen mode (KM and relation map on the "
+                             f"fixed memory) before LM1 joins (default {t['frozen_warmup_steps']})")
+    parser.add_argument("--encoder-dropout", action="store_true",
+                        help="with --train-encoder: keep LM1's dropout on while it trains (default: off, the "
+                             "step's rows computed as the memory's)")
     parser.add_argument("--hard-negatives", type=int, default=d.hard_negatives, metavar="N",
                         help="with --train-encoder: N neighbours of each triple's head or tail (training "
                              f"graph) as extra negatives (default {d.hard_negatives})")
@@ -154,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
         relation_memory=args.relation_memory, description_max_length=args.description_max_length,
         lr=args.lr, km_lr=args.km_lr, train_encoder=args.train_encoder, encoder_lr=args.encoder_lr,
         queue_batches=args.queue_batches, refresh_initial=args.refresh_initial,
-        budget_cpu_seconds=args.budget_cpu_seconds, hard_negatives=args.hard_negatives, bf16=args.bf16)
+        budget_cpu_seconds=args.budget_cpu_seconds, hard_negatives=args.hard_negatives, objective=args.objective, frozen_warmup_steps=args.frozen_warmup_steps,
+        encoder_dropout=args.encoder_dropout, bf16=args.bf16)
     out = _out(args, "link-prediction")
     save_dir = None if args.evaluate else out / "model"
     results = lp.run_link_prediction(kg, train, evaluation, config, out, save_dir=save_dir, device=device,

@@ -12,7 +12,24 @@ fine-tuned for the task, as text-based KG completion (SimKGC) fine-tunes its enc
   current; the rest of the memory is recomputed by a full refresh on the paper's schedule
   (Eq. 11: after ``refresh_initial`` steps, then intervals growing by ``refresh_growth``). The
   relation memory ``R^context`` is LM1 over the relation descriptions, also with gradients.
-* **Contrastive loss** (InfoNCE with an additive margin, SimKGC's): a tail query
+* **In-batch softmax** (``objective="in-batch"``, the default): the scorer's own function (e.g.
+  minus the RotatE distance), each triple's tail query ``h o r`` and head query ``t o r^{-1}``
+  against every entity of the step (the heads, tails and hard negatives, all with fresh rows; the
+  query's own entity among them: the self-negative), true answers masked, softmax cross-entropy.
+  Every candidate comes from the same LM1 in the same step as the positive. Why: negatives read
+  from the memory (rows of an older LM1) or from a queue of earlier steps differ from the fresh
+  positive in a way the model learns to see instead of the relation, and the ranking over the
+  refreshed memory collapses (docs/results.md, "Training LM1 on the descriptions").
+* **No dropout in LM1** (``encoder_dropout=False``, the default): the step's rows are computed as the
+  memory's refreshes compute them (LM1 in eval mode), so a fresh row and a memory row of the same
+  entity differ only by LM1's updates since the refresh, and the evaluation reads rows of the
+  kind training saw.
+* **Frozen warm-up** (``frozen_warmup_steps`` = n): the first n steps are the frozen mode's
+  (:func:`jaket.tasks.link_prediction.train_scorer` on the first fill's memory: only the KM and the
+  relation map learn), then LM1 joins. A KM and a relation map that already rank well give LM1's
+  first gradients a meaning (linear probing before fine-tuning); the warm-up's CPU time counts in
+  ``budget_cpu_seconds``.
+* **Contrastive loss** (``objective="contrastive"``; InfoNCE with an additive margin, SimKGC's): a tail query
   ``q = h + r`` (or ``h o r``, the rotation) is scored by cosine against every entity of the batch
   (in-batch negatives; the query's own head among them, the *self-negative*) and, optionally,
   the entity vectors of the ``queue_batches`` previous steps (detached, SimKGC's pre-batch
@@ -33,11 +50,13 @@ fine-tuned for the task, as text-based KG completion (SimKGC) fine-tunes its enc
   entities, with the same loss; the two sides are averaged.
 
 Evaluation is the frozen mode's, on the memory recomputed by the final LM1: filtered realistic
-ranks against every entity (:func:`jaket.tasks.link_prediction.filtered_ranks`, cosine metric).
+ranks against every entity (:func:`jaket.tasks.link_prediction.filtered_ranks`; the native metric
+with the in-batch objective, cosine with the contrastive one).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import TYPE_CHECKING
@@ -127,17 +146,32 @@ def contrastive_loss(model: LinkScorer, queries: torch.Tensor, candidates: torch
     return nn.functional.cross_entropy(logits, target)
 
 
+def in_batch_loss(model: LinkScorer, queries: torch.Tensor, candidates: torch.Tensor, target: torch.Tensor,
+                  masked: np.ndarray) -> torch.Tensor:
+    """Softmax cross-entropy of the scorer's native scores (``objective="in-batch"``): ``queries``
+    (b, F) against ``candidates`` (c, F), ``target`` (b,) the column of each positive, ``masked``
+    (b, c) the other true answers, dropped."""
+    logits = model._against(queries, candidates).masked_fill(torch.from_numpy(masked).to(candidates.device),
+                                                             -torch.inf)
+    return nn.functional.cross_entropy(logits, target)
+
+
 def train_with_encoder(model: LinkScorer, backbone: Backbone, graph: KnowledgeGraph, train: np.ndarray,
                        config: LinkPredictionConfig, seed: int,
-                       progress=None) -> tuple[list[float], dict, FrozenMemory]:
+                       progress=None, on_refresh=None) -> tuple[list[float], dict, FrozenMemory]:
     """Train ``model`` (a cosine-metric :class:`~jaket.tasks.link_prediction.LinkScorer`) and
     ``backbone``'s LM1 together on ``train`` (module docstring).
 
     Returns the per-step losses, a record of the run (times, refreshes, throughput) and the memory
-    recomputed by the trained LM1 (the evaluation's input)."""
+    recomputed by the trained LM1 (the evaluation's input). ``on_refresh(step, memory)``, if given,
+    is called after the warm-up (step 0) and after every full refresh during training with the
+    memory just recomputed (a :class:`FrozenMemory`): the points where the evaluation's input can
+    be read exactly mid-run (``benchmarks/lp_encoder_probe.py``)."""
     language = backbone.language
-    if language is None or model.log_inverse_temperature is None:
-        raise ValueError("training the encoder needs a setting with LM1 (lm+g+m or jaket) and the cosine metric")
+    in_batch = config.objective == "in-batch"
+    if language is None or (not in_batch and model.log_inverse_temperature is None):
+        raise ValueError("training the encoder needs a setting with LM1 (lm, lm+g+m or jaket); the "
+                         "contrastive objective needs the cosine metric")
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     length = config.description_max_length
@@ -172,7 +206,24 @@ def train_with_encoder(model: LinkScorer, backbone: Backbone, graph: KnowledgeGr
     next_refresh = config.refresh_initial if config.refresh_initial > 0 else None
     refreshes = 0
     losses = []
-    language.train()
+
+    def current_memory() -> FrozenMemory:
+        rows = memory.relation_rows(device=device)
+        return FrozenMemory(memory.entity_rows(torch.arange(graph.num_entities), device=device),
+                            rows if config.relation_memory else torch.zeros_like(rows))
+
+    if config.frozen_warmup_steps > 0:
+        # cycle: link_prediction imports this module (train_with_encoder)
+        from jaket.tasks.link_prediction import train_scorer
+
+        # the frozen mode first: the KM and the relation map learn on the fixed memory, then LM1 joins
+        began_warmup = time.process_time()
+        warm = dataclasses.replace(config, steps=config.frozen_warmup_steps)
+        record["frozen_warmup_losses"] = train_scorer(model, current_memory(), graph, train, warm, seed, progress)
+        record["frozen_warmup_cpu_seconds"] = time.process_time() - began_warmup
+    if on_refresh is not None:
+        on_refresh(0, current_memory())
+    language.train(config.encoder_dropout)  # without dropout the step's rows are the memory's (eval mode)
     model.train()
     for step in range(config.steps):
         rows = rng.integers(len(train), size=min(config.batch_size, len(train)))
@@ -206,25 +257,32 @@ def train_with_encoder(model: LinkScorer, backbone: Backbone, graph: KnowledgeGr
             candidates = torch.cat([embedded] + [v for v, _ in queue])
             ids = np.concatenate([entities] + [i for _, i in queue])
         columns = np.arange(len(ids))
-        # tail side: (h, r, ?) against every candidate; head side: (?, r, t) by the inverse relation
+        # tail side: (h, r, ?) against every candidate; head side: (?, r, t)
         tail_masked = known.contains(h[:, None], r[:, None], ids[None, :]) & (columns[None] != where[b:, None])
         head_masked = known.contains(ids[None, :], r[:, None], t[:, None]) & (columns[None] != where[:b, None])
-        loss = (contrastive_loss(model, model.query(heads, rel[r_index]), candidates, tail_index,
-                                 tail_masked, config.margin)
-                + contrastive_loss(model, model.query(tails, rel[r_index + p]), candidates, head_index,
-                                   head_masked, config.margin)) / 2
+        if in_batch:  # the scorer's own function; the head query rotates (translates) t back
+            loss = (in_batch_loss(model, model.query(heads, rel[r_index]), candidates, tail_index, tail_masked)
+                    + in_batch_loss(model, model.query(tails, rel[r_index], inverse=True), candidates, head_index,
+                                    head_masked)) / 2
+        else:  # the inverse relation's own query
+            loss = (contrastive_loss(model, model.query(heads, rel[r_index]), candidates, tail_index,
+                                     tail_masked, config.margin)
+                    + contrastive_loss(model, model.query(tails, rel[r_index + p]), candidates, head_index,
+                                       head_masked, config.margin)) / 2
         optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_([q for g in groups for q in g["params"]], 1.0)
         optimizer.step()
         schedule.step()
         losses.append(loss.item())
-        if config.queue_batches > 0:
+        if config.queue_batches > 0 and not in_batch:
             queue = ([(embedded.detach(), entities)] + queue)[: config.queue_batches]
         if next_refresh is not None and step + 1 == next_refresh and step + 1 < config.steps and \
                 (config.budget_cpu_seconds is None or time.process_time() - cpu_began < config.budget_cpu_seconds):
             refresh(step + 1)  # Eq. 11: the rows of every other entity, with the current LM1
             refreshes += 1
+            if on_refresh is not None:
+                on_refresh(step + 1, current_memory())
             next_refresh += refresh_interval(refreshes, initial=config.refresh_initial,
                                              growth=config.refresh_growth, every=1, maximum=10 ** 9)
         step_done(progress, losses[-1])
@@ -244,8 +302,8 @@ def train_with_encoder(model: LinkScorer, backbone: Backbone, graph: KnowledgeGr
             1e-9, train_cpu - first_fill), steps=steps, step_cpu_seconds=stepping / max(1, steps),
         triples_per_cpu_second=steps * config.batch_size / stepping,
         evaluation_memory_cpu_seconds=record["refresh_cpu_seconds"][-1],
-        final_temperature=float(1.0 / model.log_inverse_temperature.detach().clamp(
-            max=math.log(MAX_INVERSE_TEMPERATURE)).exp()))
+        final_temperature=None if model.log_inverse_temperature is None else float(
+            1.0 / model.log_inverse_temperature.detach().clamp(max=math.log(MAX_INVERSE_TEMPERATURE)).exp()))
     final = FrozenMemory(memory.entity_rows(torch.arange(graph.num_entities), device=device).clone(),
                          memory.relation_rows(device=device).clone())
     if not config.relation_memory:

@@ -136,13 +136,14 @@ class EntityClassificationConfig(BackboneSettings):
 #: link prediction's scoring functions and the metric they score with
 SCORERS = ("distmult", "transe", "rotate")
 METRICS = ("native", "cosine")
+#: what ``--train-encoder`` minimises (:class:`LinkPredictionConfig`)
+OBJECTIVES = ("in-batch", "contrastive")
 #: the defaults of ``--train-encoder`` where they differ from the frozen mode's: the settings of
-#: the documented WN18RR run (docs/results.md), 55 CPU-minutes of training on one thread. That
-#: run reached only MRR 0.066 (far below the frozen mode's 0.35): these are the settings measured,
-#: not yet good ones; see docs/results.md for the diagnosis still to do
-TRAIN_ENCODER_DEFAULTS = {"scorers": ("rotate",), "steps": 3500, "batch_size": 64, "fanouts": (5, 5),
-                          "description_max_length": 32, "encoder_lr": 1e-4, "queue_batches": 8,
-                          "refresh_initial": 150, "budget_cpu_seconds": 3300.0}
+#: the documented WN18RR run (docs/results.md, "Training LM1 on the descriptions"): the in-batch
+#: objective over 128 triples a step (no queue), LM1 at 5e-5, 55 CPU-minutes of training on one thread
+TRAIN_ENCODER_DEFAULTS = {"scorers": ("rotate",), "steps": 3500, "batch_size": 128, "fanouts": (5, 5),
+                          "description_max_length": 32, "encoder_lr": 5e-5, "queue_batches": 0,
+                          "refresh_initial": 150, "budget_cpu_seconds": 3300.0, "frozen_warmup_steps": 300}
 
 
 @dataclass
@@ -170,6 +171,16 @@ class LinkPredictionConfig(BackboneSettings):
     train_encoder: bool = False
     #: learning rate of LM1 (``train_encoder``)
     encoder_lr: float = 5e-5
+    #: what ``train_encoder`` minimises: ``"in-batch"``, the scorer's own function in a softmax over
+    #: the step's entities (all described by LM1 in that step), or ``"contrastive"`` (SimKGC's cosine
+    #: InfoNCE over in-batch and queued candidates with a learnable temperature)
+    objective: str = "in-batch"
+    #: ``train_encoder``: steps of the frozen mode (KM and relation map on the fixed first-fill
+    #: memory) before LM1 joins (0 = LM1 trains from the first step)
+    frozen_warmup_steps: int = 0
+    #: ``train_encoder``: LM1's dropout while it trains (False: LM1 computes the step's rows in eval
+    #: mode, as the memory refreshes and the evaluation do)
+    encoder_dropout: bool = False
     #: initial temperature tau of the contrastive loss (learned) and its additive margin
     temperature: float = 0.05
     margin: float = 0.02
@@ -196,8 +207,19 @@ class LinkPredictionConfig(BackboneSettings):
             if without:
                 raise ValueError(f"--train-encoder trains the LM1 that computes the memory: settings lm (LM1 "
                                  f"without KM), lm+g+m and jaket only, not {', '.join(without)}")
+        if self.frozen_warmup_steps and (not self.train_encoder or self.objective != "in-batch"):
+            raise ValueError("--frozen-warmup-steps needs --train-encoder with the in-batch objective "
+                             "(the frozen mode trains the scorer's own function)")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"unknown objective {self.objective!r}; choose from {', '.join(OBJECTIVES)}")
         if self.hard_negatives < 0:
             raise ValueError(f"--hard-negatives {self.hard_negatives}: must be >= 0 (0 = none)")
+
+
+    @property
+    def metric(self) -> str:
+        """The :class:`~jaket.tasks.link_prediction.LinkScorer` metric the objective trains."""
+        return "cosine" if self.train_encoder and self.objective == "contrastive" else "native"
 
 
 @dataclass
