@@ -448,6 +448,12 @@ def test_train_encoder_flags_default_to_the_documented_run():
     mode_defaults(given)
     assert given.steps == 7 and given.budget_cpu_seconds is None \
         and given.batch_size == lp.TRAIN_ENCODER_DEFAULTS["batch_size"]
+    # the frozen warm-up belongs to the in-batch objective: the contrastive one starts without it
+    contrastive = parser.parse_args(["--train-encoder", "--objective", "contrastive"])
+    mode_defaults(contrastive)
+    assert contrastive.frozen_warmup_steps == 0 and lp.TRAIN_ENCODER_DEFAULTS["frozen_warmup_steps"] > 0
+    lp.LinkPredictionConfig(train_encoder=True, objective="contrastive",
+                            frozen_warmup_steps=contrastive.frozen_warmup_steps)  # accepted
 
 
 def test_negative_hard_negatives_are_refused_in_one_line(tmp_path):

@@ -140,6 +140,8 @@ def mode_defaults(args: argparse.Namespace) -> None:
     of :data:`jaket.tasks.link_prediction.TRAIN_ENCODER_DEFAULTS` (``--budget-cpu-seconds 0``
     means no budget)."""
     defaults = TRAIN_ENCODER_DEFAULTS if args.train_encoder else vars(LinkPredictionConfig())
+    if args.objective != "in-batch" and args.frozen_warmup_steps is None:
+        defaults = {**defaults, "frozen_warmup_steps": 0}  # the warm-up trains the in-batch objective's scorer
     for key in TRAIN_ENCODER_DEFAULTS:  # the flags whose default depends on the mode
         if getattr(args, key) is None:
             setattr(args, key, defaults[key])
