@@ -24,7 +24,9 @@ TASK_RUNS = {
     "kgqa_metaqa_jaket": "metaqa-1hop-jaket/metrics.json",
     "relation_classification_fewrel": "fewrel-reference/metrics.json",
     "link_prediction_wn18rr": "lp-reference/metrics.json",
-    "link_prediction_wn18rr_train_encoder": "lp-train-encoder/jaket/metrics.json",
+    "link_prediction_wn18rr_train_encoder": "lp-train-encoder/lmgm-1500/metrics.json",
+    "link_prediction_wn18rr_frozen_1500_steps": "lp-frozen-long/metrics.json",
+    "link_prediction_wn18rr_reference_seed2": "lp-reference-seed2/metrics.json",
 }
 
 #: results.json key -> table.json of ``benchmarks.seed_tables`` (per-seed runs joined and paired)
