@@ -36,13 +36,15 @@ def _leaves(summary: dict, prefix: str = "") -> dict[str, list[float]]:
     return out
 
 
-def load(paths: list[Path]) -> tuple[dict, dict]:
-    """``(values, reference_config)``: ``values[setting][column][seed]`` = the figure."""
+def load(paths: list[Path], ignore: tuple[str, ...] = ()) -> tuple[dict, dict]:
+    """``(values, reference_config)``: ``values[setting][column][seed]`` = the figure. ``ignore``:
+    configuration keys allowed to differ too (e.g. a setting added after an earlier run, whose
+    default leaves that run's computation unchanged: say so where the table is reported)."""
     values: dict = {}
     first: dict | None = None
     for path in paths:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        config = {k: v for k, v in data["config"].items() if k not in _PER_RUN_KEYS}
+        config = {k: v for k, v in data["config"].items() if k not in _PER_RUN_KEYS and k not in ignore}
         signature = {"task": data["task"], "config": config, "data": data.get("data")}
         if first is None:
             first = signature
@@ -68,8 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", required=True, help="setting the paired differences are taken against")
     parser.add_argument("--out", type=Path, help="folder for table.md and table.json")
     parser.add_argument("--scale", type=float, default=100.0, help="figures are multiplied by this (default %%)")
+    parser.add_argument("--ignore", default="", metavar="KEY,...",
+                        help="configuration keys that may differ between the files (settings added later)")
     args = parser.parse_args(argv)
-    values, config = load(args.metrics)
+    values, config = load(args.metrics, tuple(k for k in args.ignore.split(",") if k))
     if args.against not in values:
         raise SystemExit(f"--against {args.against}: no such setting ({', '.join(values)})")
     columns = list(dict.fromkeys(c for by_column in values.values() for c in by_column))

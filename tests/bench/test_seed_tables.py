@@ -37,3 +37,6 @@ def test_refuses_runs_with_another_configuration_or_a_repeated_seed(tmp_path):
     c = _metrics(tmp_path / "c" / "metrics.json", "jaket", 0, 0.8, 0.5)
     with pytest.raises(SystemExit, match="seed 0 appears twice"):
         seed_tables.main([str(a), str(c), "--against", "jaket"])
+    # --ignore: a key allowed to differ (e.g. a setting added after the earlier run) joins them
+    d = _metrics(tmp_path / "d" / "metrics.json", "lm+g+m", 0, 0.9, 0.6, steps=300)
+    assert seed_tables.main([str(a), str(d), "--against", "lm+g+m", "--ignore", "steps"]) == 0
