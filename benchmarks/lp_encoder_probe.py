@@ -26,19 +26,10 @@ from jaket.kg.readers import read_split
 from jaket.kg.sources.wn18rr import load_wn18rr
 from jaket.tasks import link_prediction as lp
 from jaket.tasks import link_training
+from jaket.tasks import report as rep
+from jaket.tasks.config import load_task_config
 from jaket.tasks.settings import TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
 from jaket.tasks.variants import full_graph, load_backbone
-
-
-def _value(field: dataclasses.Field, text: str):
-    default = LinkPredictionConfig.__dataclass_fields__[field.name].default
-    if isinstance(default, bool):
-        return text.lower() in ("1", "true", "yes")
-    if isinstance(default, tuple):
-        return tuple(int(x) for x in text.split(","))
-    if isinstance(default, (int, float)) and not isinstance(default, bool):
-        return type(default)(text)
-    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,15 +41,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=600.0, help="training CPU seconds (default 600)")
     parser.add_argument("--sample", type=int, default=400, help="valid triples probed (default 400)")
     args = parser.parse_args(argv)
-    fields = {f.name: f for f in dataclasses.fields(LinkPredictionConfig)}
-    settings = dict(TRAIN_ENCODER_DEFAULTS, budget_cpu_seconds=args.budget, train_encoder=True, bf16=True)
-    for item in args.set:
-        key, _, text = item.partition("=")
-        if key not in fields:
-            raise SystemExit(f"--set {item}: no such setting")
-        settings[key] = _value(fields[key], text)
     variant = args.variant or ("jaket" if args.model else "lm+g+m")
-    config = LinkPredictionConfig(variants=(variant,), pretrained=args.model, **settings)
+    # --train-encoder's defaults, then --set (parsed and checked as every task's --set)
+    defaults = [f"{k}={json.dumps(v)}" for k, v in TRAIN_ENCODER_DEFAULTS.items()]
+    try:
+        config = load_task_config(LinkPredictionConfig, overrides=defaults + args.set, values={
+            "variants": (variant,), "pretrained": args.model, "budget_cpu_seconds": args.budget,
+            "train_encoder": True, "bf16": True})
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
     kg, _ = load_wn18rr(args.data)
     train, _ = read_split(args.data / "train.txt", kg)
     valid, _ = read_split(args.data / "valid.txt", kg)
@@ -79,17 +70,16 @@ def main(argv: list[str] | None = None) -> int:
             tails, heads = lp.filtered_ranks(model, model.entities(memory, *edges), model.relations(memory),
                                              sample, all_true)
         model.train(was)
-        ranks = np.concatenate([tails, heads])
-        row = {"step": step, "cpu_seconds": round(time.process_time() - began), "mrr": round(float(np.mean(1 / ranks)), 4),
-               "hits@10": round(float(np.mean(ranks <= 10)), 4)}
+        metrics = rep.ranking_metrics(np.concatenate([tails, heads]), hits_at=(10,))
+        row = {"step": step, "cpu_seconds": round(time.process_time() - began),
+               **{k: round(metrics[k], 4) for k in ("mrr", "hits@10")}}
         print(json.dumps(row), flush=True)
         return row
 
     losses, record, final = link_training.train_with_encoder(model, backbone, graph, train, config, 0,
                                                              on_refresh=probe)
     last = probe(len(losses), final)
-    print(json.dumps({"final": last, "steps": len(losses), "config": {k: settings[k] for k in sorted(settings)},
-                      "variant": variant}, default=str))
+    print(json.dumps({"final": last, "steps": len(losses), "config": dataclasses.asdict(config)}, default=str))
     return 0
 
 

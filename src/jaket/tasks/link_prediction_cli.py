@@ -166,8 +166,8 @@ def run(args: argparse.Namespace) -> int:
         relation_memory=args.relation_memory, description_max_length=args.description_max_length,
         lr=args.lr, km_lr=args.km_lr, train_encoder=args.train_encoder, encoder_lr=args.encoder_lr,
         queue_batches=args.queue_batches, refresh_initial=args.refresh_initial,
-        budget_cpu_seconds=args.budget_cpu_seconds, hard_negatives=args.hard_negatives, objective=args.objective, frozen_warmup_steps=args.frozen_warmup_steps,
-        encoder_dropout=args.encoder_dropout, bf16=args.bf16)
+        budget_cpu_seconds=args.budget_cpu_seconds, hard_negatives=args.hard_negatives, objective=args.objective,
+        frozen_warmup_steps=args.frozen_warmup_steps, encoder_dropout=args.encoder_dropout, bf16=args.bf16)
     out = _out(args, "link-prediction")
     save_dir = None if args.evaluate else out / "model"
     results = lp.run_link_prediction(kg, train, evaluation, config, out, save_dir=save_dir, device=device,

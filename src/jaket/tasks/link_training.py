@@ -261,14 +261,14 @@ def train_with_encoder(model: LinkScorer, backbone: Backbone, graph: KnowledgeGr
         tail_masked = known.contains(h[:, None], r[:, None], ids[None, :]) & (columns[None] != where[b:, None])
         head_masked = known.contains(ids[None, :], r[:, None], t[:, None]) & (columns[None] != where[:b, None])
         if in_batch:  # the scorer's own function; the head query rotates (translates) t back
-            loss = (in_batch_loss(model, model.query(heads, rel[r_index]), candidates, tail_index, tail_masked)
-                    + in_batch_loss(model, model.query(tails, rel[r_index], inverse=True), candidates, head_index,
-                                    head_masked)) / 2
+            head_query = model.query(tails, rel[r_index], inverse=True)
+            side = lambda q, target, masked: in_batch_loss(model, q, candidates, target, masked)  # noqa: E731
         else:  # the inverse relation's own query
-            loss = (contrastive_loss(model, model.query(heads, rel[r_index]), candidates, tail_index,
-                                     tail_masked, config.margin)
-                    + contrastive_loss(model, model.query(tails, rel[r_index + p]), candidates, head_index,
-                                       head_masked, config.margin)) / 2
+            head_query = model.query(tails, rel[r_index + p])
+            side = lambda q, target, masked: contrastive_loss(model, q, candidates, target, masked,  # noqa: E731
+                                                              config.margin)
+        loss = (side(model.query(heads, rel[r_index]), tail_index, tail_masked)
+                + side(head_query, head_index, head_masked)) / 2
         optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_([q for g in groups for q in g["params"]], 1.0)
@@ -304,8 +304,4 @@ def train_with_encoder(model: LinkScorer, backbone: Backbone, graph: KnowledgeGr
         evaluation_memory_cpu_seconds=record["refresh_cpu_seconds"][-1],
         final_temperature=None if model.log_inverse_temperature is None else float(
             1.0 / model.log_inverse_temperature.detach().clamp(max=math.log(MAX_INVERSE_TEMPERATURE)).exp()))
-    final = FrozenMemory(memory.entity_rows(torch.arange(graph.num_entities), device=device).clone(),
-                         memory.relation_rows(device=device).clone())
-    if not config.relation_memory:
-        final = FrozenMemory(final.entities, torch.zeros_like(final.relations))
-    return losses, record, final
+    return losses, record, current_memory()
