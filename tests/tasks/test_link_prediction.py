@@ -326,6 +326,8 @@ def test_in_batch_objective_trains_lm1_with_the_scorers_own_function(small_kg, t
     assert len(run["train_loss"]) == 5 and 0 < run["valid"]["mrr"] <= 1
     with pytest.raises(ValueError, match="unknown objective"):
         lp.LinkPredictionConfig(train_encoder=True, objective="margin")
+    with pytest.raises(ValueError, match="must be >= 0"):
+        lp.LinkPredictionConfig(train_encoder=True, frozen_warmup_steps=-1)
     with pytest.raises(ValueError, match="frozen-warmup-steps needs"):
         lp.LinkPredictionConfig(train_encoder=True, objective="contrastive", frozen_warmup_steps=3)
 

@@ -207,6 +207,8 @@ class LinkPredictionConfig(BackboneSettings):
             if without:
                 raise ValueError(f"--train-encoder trains the LM1 that computes the memory: settings lm (LM1 "
                                  f"without KM), lm+g+m and jaket only, not {', '.join(without)}")
+        if self.frozen_warmup_steps < 0:
+            raise ValueError(f"--frozen-warmup-steps {self.frozen_warmup_steps}: must be >= 0 (0 = none)")
         if self.frozen_warmup_steps and (not self.train_encoder or self.objective != "in-batch"):
             raise ValueError("--frozen-warmup-steps needs --train-encoder with the in-batch objective "
                              "(the frozen mode trains the scorer's own function)")
