@@ -27,6 +27,9 @@ TASK_RUNS = {
     "link_prediction_wn18rr_train_encoder": "lp-train-encoder/lmgm-1500/metrics.json",
     "link_prediction_wn18rr_frozen_1500_steps": "lp-frozen-long/metrics.json",
     "link_prediction_wn18rr_reference_seed2": "lp-reference-seed2/metrics.json",
+    "link_prediction_wn18rr_train_encoder_3300": "lp-train-encoder/lmgm-3300/metrics.json",
+    "link_prediction_wn18rr_train_encoder_jaket_3300": "lp-train-encoder/jaket-3300/metrics.json",
+    "link_prediction_wn18rr_pykeen_rotate_3300": "lp-train-encoder/pykeen-3300.json",
 }
 
 #: results.json key -> table.json of ``benchmarks.seed_tables`` (per-seed runs joined and paired)
@@ -41,6 +44,9 @@ SEED_TABLES = {
 #: per seed with the rows of ``entity_classification`` named in :data:`ABLATION_PAIRED_WITH`
 ABLATIONS = {
     "entity_classification_ablation_category_off_300": "ec-reference/category-off-300/metrics.json",
+    "entity_classification_ablation_relation_off_300": "ec-reference/relation-off-300/metrics.json",
+    "entity_classification_ablation_mlm_off_300": "ec-reference/mlm-off-300/metrics.json",
+    "entity_classification_ablation_entity_off_300": "ec-reference/entity-off-300/metrics.json",
 }
 ABLATION_PAIRED_WITH = ("LM+G+M", "JAKET (300 steps)")
 

@@ -468,3 +468,14 @@ def test_negative_hard_negatives_are_refused_in_one_line(tmp_path):
     assert done.returncode != 0
     assert "--hard-negatives -2: must be >= 0" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_nan_score_never_ranks_first():
+    """Every comparison with NaN is false, so a NaN true score used to get rank 1; it now counts
+    as -inf: behind every finite candidate, and a NaN candidate never beats the true answer."""
+    scores = torch.tensor([[float("nan"), 0.5, 0.2, -torch.inf],
+                           [0.1, float("nan"), 0.3, 0.1]])
+    ranks = lp.realistic_ranks(scores, torch.tensor([0, 0]))
+    # row 0: two finite candidates ahead, a tie with the filtered -inf counts half
+    # row 1: 0.3 ahead, NaN behind, a tie with the other 0.1 counts half
+    assert ranks.tolist() == [3.5, 2.5]

@@ -155,10 +155,13 @@ def realistic_ranks(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """1-based realistic ranks of ``scores[i, target[i]]`` in each row (PyKEEN's realistic rank):
     the mean of the optimistic rank ``1 + #{score > true}`` and the pessimistic rank
     ``1 + #{score >= true}`` over the *other* candidates, i.e. a tie counts half. Filtered
-    candidates are set to ``-inf`` by the caller; ``scores`` is modified (the target set to -inf)."""
+    candidates are set to ``-inf`` by the caller; ``scores`` is modified (the target set to NaN).
+    A NaN score counts as ``-inf``: a true answer whose score is NaN ranks behind every finite
+    candidate instead of first (every comparison with NaN is false)."""
+    scores.masked_fill_(scores.isnan(), -torch.inf)
     rows = torch.arange(len(target), device=scores.device)
     true = scores[rows, target].clone()
-    scores[rows, target] = -torch.inf
+    scores[rows, target] = torch.nan  # compares false with everything: the target never counts itself
     greater = (scores > true[:, None]).sum(-1)
     equal = (scores == true[:, None]).sum(-1)
     return 1.0 + greater.double() + equal.double() / 2.0

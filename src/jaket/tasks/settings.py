@@ -141,6 +141,7 @@ OBJECTIVES = ("in-batch", "contrastive")
 #: the defaults of ``--train-encoder`` where they differ from the frozen mode's: the settings of
 #: the documented WN18RR run (docs/results.md, "Training LM1 on the descriptions"): the in-batch
 #: objective over 128 triples a step (no queue), LM1 at 5e-5, 55 CPU-minutes of training on one thread
+#: (WN18RR valid MRR 0.478 with ``--bf16``)
 TRAIN_ENCODER_DEFAULTS = {"scorers": ("rotate",), "steps": 3500, "batch_size": 128, "fanouts": (5, 5),
                           "description_max_length": 32, "encoder_lr": 5e-5, "queue_batches": 0,
                           "refresh_initial": 150, "budget_cpu_seconds": 3300.0, "frozen_warmup_steps": 300}
