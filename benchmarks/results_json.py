@@ -30,6 +30,8 @@ TASK_RUNS = {
     "link_prediction_wn18rr_train_encoder_3300": "lp-train-encoder/lmgm-3300/metrics.json",
     "link_prediction_wn18rr_train_encoder_jaket_3300": "lp-train-encoder/jaket-3300/metrics.json",
     "link_prediction_wn18rr_pykeen_rotate_3300": "lp-train-encoder/pykeen-3300.json",
+    "link_prediction_wn18rr_train_encoder_bi_encoder_1500": "lp-train-encoder/lm-1500/metrics.json",
+    "pretraining_memory_speedup_107659_entities": "bench-pretrain-107k.json",
 }
 
 #: results.json key -> table.json of ``benchmarks.seed_tables`` (per-seed runs joined and paired)
