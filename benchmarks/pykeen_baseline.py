@@ -69,6 +69,16 @@ def _metrics(ranks: np.ndarray) -> dict:
             **{f"hits@{k}": float((ranks <= k).mean()) for k in (1, 3, 10)}, "count": int(ranks.size)}
 
 
+def _to_ids(rows: np.ndarray, entity_to_id: dict, relation_to_id: dict):
+    """Labelled triples as a (n, 3) id tensor **in the given order**. (PyKEEN's
+    ``TriplesFactory.from_labeled_triples(...).mapped_triples`` sorts them, which once paired
+    each rank with another triple's seen/unseen flag.)"""
+    import torch
+
+    return torch.tensor([[entity_to_id[h], relation_to_id[r], entity_to_id[t]] for h, r, t in rows],
+                        dtype=torch.long).reshape(-1, 3)
+
+
 def _filtered_ranks(model, triples, all_true, batch_size: int = 32, slice_size: int = 4096):
     """Filtered realistic ranks of the true tail and head of each triple (the definition of
     ``jaket.tasks.link_prediction.filtered_ranks``, whose :func:`realistic_ranks` it uses), in
@@ -127,8 +137,7 @@ def time_evaluation(data: Path, dim: int = 384, seed: int = 0, max_eval: int | N
     entity_to_id = {e: i for i, e in enumerate(entity_ids)}
     relation_to_id = {r: i for i, r in enumerate(sorted(set(train[:, 1]) | set(valid[:, 1])))}
     factory = TriplesFactory.from_labeled_triples(train, entity_to_id=entity_to_id, relation_to_id=relation_to_id)
-    valid_ids = TriplesFactory.from_labeled_triples(valid, entity_to_id=entity_to_id,
-                                                    relation_to_id=relation_to_id).mapped_triples
+    valid_ids = _to_ids(valid, entity_to_id, relation_to_id)
     generator = torch.Generator().manual_seed(seed)
     entities = torch.randn(len(entity_ids), dim, generator=generator)
     relations = torch.randn(len(relation_to_id), dim, generator=generator)
@@ -163,7 +172,8 @@ def time_evaluation(data: Path, dim: int = 384, seed: int = 0, max_eval: int | N
 
 def run(train_file: Path, eval_file: Path, seconds: float, models: list[str], dim: int,
         entities_file: Path | None = None, filter_files: tuple[Path, ...] = (), max_train: int | None = None,
-        max_eval: int | None = None, seed: int = 0, lr: float = 1e-3, negatives: int = 32) -> dict:
+        max_eval: int | None = None, seed: int = 0, lr: float = 1e-3, negatives: int = 32,
+        save_embeddings: Path | None = None) -> dict:
     import torch
     from pykeen.models import RotatE, TransE
     from pykeen.training import SLCWATrainingLoop
@@ -187,10 +197,9 @@ def run(train_file: Path, eval_file: Path, seconds: float, models: list[str], di
     entity_to_id = {e: i for i, e in enumerate(sorted(entity_ids))}
     relation_to_id = {r: i for i, r in enumerate(sorted(relation_ids))}
     factory = TriplesFactory.from_labeled_triples(train, entity_to_id=entity_to_id, relation_to_id=relation_to_id)
-    to_ids = lambda rows: TriplesFactory.from_labeled_triples(  # noqa: E731
-        rows, entity_to_id=entity_to_id, relation_to_id=relation_to_id).mapped_triples
-    eval_ids = to_ids(evaluation)
-    all_true = torch.cat([factory.mapped_triples, eval_ids] + [to_ids(rows) for rows in extra])
+    eval_ids = _to_ids(evaluation, entity_to_id, relation_to_id)  # file order: ranks pair with `seen`
+    all_true = torch.cat([factory.mapped_triples, eval_ids]
+                         + [_to_ids(rows, entity_to_id, relation_to_id) for rows in extra])
     trained = set(train[:, 0]) | set(train[:, 2])
     seen = np.asarray([h in trained and t in trained for h, _, t in evaluation], dtype=bool)
     classes = {"transe": TransE, "rotate": RotatE}
@@ -213,12 +222,30 @@ def run(train_file: Path, eval_file: Path, seconds: float, models: list[str], di
                                  continue_training=epochs > 1, use_tqdm=False) or []
         train_cpu, train_wall = time.process_time() - cpu, time.perf_counter() - wall
         tails, heads = _filtered_ranks(model, eval_ids, all_true)
+        with torch.no_grad():  # diagnostic: entities PyKEEN never saw in a positive triple can diverge
+            rows = model.entity_representations[0](indices=None)
+            finite = torch.isfinite(torch.view_as_real(rows) if rows.is_complex() else rows)
+            finite = finite.reshape(len(rows), -1).all(dim=1)
+        untrained = torch.tensor([e not in trained for e in sorted(entity_ids)])
+        if save_embeddings is not None:  # numeric arrays only: np.load reads them without pickle
+            relations = model.relation_representations[0](indices=None).detach()
+            real = lambda x: (torch.view_as_real(x) if x.is_complex() else x).numpy()  # noqa: E731
+            path = save_embeddings.with_name(f"{save_embeddings.stem}-{name}.npz")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(path, entities=real(rows.detach()), relations=real(relations),
+                     entity_labels=np.asarray(sorted(entity_ids)), relation_labels=np.asarray(sorted(relation_ids)),
+                     untrained=untrained.numpy())
         ranks = np.concatenate([tails, heads])
         both = np.concatenate([seen, seen])
         out["models"][name] = {
             "epochs": epochs, "train_cpu_seconds": train_cpu, "train_wall_seconds": train_wall,
             "all": _metrics(ranks), "seen": _metrics(ranks[both]),
-            "final_loss": float(losses[-1]) if losses else None}
+            "unseen": _metrics(ranks[~both]),
+            "ranks": {"tail": tails.tolist(), "head": heads.tolist()},  # per evaluation triple, in file order
+            "final_loss": float(losses[-1]) if losses else None,
+            "non_finite_entities": {"trained": int((~finite & ~untrained).sum()),
+                                    "untrained": int((~finite & untrained).sum()),
+                                    "untrained_total": int(untrained.sum())}}
     return out
 
 
@@ -246,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-eval", type=int)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("runs/pykeen-baseline.json"))
+    parser.add_argument("--save-embeddings", type=Path,
+                        help="also write each trained model's embeddings to FILE-<model>.npz (numpy, no pickle)")
     parser.add_argument("--time-evaluation", action="store_true",
                         help="only time the filtered evaluation of DATA/valid.txt, PyKEEN's evaluator "
                              "against jaket's, on the same random TransE embeddings (needs --data)")
@@ -272,12 +301,12 @@ def main(argv: list[str] | None = None) -> int:
         entities = args.data / "entities.dict"
     figures = run(train, evaluation, args.seconds, [m.strip() for m in args.models.split(",") if m.strip()],
                   args.dim, entities, tuple(args.filter), args.max_train, args.max_eval, args.seed,
-                  args.lr, args.negatives)
+                  args.lr, args.negatives, args.save_embeddings)
     _write_json(args.out, figures)
     print("| Model | triples | epochs | train CPU s | MRR | Hits@1 | Hits@3 | Hits@10 |")
     print("|---|---|---|---|---|---|---|---|")
     for name, m in figures["models"].items():
-        for part in ("seen", "all"):
+        for part in ("seen", "unseen", "all"):
             x = m[part]
             print(f"| PyKEEN {name} | {part} ({x['count'] // 2}) | {m['epochs']} | {m['train_cpu_seconds']:.0f} | "
                   f"{x['mrr']:.3f} | {x['hits@1']:.3f} | {x['hits@3']:.3f} | {x['hits@10']:.3f} |")

@@ -31,7 +31,23 @@ TASK_RUNS = {
     "link_prediction_wn18rr_train_encoder_jaket_3300": "lp-train-encoder/jaket-3300/metrics.json",
     "link_prediction_wn18rr_pykeen_rotate_3300": "lp-train-encoder/pykeen-3300.json",
     "link_prediction_wn18rr_train_encoder_bi_encoder_1500": "lp-train-encoder/lm-1500/metrics.json",
+    "link_prediction_wn18rr_pykeen_rotate_3300_nan_fix": "lp-train-encoder/pykeen-3300-nanfix.json",
+    "link_prediction_wn18rr_pykeen_rotate_1500": "lp-train-encoder/pykeen-1500.json",
+    "link_prediction_wn18rr_reference_pykeen_300": "lp-reference/pykeen-300.json",
+    "pretraining_memory_speedup_107659_entities_32_tokens": "bench-pretrain-107k-32.json",
     "pretraining_memory_speedup_107659_entities": "bench-pretrain-107k.json",
+}
+
+#: results.json key -> (pre-training run folder under --runs, its command); all on the reference data
+PRETRAINING_RUNS = {
+    "reference_pretraining": (
+        "reference", "jaket pretrain --config configs/pretrain-wordnet.yaml --out runs/reference"),
+    "pretraining_entity_off": (
+        "reference-entity-off", "jaket pretrain --config configs/pretrain-wordnet.yaml "
+        "--set tasks.weight_entity=0 --out runs/reference-entity-off"),
+    "pretraining_entity_weight_025": (
+        "reference-entity-025", "jaket pretrain --config configs/pretrain-wordnet.yaml "
+        "--set tasks.weight_entity=0.25 --out runs/reference-entity-025"),
 }
 
 #: results.json key -> table.json of ``benchmarks.seed_tables`` (per-seed runs joined and paired)
@@ -42,25 +58,34 @@ SEED_TABLES = {
 }
 
 
-#: results.json key -> metrics.json of one pre-training ablation's ``--variants jaket`` run, paired
-#: per seed with the rows of ``entity_classification`` named in :data:`ABLATION_PAIRED_WITH`
+#: results.json key -> (metrics.json of one pre-training ablation's ``--variants jaket`` run, the rows
+#: of ``entity_classification`` it is paired with per seed): a step-300 ablation with the
+#: reference run's step-300 checkpoint, a full-length one with the full reference run
+AT_300 = ("LM+G+M", "JAKET (300 steps)")
+AT_1200 = ("LM+G+M", "JAKET (reference, 1,200 steps)", "JAKET, classifier from the pre-trained category head")
 ABLATIONS = {
-    "entity_classification_ablation_category_off_300": "ec-reference/category-off-300/metrics.json",
-    "entity_classification_ablation_relation_off_300": "ec-reference/relation-off-300/metrics.json",
-    "entity_classification_ablation_mlm_off_300": "ec-reference/mlm-off-300/metrics.json",
-    "entity_classification_ablation_entity_off_300": "ec-reference/entity-off-300/metrics.json",
+    "entity_classification_ablation_category_off_300": ("ec-reference/category-off-300/metrics.json", AT_300),
+    "entity_classification_ablation_relation_off_300": ("ec-reference/relation-off-300/metrics.json", AT_300),
+    "entity_classification_ablation_mlm_off_300": ("ec-reference/mlm-off-300/metrics.json", AT_300),
+    "entity_classification_ablation_entity_off_300": ("ec-reference/entity-off-300/metrics.json", AT_300),
+    "entity_classification_ablation_entity_off_1200": ("ec-reference/entity-off-1200/metrics.json", AT_1200),
+    "entity_classification_ablation_entity_off_1200_category_head": (
+        "ec-reference/entity-off-1200-category/metrics.json", AT_1200),
+    "entity_classification_ablation_entity_weight_025_1200": ("ec-reference/entity-025-1200/metrics.json", AT_1200),
 }
-ABLATION_PAIRED_WITH = ("LM+G+M", "JAKET (300 steps)")
 
 
-def _ablation(metrics: dict | None, table: dict | None) -> dict | None:
-    """Accuracy per training fraction and the paired differences (95% CI) against the stored
-    per-seed rows of the reference table (same KG', split seeds and evaluation)."""
+def _ablation(metrics: dict | None, table: dict | None, paired_with: tuple[str, ...]) -> dict | None:
+    """Accuracy per training fraction, the zero-shot accuracy and the paired differences (95% CI)
+    against the stored per-seed rows of the reference table (same KG', split seeds and evaluation)."""
     if metrics is None or table is None:
         return None
     row = metrics["summary"]["jaket"]
     out = {"accuracy": {f: v["test_accuracy"] for f, v in row.items()}, "paired": {}}
-    for name in ABLATION_PAIRED_WITH:
+    zero_shot = [r["test_accuracy"] for r in (metrics.get("zero_shot") or {}).get("jaket", [])]
+    if zero_shot:
+        out["zero_shot"] = rep.mean_std(zero_shot)
+    for name in paired_with:
         for fraction, values in out["accuracy"].items():
             other = table["accuracy"].get(name, {}).get(fraction)
             if other is not None and len(other["values"]) == len(values["values"]):
@@ -78,16 +103,17 @@ def _read(path: Path):
 
 def collect(runs: Path, previous: dict) -> dict:
     out = dict(previous)
-    summary = _read(runs / "reference" / "summary.json")
     data = _read(runs / "reference" / "data" / "report.json")
-    if summary is not None:
-        out["reference_pretraining"] = {
-            "command": "jaket pretrain --config configs/pretrain-wordnet.yaml --out runs/reference",
-            "steps": summary["steps"], "train_seconds": summary["train_seconds"],
-            "refresh_seconds": summary["refresh_seconds"], "refresh_count": summary["refresh_count"],
-            "wall_seconds": summary["session"]["wall_seconds"], "cpu_seconds": summary["session"]["cpu_seconds"],
-            "losses": summary["losses"], "masked_entity_before": summary["evaluation_start"],
-            "masked_entity_after": summary["evaluation"], "data": data}
+    for key, (folder, command) in PRETRAINING_RUNS.items():
+        summary = _read(runs / folder / "summary.json")
+        if summary is not None:
+            out[key] = {
+                "command": command, "steps": summary["steps"], "tasks": summary.get("tasks"),
+                "train_seconds": summary["train_seconds"],
+                "refresh_seconds": summary["refresh_seconds"], "refresh_count": summary["refresh_count"],
+                "wall_seconds": summary["session"]["wall_seconds"], "cpu_seconds": summary["session"]["cpu_seconds"],
+                "losses": summary["losses"], "masked_entity_before": summary["evaluation_start"],
+                "masked_entity_after": summary["evaluation"], "data": data}
     table = _read(runs / "ec-reference" / "table" / "table.json")
     if table is not None:
         out["entity_classification"] = {
@@ -102,8 +128,8 @@ def collect(runs: Path, previous: dict) -> dict:
             "accuracy": probe["accuracy"], "paired_against": probe["paired_against"],
             "paired": {name: {f: {k: d[k] for k in ("mean", "ci_low", "ci_high")} for f, d in by_fraction.items()}
                        for name, by_fraction in probe["paired"].items()}}
-    for key, relative in ABLATIONS.items():
-        row = _ablation(_read(runs / relative), out.get("entity_classification"))
+    for key, (relative, paired_with) in ABLATIONS.items():
+        row = _ablation(_read(runs / relative), out.get("entity_classification"), paired_with)
         if row is not None:
             out[key] = {"source": str(runs / relative), **row}
     for key, relative in SEED_TABLES.items():
@@ -116,6 +142,8 @@ def collect(runs: Path, previous: dict) -> dict:
     for key, relative in TASK_RUNS.items():
         metrics = _read(runs / relative)
         if metrics is not None:
+            for model in (metrics.get("models") or {}).values():  # the baseline's per-triple ranks stay in runs/
+                model.pop("ranks", None)
             out[key] = {"source": str(runs / relative), "summary": metrics.get("summary", metrics)}
     return out
 

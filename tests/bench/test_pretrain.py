@@ -22,9 +22,10 @@ def test_paper_schedule_refresh_count():
 def test_bench_pretrain_cli(capsys, tiny_bert_dir):
     status = jaket_main(["bench", "pretrain", "--json", "--source", "toy", "--steps", "1",
                          "--text-batch", "2", "--fanout", "2", "--encoder", str(tiny_bert_dir),
-                         "--workers", "0,1"])
+                         "--workers", "0,1", "--description-length", "16"])
     assert status == 0
     figures = json.loads(capsys.readouterr().out)
+    assert figures["description_max_length"] == 16  # the memory and the on-the-fly mode's cut
     assert figures["steps_per_second_memory"] > 0 and figures["steps_per_second_on_the_fly"] > 0
     assert figures["on_the_fly_description_seconds_per_step"] > 0
     assert figures["schedule_refreshes"] == paper_refresh_steps(figures["schedule_steps"])

@@ -23,13 +23,22 @@ def test_baseline_on_a_given_split(tmp_path):
     out = tmp_path / "baseline.json"
     assert pb.main(["--train", str(_write(tmp_path / "train.txt", train)),
                     "--eval", str(_write(tmp_path / "valid.txt", valid)), "--entities", str(tmp_path / "entities.txt"),
-                    "--seconds", "0.2", "--dim", "8", "--out", str(out)]) == 0
+                    "--seconds", "0.2", "--dim", "8", "--out", str(out),
+                    "--save-embeddings", str(tmp_path / "emb.npz")]) == 0
     figures = json.loads(out.read_text())
     assert figures["candidate_entities"] == 30 and figures["eval_seen_triples"] == 4
     for name in ("transe", "rotate"):
         m = figures["models"][name]
         assert m["epochs"] >= 1 and m["train_cpu_seconds"] >= 0.2
-        assert m["all"]["count"] == 12 and m["seen"]["count"] == 8  # head + tail per triple
+        assert m["all"]["count"] == 12 and m["seen"]["count"] == 8 and m["unseen"]["count"] == 4  # head + tail
+        assert m["all"]["mrr"] * 12 == pytest.approx(m["seen"]["mrr"] * 8 + m["unseen"]["mrr"] * 4)
+        # e20-e29 are in no training triple (e25, e26 only in valid): 10 untrained entities, none diverged
+        assert len(m["ranks"]["tail"]) == len(m["ranks"]["head"]) == 6
+        assert np.mean(1 / np.asarray(m["ranks"]["tail"] + m["ranks"]["head"])) == pytest.approx(m["all"]["mrr"])
+        saved = np.load(tmp_path / f"emb-{name}.npz", allow_pickle=False)
+        assert saved["entities"].shape[0] == 30 and saved["untrained"].sum() == 10
+        assert list(saved["entity_labels"][:2]) == ["e0", "e1"]
+        assert m["non_finite_entities"] == {"trained": 0, "untrained": 0, "untrained_total": 10}
         assert 1 / 30 <= m["all"]["mrr"] <= 1
 
 
@@ -74,3 +83,42 @@ def test_realistic_ranks_equal_pykeen_evaluator_with_ties(tmp_path):
     pykeen, jaket = figures["pykeen"], figures["jaket"]
     assert jaket["mrr_realistic"] == pytest.approx(pykeen["mrr_realistic"], rel=1e-6)
     assert pykeen["mrr_optimistic"] > pykeen["mrr_realistic"] + 0.01
+
+
+def test_evaluation_triples_keep_their_file_order():
+    """Each rank must pair with its own triple's seen/unseen flag: PyKEEN's factory sorts the
+    triples it maps, the baseline's ids keep the file's order (and its duplicates)."""
+    rows = np.array([["e2", "r1", "e0"], ["e0", "r0", "e1"], ["e1", "r0", "e0"], ["e0", "r0", "e1"]], dtype=str)
+    ids = pb._to_ids(rows, {"e0": 0, "e1": 1, "e2": 2}, {"r0": 0, "r1": 1})
+    assert ids.tolist() == [[2, 1, 0], [0, 0, 1], [1, 0, 0], [0, 0, 1]]
+
+
+def test_unseen_rows_rank_the_untrained_entities(tmp_path):
+    """Triples with an entity absent from training come first in the file (they would sort last):
+    each reported rank is its own triple's, recomputed here by brute force from the saved TransE
+    embeddings (L1 distance, PyKEEN's default), filtered, realistic."""
+    train = [(f"e{i}", "r0", f"e{i + 1}") for i in range(19)]
+    valid = [("z9", "r0", "e1"), ("e3", "r0", "z8"), ("e0", "r0", "e2"), ("e4", "r0", "e6")]
+    (tmp_path / "entities.txt").write_text("".join(f"e{i}\n" for i in range(20)) + "z8\nz9\n")
+    out = tmp_path / "baseline.json"
+    assert pb.main(["--train", str(_write(tmp_path / "train.txt", train)),
+                    "--eval", str(_write(tmp_path / "valid.txt", valid)), "--entities", str(tmp_path / "entities.txt"),
+                    "--models", "transe", "--seconds", "0.2", "--dim", "8", "--out", str(out),
+                    "--save-embeddings", str(tmp_path / "emb.npz")]) == 0
+    m = json.loads(out.read_text())["models"]["transe"]
+    saved = np.load(tmp_path / "emb-transe.npz", allow_pickle=False)
+    index = {label: i for i, label in enumerate(saved["entity_labels"])}
+    entities, relation = saved["entities"], saved["relations"][0]
+    true = set(train) | set(valid)
+    for row, (h, r, t) in enumerate(valid):
+        for side, answer in (("tail", t), ("head", h)):
+            def score(e):
+                triple = (h, r, e) if side == "tail" else (e, r, t)
+                return -np.abs(entities[index[triple[0]]] + relation - entities[index[triple[2]]]).sum()
+            target = score(answer)
+            others = np.asarray([score(e) for e in index if e != answer
+                                 and ((h, r, e) if side == "tail" else (e, r, t)) not in true])
+            expected = 1 + (others > target).sum() + (others == target).sum() / 2
+            assert m["ranks"][side][row] == pytest.approx(expected, rel=1e-6)
+    ranks = np.asarray([m["ranks"]["tail"], m["ranks"]["head"]]).T
+    assert m["unseen"]["mrr"] == pytest.approx(np.mean(1 / ranks[:2]))

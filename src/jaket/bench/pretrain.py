@@ -51,6 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schedule-steps", type=int, default=None,
                         help="length of the run whose refresh schedule gives the refresh share "
                              "(default: until the paper's interval reaches its maximum, 500)")
+    parser.add_argument("--description-length", type=int, default=64,
+                        help="description tokens of the memory and the on-the-fly mode (paper: 64)")
     parser.add_argument("--encoder", default=None, help="model directory (default: bundled MiniLM)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
     parser.add_argument("--workers", default="0,2",
@@ -136,7 +138,7 @@ def run(args: argparse.Namespace) -> dict:
     overrides = [f"data.source={args.source}", f"data.max_entities={entities}",
                  f"steps={10**6}", "checkpoint_every=0", "tensorboard=false",
                  f"text_batch_size={text_batch}", f"model.fanouts=[{args.fanout},{args.fanout}]",
-                 "model.description_max_length=64", f"memory.initial={10**6}"]
+                 f"model.description_max_length={args.description_length}", f"memory.initial={10**6}"]
     if args.encoder:
         overrides.append(f"model.encoder={args.encoder}")
     config = load_config(overrides=overrides)
@@ -147,7 +149,7 @@ def run(args: argparse.Namespace) -> dict:
     data = prepare_data(kg, corpus, model.language.tokenizer, config)
     figures: dict = {"source": args.source, "entities": kg.num_entities, "triples": kg.num_triples,
                      "timed_steps": steps, "text_batch": text_batch, "fanout": args.fanout,
-                     "description_max_length": 64, "threads": torch.get_num_threads()}
+                     "description_max_length": config.model.description_max_length, "threads": torch.get_num_threads()}
     with tempfile.TemporaryDirectory() as out:
         trainer = Pretrainer(config, model, data, out)
         trainer.refresh_memory()  # the first fill (also tokenises every description once)
