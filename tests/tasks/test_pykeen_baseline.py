@@ -122,3 +122,15 @@ def test_unseen_rows_rank_the_untrained_entities(tmp_path):
             assert m["ranks"][side][row] == pytest.approx(expected, rel=1e-6)
     ranks = np.asarray([m["ranks"]["tail"], m["ranks"]["head"]]).T
     assert m["unseen"]["mrr"] == pytest.approx(np.mean(1 / ranks[:2]))
+
+
+def test_rank_breakdown_by_reverse_training_triple():
+    from benchmarks.rank_breakdown import breakdown
+
+    train = [("a", "r", "b"), ("c", "s", "d")]
+    evaluation = [("b", "r", "a"), ("d", "r", "c"), ("a", "s", "c")]  # only the first has its reverse in train
+    out = breakdown({"tail": [1, 4, 10], "head": [1, 2, 20]}, train, evaluation)
+    assert out["reverse_in_train"] == {"triples": 1, "mrr": 1.0, "hits@1": 1.0, "hits@10": 1.0}
+    assert out["other"]["triples"] == 2
+    assert out["other"]["mrr"] == pytest.approx((1 / 4 + 1 / 10 + 1 / 2 + 1 / 20) / 4)
+    assert out["other"]["hits@10"] == pytest.approx(0.75)

@@ -1,0 +1,66 @@
+"""Split a link-prediction run's per-triple ranks by whether the triple's reverse is a training
+triple (WN18RR's symmetric relations answer those from the training graph alone).
+
+    python -m benchmarks.rank_breakdown runs/lp-train-encoder/pykeen-1500.json \
+        --train runs/lp-train-encoder/lmgm-1500/split/train.txt \
+        --eval runs/lp-train-encoder/lmgm-1500/split/valid.txt
+
+Reads the ``ranks`` (``{"tail": [...], "head": [...]}``, evaluation-file order) of each model in a
+``benchmarks/pykeen_baseline.py`` output and prints MRR / Hits@1 / Hits@10 per group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+def _triples(path: Path) -> list[tuple[str, str, str]]:
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            h, r, t = line.split("\t")
+            rows.append((h.strip(), r.strip(), t.strip()))
+    return rows
+
+
+def breakdown(ranks: dict, train: list[tuple[str, str, str]], evaluation: list[tuple[str, str, str]]) -> dict:
+    """MRR, Hits@1 and Hits@10 (head and tail ranks together) of the evaluation triples whose
+    reverse ``(t, r, h)`` is a training triple, and of the others."""
+    tails, heads = np.asarray(ranks["tail"], dtype=float), np.asarray(ranks["head"], dtype=float)
+    if not len(tails) == len(heads) == len(evaluation):
+        raise SystemExit(f"error: {len(tails)} ranks for {len(evaluation)} evaluation triples")
+    known = set(train)
+    reverse = np.asarray([(t, r, h) in known for h, r, t in evaluation], dtype=bool)
+    out = {}
+    for name, mask in (("reverse_in_train", reverse), ("other", ~reverse)):
+        both = np.concatenate([tails[mask], heads[mask]])
+        out[name] = {"triples": int(mask.sum()),
+                     **({"mrr": float((1 / both).mean()), "hits@1": float((both <= 1).mean()),
+                         "hits@10": float((both <= 10).mean())} if both.size else {})}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", type=Path, help="output JSON of benchmarks/pykeen_baseline.py")
+    parser.add_argument("--train", type=Path, required=True)
+    parser.add_argument("--eval", type=Path, required=True)
+    args = parser.parse_args(argv)
+    figures = json.loads(args.results.read_text(encoding="utf-8"))
+    train, evaluation = _triples(args.train), _triples(args.eval)
+    for name, model in figures["models"].items():
+        if "ranks" not in model:
+            raise SystemExit(f"error: {args.results}: model {name!r} has no per-triple ranks "
+                             "(written before the baseline saved them)")
+        for group, m in breakdown(model["ranks"], train, evaluation).items():
+            scores = f"MRR {m['mrr']:.3f}, Hits@1 {m['hits@1']:.3f}, Hits@10 {m['hits@10']:.3f}" if "mrr" in m else "-"
+            print(f"{name}\t{group}\t{m['triples']} triples\t{scores}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
