@@ -55,6 +55,7 @@ SEED_TABLES = {
     "kgqa_metaqa_table": "metaqa/table/table.json",
     "relation_classification_fewrel_nyt_table": "fewrel-nyt/table/table.json",
     "link_prediction_wn18rr_reference_table": "lp-reference/table/table.json",
+    "link_prediction_wn18rr_entity_off_table": "lp-entity-off/table/table.json",
 }
 
 
