@@ -35,30 +35,39 @@ from pathlib import Path
 import numpy as np
 
 
+def _lines(path: Path):
+    """(line number, line) of a text file; a missing or unreadable file is one error line."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            yield from enumerate(handle, 1)
+    except OSError as error:
+        raise SystemExit(f"error: {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise SystemExit(f"error: {path}: not UTF-8 text ({error.reason})") from None
+
+
 def _read(path: Path) -> np.ndarray:
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            parts = [p.strip() for p in line.rstrip("\n").split("\t")]
-            if len(parts) != 3:
-                raise SystemExit(f"{path}:{line_no}: expected head<TAB>relation<TAB>tail")
-            rows.append(parts)
+    for line_no, line in _lines(path):
+        if not line.strip():
+            continue
+        parts = [p.strip() for p in line.rstrip("\n").split("\t")]
+        if len(parts) != 3:
+            raise SystemExit(f"{path}:{line_no}: expected head<TAB>relation<TAB>tail")
+        rows.append(parts)
     return np.asarray(rows, dtype=str).reshape(-1, 3)
 
 
 def _read_entities(path: Path) -> list[str]:
     """``entities.dict`` (``index<TAB>id``) or one id per line."""
     ids = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) > 2:
-                raise SystemExit(f"{path}:{line_no}: expected an id or index<TAB>id")
-            ids.append(parts[-1].strip())
+    for line_no, line in _lines(path):
+        if not line.strip():
+            continue
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) > 2:
+            raise SystemExit(f"{path}:{line_no}: expected an id or index<TAB>id")
+        ids.append(parts[-1].strip())
     return ids
 
 

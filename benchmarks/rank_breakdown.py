@@ -17,30 +17,22 @@ from pathlib import Path
 
 import numpy as np
 
-
-def _triples(path: Path) -> list[tuple[str, str, str]]:
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            h, r, t = line.split("\t")
-            rows.append((h.strip(), r.strip(), t.strip()))
-    return rows
+from benchmarks.pykeen_baseline import _metrics, _read
 
 
-def breakdown(ranks: dict, train: list[tuple[str, str, str]], evaluation: list[tuple[str, str, str]]) -> dict:
+def breakdown(ranks: dict, train, evaluation) -> dict:
     """MRR, Hits@1 and Hits@10 (head and tail ranks together) of the evaluation triples whose
     reverse ``(t, r, h)`` is a training triple, and of the others."""
     tails, heads = np.asarray(ranks["tail"], dtype=float), np.asarray(ranks["head"], dtype=float)
     if not len(tails) == len(heads) == len(evaluation):
         raise SystemExit(f"error: {len(tails)} ranks for {len(evaluation)} evaluation triples")
-    known = set(train)
+    known = {tuple(row) for row in train}
     reverse = np.asarray([(t, r, h) in known for h, r, t in evaluation], dtype=bool)
     out = {}
     for name, mask in (("reverse_in_train", reverse), ("other", ~reverse)):
-        both = np.concatenate([tails[mask], heads[mask]])
+        m = _metrics(np.concatenate([tails[mask], heads[mask]]))
         out[name] = {"triples": int(mask.sum()),
-                     **({"mrr": float((1 / both).mean()), "hits@1": float((both <= 1).mean()),
-                         "hits@10": float((both <= 10).mean())} if both.size else {})}
+                     **({k: m[k] for k in ("mrr", "hits@1", "hits@10")} if mask.any() else {})}
     return out
 
 
@@ -50,12 +42,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train", type=Path, required=True)
     parser.add_argument("--eval", type=Path, required=True)
     args = parser.parse_args(argv)
-    figures = json.loads(args.results.read_text(encoding="utf-8"))
-    train, evaluation = _triples(args.train), _triples(args.eval)
+    try:
+        figures = json.loads(args.results.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise SystemExit(f"error: {args.results}: {error.strerror}") from None
+    except ValueError as error:
+        raise SystemExit(f"{args.results}:{getattr(error, 'lineno', 1)}: not JSON ({error})") from None
+    if not isinstance(figures, dict) or not isinstance(figures.get("models"), dict):
+        raise SystemExit(f"{args.results}:1: expected the output of benchmarks/pykeen_baseline.py (no 'models')")
+    train, evaluation = _read(args.train), _read(args.eval)
     for name, model in figures["models"].items():
         if "ranks" not in model:
             raise SystemExit(f"error: {args.results}: model {name!r} has no per-triple ranks "
                              "(written before the baseline saved them)")
+        if len(model["ranks"]["tail"]) != len(evaluation):
+            raise SystemExit(f"error: {args.results}: model {name!r} has {len(model['ranks']['tail'])} ranks, "
+                             f"{args.eval} has {len(evaluation)} triples (not the run's evaluation file?)")
         for group, m in breakdown(model["ranks"], train, evaluation).items():
             scores = f"MRR {m['mrr']:.3f}, Hits@1 {m['hits@1']:.3f}, Hits@10 {m['hits@10']:.3f}" if "mrr" in m else "-"
             print(f"{name}\t{group}\t{m['triples']} triples\t{scores}")
