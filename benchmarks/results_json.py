@@ -36,7 +36,14 @@ TASK_RUNS = {
     "link_prediction_wn18rr_reference_pykeen_300": "lp-reference/pykeen-300.json",
     "pretraining_memory_speedup_107659_entities_32_tokens": "bench-pretrain-107k-32.json",
     "pretraining_memory_speedup_107659_entities": "bench-pretrain-107k.json",
+    "sense_linking_reference_wic": "sense-linking/reference-wic/metrics.json",
+    "sense_linking_reference_wic_homonyms": "sense-linking/homonyms/metrics.json",
+    "sense_linking_reference_wic_homonyms_step_600": "sense-linking/homonyms-600/metrics.json",
 }
+
+#: results.json key -> metrics.json of a word-in-context run whose baselines (the frozen base
+#: encoder + logistic regression, the majority class) are reported beside the table
+WIC_BASELINES = {"word_in_context_wic_dev_baselines": "wic/lm/metrics.json"}
 
 #: results.json key -> (pre-training run folder under --runs, its command); all on the reference data
 PRETRAINING_RUNS = {
@@ -48,6 +55,14 @@ PRETRAINING_RUNS = {
     "pretraining_entity_weight_025": (
         "reference-entity-025", "jaket pretrain --config configs/pretrain-wordnet.yaml "
         "--set tasks.weight_entity=0.25 --out runs/reference-entity-025"),
+    "pretraining_wic_excluded": (
+        "reference-wic", "jaket pretrain --config configs/pretrain-wordnet.yaml --exclude-texts "
+        "../shared/data/wic/train.data.txt ../shared/data/wic/dev.data.txt ../shared/data/wic/test.data.txt "
+        "--out runs/reference-wic"),
+    "pretraining_wic_excluded_homonyms": (
+        "reference-wic-homonyms", "jaket pretrain --config configs/pretrain-wordnet.yaml --exclude-texts "
+        "../shared/data/wic/train.data.txt ../shared/data/wic/dev.data.txt ../shared/data/wic/test.data.txt "
+        "--set tasks.entity_homonym_negatives=16 --out runs/reference-wic-homonyms"),
 }
 
 #: results.json key -> table.json of ``benchmarks.seed_tables`` (per-seed runs joined and paired)
@@ -56,6 +71,9 @@ SEED_TABLES = {
     "relation_classification_fewrel_nyt_table": "fewrel-nyt/table/table.json",
     "link_prediction_wn18rr_reference_table": "lp-reference/table/table.json",
     "link_prediction_wn18rr_entity_off_table": "lp-entity-off/table/table.json",
+    "word_in_context_wic_dev_table": "wic/table/table.json",
+    "word_in_context_wic_dev_table_against_lmgm": "wic/table-lmgm/table.json",
+    "word_in_context_wic_dev_homonyms_table": "wic/table-homonyms/table.json",
 }
 
 
@@ -117,6 +135,9 @@ def collect(runs: Path, previous: dict) -> dict:
                 "masked_entity_after": summary["evaluation"],
                 # every run reads the reference data: its report is kept once
                 "data": data if key == "reference_pretraining" else "as reference_pretraining"}
+            excluded = (_read(runs / folder / "data_report.json") or {}).get("excluded_texts")
+            if excluded is not None:  # data.exclude_texts: what was kept out, and that nothing is left
+                out[key]["excluded_texts"] = excluded
     table = _read(runs / "ec-reference" / "table" / "table.json")
     if table is not None:
         out["entity_classification"] = {
@@ -151,6 +172,11 @@ def collect(runs: Path, previous: dict) -> dict:
                     model["note"] = ("seen/unseen rows omitted: this run paired ranks with other triples' "
                                      "seen flags (fixed since); its 'all' row is exact")
             out[key] = {"source": str(runs / relative), "summary": metrics.get("summary", metrics)}
+    for key, relative in WIC_BASELINES.items():
+        metrics = _read(runs / relative)
+        if metrics is not None:
+            out[key] = {"source": str(runs / relative), "frozen_features": metrics.get("frozen_features"),
+                        "majority_class": metrics.get("majority_class")}
     return out
 
 

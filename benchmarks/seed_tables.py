@@ -38,14 +38,17 @@ def _leaves(summary: dict, prefix: str = "") -> dict[str, list[float]]:
 
 def load(paths: list[Path], ignore: tuple[str, ...] = ()) -> tuple[dict, dict]:
     """``(values, reference_config)``: ``values[setting][column][seed]`` = the figure. ``ignore``:
-    configuration keys allowed to differ too (e.g. a setting added after an earlier run, whose
+    configuration keys (and keys of the files' ``data``) allowed to differ too (e.g. a setting added after an earlier run, whose
     default leaves that run's computation unchanged: say so where the table is reported)."""
     values: dict = {}
     first: dict | None = None
     for path in paths:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         config = {k: v for k, v in data["config"].items() if k not in _PER_RUN_KEYS and k not in ignore}
-        signature = {"task": data["task"], "config": config, "data": data.get("data")}
+        info = data.get("data")
+        if isinstance(info, dict):  # facts of one setting's run (e.g. word-in-context's candidates)
+            info = {k: v for k, v in info.items() if k not in ignore}
+        signature = {"task": data["task"], "config": config, "data": info}
         if first is None:
             first = signature
         elif signature != first:

@@ -115,3 +115,30 @@ def test_only_the_atomic_module_renames_files_into_place():
     users = sorted(str(p.relative_to(src)) for p in src.rglob("*.py")
                    if "os.replace" in p.read_text(encoding="utf-8"))
     assert users == ["atomic.py"]
+
+
+def test_json_files_are_strict_json_and_uncomputed_figures_are_named(tmp_path, caplog):
+    """NaN / infinity (a figure that could not be computed) become null in every JSON file the
+    writer makes, numpy values become plain numbers, and a warning names the file and the keys."""
+    import json
+    import logging
+
+    from jaket.tasks import report
+
+    data = {"summary": {"lm": {"mean": float("nan"), "std": 0.5, "values": [np.float32("nan"), 1.0]}},
+            "ci": (float("inf"), -float("inf")), "count": np.int64(3), "rows": np.array([1.5, np.nan]),
+            "ok": True, "name": "NaN"}
+    with caplog.at_level(logging.WARNING, logger="jaket.atomic"):
+        report.write_json_atomic(tmp_path / "metrics.json", data)
+    text = (tmp_path / "metrics.json").read_text()
+    # the standard parser refuses NaN / Infinity tokens when asked to: they are not there
+    strict = json.loads(text, parse_constant=lambda token: pytest.fail(f"non-standard token {token}"))
+    assert strict == {"summary": {"lm": {"mean": None, "std": 0.5, "values": [None, 1.0]}},
+                      "ci": [None, None], "count": 3, "rows": [1.5, None], "ok": True, "name": "NaN"}
+    warning = " ".join(r.getMessage() for r in caplog.records)
+    assert str(tmp_path / "metrics.json") in warning and "5 figure(s) could not be computed" in warning
+    assert "summary.lm.mean" in warning and "ci[0]" in warning
+    caplog.clear()
+    atomic.write_json(tmp_path / "clean.json", {"a": 1.0})
+    assert not caplog.records  # nothing replaced: no warning
+    assert atomic.json_text({"x": float("nan")}, indent=None) == '{"x": null}'

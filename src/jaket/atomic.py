@@ -8,12 +8,19 @@ target intact and at most a hidden ``.NAME.tmp-*`` file.
 Permissions are those a plain ``open(path, "w")`` would give: a new file gets ``0o666`` less the
 umask (``tempfile`` would make it private, ``0o600``), a replaced file keeps its mode; a new folder
 gets ``0o777`` less the umask.
+
+Every JSON file is strict JSON (RFC 8259): :func:`strict_json` turns NaN and infinities, which
+Python's ``json`` would write as the non-standard ``NaN`` / ``Infinity``, into ``null``, and
+:func:`write_json` logs a warning naming the file and the figures that could not be computed.
 """
 
 from __future__ import annotations
 
 import errno
 import json
+import logging
+import math
+import numbers
 import os
 import shutil
 import stat
@@ -22,6 +29,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Callable
+
+log = logging.getLogger(__name__)
+
+#: replaced figures named in :func:`write_json`'s warning before "... and N more"
+MAX_NAMED = 5
 
 
 def current_umask() -> int:
@@ -128,12 +140,61 @@ def copy_file(source: str | Path, target: str | Path) -> Path:
     return Path(target)
 
 
+def strict_json(value: Any, replaced: list[str] | None = None, where: str = "") -> Any:
+    """``value`` ready for strict JSON: every NaN / infinity becomes ``None`` (``null``), tuples and
+    sets lists, numpy scalars and arrays (anything with ``dtype`` and ``tolist``) plain numbers and
+    lists. ``replaced`` (when given) collects where each NaN / infinity was, as a key path such as
+    ``summary.lm.std`` or ``values[2]`` below ``where``. Other values are returned unchanged."""
+    if isinstance(value, (str, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {k: strict_json(v, replaced, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return [strict_json(v, replaced, f"{where}[{i}]") for i, v in enumerate(items)]
+    if hasattr(value, "dtype") and hasattr(value, "tolist"):  # numpy / torch scalars and arrays
+        return strict_json(value.tolist(), replaced, where)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        if math.isfinite(number):
+            return number
+        if replaced is not None:
+            replaced.append(where or "(the value)")
+        return None
+    return value
+
+
+def json_text(data: Any, indent: int | None = 2, default: Callable[[Any], Any] | None = None,
+              sort_keys: bool = False, ensure_ascii: bool = True, replaced: list[str] | None = None) -> str:
+    """``data`` as strict JSON text (:func:`strict_json`; ``default`` converts other objects, as in
+    :func:`json.dumps`). ``replaced`` collects where NaN / infinities were written as ``null``."""
+    if default is not None:
+        def strict_default(value: Any) -> Any:
+            return strict_json(default(value), replaced, "(converted value)")
+    else:
+        strict_default = None
+    return json.dumps(strict_json(data, replaced), indent=indent, default=strict_default,
+                      sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=False)
+
+
 def write_json(path: str | Path, data: Any, indent: int | None = 2,
                default: Callable[[Any], Any] | None = None, sort_keys: bool = False) -> Path:
-    """``data`` as JSON (indented unless ``indent`` is None), ending with a newline."""
+    """``data`` as strict JSON (indented unless ``indent`` is None), ending with a newline.
+
+    A NaN or infinity (a figure that could not be computed, e.g. a mean over nothing) is written as
+    ``null`` (:func:`strict_json`) and a warning names the file and where those figures are."""
+    replaced: list[str] = []
+    text = json_text(data, indent=indent, default=default, sort_keys=sort_keys, replaced=replaced)
     with atomic_open(path, "w", newline="\n") as handle:
-        json.dump(data, handle, indent=indent, default=default, sort_keys=sort_keys)
+        handle.write(text)
         handle.write("\n")
+    if replaced:
+        named = ", ".join(replaced[:MAX_NAMED]) + (f" and {len(replaced) - MAX_NAMED} more"
+                                                     if len(replaced) > MAX_NAMED else "")
+        log.warning("%s: %d figure(s) could not be computed (NaN or infinite) and are written as null: %s",
+                    path, len(replaced), named)
     return Path(path)
 
 

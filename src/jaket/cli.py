@@ -11,7 +11,8 @@ file (and line) or flag (``error: ...``; a KG file's problems as ``path:line: pr
 :data:`MAX_LINES`), exit status 1 (2 for a wrong invocation: :class:`jaket.errors.UsageError`,
 argparse);
 the traceback is shown only with ``--debug``. Training stopped by a signal exits with
-``128 + signal``. Any other exception is a bug and keeps its traceback.
+``128 + signal``. Any other exception is a bug and keeps its traceback. A command given ``--json``
+prints one strict JSON document on stdout and everything else on stderr (:mod:`jaket.output`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import traceback
 from jaket import __version__
 from jaket.errors import UsageError
 from jaket.kg.errors import KGFormatError
+from jaket.output import command_output
 from jaket.paths import MissingResourceError, offline_environment, thread_environment
 
 #: modules that contribute subcommands, in the order they appear in ``jaket --help``
@@ -134,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        with command_output(bool(getattr(args, "json", False))):  # --json: stdout is the JSON alone
+            return int(args.func(args) or 0)
     except (Exception, KeyboardInterrupt) as error:
         status = exit_status(error)
         if status is None:

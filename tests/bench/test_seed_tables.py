@@ -40,3 +40,15 @@ def test_refuses_runs_with_another_configuration_or_a_repeated_seed(tmp_path):
     # --ignore: a key allowed to differ (e.g. a setting added after the earlier run) joins them
     d = _metrics(tmp_path / "d" / "metrics.json", "lm+g+m", 0, 0.9, 0.6, steps=300)
     assert seed_tables.main([str(a), str(d), "--against", "lm+g+m", "--ignore", "steps"]) == 0
+
+
+def test_ignore_also_covers_facts_of_one_settings_data(tmp_path):
+    """Word-in-context's KM settings record their candidate senses in ``data``; LM only has none."""
+    a = _metrics(tmp_path / "a" / "metrics.json", "jaket", 0, 0.9, 0.6)
+    b = _metrics(tmp_path / "b" / "metrics.json", "lm", 0, 0.8, 0.6)
+    extra = json.loads(a.read_text())
+    extra["data"]["candidates"] = {"mean_candidates": 11.9}
+    a.write_text(json.dumps(extra))
+    with pytest.raises(SystemExit, match="not comparable"):
+        seed_tables.main([str(a), str(b), "--against", "lm"])
+    assert seed_tables.main([str(a), str(b), "--against", "lm", "--ignore", "candidates"]) == 0

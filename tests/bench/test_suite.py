@@ -107,7 +107,9 @@ def test_report_renders_every_section(tmp_path):
                     "## Entity context memory refresh", "## Pre-training steps", "## Data layer",
                     "## Scaling with the number of entities", "## Every figure"):
         assert heading in text
-    assert "shared 2-core machine" in text and "FAILED: boom" in text
+    figures = (out / "performance-figures.md").read_text()  # every run's figures: their own page
+    assert "shared 2-core machine" in text and "FAILED: boom" in figures and "FAILED" not in text
+    assert "[performance-figures.md](performance-figures.md)" in text
     assert "1/7" in text and "15x" in text and "1/5" in text
     raw = json.loads((out / "performance.json").read_text())
     assert set(raw["benchmarks"]) == {s.key for s in specs}
@@ -132,7 +134,8 @@ def test_render_only_rewrites_both_documents_from_the_json(tmp_path):
     (out / "performance.md").write_text("stale")
     assert main(["--render-only", "--out", str(out)]) == 0
     text = (out / "performance.md").read_text()
-    assert "## Scaling with the number of entities" in text and "$TMP" in text
+    assert "## Scaling with the number of entities" in text
+    assert "$TMP" in (out / "performance-figures.md").read_text()  # the commands, on the figures page
     assert "shared 2-core machine" not in text  # the load stayed below half the cores
     scaling = (out / "scaling.md").read_text()
     assert "3,657,658" in scaling and "## Recommendations" in scaling

@@ -21,3 +21,30 @@ def test_sources_commands_are_registered(monkeypatch):
     args = build_parser().parse_args(["kg", "build", "wordnet"])
     assert args.kg_command == "build" and args.source == "wordnet"
     assert build_parser().parse_args(["kg", "stats", "DIR", "--json"]).json is True
+
+
+def test_validate_json_lists_every_problem(tmp_path, capsys):
+    """`jaket kg validate --json`: stdout is JSON alone, each problem {path, line, severity, message}."""
+    import json
+
+    from jaket.cli import main
+    from jaket.kg.io import save_kg
+    from jaket.kg.toy import toy_kg
+
+    kg, _ = toy_kg()
+    save_kg(kg, tmp_path / "kg")
+    assert main(["kg", "validate", str(tmp_path / "kg"), "--json"]) == 0
+    clean = json.loads(capsys.readouterr().out)
+    assert clean == {"path": str(tmp_path / "kg"), "valid": True, "errors": 0, "warnings": 0, "problems": []}
+    triples = tmp_path / "kg" / "triples.tsv"
+    lines = triples.read_text(encoding="utf-8").count("\n")
+    with triples.open("a", encoding="utf-8") as handle:
+        handle.write("dog\tnot_a_relation\tcat\n")
+    assert main(["kg", "validate", str(tmp_path / "kg"), "--json"]) == 1
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)  # the problems and the verdict for people are on stderr
+    assert report["valid"] is False and report["errors"] == len(report["problems"]) >= 1
+    problem = report["problems"][0]
+    assert set(problem) == {"path", "line", "severity", "message"}
+    assert problem["path"] == str(triples) and problem["line"] == lines + 1 and problem["severity"] == "error"
+    assert "not_a_relation" in problem["message"] and "invalid" in captured.err

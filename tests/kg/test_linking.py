@@ -95,6 +95,37 @@ def test_min_length_and_stop_words():
         "e2", "e0", "e3", "e3", "e1"]
 
 
+def test_short_names_are_listed_and_linked_when_asked(tmp_path: Path, capsys, caplog):
+    """"Go", "C" and "JS" are shorter than the default minimum: they are named (summary, warning),
+    and linked when listed in --short-forms or with a lower --min-length."""
+    kg = _kg(["Go", "C", "Rust", "JavaScript"],
+             ["a programming language", "a programming language", "a systems language", "a web language"],
+             aliases=[[], [], [], ["JS"]])
+    text = "Go and C compile, JS runs in browsers, Rust is safe."
+    linker = EntityLinker.from_kg(kg)
+    assert [kg.entity_ids[m.entity] for m in linker.link(text)] == ["e2"]
+    stats = linker.gazetteer_stats
+    assert stats.skipped_short == 3 and stats.skipped_short_forms == [
+        {"entity": "e0", "form": "Go"}, {"entity": "e1", "form": "C"}, {"entity": "e3", "form": "JS"}]
+    assert "3 name(s)/alias(es) shorter than 3 characters are not linked: 'Go' (e0), 'C' (e1), 'JS' (e3)" \
+        in caplog.text and "--short-forms" in caplog.text
+    chosen = EntityLinker.from_kg(kg, short_forms=["go", "JS"])  # case folded like the texts
+    assert [kg.entity_ids[m.entity] for m in chosen.link(text)] == ["e0", "e3", "e2"]
+    assert chosen.gazetteer_stats.short_forms_linked == 2
+    assert chosen.gazetteer_stats.skipped_short_forms == [{"entity": "e1", "form": "C"}]
+    every = EntityLinker.from_kg(kg, min_length=1)
+    assert [kg.entity_ids[m.entity] for m in every.link(text)] == ["e0", "e1", "e3", "e2"]
+    # the command line: the summary lists what was left out; --short-forms / --min-name-length link it
+    save_kg(kg, tmp_path / "kg")
+    (tmp_path / "texts.txt").write_text(text + "\n", encoding="utf-8")
+    args = ["link", "--kg", str(tmp_path / "kg"), "--text", str(tmp_path / "texts.txt"), "--out"]
+    assert jaket_main(args + [str(tmp_path / "a.jsonl"), "--short-forms", "Go,JS"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["mentions"] == 3 and summary["gazetteer"]["skipped_short_forms"] == [{"entity": "e1", "form": "C"}]
+    assert jaket_main(args + [str(tmp_path / "b.jsonl"), "--min-name-length", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["mentions"] == 4
+
+
 def test_ambiguity_by_context_then_degree():
     kg = _kg(["bank", "bank", "river", "money"],
              ["bank: an institution that accepts deposits of money and lends it",

@@ -76,6 +76,25 @@ def test_encode_texts_is_the_whole_pipeline_in_one_call(model):
     assert not torch.allclose(plain[0, :len(out.input_ids[0])], out.tokens[0], atol=1e-3)
 
 
+def test_entities_are_given_and_returned_by_id(model):
+    """encode_entities takes entity ids (or indices, or both); encode_texts' mentions carry the id."""
+    kg, _ = toy_kg()
+    by_id = model.encode_entities(kg, ["wolf", "dog"])
+    wolf, dog = kg.entity_index("wolf"), kg.entity_index("dog")
+    assert torch.equal(by_id, model.encode_entities(kg, [wolf, dog]))
+    assert torch.equal(by_id, model.encode_entities(kg, np.array([wolf, dog])))
+    assert torch.equal(by_id, model.encode_entities(kg, ["wolf", dog]))
+    assert torch.allclose(model.encode_entities(kg, "wolf"), by_id[:1], atol=1e-5)  # one id alone
+    with pytest.raises(ValueError, match="unknown entity id 'py'"):
+        model.encode_entities(kg, ["py", "rust"])
+    with pytest.raises(ValueError, match="entity index 40 is out of range"):
+        model.encode_entities(kg, [40])
+    out = model.encode_texts(TEXTS, kg, max_length=32)
+    assert out.entity_ids[0] == [m.entity_id for m in out.mentions[0]]
+    assert set(out.entity_ids[0]) == {"wolf", "forest", "river"} and out.entity_ids[2] == []
+    assert all(kg.entity_ids[m.entity] == m.entity_id for ms in out.mentions for m in ms)  # indices stay
+
+
 def test_forward_refuses_a_subgraph_of_another_kg(model):
     """The reported bug: a memory attached for one KG silently served a reordered copy of it."""
     kg, corpus = toy_kg()

@@ -31,6 +31,29 @@ def test_label_leakage_detects_spelled_category(small_kg):
     assert report["categories_spelled"] == ["noun.animal"]
 
 
+def test_label_leakage_matches_whole_words_of_entity_descriptions_only():
+    """A category spelled inside another word ("art" in "artifact", "language" in "languages") is
+    not a leak, and relation descriptions are not read; a whole-word category name is."""
+    from jaket.kg.graph import KnowledgeGraph
+
+    def kg(descriptions, relation_description="links two things"):
+        return KnowledgeGraph(
+            entity_ids=["a", "b", "c"], entity_names=["a", "b", "c"], entity_descriptions=descriptions,
+            entity_aliases=[[], [], []], entity_category=np.array([0, 1, -1]), category_names=["art", "language"],
+            relation_ids=["r"], relation_names=["r"], relation_descriptions=[relation_description],
+            triples=np.array([[0, 0, 1]]))
+
+    clean = ec.label_leakage(kg(["a tool or artifact", "one of many languages", "part of a set"],
+                                relation_description="the art of a language"))
+    assert clean["descriptions_with_full_category_name"] == 0 and clean["categories_spelled"] == []
+    assert clean["descriptions_checked"] == 3  # the entities only
+    assert clean["labelled_descriptions_containing_own_category_word"] == 0
+    leaky = ec.label_leakage(kg(["a work of art.", "a programming language", "Art, Language"]))
+    assert leaky["descriptions_with_full_category_name"] == 4
+    assert leaky["categories_spelled"] == ["art", "language"]
+    assert leaky["labelled_descriptions_containing_own_category_word"] == 2
+
+
 def test_heldout_regions_and_pretraining_split(small_kg):
     from jaket.kg.corpus import Mention, MentionCorpus
 

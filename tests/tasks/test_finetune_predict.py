@@ -126,6 +126,27 @@ def test_predict_labels_the_unlabelled_entities_by_default(small_kg, tiny_bert_d
     assert {r["label"] for r in rows} <= set(small_kg.category_names)
 
 
+def test_predict_says_why_nothing_is_unlabelled_and_what_to_pass(small_kg, kg_dir, tiny_bert_dir, tmp_path,
+                                                                  capsys, caplog):
+    """Every entity had a category in fine-tuning: no row by default, and a warning says why and
+    names --all / --entities FILE; --all then labels every entity."""
+    out = tmp_path / "run"
+    assert main(["finetune", "entity-classification", "--kg", str(kg_dir), "--encoder", str(tiny_bert_dir),
+                 "--km-heads", "4", "--epochs", "1", "--train-fractions", "1.0", "--out", str(out)]) == 0
+    capsys.readouterr()
+    caplog.clear()
+    assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and "0 prediction(s)" in captured.err
+    assert f"{kg_dir}: no entity to label" in caplog.text
+    assert "of its 36 entities" in caplog.text and "had a label in fine-tuning" in caplog.text
+    assert "36 have a category" in caplog.text
+    assert "--all" in caplog.text and "--entities FILE" in caplog.text
+    assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir),
+                 "--all"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 36
+
+
 def test_labels_from_files_and_the_jaket_setting(small_kg, tiny_jaket_dir, tmp_path, capsys):
     """A KG without categories, labels only in the split files; the saved backbone keeps the
     pre-trained model's KM structure."""

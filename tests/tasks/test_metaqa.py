@@ -34,6 +34,28 @@ def test_eval_split_is_only_evaluated(metaqa_splits_dir):
     assert not set(data.kg.entity_descriptions) & set(test_texts)
 
 
+def test_gold_answers_missing_from_the_kg_are_reported(metaqa_splits_dir, caplog):
+    """An answer not in kb.txt cannot be scored: it is counted with examples (data info, a warning)
+    and kept on the question, never silently dropped; a question left with no answer is skipped."""
+    dev = metaqa_splits_dir / "1-hop" / "qa_dev.txt"
+    lines = dev.read_text().splitlines()
+    lines[0] += "|Director 99"  # one known and one unknown answer
+    lines.append("who directed [Film 1]\tNobody")  # no known answer: skipped
+    dev.write_text("\n".join(lines) + "\n")
+    test = metaqa_splits_dir / "1-hop" / "qa_test.txt"
+    test.write_text(test.read_text() + "who directed [Film 9]\tGhost Director\n")
+    data = load_metaqa_task(metaqa_splits_dir, "dev", "test", (1, 2), selection_fraction=0.2)
+    assert data.info["missing_answers"] == {
+        "dev": {"answers": 2, "questions": 2,
+                "examples": [f"{dev}:1: 'Director 99'", f"{dev}:{len(lines)}: 'Nobody'"]},
+        "test": {"answers": 1, "questions": 1, "examples": [f"{test}:7: 'Ghost Director'"]}}
+    assert data.info["skipped"] == {"dev": 1, "test": 1}
+    first = next(q for q in data.questions if q.line == 1 and q.hops == 1 and q.text == "who directed Film 0")
+    assert first.missing_answers == ["Director 99"] and len(first.answers) == 1
+    assert "2 gold answer(s) of 2 dev question(s) are not entities of kb.txt" in caplog.text
+    assert f"{dev}:1: 'Director 99'" in caplog.text and "1 gold answer(s) of 1 test question(s)" in caplog.text
+
+
 def test_bad_protocol_and_files_are_named(metaqa_splits_dir):
     with pytest.raises(ValueError, match="--eval-split dev is also --train-split"):
         load_metaqa_task(metaqa_splits_dir, "dev", "dev")

@@ -54,6 +54,22 @@ def test_step_batches_follow_the_four_tasks(make_trainer, tmp_path):
     assert 0 < removed_total < mentions_total
 
 
+def test_masked_entity_accuracy_without_heldout_mentions_is_null_and_said(make_trainer, tmp_path, caplog):
+    """No held-out mention: the figures cannot be computed, so summary.json holds null (strict JSON,
+    never NaN) and a warning says why."""
+    from jaket.atomic import write_json
+    from jaket.train.evaluation import masked_entity_accuracy
+
+    trainer = make_trainer(tmp_path)
+    result = masked_entity_accuracy(trainer.model, trainer.data, max_texts=0, batch_size=4)
+    assert result["heldout_mentions"] == 0
+    assert result["masked_entity_accuracy"] is None and result["most_frequent_baseline"] is None
+    assert "no mention in the 0 held-out text(s)" in caplog.text and "could not be computed" in caplog.text
+    write_json(tmp_path / "summary.json", {"evaluation": result})
+    text = (tmp_path / "summary.json").read_text()
+    assert "NaN" not in text and json.loads(text)["evaluation"]["masked_entity_top10"] is None
+
+
 def test_run_writes_outputs_and_the_relation_memory_flag_reaches_the_model(tiny_bert_dir, tmp_path):
     """`jaket pretrain --kg DIR --corpus FILE --model PATH --relation-memory` on the real model."""
     from jaket.kg.io import save_kg

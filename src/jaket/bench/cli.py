@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
+
+from jaket.output import print_json
 
 #: benchmark name -> module; a module not written yet is simply not offered
 BENCHMARKS = {
@@ -19,7 +20,7 @@ BENCHMARKS = {
 
 def _print_figures(figures: dict, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(figures, indent=2, sort_keys=True))
+        print_json(figures, sort_keys=True)  # strict JSON, alone on stdout
         return
     width = max((len(k) for k in figures), default=0)
     for key, value in figures.items():

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -56,7 +57,7 @@ def _load_kg(args, entities: int):
             kg, _, _ = build_wordnet(max_entities=entities, seed=args.random_seed)
             return kg, "wordnet"
         except Exception as error:  # the WordNet builder is optional here: fall back, and say so
-            print(f"WordNet unavailable ({error}); using a synthetic KG", flush=True)
+            print(f"WordNet unavailable ({error}); using a synthetic KG", file=sys.stderr, flush=True)
     return synthetic_kg(entities, entities * 10, seed=args.random_seed), "synthetic"
 
 

@@ -1,6 +1,6 @@
 """The command line of :mod:`jaket.kg`: ``jaket kg ...`` and ``jaket link``.
 
-``jaket kg stats DIR [--json]`` and ``jaket kg validate DIR`` live here; ``kg build`` and
+``jaket kg stats DIR [--json]`` and ``jaket kg validate DIR [--json]`` live here; ``kg build`` and
 ``kg import`` are added by :mod:`jaket.kg.sources.cli` when it is installed. ``jaket link``
 finds the KG's entity names in plain texts (:mod:`jaket.kg.linking`) and writes a corpus.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
 import sys
 from dataclasses import asdict
@@ -20,6 +19,7 @@ import numpy as np
 from jaket.errors import UsageError
 from jaket.kg.io import CORPUS, load_corpus, load_kg, validate_kg_dir
 from jaket.kg.linking import EntityLinker, LinkStats, read_texts, write_corpus
+from jaket.output import human_stream, print_json
 
 logger = logging.getLogger(__name__)
 
@@ -72,20 +72,34 @@ def _format_stats(stats: dict) -> str:
 
 def _stats(args: argparse.Namespace) -> int:
     stats = kg_statistics(args.directory)  # a KGFormatError is reported by jaket.cli
-    print(json.dumps(stats, indent=2) if args.json else _format_stats(stats))
+    if args.json:
+        print_json(stats)
+    else:
+        print(_format_stats(stats))
     return 0
+
+
+def validation_report(directory, problems) -> dict:
+    """``jaket kg validate --json``: every problem as ``{"path", "line", "severity", "message"}``
+    (``line`` null for a whole file) and the counts."""
+    errors = sum(p.is_error for p in problems)
+    return {"path": str(directory), "valid": not errors, "errors": errors,
+            "warnings": len(problems) - errors,
+            "problems": [{"path": p.path, "line": p.line, "severity": p.severity, "message": p.message}
+                         for p in problems]}
 
 
 def _validate(args: argparse.Namespace) -> int:
     problems = validate_kg_dir(args.directory)
+    report = validation_report(args.directory, problems)
     for problem in problems:
-        print(problem)
-    errors = sum(p.is_error for p in problems)
-    warnings = len(problems) - errors
-    verdict = "invalid" if errors else "valid"
-    print(f"{args.directory}: {verdict} ({errors} error(s), {warnings} warning(s))",
+        print(problem, file=human_stream(args.json))
+    verdict = "valid" if report["valid"] else "invalid"
+    print(f"{args.directory}: {verdict} ({report['errors']} error(s), {report['warnings']} warning(s))",
           file=sys.stderr)
-    return 1 if errors else 0
+    if args.json:
+        print_json(report)
+    return 0 if report["valid"] else 1
 
 
 # jaket link ------------------------------------------------------------------------------------------
@@ -98,19 +112,24 @@ def _link_command(args: argparse.Namespace) -> int:
     linker = EntityLinker.from_kg(kg, min_length=args.min_length, case_sensitive=args.case_sensitive,
                                   max_ambiguity=args.max_ambiguity,
                                   inflections=not args.exact_forms,
-                                  context_window=args.context_window)
+                                  context_window=args.context_window, short_forms=args.short_forms)
     stats = LinkStats()
     corpus = linker.link_texts(inputs.texts, stats, progress=True)
     out = write_corpus(corpus, args.out, kg)
     summary = {"kg": str(args.kg), "input": str(args.text), "output": str(out),
                **asdict(stats), "blank_lines_skipped": inputs.blank_lines,
                "gazetteer": asdict(linker.gazetteer_stats)}
-    print(json.dumps(summary, indent=2))
+    print_json(summary)
     print(f"{out}: {stats.mentions:,} mentions in {stats.linked_texts:,} of {stats.texts:,} texts "
           f"({stats.unlinked_texts:,} without a mention, {stats.ambiguous_resolved:,} ambiguous "
           f"mentions resolved, {stats.too_ambiguous:,} too ambiguous to link, "
           f"{inputs.blank_lines:,} blank lines skipped)", file=sys.stderr)
     return 0
+
+
+def _forms(value: str) -> tuple[str, ...]:
+    """``--short-forms Go,C,JS``: the names / aliases, spaces around each removed."""
+    return tuple(form.strip() for form in value.split(",") if form.strip())
 
 
 def _positive(value: str) -> int:
@@ -131,8 +150,12 @@ def _register_link(subparsers: argparse._SubParsersAction) -> None:
     link.add_argument("--text", required=True, metavar="FILE",
                       help="plain text, one text per line, or .jsonl with a 'text' field")
     link.add_argument("--out", required=True, metavar="FILE", help="the corpus JSONL to write")
-    link.add_argument("--min-length", type=int, default=3, metavar="N",
-                      help="do not link names/aliases shorter than N characters (default 3)")
+    link.add_argument("--min-length", "--min-name-length", dest="min_length", type=int, default=3, metavar="N",
+                      help="do not link names/aliases shorter than N characters (default 3; those left "
+                           "out are listed in the summary and a warning)")
+    link.add_argument("--short-forms", type=_forms, default=(), metavar="LIST",
+                      help="comma list of names/aliases to link although shorter than --min-length, "
+                           "e.g. Go,C,JS")
     link.add_argument("--case-sensitive", action="store_true",
                       help="match letter case exactly (default: case-insensitive)")
     link.add_argument("--max-ambiguity", type=_positive, default=None, metavar="K",
@@ -158,6 +181,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     validate = commands.add_parser("validate", help="list every problem as path:line: message "
                                                     "(exit status 1 when there is an error)")
     validate.add_argument("directory", metavar="DIR", help="a KG directory")
+    validate.add_argument("--json", action="store_true",
+                          help="print the problems as JSON ({path, line, severity, message} each) and "
+                               "the counts")
     validate.set_defaults(func=_validate)
     _register_link(subparsers)
 

@@ -2,8 +2,8 @@
 
 The paper's KG (section "Definition") is a set of triples ``(h, r, t)`` over entities that each carry
 a description text (and here a category, used by the entity category prediction task). Entities and
-relations are addressed by a dense **index**; string ids map to it through :meth:`entity_index` and
-:meth:`relation_index`.
+relations are addressed by a dense **index**; string ids map to it through :meth:`entity_index`,
+:meth:`entity_indices` (ids or indices, mixed) and :meth:`relation_index`.
 
 **Direction.** Every triple ``(h, r, t)`` gives two edges of :class:`CSRAdjacency`: ``h``'s neighbour
 ``t`` with edge type ``r`` (forward) and ``t``'s neighbour ``h`` with edge type ``r + P`` (inverse),
@@ -171,6 +171,35 @@ class KnowledgeGraph:
             return self._entity_lookup[entity_id]
         except KeyError:
             raise KeyError(f"unknown entity id {entity_id!r}") from None
+
+    def entity_indices(self, entities) -> np.ndarray:
+        """Dense int64 indices of ``entities``: entity ids (strings, e.g. ``["py", "rust"]``),
+        indices (ints, a numpy int array, a tensor, a ``range``) or a mix; one id alone is one
+        entity. An unknown id or an index out of range is a ``ValueError`` naming it."""
+        if isinstance(entities, str):
+            entities = [entities]
+        if hasattr(entities, "detach"):  # a torch tensor
+            entities = entities.detach().cpu().numpy()
+        if isinstance(entities, np.ndarray) and entities.dtype.kind in "iu":
+            indices = entities.astype(np.int64).reshape(-1)
+        else:
+            indices = np.fromiter((self._one_entity_index(e) for e in entities), dtype=np.int64)
+        bad = (indices < 0) | (indices >= self.num_entities)
+        if bad.any():
+            raise ValueError(f"entity index {int(indices[bad][0])} is out of range: the KG has "
+                             f"{self.num_entities} entities (indices 0..{self.num_entities - 1})")
+        return indices
+
+    def _one_entity_index(self, entity) -> int:
+        if isinstance(entity, str):
+            try:
+                return self.entity_index(entity)
+            except KeyError:
+                raise ValueError(f"unknown entity id {entity!r}: not an id of this KG's "
+                                 f"{self.num_entities} entities") from None
+        if isinstance(entity, (bool, np.bool_)) or not isinstance(entity, (int, np.integer)):
+            raise ValueError(f"entity {entity!r}: give an entity id (a string) or an index (an int)")
+        return int(entity)
 
     def relation_index(self, relation_id: str) -> int:
         """Dense index of a relation id (``KeyError`` naming the id when unknown)."""

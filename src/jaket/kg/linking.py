@@ -12,8 +12,9 @@ split the same way into tokens: a run of letters and digits, one other non-space
 underscore separates tokens like a space. A form is indexed by its normalised tokens (lower-cased
 unless ``case_sensitive``) joined by one space, together with each of its proper prefixes, in a
 single ``dict``; the entities of a form are a CSR table. Not indexed (counted in
-:class:`GazetteerStats`): forms shorter than ``min_length`` characters and forms made only of stop
-words (``"the"``, ``"it"``, ``"who"``...).
+:class:`GazetteerStats`): forms shorter than ``min_length`` characters -- listed there and in a
+warning, and linked after all when named in ``short_forms`` (``"Go,C,JS"``) or with a lower
+``min_length`` -- and forms made only of stop words (``"the"``, ``"it"``, ``"who"``...).
 
 **Matching.** Each text is scanned once: from every token the dictionary is walked along the
 following tokens while the joined key is a known prefix, so the cost is the number of tokens times
@@ -40,6 +41,7 @@ shorter matches inside them and are counted (``too_ambiguous``).
 
 from __future__ import annotations
 
+import logging
 import re
 from array import array
 from collections.abc import Iterable, Iterator
@@ -61,6 +63,12 @@ from jaket.kg.readers import read_lines
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
                     r"|[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
                     r"|[^\w\s]")
+
+log = logging.getLogger(__name__)
+
+#: short forms listed in :class:`GazetteerStats` (all are counted) and named in the warning
+MAX_LISTED_SHORT = 1000
+MAX_NAMED_SHORT = 10
 
 #: English function words: a surface form made only of these is not linked, and they carry no
 #: weight in the context score
@@ -141,6 +149,11 @@ class GazetteerStats:
     ambiguous_forms: int = 0  # forms naming more than one entity
     skipped_short: int = 0  # names / aliases shorter than min_length
     skipped_stop_words: int = 0  # names / aliases made only of stop words (or no token at all)
+    #: which ones were too short: ``{"entity": id, "form": name or alias}``, the first
+    #: :data:`MAX_LISTED_SHORT` (``skipped_short`` counts them all)
+    skipped_short_forms: list[dict] = field(default_factory=list)
+    #: forms linked although shorter than min_length, because ``short_forms`` named them
+    short_forms_linked: int = 0
 
 
 @dataclass
@@ -195,10 +208,14 @@ class EntityLinker:
     @classmethod
     def from_kg(cls, kg: KnowledgeGraph, *, min_length: int = 3, case_sensitive: bool = False,
                 max_ambiguity: int | None = None, inflections: bool = True,
-                stop_words: Iterable[str] | None = None, context_window: int = 50) -> "EntityLinker":
+                stop_words: Iterable[str] | None = None, context_window: int = 50,
+                short_forms: Iterable[str] = ()) -> "EntityLinker":
         """Index every entity name and alias of ``kg`` (see the module docstring).
 
-        ``min_length``: forms with fewer characters are not linked; ``stop_words`` replaces
+        ``min_length``: forms with fewer characters are not linked (they are listed in
+        :attr:`gazetteer_stats` and a warning names them), except those in ``short_forms``
+        (names or aliases such as ``"Go"``, ``"C"``, ``"JS"``; compared ignoring case unless
+        ``case_sensitive``), which are linked whatever their length; ``stop_words`` replaces
         :data:`STOP_WORDS` (forms made only of them are not linked); ``max_ambiguity``: forms
         naming more entities are not linked (``None``: no limit); ``context_window``: tokens on
         each side of a mention that disambiguate it.
@@ -206,6 +223,8 @@ class EntityLinker:
         if max_ambiguity is not None and max_ambiguity < 1:
             raise ValueError(f"max_ambiguity must be at least 1, got {max_ambiguity}")
         stop = frozenset(w.lower() for w in stop_words) if stop_words is not None else STOP_WORDS
+        fold = (lambda text: text.strip()) if case_sensitive else (lambda text: text.strip().lower())
+        wanted_short = {fold(f) for f in short_forms if f.strip()}
         stats = GazetteerStats(entities=kg.num_entities)
         forms: dict[str, int] = {}
         pair_group, pair_entity, pair_name = array("q"), array("q"), array("b")
@@ -213,8 +232,13 @@ class EntityLinker:
         finditer = _TOKEN.finditer
         for entity, surface, is_name in _surface_forms(kg):
             if len(surface.strip()) < min_length:
-                stats.skipped_short += 1
-                continue
+                if fold(surface) in wanted_short:
+                    stats.short_forms_linked += 1
+                else:
+                    stats.skipped_short += 1
+                    if len(stats.skipped_short_forms) < MAX_LISTED_SHORT:
+                        stats.skipped_short_forms.append({"entity": str(kg.entity_ids[entity]), "form": surface})
+                    continue
             tokens = [m.group() for m in finditer(surface)]
             if not case_sensitive:
                 tokens = [t.lower() for t in tokens]
@@ -249,6 +273,14 @@ class EntityLinker:
         np.cumsum(counts, out=pointer[1:])
         stats.ambiguous_forms = int((counts > 1).sum())
         stats.entities_with_forms = int(has_form.sum())
+        if stats.skipped_short:
+            named = ", ".join(f"{s['form']!r} ({s['entity']})"
+                              for s in stats.skipped_short_forms[:MAX_NAMED_SHORT])
+            more = f" and {stats.skipped_short - MAX_NAMED_SHORT} more" if stats.skipped_short > MAX_NAMED_SHORT else ""
+            log.warning("%d name(s)/alias(es) shorter than %d characters are not linked: %s%s; to link "
+                        "them, lower the minimum (jaket link --min-length N) or name them "
+                        "(jaket link --short-forms %s)", stats.skipped_short, min_length, named, more,
+                        ",".join(s["form"].strip() for s in stats.skipped_short_forms[:3]))
         return cls(kg, forms, pointer, entities.copy(), names.copy(), case_sensitive=case_sensitive,
                    inflections=inflections, max_ambiguity=max_ambiguity,
                    context_window=context_window, gazetteer_stats=stats)

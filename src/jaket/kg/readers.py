@@ -10,6 +10,7 @@ evaluation splits of link prediction are.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
 from pathlib import Path
@@ -57,6 +58,40 @@ def read_lines(path: Path, problems: list[Problem], *, keep_blank: bool = False)
     if keep_blank:
         return [(number, line) for number, line in enumerate(rows, start=1) if line is not None]
     return [(number, line) for number, line in enumerate(rows, start=1) if line is not None and line.strip()]
+
+
+def read_text_file(path: str | Path, what: str = "") -> list[tuple[int, str]]:
+    """:func:`read_lines` of a file that must exist and decode: a missing file or a bad line raises
+    :class:`KGFormatError` naming it (``what``: the option the file came from, for the message)."""
+    problems: list[Problem] = []
+    suffix = f" ({what})" if what else ""
+    try:
+        lines = read_lines(Path(path), problems)
+    except FileNotFoundError:
+        raise KGFormatError([Problem(str(path), None, f"no such file{suffix}")]) from None
+    except OSError as error:
+        raise KGFormatError([Problem(str(path), None, f"cannot read: {error.strerror or error}{suffix}")]) from None
+    if problems:
+        raise KGFormatError(problems)
+    return lines
+
+
+def json_objects(path: str | Path, lines: Iterable[tuple[int, str]], problems: list[Problem]
+                 ) -> list[tuple[int, dict]]:
+    """The JSON object of each numbered line; a line that is not JSON, or not an object, becomes a
+    :class:`Problem` naming ``path:line`` and is left out."""
+    out = []
+    for number, line in lines:
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            problems.append(Problem(str(path), number, f"invalid JSON ({error.msg})"))
+            continue
+        if not isinstance(row, dict):
+            problems.append(Problem(str(path), number, "expected a JSON object"))
+            continue
+        out.append((number, row))
+    return out
 
 
 def _separator_name(separator: str) -> str:

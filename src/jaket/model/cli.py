@@ -24,6 +24,7 @@ from jaket.atomic import atomic_open, write_lines, write_text
 from jaket.kg.io import load_kg
 from jaket.kg.linking import read_texts
 from jaket.model.device import add_device_argument, resolve_device
+from jaket.output import print_json
 
 
 def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, layer: str = "km",
@@ -106,7 +107,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         summary = embed(args.model, args.kg, args.out, args.batch_size, args.layer, args.seed,
                         device=device)
-    print(json.dumps(summary, indent=2))
+    print_json(summary)
     return 0
 
 

@@ -10,14 +10,22 @@ rows it needs, without blocking (:meth:`jaket.model.memory.EntityContextMemory.e
 from __future__ import annotations
 
 import argparse
+import functools
+import logging
 import os
+import platform
+import time
 
 import torch
 
 from jaket.errors import UsageError
 
+log = logging.getLogger(__name__)
+
 #: at most this share of the accelerator's free memory is given to the entity context memory
 MEMORY_SHARE = 0.25
+#: a CPU whose bf16 matrix products take more than this many times the float32 time has no native bf16
+BF16_SLOWDOWN_LIMIT = 2.0
 
 
 def default_device() -> str:
@@ -67,9 +75,62 @@ def add_bf16_argument(parser: argparse.ArgumentParser) -> None:
 def autocast(device: torch.device | str, bf16: bool):
     """Mixed precision for a fine-tuning step or an evaluation: ``torch.autocast`` to bfloat16 on
     ``device`` when ``bf16``, else a no-op context. Parameters, gradients and the optimizer stay
-    fp32 (autocast only computes eligible products in bf16); callers score in fp32."""
+    fp32 (autocast only computes eligible products in bf16); callers score in fp32. On a CPU
+    without native bf16 (:func:`bf16_slowdown` above :data:`BF16_SLOWDOWN_LIMIT`) the first use warns
+    once, with the measured ratio: there bf16 makes a run many times slower, not faster."""
     device_type = torch.device(device).type
+    if bf16 and device_type == "cpu":
+        _warn_without_native_bf16()
     return torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=bool(bf16))
+
+
+@functools.lru_cache(maxsize=1)
+def bf16_slowdown(size: int = 256, repeats: int = 5) -> float:
+    """How many times longer a bf16 matrix product takes than the float32 one on this CPU (one
+    thread, ``size x 384 @ 384 x 384``; about 10 ms where bf16 is native, well under a second where
+    it is emulated). ~1 on CPUs with AVX-512 BF16 or AMX, tens on AVX2-only CPUs."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        timings = {}
+        for dtype in (torch.float32, torch.bfloat16):
+            a, b = torch.randn(size, 384).to(dtype), torch.randn(384, 384).to(dtype)
+            a @ b
+            began = time.perf_counter()
+            for _ in range(repeats):
+                a @ b
+            timings[dtype] = (time.perf_counter() - began) / repeats
+        return timings[torch.bfloat16] / max(timings[torch.float32], 1e-9)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@functools.lru_cache(maxsize=1)
+def _warn_without_native_bf16() -> None:
+    ratio = bf16_slowdown()
+    if ratio > BF16_SLOWDOWN_LIMIT:
+        log.warning("bf16 on a CPU without native bf16 (%s): a bf16 matrix product takes %.0fx the float32 "
+                    "time here, so --bf16 makes this run much slower; drop it", cpu_description(), ratio)
+
+
+def cpu_description() -> dict:
+    """The CPU figures depend on: model name, PyTorch's vector capability (``AVX2``, ``AVX512``,
+    ...), whether it advertises AVX-512 BF16 / AMX, and the core count."""
+    model, flags = platform.processor() or "", ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name") and not model.strip():
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = line.split(":", 1)[1]
+                if model and flags:
+                    break
+    except OSError:
+        pass
+    words = set(flags.split())
+    return {"model": model.strip() or platform.machine(), "capability": torch.backends.cpu.get_cpu_capability(),
+            "avx512_bf16": "avx512_bf16" in words, "amx": "amx_bf16" in words, "cores": os.cpu_count()}
 
 
 def module_device(*modules) -> torch.device:

@@ -56,6 +56,14 @@ class KGMismatchError(ValueError):
     """A subgraph (or KG) is not the one whose entity context memory the model would use."""
 
 
+@dataclass(frozen=True)
+class LinkedMention(Mention):
+    """A mention :meth:`JaketModel.encode_texts` encoded: ``entity`` is the entity's index in the
+    KG (as in every :class:`jaket.kg.corpus.Mention`), ``entity_id`` its id (``"Q42"``)."""
+
+    entity_id: str
+
+
 @dataclass
 class TextEncoding:
     """What :meth:`JaketModel.encode_texts` returns, one entry per text.
@@ -63,8 +71,9 @@ class TextEncoding:
     ``tokens[i]`` (L_i, F) is ``Z^LM`` (Eq. 10) at every token of text ``i`` (special tokens
     included, in the order of ``input_ids[i]``; ``offsets[i]`` (L_i, 2) is each token's character
     span, ``(0, 0)`` for special tokens). ``mentions[i]`` are the linked mentions that were encoded
-    (character spans, end exclusive, entity index; mentions cut off by ``max_length`` are left out
-    and counted in ``dropped_mentions``), ``mention_spans[i]`` (k_i, 2) their inclusive token spans
+    (:class:`LinkedMention`: character spans, end exclusive, the entity's index ``entity`` and id
+    ``entity_id``; :attr:`entity_ids` lists the ids per text; mentions cut off by ``max_length`` are
+    left out and counted in ``dropped_mentions``), ``mention_spans[i]`` (k_i, 2) their inclusive token spans
     ``(s, o)``, ``mention_embeddings[i]`` (k_i, F) ``(Z^LM_s + Z^LM_o) / 2`` and
     ``entity_embeddings[i]`` (k_i, F) the linked entity's ``E^KM`` (Eq. 1-5) that was fused there.
     """
@@ -78,6 +87,11 @@ class TextEncoding:
     mention_embeddings: list[torch.Tensor]
     entity_embeddings: list[torch.Tensor]
     dropped_mentions: int = 0
+
+    @property
+    def entity_ids(self) -> list[list[str]]:
+        """The id of each mention's entity, per text (``mentions[i][j].entity_id``)."""
+        return [[m.entity_id for m in mentions] for mentions in self.mentions]
 
 
 def check_memory_fits(memory: EntityContextMemory, subgraph) -> None:
@@ -242,19 +256,22 @@ class JaketModel(nn.Module):
         return span_mean(z, torch.arange(len(input_ids), device=z.device), start, end)
 
     @torch.no_grad()
-    def encode_entities(self, kg: KnowledgeGraph, entity_indices, memory: EntityContextMemory | None = None,
+    def encode_entities(self, kg: KnowledgeGraph, entities, memory: EntityContextMemory | None = None,
                         batch_size: int = 1024, generator: np.random.Generator | None = None,
                         progress: bool = False) -> torch.Tensor:
-        """``E^KM`` of the given entities of ``kg`` (LM1 + KM; LM2 unused), (len, F).
+        """``E^KM`` of the given entities of ``kg`` (LM1 + KM; LM2 unused), (len, F), row ``i``
+        for ``entities[i]``.
 
-        Each batch of entities gets its sampled neighbourhood (``config.fanouts``); the memory is
-        ``kg``'s own (recomputed from its descriptions when ``kg`` is not the attached one).
-        Runs without gradients, in the model's current mode (call ``eval()`` for inference).
+        ``entities``: entity ids (``["py", "rust"]``), entity indices (ints, an int array, a
+        ``range``) or a mix (:meth:`KnowledgeGraph.entity_indices`; an unknown id is a
+        ``ValueError`` naming it). Each batch of entities gets its sampled neighbourhood
+        (``config.fanouts``); the memory is ``kg``'s own (recomputed from its descriptions when
+        ``kg`` is not the attached one). Runs without gradients, in the model's current mode
+        (call ``eval()`` for inference).
         """
+        ids = kg.entity_indices(entities)  # first: a wrong id fails before the memory is computed
         memory = memory if memory is not None else self.memory_for(kg, progress=progress)
         generator = generator if generator is not None else np.random.default_rng(0)
-        ids = np.asarray(list(entity_indices) if not isinstance(entity_indices, np.ndarray)
-                         else entity_indices, dtype=np.int64)
         device = next(self.knowledge.parameters()).device
         out = []
         for begin in range(0, len(ids), batch_size):
@@ -306,7 +323,8 @@ class JaketModel(nn.Module):
         built once per KG), tokenised (at most ``max_length`` tokens), each batch's mentioned
         entities get their sampled neighbourhood (``config.fanouts``), the knowledge module runs
         over ``kg``'s memory (:meth:`memory_for`, or ``memory``; Eq. 1-5), its output is fused at
-        the mentions (Eq. 8-9) and LM2 finishes (Eq. 10). See :class:`TextEncoding`.
+        the mentions (Eq. 8-9) and LM2 finishes (Eq. 10). See :class:`TextEncoding`: each mention
+        carries its entity's index (``entity``) and id (``entity_id``).
         """
         texts = [texts] if isinstance(texts, str) else list(texts)
         if linker is None:
@@ -346,7 +364,8 @@ class JaketModel(nn.Module):
                     result.input_ids.append(torch.from_numpy(encoded.input_ids[row].astype(np.int64)))
                     result.tokens.append(hidden[j, :length])
                     result.mention_spans.append(token_spans)
-                    result.mentions.append([Mention(int(offsets[row][a, 0]), int(offsets[row][z, 1]), int(e))
+                    result.mentions.append([LinkedMention(int(offsets[row][a, 0]), int(offsets[row][z, 1]), int(e),
+                                                          str(kg.entity_ids[int(e)]))
                                             for (a, z), e in zip(token_spans, entities[mine])])
                     result.mention_embeddings.append(spans[mine])
                     result.entity_embeddings.append(fused[mine])

@@ -32,6 +32,7 @@ from jaket.kg.graph import KnowledgeGraph
 from jaket.model.device import memory_placement
 from jaket.model.heads import span_mean
 from jaket.model.language import SplitLanguageModel
+from jaket.model.memory_cache import cached_rows
 
 log = logging.getLogger(__name__)
 
@@ -271,8 +272,20 @@ class EntityContextMemory:
         """A memory filled from ``kg``'s descriptions by ``language``'s LM1 (the unseen-KG step)."""
         memory = cls(kg.num_entities, kg.num_relations, int(language.hidden_size), dtype=dtype,
                      path=path, momentum=momentum)
-        memory.refresh(language, kg, batch_size=batch_size, max_length=max_length, momentum=0.0,
-                       progress=progress)
+        if path is not None:  # a memory-mapped file is its own cache
+            memory.refresh(language, kg, batch_size=batch_size, max_length=max_length, momentum=0.0,
+                           progress=progress)
+        else:  # the rows of the same LM1, KG and length are read from the disk cache (memory_cache)
+            def compute() -> tuple[torch.Tensor, torch.Tensor]:
+                memory.refresh(language, kg, batch_size=batch_size, max_length=max_length, momentum=0.0,
+                               progress=progress)
+                return memory.entities.float(), memory.relations.float()
+
+            entities, relations = cached_rows(language, kg, max_length, compute)
+            if not memory.filled:
+                memory.entities[:] = entities.to(memory.entities.dtype)
+                memory.relations[:] = relations.to(memory.relations.dtype)
+                memory.filled, memory.refreshes = True, 1
         memory.kg_fingerprint = kg.fingerprint()
         return memory
 

@@ -11,27 +11,29 @@ embedded default (WordNet 3.0 + the bundled MiniLM).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from pathlib import Path
 
 from jaket.kg.sources.registry import build_source
 from jaket.model.device import add_bf16_argument, add_device_argument, resolve_device
+from jaket.output import human_stream, print_json
 from jaket.tasks.entity_classification_cli import add_arguments as add_entity_classification
 from jaket.tasks.fewrel import load_fewrel, merge_fewrel
 from jaket.tasks.link_prediction_cli import add_arguments as add_link_prediction
 from jaket.tasks.metaqa import load_metaqa_task
 from jaket.tasks.settings import KGQAConfig, RelationClassificationConfig
 from jaket.tasks.tracking import add_log_with_argument, check_trackers
+from jaket.tasks.word_in_context_cli import add_arguments as add_word_in_context
 
 logger = logging.getLogger(__name__)
 
-TASKS = ("entity-classification", "link-prediction", "kgqa", "relation-classification")
+TASKS = ("entity-classification", "link-prediction", "kgqa", "relation-classification", "word-in-context")
 _DEFAULT_VARIANTS = {
     "entity-classification": ("lm", "gnn", "lm+g+m", "jaket"),
     "link-prediction": ("lm", "gnn", "lm+g+m", "jaket"),
     "kgqa": ("lm", "lm+g", "lm+g+m", "jaket"),
     "relation-classification": ("lm", "jaket"),
+    "word-in-context": ("lm", "lm+g+m", "jaket"),
 }
 
 
@@ -105,6 +107,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         _add_relation_classification_arguments(rc)
         rc.set_defaults(func=_run_relation_classification, evaluate=evaluate)
 
+        wic = tasks.add_parser("word-in-context",
+                               help="does a target word mean the same in two texts? (WiC; senses from the KG)")
+        _add_common(wic, evaluate)
+        add_word_in_context(wic, evaluate)  # its flags, --config/--set; func
+        if evaluate:
+            sl = tasks.add_parser("sense-linking", help="choose a word's WordNet sense in context (WSD) on "
+                                                        "held-out linked texts of a pre-training run")
+            _add_sense_linking_arguments(sl)
+
 
 def _add_kgqa_arguments(qa: argparse.ArgumentParser) -> None:
     d = KGQAConfig()
@@ -166,6 +177,46 @@ def _add_relation_classification_arguments(rc: argparse.ArgumentParser) -> None:
     add_bf16_argument(rc)
 
 
+def _add_sense_linking_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", type=Path, help="jointly pre-trained model folder (the 'jaket' scorers)")
+    parser.add_argument("--encoder", type=Path, help="base Hugging Face encoder (default: bundled MiniLM)")
+    parser.add_argument("--heldout-of", type=Path, required=True, metavar="RUN",
+                        help="a pre-training run folder: its held-out linked texts (rebuilt from RUN/config.yaml) "
+                             "are the examples")
+    parser.add_argument("--kg", type=Path, metavar="DIR", help="the sense KG (default: WordNet 3.0)")
+    parser.add_argument("--max-examples", type=int, metavar="N", help="use the first N examples only")
+    parser.add_argument("--seeds", type=int, default=3, help="fresh KMs of the lm+g+m scorer (default 3)")
+    parser.add_argument("--no-baselines", dest="baselines", action="store_false",
+                        help="only the first-sense, random and --model scorers (to compare pre-trained models)")
+    parser.add_argument("--out", type=Path, help="output folder (default runs/sense-linking)")
+    parser.add_argument("--json", action="store_true", help="print the scores as JSON on stdout (alone)")
+    add_device_argument(parser)
+    parser.set_defaults(func=_run_sense_linking)
+
+
+def _run_sense_linking(args) -> int:
+    from jaket.tasks import sense_linking as sl  # the task, loaded when it runs
+    from jaket.tasks.wic_data import SenseInventory
+    from jaket.tasks.word_in_context import load_sense_kg
+
+    device = resolve_device(args.device)
+    kg = load_sense_kg(args.kg)
+    examples, info = sl.heldout_examples(args.heldout_of, kg, SenseInventory.for_wordnet(kg), args.max_examples)
+    if not examples:
+        raise ValueError(f"{args.heldout_of}: no held-out mention could be linked to a sense of {args.kg or 'WordNet'}")
+    results = sl.evaluate_sense_linking(examples, kg, pretrained=args.model, encoder=args.encoder,
+                                        seeds=tuple(range(args.seeds)), device=device, baselines=args.baselines)
+    results["data"] = {**info, "examples_used": len(examples)}
+    out = args.out or Path("runs") / "sense-linking"
+    sl.write_report(results, out)
+    human = human_stream(args.json)
+    print(sl.results_table(results), file=human)
+    print(f"report: {out / 'report.md'}  metrics: {out / 'metrics.json'}", file=human)
+    if args.json:
+        print_json(results["scorers"])
+    return 0
+
+
 def add_kgqa_predict_arguments(parser: argparse.ArgumentParser) -> None:
     """``jaket predict kgqa`` arguments (beside ``--model`` and ``--out``)."""
     parser.add_argument("--questions", type=Path, required=True, metavar="FILE",
@@ -203,10 +254,14 @@ def _variants(args, task: str) -> tuple[str, ...]:
 
 
 def _finish(args, results: dict, table: str, out: Path) -> int:
-    print(table)
-    print(f"report: {out / 'report.md'}  metrics: {out / 'metrics.json'}")
+    """Print the results table and where the report is; with ``--json`` those go to stderr and
+    stdout holds only metrics.json's summary as strict JSON (:func:`jaket.output.print_json`:
+    whatever the command prints after it goes to stderr too)."""
+    human = human_stream(args.json)
+    print(table, file=human)
+    print(f"report: {out / 'report.md'}  metrics: {out / 'metrics.json'}", file=human)
     if args.json:
-        print(json.dumps(results.get("summary", {}), indent=2))
+        print_json(results.get("summary", {}))
     return 0
 
 
@@ -215,7 +270,7 @@ def _finish_saved(args, results: dict, table: str, out: Path, usage: str) -> int
     status = _finish(args, results, table, out)
     if "saved_model" in results:
         print(f"fine-tuned model: {results['saved_model']}  (jaket predict {args.task} --model "
-              f"{results['saved_model']} {usage})")
+              f"{results['saved_model']} {usage})", file=human_stream(args.json))
     return status
 
 

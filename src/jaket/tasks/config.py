@@ -65,6 +65,21 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
     return config
 
 
+def flag_values(args, flag_keys: dict[str, str]) -> dict[str, Any]:
+    """The config values a task command's own flags give (``{dest: key}``: the flags set, not
+    None), with ``--variant`` / ``--variants`` and ``--seeds N --first-seed S`` as ``variants`` and
+    ``seeds``: what :func:`load_task_config` layers over the file and ``--set``."""
+    values = {key: getattr(args, dest) for dest, key in flag_keys.items() if getattr(args, dest, None) is not None}
+    if getattr(args, "variant", None):
+        values["variants"] = [args.variant]
+    if getattr(args, "variants", None):
+        values["variants"] = list(args.variants)
+    if getattr(args, "seeds", None) is not None:
+        first = getattr(args, "first_seed", 0)
+        values["seeds"] = list(range(first, first + args.seeds))
+    return values
+
+
 def _flag(key: str) -> str:
     return "--" + key.split(".")[-1].replace("_", "-")
 

@@ -20,7 +20,7 @@ Protocol
 * ``jaket finetune`` saves the run of the first training fraction and the first seed as a
   fine-tuned folder (:class:`FinetunedEntityClassifier`, format in :mod:`jaket.tasks.finetuned`)
   that ``jaket predict entity-classification`` uses.
-* :func:`label_leakage` checks that no entity or relation description spells a category name.
+* :func:`label_leakage` checks that no entity description spells a category name (as whole words).
 """
 
 from __future__ import annotations
@@ -264,7 +264,8 @@ def run_entity_classification(kg: KnowledgeGraph, config: EntityClassificationCo
     kg, unused_categories = present_categories(kg)
     leakage = label_leakage(kg)
     if leakage["descriptions_with_full_category_name"]:
-        logger.warning("label leakage: descriptions spell categories %s", leakage["categories_spelled"])
+        logger.warning("label leakage: %d entity description(s) spell a category name as whole words: %s",
+                       leakage["descriptions_with_full_category_name"], leakage["categories_spelled"])
     edges = full_graph(kg)
     labels = np.asarray(kg.entity_category)
     results: dict = {"task": "entity-classification", "device": str(torch.device(device)),

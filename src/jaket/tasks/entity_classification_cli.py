@@ -19,7 +19,8 @@ from pydantic import ConfigDict
 
 from jaket.kg.io import load_kg
 from jaket.model.device import resolve_device
-from jaket.tasks.config import dump_task_config, load_task_config
+from jaket.output import human_stream
+from jaket.tasks.config import dump_task_config, flag_values, load_task_config
 from jaket.tasks.settings import EntityClassificationConfig
 from jaket.tasks.splits import read_splits
 from jaket.tasks.tracking import check_trackers
@@ -156,14 +157,7 @@ _FLAG_KEYS = {"kg": "data.kg", "train": "data.train", "dev": "data.dev", "test":
 
 def job_from_args(args: argparse.Namespace) -> EntityClassificationJob:
     """The typed job the flags describe (file < --set < flags); ``ValueError`` names the bad key."""
-    values = {key: getattr(args, dest) for dest, key in _FLAG_KEYS.items() if getattr(args, dest, None) is not None}
-    if getattr(args, "variant", None):
-        values["variants"] = [args.variant]
-    if getattr(args, "variants", None):
-        values["variants"] = list(args.variants)
-    if args.seeds is not None:
-        first = getattr(args, "first_seed", 0)
-        values["seeds"] = list(range(first, first + args.seeds))
+    values = flag_values(args, _FLAG_KEYS)
     job = load_task_config(EntityClassificationJob, args.config, list(args.overrides), values,
                            what="entity-classification")
     return _resolve(job, args.evaluate)
@@ -213,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     status = _finish(args, results, ec.results_table(results) + ("\n\n" + paired if paired else ""), out)
     if "saved_model" in results:
         print(f"fine-tuned model: {results['saved_model']}  (jaket predict entity-classification "
-              f"--model {results['saved_model']} --kg KG)")
+              f"--model {results['saved_model']} --kg KG)", file=human_stream(args.json))
     return status
 
 

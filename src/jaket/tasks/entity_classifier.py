@@ -162,9 +162,10 @@ class FinetunedEntityClassifier:
         return np.flatnonzero(keep)
 
     def predict(self, kg: KnowledgeGraph, entities=None, top_k: int = 1) -> list[dict]:
-        """One row per entity (default: :meth:`unlabelled`): ``{"entity", "name", "label",
+        """One row per entity (default: :meth:`unlabelled`; else entity ids, indices or a mix, as
+        :meth:`KnowledgeGraph.entity_indices` reads them): ``{"entity", "name", "label",
         "probability"}``, and with ``top_k > 1`` the ``top_k`` most probable labels (``"top"``)."""
-        entities = self.unlabelled(kg) if entities is None else np.asarray(entities, dtype=np.int64)
+        entities = self.unlabelled(kg) if entities is None else kg.entity_indices(entities)
         if not len(entities):
             return []
         probabilities = self.probabilities(kg)[torch.as_tensor(entities)]
@@ -188,4 +189,20 @@ def predict_rows(model: FinetunedEntityClassifier, args) -> list[dict]:
         entities = read_entity_list(args.entities, kg)
     elif args.all:
         entities = np.arange(kg.num_entities)
+    else:
+        entities = model.unlabelled(kg)
+        if not len(entities):
+            logger.warning(_nothing_unlabelled(model, kg, args.kg))
     return model.predict(kg, entities, top_k=args.top_k)
+
+
+def _nothing_unlabelled(model: FinetunedEntityClassifier, kg: KnowledgeGraph, where) -> str:
+    """Why ``jaket predict entity-classification`` has no entity to label by default, and what to pass."""
+    known = set(model.settings.get("labelled_entity_ids", []))
+    had_label = sum(entity in known for entity in kg.entity_ids)
+    reasons = [f"{had_label} had a label in fine-tuning"]
+    if model.settings.get("label_source", "categories") == "categories":
+        reasons.append(f"{int((np.asarray(kg.entity_category) >= 0).sum())} have a category in {where}")
+    return (f"{where}: no entity to label: by default only entities without a label are predicted, and "
+            f"of its {kg.num_entities} entities {' and '.join(reasons)}; pass --all to label every entity "
+            "or --entities FILE to name the ones to label")

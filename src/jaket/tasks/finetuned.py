@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from jaket import __version__
-from jaket.atomic import atomic_directory
+from jaket.atomic import atomic_directory, json_text
 from jaket.kg.graph import KnowledgeGraph
 from jaket.model.jaket import CONFIG_FILE, WEIGHTS_FILE, JaketConfig, JaketModel
 from jaket.model.language import SplitLanguageModel
@@ -77,7 +77,7 @@ def write_finetuned(directory, task: str, backbone: JaketModel, head: dict[str, 
         save_file({k: v.detach().contiguous() for k, v in head.items()}, str(tmp / HEAD_FILE))
         data = {"format": FORMAT, "format_version": FORMAT_VERSION, "task": task, "jaket_version": __version__,
                 **task_config}
-        (tmp / TASK_FILE).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        (tmp / TASK_FILE).write_text(json_text(data, ensure_ascii=False) + "\n", encoding="utf-8")
         if extra is not None:
             extra(tmp)
     return directory

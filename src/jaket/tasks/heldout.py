@@ -3,6 +3,8 @@ as KG' and keep the rest (triples and texts that never touch KG') for pre-traini
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from jaket.kg.corpus import Mention, MentionCorpus
@@ -85,21 +87,44 @@ def wordnet_protocol(max_entities: int = 3000, heldout_fraction: float = 0.3, se
     return split_pretraining(kg, corpus, heldout)
 
 
+def spelled_categories(names, text: str) -> list[str]:
+    """The category ``names`` that ``text`` spells as whole words, ignoring case: ``"language"``
+    in ``"a programming language"``, not in ``"languages"``; ``"art"`` not in ``"artifact"`` or
+    ``"part"``; ``"noun.animal"`` in ``"dog: noun.animal"``."""
+    return _spelled(_whole_word_patterns(names), text)
+
+
+def _whole_word_patterns(names) -> list[tuple[str, str, re.Pattern]]:
+    """``(name, lower-case name, whole-word pattern)`` of each non-empty name."""
+    return [(name, name.lower(), re.compile(rf"(?<!\w){re.escape(name.lower())}(?!\w)"))
+            for name in map(str, names) if name]
+
+
+def _spelled(patterns: list[tuple[str, str, re.Pattern]], text: str) -> list[str]:
+    lowered = text.lower()
+    # the substring test first: most texts hold no name at all
+    return [name for name, lower, pattern in patterns if lower in lowered and pattern.search(lowered)]
+
+
 def label_leakage(kg: KnowledgeGraph) -> dict:
-    """Whether any description spells a category: counts descriptions (entities and relations)
-    containing a full category name (e.g. ``noun.animal``) and, for information, those
-    containing the category's own final word (``animal``) -- ordinary vocabulary in a gloss,
-    reported but not an input of the label."""
+    """Whether any entity description spells a category: counts entity descriptions containing a
+    full category name as whole words (:func:`spelled_categories`, e.g. ``noun.animal``; relation
+    descriptions are not inputs of an entity's label and are not read) and, for information, the
+    labelled descriptions containing their category's own final word as a word (``animal``) --
+    ordinary vocabulary in a gloss, reported but not an input of the label."""
     names = [str(c) for c in kg.category_names]
-    texts = [str(t).lower() for t in list(kg.entity_descriptions) + list(kg.relation_descriptions)]
-    full_hits = {c: sum(c.lower() in t for t in texts) for c in names}
+    patterns = _whole_word_patterns(names)
+    last_words = [_whole_word_patterns([name.split(".")[-1]]) for name in names]
+    full_hits = dict.fromkeys(names, 0)
     own_word = 0
     labels = np.asarray(kg.entity_category)
     for i, text in enumerate(kg.entity_descriptions):
+        text = str(text)
+        for name in _spelled(patterns, text):
+            full_hits[name] += 1
         if labels[i] >= 0:
-            word = names[labels[i]].split(".")[-1].lower()
-            own_word += word in str(text).lower().split()
-    return {"descriptions_checked": len(texts),
+            own_word += bool(_spelled(last_words[labels[i]], text))
+    return {"descriptions_checked": len(kg.entity_descriptions),
             "descriptions_with_full_category_name": int(sum(full_hits.values())),
             "categories_spelled": sorted(c for c, k in full_hits.items() if k),
             "labelled_descriptions_containing_own_category_word": int(own_word),

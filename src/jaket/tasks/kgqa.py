@@ -440,4 +440,9 @@ def write_report(results: dict, out_dir: Path) -> None:
         text[3:3] = [f"Questions: {split['train']} train, {split['selection']} model selection, {split['test']} test "
                      f"({source}; {split['test 1-hop']} 1-hop, {split['test 2-hop']} 2-hop); split seed "
                      f"{d.get('split_seed', 0)}, the same for every training seed.", ""]
+    missing = {split: r for split, r in (d.get("missing_answers") or {}).items() if r.get("answers")}
+    if missing:
+        text[3:3] = ["Gold answers not in the KG (not scored; a question left with none is skipped): " +
+                     "; ".join(f"{r['answers']} in {r['questions']} {split} question(s), e.g. {r['examples'][0]}"
+                               for split, r in missing.items()) + ".", ""]
     rep.write_text_atomic(out_dir / "report.md", "\n".join(text))

@@ -22,7 +22,7 @@ from jaket.kg.io import load_kg, save_kg
 from jaket.tasks.finetuned import FinetunedFormatError, backbone_model, read_finetuned_setting, write_finetuned
 from jaket.tasks.kgqa import QuestionAnswerer, rank_candidates
 from jaket.tasks.kgqa_graph import QAGraph
-from jaket.tasks.metaqa import QAExample, entity_lookup, read_questions
+from jaket.tasks.metaqa import QAExample, entity_lookup, missing_answer_report, read_questions
 from jaket.tasks.settings import KGQAConfig, VariantConfig
 from jaket.tasks.variants import Backbone, kg_memory
 
@@ -103,6 +103,8 @@ class FinetunedQuestionAnswerer:
                                 "score": round(float(scores[i]), 6)} for i in order]}
             if q.answers:
                 row["gold"] = [str(kg.entity_ids[a]) for a in q.answers]
+            if q.missing_answers:
+                row["gold_not_in_kg"] = list(q.missing_answers)  # named in the file, not entities of the KG
             rows.append(row)
         return rows
 
@@ -114,7 +116,13 @@ def predict_rows(model: FinetunedQuestionAnswerer, args) -> list[dict]:
     hops = args.hops if args.hops is not None else max(model.settings.get("hops") or [1])
     if hops < 1 or args.top_k < 1:
         raise ValueError(f"--hops and --top-k must be at least 1, got {hops} and {args.top_k}")
-    questions, _ = read_questions(args.questions, entity_lookup(kg.entity_names, kg.entity_ids), hops, strict=True)
+    missing: list[tuple[str, int, str]] = []
+    questions, _ = read_questions(args.questions, entity_lookup(kg.entity_names, kg.entity_ids), hops, strict=True,
+                                  missing=missing)
     if not questions:
         raise ValueError(f"{args.questions}: no question")
+    if missing:
+        report = missing_answer_report(missing)
+        logger.warning("%d gold answer(s) of %d question(s) are not entities of %s (listed as gold_not_in_kg), "
+                       "e.g. %s", report["answers"], report["questions"], kg_dir, "; ".join(report["examples"]))
     return model.answer(kg, questions, hops, args.top_k)

@@ -22,6 +22,7 @@ from jaket.kg.readers import read_split
 from jaket.kg.sources.registry import build_source
 from jaket.kg.sources.wn18rr import load_wn18rr
 from jaket.model.device import add_bf16_argument, resolve_device
+from jaket.output import human_stream
 from jaket.tasks.settings import OBJECTIVES, TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
 from jaket.tasks.tracking import check_trackers
 
@@ -175,5 +176,5 @@ def run(args: argparse.Namespace) -> int:
     status = _finish(args, results, lp.results_table(results), out)
     if "saved_model" in results:
         print(f"fine-tuned model: {results['saved_model']}  (jaket predict link-prediction "
-              f"--model {results['saved_model']} --kg KG --queries FILE)")
+              f"--model {results['saved_model']} --kg KG --queries FILE)", file=human_stream(args.json))
     return status

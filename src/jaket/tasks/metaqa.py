@@ -15,11 +15,14 @@ or the entity's name when no training question names it.
 
 Problems are reported as ``path:line: message``; questions whose topic or every answer is not in
 the KB are counted in ``skipped`` (never silently dropped) when reading a dataset, and are an error
-when reading questions to answer (:func:`read_questions` with ``strict=True``).
+when reading questions to answer (:func:`read_questions` with ``strict=True``). A gold answer that is
+not in the KB cannot be scored: it is kept in :attr:`QAExample.missing_answers`, counted with
+examples in the task's ``info["missing_answers"]`` (metrics.json's ``data``) and named in a warning.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,9 +34,14 @@ from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.sources.metaqa import MetaQAFormatError, MetaQAKB, kb_to_kg, read_kb
 
 __all__ = ["MetaQAFormatError", "QAExample", "MetaQAData", "read_questions", "load_metaqa",
-           "load_metaqa_task", "entity_descriptions_from_questions", "entity_lookup"]
+           "load_metaqa_task", "entity_descriptions_from_questions", "entity_lookup", "missing_answer_report"]
 
 _TOPIC = re.compile(r"\[([^\]]+)\]")
+
+logger = logging.getLogger(__name__)
+
+#: missing gold answers listed as examples (all are counted)
+MAX_EXAMPLES = 5
 
 
 @dataclass
@@ -48,6 +56,8 @@ class QAExample:
     hops: int = 1
     #: the line of the file it was read from (0: not read from a file)
     line: int = 0
+    #: gold answers the file names that are not entities of the KG (they cannot be scored)
+    missing_answers: list[str] = field(default_factory=list)
 
 
 def entity_lookup(names: Sequence[str], ids: Sequence[str] | None = None) -> dict[str, int]:
@@ -63,13 +73,16 @@ def entity_lookup(names: Sequence[str], ids: Sequence[str] | None = None) -> dic
 
 
 def read_questions(path: str | Path, lookup: Mapping[str, int], hops: int = 1, *,
-                   strict: bool = False) -> tuple[list[QAExample], int]:
+                   strict: bool = False, missing: list[tuple[str, int, str]] | None = None
+                   ) -> tuple[list[QAExample], int]:
     """Read one question file; returns ``(examples, skipped)``.
 
     ``lookup``: entity name -> index (:func:`entity_lookup`). Not ``strict`` (a dataset): a
     question whose topic is not in the KG, or none of whose answers is, counts in ``skipped``.
     ``strict`` (questions to answer): the answers are optional (no tab) and an unknown topic is an
-    error naming the line."""
+    error naming the line. A gold answer not in the KG is kept in the example's
+    ``missing_answers`` and, when ``missing`` is given, appended to it as ``(path, line, answer)``
+    (for skipped questions too)."""
     path = Path(path)
     out: list[QAExample] = []
     skipped = 0
@@ -87,15 +100,19 @@ def read_questions(path: str | Path, lookup: Mapping[str, int], hops: int = 1, *
             topic_name = match.group(1).strip()
             text = question[: match.start()] + topic_name + question[match.end():]
             topic = lookup.get(topic_name, lookup.get(topic_name.lower()))
-            answers = [lookup.get(a, lookup.get(a.lower())) for a in answer_field.split("|") if a.strip()]
-            answers = sorted({int(a) for a in answers if a is not None})
+            named = [a for a in answer_field.split("|") if a.strip()]
+            found = [lookup.get(a, lookup.get(a.lower())) for a in named]
+            absent = [a for a, index in zip(named, found) if index is None]
+            if missing is not None:
+                missing.extend((str(path), line_no, a) for a in absent)
+            answers = sorted({int(a) for a in found if a is not None})
             if strict and topic is None:
                 raise MetaQAFormatError(f"{path}:{line_no}: topic entity [{topic_name}] is not in the KG")
             if topic is None or (not answers and not strict):
                 skipped += 1
                 continue
             out.append(QAExample(text, int(topic), match.start(), match.start() + len(topic_name), answers, hops,
-                                 line_no))
+                                 line_no, absent))
     return out, skipped
 
 
@@ -110,23 +127,25 @@ def question_file(root: Path, split: str, hops: int) -> Path:
                             f"{', '.join(available) or 'none'})")
 
 
-def load_metaqa(root: str | Path, hops: tuple[int, ...] = (1, 2),
-                split: str = "train") -> tuple[MetaQAKB, list[QAExample], int]:
-    """Read ``root/kb.txt`` and the ``split`` questions of each hop count: ``(kb, questions, skipped)``."""
+def load_metaqa(root: str | Path, hops: tuple[int, ...] = (1, 2), split: str = "train", *,
+                missing: list[tuple[str, int, str]] | None = None) -> tuple[MetaQAKB, list[QAExample], int]:
+    """Read ``root/kb.txt`` and the ``split`` questions of each hop count: ``(kb, questions, skipped)``;
+    ``missing`` collects the gold answers not in the KB (:func:`read_questions`)."""
     root = Path(root)
     kb_path = root / "kb.txt"
     if not kb_path.exists():
         raise MetaQAFormatError(f"{kb_path}: not found (expected the MetaQA kb.txt)")
     kb = read_kb(kb_path)
-    questions, skipped = _read_split(root, split, hops, entity_lookup(kb.entity_names))
+    questions, skipped = _read_split(root, split, hops, entity_lookup(kb.entity_names), missing)
     return kb, questions, skipped
 
 
-def _read_split(root: Path, split: str, hops: Sequence[int], lookup) -> tuple[list[QAExample], int]:
+def _read_split(root: Path, split: str, hops: Sequence[int], lookup,
+                missing: list[tuple[str, int, str]] | None = None) -> tuple[list[QAExample], int]:
     questions: list[QAExample] = []
     skipped = 0
     for k in hops:
-        found, s = read_questions(question_file(root, split, k), lookup, hops=k)
+        found, s = read_questions(question_file(root, split, k), lookup, hops=k, missing=missing)
         questions += found
         skipped += s
     return questions, skipped
@@ -172,7 +191,8 @@ def load_metaqa_task(root: str | Path, train_split: str = "dev", eval_split: str
     if eval_split is not None and eval_split == train_split:
         raise ValueError(f"--eval-split {eval_split} is also --train-split: evaluate a split the model "
                          "is not trained or selected on, or leave --eval-split out to hold out part of it")
-    kb, train_questions, skipped = load_metaqa(root, tuple(hops), train_split)
+    missing: dict[str, list[tuple[str, int, str]]] = {train_split: []}
+    kb, train_questions, skipped = load_metaqa(root, tuple(hops), train_split, missing=missing[train_split])
     if not train_questions:
         raise MetaQAFormatError(f"{root}: no answerable {train_split} question (all {skipped} skipped)")
     n = len(train_questions)
@@ -189,11 +209,26 @@ def load_metaqa_task(root: str | Path, train_split: str = "dev", eval_split: str
     info = {"root": str(root), "train_split": train_split, "eval_split": eval_split, "hops": list(hops),
             "split_seed": split_seed, "skipped": {train_split: skipped}}
     if eval_split is not None:
-        evaluated, skipped_eval = _read_split(root, eval_split, hops, entity_lookup(kb.entity_names))
+        missing[eval_split] = []
+        evaluated, skipped_eval = _read_split(root, eval_split, hops, entity_lookup(kb.entity_names),
+                                              missing[eval_split])
         info["skipped"][eval_split] = skipped_eval
         test = np.arange(len(questions), len(questions) + len(evaluated))
         questions += evaluated
     descriptions = entity_descriptions_from_questions(len(kb.entity_names), kb.entity_names,
                                                       [questions[i] for i in train], seed=split_seed)
     info.update(train=len(train), selection=len(selection), test=len(test))
+    info["missing_answers"] = {split: missing_answer_report(found) for split, found in missing.items()}
+    for split, report in info["missing_answers"].items():
+        if report["answers"]:
+            logger.warning("%s: %d gold answer(s) of %d %s question(s) are not entities of kb.txt and cannot "
+                           "be scored (a question left with no answer is skipped), e.g. %s", root,
+                           report["answers"], report["questions"], split, "; ".join(report["examples"]))
     return MetaQAData(kb_to_kg(kb, descriptions), questions, train, selection, test, info)
+
+
+def missing_answer_report(missing: Sequence[tuple[str, int, str]]) -> dict:
+    """``{"answers", "questions", "examples"}``: how many gold answers are not in the KG, in how
+    many questions, and the first :data:`MAX_EXAMPLES` as ``path:line: 'answer'``."""
+    return {"answers": len(missing), "questions": len({(path, line) for path, line, _ in missing}),
+            "examples": [f"{path}:{line}: {answer!r}" for path, line, answer in missing[:MAX_EXAMPLES]]}

@@ -9,10 +9,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from jaket.atomic import json_text
 from jaket.kg.errors import KGFormatError
 from jaket.model.device import add_device_argument, resolve_device
 from jaket.tasks.registry import REGISTRY, FinetunedFormatError
@@ -20,7 +20,7 @@ from jaket.tasks.report import write_text_atomic
 
 
 def _write_rows(rows, out: Path | None) -> int:
-    lines = [json.dumps(row, ensure_ascii=False) for row in rows]
+    lines = [json_text(row, indent=None, ensure_ascii=False) for row in rows]  # strict JSON: NaN is null
     if out is None:
         for line in lines:
             print(line)

@@ -27,7 +27,6 @@ several synsets marks all of them as WN18RR entities (conservative).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import time
 from pathlib import Path
@@ -40,6 +39,7 @@ from jaket.kg.io import save_kg
 from jaket.kg.readers import read_triples
 from jaket.kg.sources.registry import build_source
 from jaket.kg.sources.wordnet import load_wordnet_data
+from jaket.output import print_json
 from jaket.tasks.heldout import choose_heldout, label_leakage, split_pretraining
 from jaket.tasks.report import write_json_atomic
 
@@ -186,5 +186,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _main(args) -> int:
     report = wordnet_reference(args.out, args.heldout_entities, args.regions, args.seed, args.wn18rr)
-    print(json.dumps(report, indent=2))
+    print_json(report)
     return 0

@@ -55,4 +55,9 @@ REGISTRY: dict[str, TaskHandlers] = {
     "relation-classification": _handlers("the relation of each query sentence, given support examples (PAIR)",
                                          "jaket.tasks.relation_classification_predict", "FinetunedPairClassifier",
                                          "jaket.tasks.cli:add_relation_classification_predict_arguments"),
+    "word-in-context": TaskHandlers("whether a target word means the same in two texts (WiC), with its senses",
+                                    "jaket.tasks.word_in_context:FinetunedWordInContext.save_pretrained",
+                                    "jaket.tasks.word_in_context:FinetunedWordInContext.from_pretrained",
+                                    "jaket.tasks.word_in_context_cli:add_predict_arguments",
+                                    "jaket.tasks.word_in_context_cli:predict_rows"),
 }

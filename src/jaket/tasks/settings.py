@@ -271,3 +271,66 @@ class RelationClassificationConfig:
     pretrained: Path | None = None
     #: bf16 autocast for the encoder (:func:`jaket.model.device.autocast`); the score head is fp32
     bf16: bool = False
+
+
+#: how the word-in-context task's KM settings pick the sense fused at the target word
+SENSE_FUSION = ("attention", "first", "none")
+
+
+@dataclass
+class WordInContextConfig(BackboneSettings):
+    """Word-in-context (WiC): does the target word mean the same in both texts?
+
+    Every setting fine-tunes its whole language module with the same head on the two target-word
+    representations ``[t1, t2, |t1 - t2|, t1 * t2]`` (the usual WiC head), the same epochs,
+    learning rates and batch size, and keeps the epoch with the best accuracy on a selection part
+    of the training pairs. The KM settings (``lm+g+m``, ``jaket``) also read the target's candidate
+    senses (:class:`jaket.tasks.wic_data.SenseInventory`): the masked-entity head scores them from
+    the context (Eq. of masked entity prediction, restricted to the candidates), their KM
+    embeddings are averaged with these weights and fused at the target (Eq. 8-9) before LM2, and
+    the two texts' sense distributions add their agreement ``p1 . p2`` to the head's input.
+    """
+
+    variants: tuple[str, ...] = ("lm", "lm+g+m", "jaket")
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    epochs: int = 3
+    batch_size: int = 32
+    #: learning rate of the language module (LM1 + LM2)
+    lr: float = 5e-5
+    #: learning rate of the pair head
+    head_lr: float = 1e-3
+    #: learning rate of the KM, the fusion and the masked-entity head
+    km_lr: float = 1e-4
+    warmup_fraction: float = 0.1
+    weight_decay: float = 0.01
+    dropout: float = 0.1
+    max_length: int = 96
+    #: candidate senses read per target (WordNet's most frequent first)
+    max_candidates: int = 64
+    fanouts: tuple[int, ...] = (5, 5)
+    #: ``attention``: the candidates' KM embeddings weighted by the sense scores; ``first``: the
+    #: most frequent sense's alone (no scorer); ``none``: no fusion (sense agreement only)
+    sense_fusion: str = "attention"
+    #: share of the training pairs kept for choosing the epoch (per seed); 0 = the last epoch
+    selection_fraction: float = 0.1
+    description_max_length: int = 32
+    bf16: bool = False
+
+    def check(self) -> list[tuple[str, str]]:
+        problems = [("variants", f"{v!r}: word-in-context runs lm, lm+g+m and jaket")
+                    for v in self.variants if v not in ("lm", "lm+g+m", "jaket")]
+        for key in ("epochs", "batch_size", "max_candidates"):
+            if getattr(self, key) < 1:
+                problems.append((key, f"must be at least 1, got {getattr(self, key)}"))
+        for key in ("lr", "head_lr", "km_lr"):
+            if getattr(self, key) <= 0:
+                problems.append((key, f"must be positive, got {getattr(self, key)}"))
+        if not 0 <= self.selection_fraction < 0.5:
+            problems.append(("selection_fraction", f"must be in [0, 0.5), got {self.selection_fraction}"))
+        if not 0 <= self.dropout < 1:
+            problems.append(("dropout", f"must be in [0, 1), got {self.dropout}"))
+        if self.sense_fusion not in SENSE_FUSION:
+            problems.append(("sense_fusion", f"one of {', '.join(SENSE_FUSION)}, got {self.sense_fusion!r}"))
+        if self.max_length < 8:
+            problems.append(("max_length", f"must be at least 8, got {self.max_length}"))
+        return problems

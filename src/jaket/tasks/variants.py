@@ -42,6 +42,7 @@ from jaket.model.jaket import JaketModel
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
 from jaket.model.memory import EntityContextMemory
+from jaket.model.memory_cache import cached_rows
 from jaket.paths import default_model_path
 from jaket.tasks.settings import (VARIANT_LABELS, VARIANTS, BackboneSettings, VariantConfig,  # noqa: F401
                                   VariantError)
@@ -195,10 +196,14 @@ def _kg_memory(backbone: Backbone, kg: KnowledgeGraph, seed: int, *, max_length:
         memory = EntityContextMemory.from_kg(language, kg, batch_size=batch_size, max_length=max_length,
                                              progress=True)
         return FrozenMemory(memory.entity_rows(torch.arange(n)).clone(), memory.relation_rows().clone())
-    entities = description_features(language, list(kg.entity_descriptions), list(kg.entity_names),
-                                    full=True, max_length=max_length, batch_size=batch_size,
-                                    desc="entity memory")
-    relations = description_features(language, list(kg.relation_descriptions), list(kg.relation_names),
-                                     full=True, max_length=max_length, batch_size=batch_size,
-                                     desc="relation memory")
-    return FrozenMemory(entities.detach(), relations.detach())
+    def compute() -> tuple[torch.Tensor, torch.Tensor]:
+        entities = description_features(language, list(kg.entity_descriptions), list(kg.entity_names),
+                                        full=True, max_length=max_length, batch_size=batch_size,
+                                        desc="entity memory")
+        relations = description_features(language, list(kg.relation_descriptions), list(kg.relation_names),
+                                         full=True, max_length=max_length, batch_size=batch_size,
+                                         desc="relation memory")
+        return entities.detach(), relations.detach()
+
+    entities, relations = cached_rows(language, kg, max_length, compute, kind="full")  # the disk cache
+    return FrozenMemory(entities, relations)

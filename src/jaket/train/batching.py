@@ -126,6 +126,7 @@ class BatchBuilder(Dataset):
         self.config, self.data, self.fanouts = config, data, tuple(fanouts)
         self.rank, self.world_size = rank, world_size
         self.pairs = tasks.PairIndex(data.kg)
+        self.homonyms = tasks.homonym_index(data.kg) if config.tasks.entity_homonym_negatives > 0 else None
         texts = data.train.input_ids if data.train is not None else []
         self.lengths = np.array([len(ids) for ids in texts], dtype=np.int64)
         if config.tasks.description_rows > 0 and description_tokens is None:
@@ -204,12 +205,12 @@ class BatchBuilder(Dataset):
             # masked entity prediction candidates: truth, KG neighbours, random entities
             candidates, valid = tasks.entity_candidates(
                 kg, text.mention_entity[removed].numpy(), t.entity_hard_negatives,
-                t.entity_random_negatives, rng)
+                t.entity_random_negatives, rng, self.homonyms, t.entity_homonym_negatives)
             text = TextBatch(masked_ids, text.attention_mask, text.mention_batch, text.mention_start,
                              text.mention_end, text.mention_entity)
         else:
             mlm_labels = torch.zeros((0, 0), dtype=torch.long)
-            width = 1 + t.entity_hard_negatives + t.entity_random_negatives
+            width = 1 + t.entity_hard_negatives + t.entity_homonym_negatives + t.entity_random_negatives
             candidates, valid = np.zeros((0, width), np.int64), np.zeros((0, width), bool)
         description_local = torch.zeros(0, dtype=torch.long)
         description_tokens: tuple[torch.Tensor, ...] = ()

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from jaket.kg.corpus import EncodedCorpus, MentionCorpus
+from jaket.kg.exclusion import exclude_texts
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import CORPUS, load_corpus
 from jaket.kg.sources.registry import build_source
@@ -151,6 +152,16 @@ def load_kg_and_corpus(config: PretrainConfig) -> tuple[KnowledgeGraph, MentionC
     if data.corpus is not None and data.source != "dir":
         corpus = load_corpus(data.corpus, kg)
         report["corpus"] = str(data.corpus)
+    if data.exclude_texts:
+        if corpus is None:
+            raise PretrainDataError(f"data.exclude_texts: {_corpus_name(config)} has no text to exclude from")
+        corpus, report["excluded_texts"] = exclude_texts(corpus, list(data.exclude_texts))
+        report["texts_before_exclusion"] = len(corpus) + report["excluded_texts"]["texts_dropped"]
+        report["texts"] = len(corpus)
+        log.info("data.exclude_texts: %d corpus texts dropped (%d distinct sentences in %d files); "
+                 "%d matches remain", report["excluded_texts"]["texts_dropped"],
+                 report["excluded_texts"]["distinct_sentences"], len(data.exclude_texts),
+                 report["excluded_texts"]["matches_remaining"])
     check_pretraining_data(kg, corpus, config)
     if corpus is None:
         log.warning("%s: no corpus, so pre-training runs the KG tasks only (%s); the text tasks "

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import json
 import os
 from pathlib import Path
 
 from jaket.errors import UsageError
 from jaket.model.device import add_device_argument, resolve_device
+from jaket.output import print_json
 from jaket.train.config import dump_config, load_config
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "data.source=dir")
     parser.add_argument("--corpus", type=Path, metavar="FILE",
                         help="a mention corpus (JSONL) used instead of the KG's own texts: data.corpus")
+    parser.add_argument("--exclude-texts", nargs="+", metavar="FILE",
+                        help="drop every corpus text matching a sentence of these files (a benchmark's "
+                             "train/dev/test: WiC *.data.txt, JSONL or one sentence a line): data.exclude_texts")
     parser.add_argument("--encoder", metavar="PATH",
                         help="any local Hugging Face masked-LM folder as the language module: "
                              "model.encoder (default: the bundled MiniLM)")
@@ -74,6 +77,8 @@ def config_from_args(args: argparse.Namespace):
         values["data.path"] = str(args.kg)
     if args.corpus is not None:
         values["data.corpus"] = str(args.corpus)
+    if args.exclude_texts:
+        values["data.exclude_texts"] = [str(f) for f in args.exclude_texts]
     if args.model is not None:  # the old name of --encoder; a jaket folder means --init
         if (Path(args.model) / "config.json").is_file() and (Path(args.model) / "jaket.safetensors").is_file():
             raise UsageError(f"--model {args.model}: a jaket model folder; to continue pre-training from it "
@@ -114,5 +119,5 @@ def _run(args: argparse.Namespace) -> int:
     summary = pretrain(config, args.out, resume=args.resume or False, progress=not args.no_progress,
                        overwrite=args.overwrite, device=device)
     if int(os.environ.get("RANK", "0")) == 0:
-        print(json.dumps(summary, indent=2))
+        print_json(summary)
     return 0

@@ -54,6 +54,9 @@ class DataConfig(_Strict):
     wordnet_roots: list[NonEmptyText] | None = Field(None, min_length=1)
     max_length: Int = Field(48, ge=4)  # text tokens, special tokens included
     heldout_fraction: UnitFraction = 0.05
+    #: files whose sentences are dropped from the corpus before anything else (a benchmark's
+    #: train/dev/test sentences: :mod:`jaket.kg.exclusion`); counted in the data report
+    exclude_texts: list[NonEmptyText] | None = None
     group_by_length: Bool = True  # batches of similar length (less padding), see Pretrainer
     #: worker processes building the batches ahead of the model step (None: 2 next to a GPU,
     #: 0 on a CPU); any number gives the same batches (each depends on its step alone)
@@ -95,6 +98,10 @@ class TaskConfig(_Strict):
     entity_mask_probability: PositiveFloat = Field(0.15, le=1.0)
     entity_random_negatives: NonNegativeInt = 128
     entity_hard_negatives: NonNegativeInt = 8
+    #: beyond the paper: negatives drawn from the entities sharing a name or alias with the true
+    #: one (the other senses of its words; :func:`jaket.train.tasks.homonym_index`), so masked
+    #: entity prediction learns sense disambiguation (0 = the paper's candidates)
+    entity_homonym_negatives: NonNegativeInt = 0
     #: beyond the paper: this many of each step's KM seed entities (walked entities and predicted
     #: pairs) take E^(0) = LM1(description) computed *with* gradients instead of their memory row,
     #: so the category and relation losses train LM1 on descriptions too (0 = the paper: LM1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
@@ -12,12 +13,15 @@ from jaket.kg.sampling import sample_neighbors
 from jaket.model.jaket import JaketModel
 from jaket.train.build import PretrainData
 
+log = logging.getLogger(__name__)
+
 
 @torch.no_grad()
 def masked_entity_accuracy(model: JaketModel, data: PretrainData, max_texts: int, batch_size: int) -> dict:
     """Every mention of the first ``max_texts`` held-out texts removed, its entity ranked
     against every memory row (top-1 and top-10); baseline = always the most frequent entity of
-    the training mentions."""
+    the training mentions. Without any held-out mention the three figures are ``None`` (they
+    cannot be computed) and a warning says so."""
     kg = data.kg
     device = model.device
     began = time.perf_counter()
@@ -48,10 +52,14 @@ def masked_entity_accuracy(model: JaketModel, data: PretrainData, max_texts: int
         baseline += int((truth == most_frequent).sum())
         total += m
     model.train(was_training)
-    nan = float("nan")
+    if not total:
+        log.warning("held-out masked entity prediction: no mention in the %d held-out text(s), so its "
+                    "accuracy, top-10 and most-frequent baseline could not be computed (null in "
+                    "summary.json); give the run held-out linked texts (data.heldout_fraction, a corpus "
+                    "with mentions) to measure it", len(indices))
     return {"heldout_texts": int(len(indices)), "heldout_mentions": total,
-            "masked_entity_accuracy": correct / total if total else nan,
-            "masked_entity_top10": top10 / total if total else nan,
-            "most_frequent_baseline": baseline / total if total else nan,
+            "masked_entity_accuracy": correct / total if total else None,
+            "masked_entity_top10": top10 / total if total else None,
+            "most_frequent_baseline": baseline / total if total else None,
             "candidates": int(kg.num_entities),
             "seconds": round(time.perf_counter() - began, 2)}

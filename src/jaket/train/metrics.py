@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaket.atomic import atomic_path, write_lines
+from jaket.atomic import atomic_path, json_text, write_lines
 
 LOSS_NAMES = ("category", "relation", "mlm", "entity")
 
@@ -45,7 +45,7 @@ def truncate_metrics(path: Path, max_step: int) -> int:
         return 0
     before = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
     rows = read_metrics(path, max_step, torn_tail_ok=True)
-    write_lines(path, (json.dumps(r) for r in rows))
+    write_lines(path, (json_text(r, indent=None) for r in rows))
     return before - len(rows)
 
 
@@ -68,7 +68,7 @@ def plot_losses(rows: list[dict], path: Path) -> None:
 
     fig, axes = plt.subplots(1, len(LOSS_NAMES), figsize=(4 * len(LOSS_NAMES), 3))
     for ax, name in zip(axes, LOSS_NAMES):
-        pts = [(r["step"], r[f"loss_{name}"]) for r in rows if f"loss_{name}" in r]
+        pts = [(r["step"], r[f"loss_{name}"]) for r in rows if r.get(f"loss_{name}") is not None]
         if pts:
             steps, values = zip(*pts)
             ax.plot(steps, values, lw=0.6, alpha=0.5)

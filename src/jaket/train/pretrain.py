@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import logging
 import os
 import time
@@ -34,7 +33,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from jaket.atomic import write_json, write_text
+from jaket.atomic import json_text, write_json, write_text
 from jaket.model.device import resolve_device
 from jaket.model.jaket import JaketModel
 from jaket.model.memory import refresh_steps
@@ -392,7 +391,7 @@ class Pretrainer:
                     if values is not None:
                         row = {"step": self.step, **values}
                         if handle is not None:
-                            handle.write(json.dumps(row) + "\n")
+                            handle.write(json_text(row, indent=None) + "\n")  # a NaN loss: null
                             handle.flush()
                             self.accelerator.log(values, step=self.step)
                         bar.set_postfix({k[5:]: f"{v:.3f}" for k, v in values.items()

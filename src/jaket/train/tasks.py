@@ -10,6 +10,9 @@ Pure functions on tensors / arrays so that each task's sampling is testable on i
   ``hard`` KG neighbours (hard negatives) and ``random`` uniformly drawn entities; the score is the
   inner product of q = g((Z_s + Z_o) / 2) with each candidate's memory row, trained with
   cross-entropy (target always column 0; a negative equal to the true entity is masked out);
+* :func:`homonym_index` — beyond the paper (``tasks.entity_homonym_negatives``): the entities
+  sharing a name or alias with each entity (the other senses of its words), drawn as extra hard
+  negatives so that masked entity prediction also learns to tell a word's senses apart;
 * :func:`sample_relation_pairs` — relation prediction: triples among the sampled entities whose
   relation the model predicts from the pair's E^KM. Every triple joining the same two entities
   (either direction, any relation: :class:`PairIndex`) is passed to
@@ -66,11 +69,42 @@ def choose_masked_mentions(num_mentions: int, probability: float = 0.15,
     return ~removed
 
 
-def entity_candidates(kg: KnowledgeGraph, entities: np.ndarray, hard: int, random: int,
-                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Candidates (k, 1 + hard + random) int64 and a validity mask of the same shape.
+def homonym_index(kg: KnowledgeGraph) -> tuple[np.ndarray, np.ndarray]:
+    """``(indptr, homonyms)``, a CSR table: ``homonyms[indptr[e]:indptr[e + 1]]`` are the other
+    entities that share a name or alias with entity ``e`` (case and spacing ignored), sorted."""
+    import re
 
-    Column 0 is the true entity; then up to ``hard`` KG neighbours (padding invalid), then
+    by_word: dict[str, list[int]] = {}
+    for e, (name, aliases) in enumerate(zip(kg.entity_names, kg.entity_aliases)):
+        for word in {re.sub(r"[\s_]+", " ", w.strip().lower()) for w in [name, *aliases]}:
+            by_word.setdefault(word, []).append(e)
+    pairs = [(a, b) for group in by_word.values() if len(group) > 1 for a in group for b in group if a != b]
+    if not pairs:
+        return np.zeros(kg.num_entities + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    table = np.unique(np.asarray(pairs, dtype=np.int64), axis=0)
+    indptr = np.zeros(kg.num_entities + 1, dtype=np.int64)
+    np.add.at(indptr, table[:, 0] + 1, 1)
+    return np.cumsum(indptr), table[:, 1].copy()
+
+
+def _sample_rows(indptr: np.ndarray, values: np.ndarray, entities: np.ndarray, count: int,
+                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Up to ``count`` draws (with replacement) from each entity's CSR row; ``(ids, ok)``."""
+    starts = indptr[entities]
+    degree = indptr[entities + 1] - starts
+    pick = (rng.random((len(entities), count)) * np.maximum(degree, 1)[:, None]).astype(np.int64)
+    ok = np.broadcast_to((degree > 0)[:, None], (len(entities), count)).copy()
+    ids = np.where(ok, values[np.where(ok, starts[:, None] + pick, 0)] if len(values) else 0, 0)
+    return ids.astype(np.int64), ok
+
+
+def entity_candidates(kg: KnowledgeGraph, entities: np.ndarray, hard: int, random: int,
+                      rng: np.random.Generator, homonyms: tuple[np.ndarray, np.ndarray] | None = None,
+                      homonym_count: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Candidates (k, 1 + hard + homonym_count + random) int64 and a validity mask of that shape.
+
+    Column 0 is the true entity; then up to ``hard`` KG neighbours (padding invalid), up to
+    ``homonym_count`` entities sharing a name with it (``homonyms``: :func:`homonym_index`), then
     ``random`` uniform entities. Candidates equal to the true entity are marked invalid.
     """
     entities = np.asarray(entities, dtype=np.int64)
@@ -86,9 +120,15 @@ def entity_candidates(kg: KnowledgeGraph, entities: np.ndarray, hard: int, rando
         hard_ok = np.broadcast_to(hard_ok, (k, hard)).copy()
         position = np.where(hard_ok, starts[:, None] + pick, 0)
         hard_ids = np.where(hard_ok, adjacency.neighbors[position].astype(np.int64), 0)
+    homonym_ids = np.zeros((k, homonym_count), dtype=np.int64)
+    homonym_ok = np.zeros((k, homonym_count), dtype=bool)
+    if homonym_count:
+        if homonyms is None:
+            raise ValueError("homonym_count > 0 needs the homonym index (homonym_index(kg))")
+        homonym_ids, homonym_ok = _sample_rows(*homonyms, entities, homonym_count, rng)
     random_ids = rng.integers(0, kg.num_entities, size=(k, random), dtype=np.int64)
-    candidates = np.concatenate([entities[:, None], hard_ids, random_ids], axis=1)
-    valid = np.concatenate([np.ones((k, 1), bool), hard_ok, np.ones((k, random), bool)], axis=1)
+    candidates = np.concatenate([entities[:, None], hard_ids, homonym_ids, random_ids], axis=1)
+    valid = np.concatenate([np.ones((k, 1), bool), hard_ok, homonym_ok, np.ones((k, random), bool)], axis=1)
     valid[:, 1:] &= candidates[:, 1:] != entities[:, None]
     return candidates, valid
 

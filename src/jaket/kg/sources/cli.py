@@ -19,7 +19,6 @@ stderr as ``path:line: message`` with exit status 1 (``jaket -v`` adds the trace
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import tempfile
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaket.atomic import write_lines, write_text
+from jaket.atomic import json_text, write_lines, write_text
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import save_kg
 from jaket.kg.sources.registry import SourceBundle, build_source
@@ -53,7 +52,7 @@ def _finish(out: Path, bundle: SourceBundle, began: float, progress) -> int:
     progress.update(1)
     progress.close()
     report = {**bundle.report, "out": str(out), "total_seconds": round(time.perf_counter() - began, 2)}
-    write_text(out / REPORT, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    write_text(out / REPORT, json_text(report, ensure_ascii=False) + "\n")
     parts = [f"{kg.num_entities:,} entities", f"{kg.num_relations:,} relations",
              f"{kg.num_triples:,} triples", f"{kg.num_categories:,} categories"]
     if corpus is not None:

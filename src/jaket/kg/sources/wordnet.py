@@ -588,6 +588,25 @@ def _pointer_triples(raw: list[_RawSynset], columns: _Pointers, folder: Path) ->
     return triples, stats
 
 
+@lru_cache(maxsize=2)
+def _sense_order(directory: str) -> dict[tuple[str, str], list[str]]:
+    data = load_wordnet_data(directory)
+    out: dict[tuple[str, str], list[str]] = {}
+    for pos, table in _read_sense_order(Path(directory)).items():
+        for lemma, offsets in table.items():
+            ids = [data.ids[data.offset_index[(o, pos)]] for o in offsets if (o, pos) in data.offset_index]
+            out[(lemma.replace("_", " "), pos)] = ids
+    return out
+
+
+def sense_order(directory: str | Path | None = None) -> dict[tuple[str, str], list[str]]:
+    """``(lemma, pos) -> synset ids`` in WordNet's sense order (``index.<pos>``: the first is the most
+    frequent sense in WordNet's tagged corpora); lemmas in lower case with spaces, pos one of
+    n, v, a, r (satellites under ``a``). Cached per folder."""
+    folder = Path(directory) if directory is not None else wordnet_dir()
+    return _sense_order(str(folder.resolve()))
+
+
 def synset_offsets_index(directory: str | Path | None = None) -> dict[tuple[int, str], str]:
     """``(offset, pos) -> entity id`` for every synset, ``pos`` being the data file's letter
     (``n``, ``v``, ``a``, ``r``; satellites are in ``data.adj``, so under ``a``, and are also

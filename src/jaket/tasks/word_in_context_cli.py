@@ -1,0 +1,163 @@
+"""``jaket finetune word-in-context``, ``jaket evaluate word-in-context`` and its predict flags.
+
+Settings come from the defaults < ``--config FILE`` (YAML, keys of :class:`WordInContextJob`) <
+``--set key=value`` < the dedicated flags; ``--print-config`` prints the result. ``--train`` and
+``--eval`` read WiC's ``*.data.txt`` (labels from the ``*.gold.txt`` beside it) or our JSONL
+(:mod:`jaket.tasks.wic_data`); without them the pairs are built from WordNet's own usage examples
+(:func:`jaket.tasks.wic_data.wordnet_pairs`: a demonstration, *not* leak-free against a model
+pre-trained on those examples). The sense KG is ``--kg DIR`` or the whole of WordNet 3.0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ConfigDict
+
+from jaket.model.device import resolve_device
+from jaket.output import human_stream, print_json
+from jaket.tasks.config import dump_task_config, flag_values, load_task_config
+from jaket.tasks.settings import WordInContextConfig
+from jaket.tasks.tracking import check_trackers
+
+logger = logging.getLogger(__name__)
+
+EVALUATE_VARIANTS = ("lm", "lm+g+m", "jaket")
+
+
+@dataclass(kw_only=True)
+class WordInContextData:
+    """Where the pairs and the senses come from."""
+
+    #: training pairs: WiC ``*.data.txt`` (gold beside it) or JSONL; None = WordNet-derived pairs
+    train: Path | None = None
+    #: evaluation pairs, same formats (WiC: the dev split; its test labels are not public)
+    eval: Path | None = None
+    #: the sense KG folder; None = WordNet 3.0 (all 117,659 synsets)
+    kg: Path | None = None
+    #: WordNet-derived pairs (no --train): how many, and their seed
+    wordnet_pairs: int = 2000
+    data_seed: int = 0
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+
+@dataclass(kw_only=True)
+class WordInContextJob(WordInContextConfig):
+    """A run: the task config plus its data; empty ``variants`` / ``seeds``: ``finetune`` runs
+    ``jaket`` with ``--model`` (else ``lm``) on seed 0, ``evaluate`` every setting on seeds 0-4."""
+
+    data: WordInContextData = field(default_factory=WordInContextData)
+    variants: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    def check(self) -> list[tuple[str, str]]:
+        problems = super().check()
+        if (self.data.train is None) != (self.data.eval is None):
+            given, missing = ("train", "eval") if self.data.eval is None else ("eval", "train")
+            problems.append((f"data.{missing}", f"--{given} needs --{missing} FILE too"))
+        if self.data.wordnet_pairs < 10:
+            problems.append(("data.wordnet_pairs", f"must be at least 10, got {self.data.wordnet_pairs}"))
+        return problems
+
+
+def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
+    """The word-in-context flags (beside the common ones of :mod:`jaket.tasks.cli`)."""
+    defaults = WordInContextJob()
+    parser.add_argument("--config", type=Path, metavar="FILE", help="YAML config (keys of WordInContextJob)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config value, e.g. --set epochs=4 --set sense_fusion=first")
+    parser.add_argument("--train", type=Path, metavar="FILE",
+                        help="training pairs: WiC *.data.txt (labels from the *.gold.txt beside it) or JSONL")
+    parser.add_argument("--eval", type=Path, metavar="FILE", help="evaluation pairs, same formats (e.g. WiC dev)")
+    parser.add_argument("--kg", type=Path, metavar="DIR", help="the sense KG (default: WordNet 3.0)")
+    parser.add_argument("--epochs", type=int, metavar="N", help=f"epochs (default {defaults.epochs})")
+    parser.add_argument("--lr", type=float, metavar="LR", help=f"language-module learning rate (default {defaults.lr:g})")
+    parser.add_argument("--batch-size", type=int, metavar="N", help=f"pairs per step (default {defaults.batch_size})")
+    parser.add_argument("--sense-fusion", choices=("attention", "first", "none"),
+                        help=f"how the KM settings fuse the target's senses (default {defaults.sense_fusion})")
+    parser.add_argument("--bf16", action="store_true", default=None, help="bf16 autocast")
+    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    parser.set_defaults(seeds=None, func=run, evaluate=evaluate)
+
+
+def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
+    """``jaket predict word-in-context`` arguments (beside ``--model`` and ``--out``)."""
+    parser.add_argument("--pairs", type=Path, required=True, metavar="FILE",
+                        help="pairs to judge: WiC *.data.txt or JSONL ({lemma, pos, text1, start1, end1, text2, "
+                             "start2, end2}); labels, when present, are echoed")
+    parser.add_argument("--gold", type=Path, metavar="FILE", help="WiC labels for --pairs (default: none)")
+    parser.add_argument("--kg", type=Path, metavar="DIR", help="the sense KG (default: WordNet 3.0)")
+
+
+def predict_rows(finetuned, args: argparse.Namespace):
+    """The rows of ``jaket predict word-in-context``."""
+    # --help: the task (torch, the model) is imported when it runs
+    from jaket.tasks.word_in_context import predict_rows as rows
+
+    return rows(finetuned, args.pairs, args.gold, args.kg)
+
+
+#: flag destination -> config key (flags win over the file and --set)
+_FLAG_KEYS = {"train": "data.train", "eval": "data.eval", "kg": "data.kg", "epochs": "epochs", "lr": "lr",
+              "batch_size": "batch_size", "sense_fusion": "sense_fusion", "bf16": "bf16", "model": "pretrained",
+              "encoder": "encoder", "km_layers": "km_layers", "km_heads": "km_heads"}
+
+
+def job_from_args(args: argparse.Namespace) -> WordInContextJob:
+    """The typed job the flags describe (file < --set < flags); ``ValueError`` names the bad key."""
+    values = flag_values(args, _FLAG_KEYS)
+    job = load_task_config(WordInContextJob, args.config, list(args.overrides), values, what="word-in-context")
+    variants = job.variants
+    if "jaket" in variants and job.pretrained is None:
+        raise ValueError("variant 'jaket' needs --model DIR (a pre-trained model folder)")
+    if not variants:
+        variants = (tuple(v for v in EVALUATE_VARIANTS if v != "jaket" or job.pretrained is not None)
+                    if args.evaluate else (("jaket",) if job.pretrained is not None else ("lm",)))
+    if not args.evaluate and len(variants) > 1:
+        raise ValueError(f"finetune runs one setting, got variants {list(variants)}; use jaket evaluate")
+    seeds = job.seeds or ((0, 1, 2, 3, 4) if args.evaluate else (0,))
+    return dataclasses.replace(job, variants=tuple(variants), seeds=tuple(seeds))
+
+
+def run(args: argparse.Namespace) -> int:
+    """``jaket finetune|evaluate word-in-context``."""
+    job = job_from_args(args)
+    device = resolve_device(args.device)
+    check_trackers(args.log_with)
+    if args.print_config:
+        print(dump_task_config(job), end="")
+        return 0
+    # --help: the task (torch, the model) is imported when it runs
+    from jaket.tasks import word_in_context as wic
+    from jaket.tasks.wic_data import load_pairs, wordnet_pairs  # --help: reads WordNet
+
+    needs_kg = any(v != "lm" for v in job.variants)
+    kg = wic.load_sense_kg(job.data.kg) if needs_kg or job.data.train is None else None
+    if job.data.train is not None:
+        train, evaluation = load_pairs(job.data.train), load_pairs(job.data.eval)
+        info = {"train": str(job.data.train), "eval": str(job.data.eval)}
+    else:
+        train, evaluation = wordnet_pairs(kg, job.data.wordnet_pairs, job.data.data_seed)
+        info = {"train": f"{len(train)} WordNet-derived pairs", "eval": f"{len(evaluation)} WordNet-derived pairs"}
+    info.update(train_pairs=len(train), eval_pairs=len(evaluation))
+    out = args.out or Path("runs") / "word-in-context"
+    results = wic.run_word_in_context(train, evaluation, job, kg if needs_kg else None, out,
+                                      save_dir=None if args.evaluate else out / "model", device=device,
+                                      log_with=args.log_with, data_info=info)
+    human = human_stream(args.json)  # --json: stdout holds the JSON alone
+    print(wic.results_table(results), file=human)
+    print(f"report: {out / 'report.md'}  metrics: {out / 'metrics.json'}", file=human)
+    if "saved_model" in results:
+        print(f"fine-tuned model: {results['saved_model']}  (jaket predict word-in-context --model "
+              f"{results['saved_model']} --pairs FILE)", file=human)
+    if args.json:
+        print_json({"summary": results["summary"], "paired": results["paired"],
+                    "majority_class": results["majority_class"], "frozen_features": results.get("frozen_features")})
+    return 0

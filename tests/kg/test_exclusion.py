@@ -1,0 +1,80 @@
+"""data.exclude_texts: a benchmark's sentences never reach pre-training (planted overlaps)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jaket.kg.corpus import Mention, MentionCorpus
+from jaket.kg.errors import KGFormatError
+from jaket.kg.exclusion import exclude_texts, normalise_text, read_exclusion_texts
+
+from pathlib import Path
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def _corpus() -> MentionCorpus:
+    texts = ["The man's dog barked at the mailman.",
+             "she sat on the river bank",
+             "He deposited cash at the bank.",
+             "A completely unrelated sentence.",
+             "\u201cRun!\u201d, she said \u2014 and ran."]
+    mentions = [[Mention(10, 13, 0)], [Mention(20, 24, 1)], [Mention(25, 29, 2)], [],
+                [Mention(1, 4, 3)]]
+    return MentionCorpus(texts, mentions)
+
+
+def test_normalisation_ignores_case_punctuation_spacing_and_tokenisation():
+    assert normalise_text("The man 's dog barked at the mailman .") == normalise_text("the man's dog barked at the mailman")
+    assert normalise_text("\u201cRun ! \u201d , she said -- and ran") == normalise_text("\u201cRun!\u201d, she said \u2014 and ran.")
+    assert normalise_text("bank") != normalise_text("banks")
+
+
+def test_planted_wic_sentences_are_dropped_and_counted(tmp_path):
+    wic = tmp_path / "train.data.txt"  # WiC's format: both sentences count, tokenised
+    wic.write_text("dog\tN\t2-2\tThe man 's dog barked at the mailman .\tNothing like the corpus .\n"
+                   "bank\tN\t5-3\tShe sat on the River Bank\tyet another sentence\n", encoding="utf-8")
+    jsonl = tmp_path / "own.jsonl"
+    jsonl.write_text(json.dumps({"text1": "Run ! , she said -- and ran", "text2": "x y", "start1": 0,
+                                 "end1": 3}) + "\n", encoding="utf-8")
+    corpus = _corpus()
+    kept, report = exclude_texts(corpus, [wic, jsonl])
+    assert kept.texts == ["He deposited cash at the bank.", "A completely unrelated sentence."]
+    assert report["texts_dropped"] == 3 and report["mentions_dropped"] == 3
+    assert report["matches_remaining"] == 0 and report["corpus_texts"] == 5
+    assert [f["sentences"] for f in report["files"]] == [4, 2]
+    assert [f["found_in_corpus"] for f in report["files"]] == [2, 1]
+
+
+def test_plain_lines_and_bad_jsonl_name_the_line(tmp_path):
+    plain = tmp_path / "sentences.txt"
+    plain.write_text("first sentence\n\nsecond one\n", encoding="utf-8")
+    assert read_exclusion_texts(plain) == ["first sentence", "second one"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n{"text": \n{"label": 1}\n', encoding="utf-8")
+    with pytest.raises(KGFormatError) as error:
+        read_exclusion_texts(bad)
+    assert str(error.value).splitlines() == [f"{bad}:2: invalid JSON (Expecting value)",
+                                             f"{bad}:3: no text field (one of text, text1, text2, sentence, "
+                                             f"sentence1, sentence2, question)"]
+    with pytest.raises(KGFormatError, match="missing.txt: no such file"):
+        read_exclusion_texts(tmp_path / "missing.txt")
+
+
+def test_pretraining_data_excludes_the_files_and_reports_it(tmp_path):
+    from jaket.kg.toy import toy_kg
+    from jaket.train.build import load_kg_and_corpus
+    from jaket.train.config import load_config
+
+    _, corpus = toy_kg()
+    planted = tmp_path / "benchmark.txt"
+    planted.write_text(corpus.texts[0].upper() + "\n" + corpus.texts[2] + " !\n", encoding="utf-8")
+    config = load_config(CONFIGS / "pretrain-tiny.yaml", [f"data.exclude_texts=[{planted}]"])
+    _, kept, report = load_kg_and_corpus(config)
+    assert len(kept) == len(corpus) - 2
+    assert corpus.texts[0] not in kept.texts and corpus.texts[2] not in kept.texts
+    assert report["excluded_texts"]["texts_dropped"] == 2
+    assert report["excluded_texts"]["matches_remaining"] == 0
+    assert report["texts"] == len(corpus) - 2 and report["texts_before_exclusion"] == len(corpus)

@@ -1,0 +1,250 @@
+"""Word-in-context: WiC and JSONL readers, the sense inventory, the KG side of the model (candidates
+really change the prediction, the restricted sense KG is exact), finetune -> save -> predict and
+the evaluate comparison on tiny data (tiny BERT, a tiny WordNet-shaped sense KG)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from jaket.cli import main
+from jaket.kg.errors import KGFormatError
+from jaket.kg.graph import KnowledgeGraph
+from jaket.tasks.wic_data import SenseInventory, WordPair, load_pairs, load_pairs_jsonl, load_wic
+
+# a tiny WordNet-shaped KG: two lemmas with several senses each, and their neighbours
+_SENSES = [("bank.n.01", "bank", [], "sloping land beside a body of water"),
+           ("depository_financial_institution.n.01", "depository financial institution", ["bank"],
+            "a financial institution that accepts deposits"),
+           ("bank.n.03", "bank", [], "a long ridge or pile"),
+           ("run.v.01", "run", [], "move fast by using one's feet"),
+           ("run.v.02", "run", ["operate"], "direct or control; projects, businesses"),
+           ("run.n.01", "run", ["tally"], "a score in baseball"),
+           ("river.n.01", "river", [], "a large natural stream of water"),
+           ("money.n.01", "money", [], "the most common medium of exchange"),
+           ("slope.n.01", "slope", [], "an elevated geological formation"),
+           ("business.n.01", "business", [], "a commercial or industrial enterprise"),
+           ("travel.v.01", "travel", [], "change location; move")]
+_EDGES = [(0, 6), (0, 8), (1, 7), (1, 9), (2, 8), (3, 10), (4, 9), (6, 8), (7, 9)]
+
+
+@pytest.fixture(scope="module")
+def sense_kg() -> KnowledgeGraph:
+    return KnowledgeGraph(
+        entity_ids=[s[0] for s in _SENSES], entity_names=[s[1] for s in _SENSES],
+        entity_descriptions=[f"{s[1]}: {s[3]}" for s in _SENSES], entity_aliases=[s[2] for s in _SENSES],
+        entity_category=np.zeros(len(_SENSES), dtype=np.int64), category_names=["noun.Tops"],
+        relation_ids=["hypernym"], relation_names=["hypernym"], relation_descriptions=["is a kind of"],
+        triples=np.asarray([(h, 0, t) for h, t in _EDGES]))
+
+
+@pytest.fixture(scope="module")
+def sense_kg_dir(sense_kg, tmp_path_factory):
+    from jaket.kg.io import save_kg
+
+    return save_kg(sense_kg, tmp_path_factory.mktemp("senses") / "kg")
+
+
+def _pairs(n: int, seed: int) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    templates = {("bank", "n"): [("they fished from the bank of the river", True),
+                                 ("she deposited money at the bank", False)],
+                 ("run", "v"): [("I run every morning in the park", True), ("they run a small business", False)]}
+    rows = []
+    for i in range(n):
+        (lemma, pos), options = list(templates.items())[i % 2]
+        a, b = options[rng.integers(2)], options[rng.integers(2)]
+        s1, s2 = a[0].index(lemma), b[0].index(lemma)
+        rows.append({"lemma": lemma, "pos": pos, "text1": a[0], "start1": s1, "end1": s1 + len(lemma),
+                     "text2": b[0], "start2": s2, "end2": s2 + len(lemma), "label": a[1] == b[1]})
+    return rows
+
+
+@pytest.fixture()
+def pair_files(tmp_path):
+    train, dev = tmp_path / "train.jsonl", tmp_path / "dev.jsonl"
+    train.write_text("".join(json.dumps(r) + "\n" for r in _pairs(24, 0)), encoding="utf-8")
+    dev.write_text("".join(json.dumps(r) + "\n" for r in _pairs(10, 1)), encoding="utf-8")
+    return train, dev
+
+
+# ----------------------------------------------------------------------------- readers
+
+
+def test_wic_format_gives_character_spans_and_labels(tmp_path):
+    data = tmp_path / "dev.data.txt"
+    data.write_text("carry\tV\t2-1\tYou must carry your camping gear .\tSound carries well over water .\n"
+                    "bank\tN\t0-4\tbank of the river\tI went to the bank .\n", encoding="utf-8")
+    (tmp_path / "dev.gold.txt").write_text("F\nT\n", encoding="utf-8")
+    first, second = load_wic(data)
+    assert first.text1[first.start1:first.end1] == "carry" and first.text2[first.start2:first.end2] == "carries"
+    assert (first.lemma, first.pos, first.label) == ("carry", "v", False)
+    assert second.text2[second.start2:second.end2] == "bank" and second.label is True
+    assert load_pairs(data, tmp_path / "dev.gold.txt") == [first, second]
+
+
+def test_wic_and_jsonl_errors_name_file_and_line(tmp_path):
+    data = tmp_path / "x.data.txt"
+    data.write_text("bank\tN\t0-9\tbank of the river\tthe bank\nonly\tthree\tfields\n", encoding="utf-8")
+    with pytest.raises(KGFormatError) as error:
+        load_wic(data)
+    assert str(error.value).splitlines() == [
+        f"{data}:1: token position outside its sentence (0-9)",
+        f"{data}:2: expected 5 tab-separated fields (lemma, POS, i-j, sentence1, sentence2), got 3"]
+    gold = tmp_path / "x.gold.txt"
+    data.write_text("bank\tN\t0-1\tbank of the river\tthe bank\n", encoding="utf-8")
+    gold.write_text("yes\n", encoding="utf-8")
+    with pytest.raises(KGFormatError, match=r"x.gold.txt:1: expected T or F, got 'yes'"):
+        load_wic(data)
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text('{"lemma": "bank", "text1": "bank", "start1": 0, "end1": 9, "text2": "a bank", '
+                     '"start2": 2, "end2": 6}\n{"lemma": "x"}\n{"lemma": "run", "pos": "q", "text1": "run", '
+                     '"start1": 0, "end1": 3, "text2": "run", "start2": 0, "end2": 3, "label": "T"}\n',
+                     encoding="utf-8")
+    with pytest.raises(KGFormatError) as error:
+        load_pairs_jsonl(jsonl)
+    assert str(error.value).splitlines() == [
+        f"{jsonl}:1: span [0, 9) of text1 is empty or outside the text (length 4)",
+        f"{jsonl}:2: missing field(s) text1, start1, end1, text2, start2, end2",
+        f"{jsonl}:3: label must be true, false or absent, not 'T'",
+        f"{jsonl}:3: unknown part of speech 'q' (one of n, v, a, r or noun, verb, adj, adv)"]
+
+
+def test_sense_inventory_matches_names_and_aliases_by_part_of_speech(sense_kg):
+    inventory = SenseInventory(sense_kg)
+    ids = lambda found: [sense_kg.entity_ids[i] for i in found]  # noqa: E731
+    assert ids(inventory.candidates("Bank", "n")) == ["bank.n.01", "depository_financial_institution.n.01",
+                                                      "bank.n.03"]
+    assert ids(inventory.candidates("run", "v")) == ["run.v.01", "run.v.02"]
+    assert ids(inventory.candidates("run")) == ["run.v.01", "run.v.02", "run.n.01"]
+    assert inventory.candidates("tally", "v") == [] and ids(inventory.candidates("tally", "n")) == ["run.n.01"]
+    ordered = SenseInventory(sense_kg, {("bank", "n"): ["bank.n.03", "bank.n.01"]})
+    assert ids(ordered.candidates("bank", "n"))[:2] == ["bank.n.03", "bank.n.01"]
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+def _model_and_data(tiny_jaket_dir, sense_kg, variant="jaket", fanouts=(3, 3)):
+    from jaket.tasks.settings import WordInContextConfig
+    from jaket.tasks.word_in_context import build_model, encode_pairs, sense_graph
+
+    config = WordInContextConfig(pretrained=tiny_jaket_dir, description_max_length=16, fanouts=fanouts,
+                                 km_heads=4)
+    model = build_model(config, variant, 0).eval()
+    pairs = [WordPair(**r) for r in _pairs(4, 0)]
+    data = encode_pairs(pairs, model.language.tokenizer, SenseInventory(sense_kg), 32, 8)
+    graph = sense_graph(model, sense_kg, config) if model.uses_kg else None
+    return model, data, graph
+
+
+def test_the_candidate_senses_change_what_the_km_settings_predict(tiny_jaket_dir, sense_kg):
+    for variant in ("jaket", "lm+g+m"):
+        model, data, graph = _model_and_data(tiny_jaket_dir, sense_kg, variant)
+        pad = int(model.language.tokenizer.pad_token_id)
+        with torch.no_grad():
+            logits, p = model(data.batch(np.arange(4), pad), graph, np.random.default_rng(0))
+            assert p.shape[0] == 8 and torch.allclose(p.sum(1), torch.ones(8), atol=1e-5)
+            # each row's probability mass sits on its own candidates only
+            assert bool(((p > 0) <= torch.from_numpy(data.candidates[np.r_[0:4, 4:8]] >= 0)).all())
+            other = data.batch(np.arange(4), pad)
+            other["candidates"] = torch.roll(other["candidates"], 1, dims=1)
+            other["candidates"][:, 0] = -1
+            changed, _ = model(other, graph, np.random.default_rng(0))
+        assert not torch.allclose(logits, changed), variant
+
+
+def test_lm_only_ignores_the_kg(tiny_jaket_dir, sense_kg):
+    model, data, _ = _model_and_data(tiny_jaket_dir, sense_kg, "lm")
+    pad = int(model.language.tokenizer.pad_token_id)
+    batch = data.batch(np.arange(4), pad)
+    with torch.no_grad():
+        logits, p = model(batch, None)
+        batch["candidates"][:] = -1
+        again, _ = model(batch, None)
+    assert p is None and torch.equal(logits, again)
+
+
+def test_restricting_the_sense_kg_keeps_every_candidate_embedding(tiny_jaket_dir, sense_kg):
+    """With fan-outs above every degree the KM reads all neighbours, so E^KM over the restricted
+    KG must equal E^KM over the whole KG."""
+    import dataclasses
+
+    from jaket.tasks.word_in_context import SenseGraph, restrict_to_candidates
+
+    model, data, graph = _model_and_data(tiny_jaket_dir, sense_kg, "jaket", fanouts=(50, 50))
+    full = model.km_rows(graph, torch.tensor([3, 4]), np.random.default_rng(0))
+    small = dataclasses.replace(data, candidates=np.where(data.candidates >= 3, data.candidates, -1))
+    sub = restrict_to_candidates(sense_kg, [small], 2)
+    assert sub.num_entities < sense_kg.num_entities  # the bank senses' neighbourhood is gone
+    keep = [sense_kg.entity_ids.index(e) for e in sub.entity_ids]
+    memory = type(graph.memory)(graph.memory.entities[keep], graph.memory.relations)
+    local = torch.tensor([sub.entity_ids.index("run.v.01"), sub.entity_ids.index("run.v.02")])
+    restricted = model.km_rows(SenseGraph(sub, memory, (50, 50)), local, np.random.default_rng(0))
+    torch.testing.assert_close(restricted, full, rtol=1e-5, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def test_finetune_saves_a_model_that_predicts_senses(tiny_bert_dir, tiny_jaket_dir, sense_kg_dir, pair_files,
+                                                     tmp_path, capsys):
+    train, dev = pair_files
+    out = tmp_path / "wic"
+    assert main(["finetune", "word-in-context", "--model", str(tiny_jaket_dir), "--encoder", str(tiny_bert_dir),
+                 "--train", str(train), "--eval", str(dev), "--kg", str(sense_kg_dir), "--epochs", "2",
+                 "--set", "description_max_length=16", "--set", "batch_size=8", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "JAKET" in printed and "jaket predict word-in-context" in printed
+    task = json.loads((out / "model" / "task.json").read_text())
+    assert task["task"] == "word-in-context" and task["variant"] == "jaket"
+    predictions = tmp_path / "predictions.jsonl"
+    assert main(["predict", "word-in-context", "--model", str(out / "model"), "--pairs", str(dev),
+                 "--kg", str(sense_kg_dir), "--out", str(predictions)]) == 0
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    assert len(rows) == 10
+    for row, source in zip(rows, _pairs(10, 1)):
+        assert isinstance(row["same"], bool) and 0 <= row["probability"] <= 1
+        assert row["same"] == (row["probability"] >= 0.5) and row["label"] == source["label"]
+        assert row["sense1"]["entity"].startswith(source["lemma"]) or row["sense1"]["entity"].startswith("depository")
+    # the saved model predicts what the trained one measured
+    metrics = json.loads((out / "metrics.json").read_text())
+    saved = np.mean([row["same"] == row["label"] for row in rows])
+    assert math.isclose(saved, metrics["runs"]["jaket"][0]["accuracy"], abs_tol=1e-9)
+
+
+def test_evaluate_pairs_the_settings_and_prints_pure_json(tiny_bert_dir, tiny_jaket_dir, sense_kg_dir,
+                                                          pair_files, tmp_path, capsys):
+    train, dev = pair_files
+    out = tmp_path / "eval"
+    assert main(["evaluate", "word-in-context", "--model", str(tiny_jaket_dir), "--encoder", str(tiny_bert_dir),
+                 "--train", str(train), "--eval", str(dev), "--kg", str(sense_kg_dir), "--seeds", "2",
+                 "--epochs", "1", "--set", "description_max_length=16", "--out", str(out), "--json"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)  # stdout is the JSON alone
+    assert set(summary["summary"]) == {"lm", "lm+g+m", "jaket"}
+    assert "| Model |" in captured.err
+    metrics = json.loads((out / "metrics.json").read_text())
+    for name in ("jaket - lm", "jaket - lm+g+m", "lm+g+m - lm"):
+        a, b = name.split(" - ")
+        expected = [x["accuracy"] - y["accuracy"] for x, y in zip(metrics["runs"][a], metrics["runs"][b])]
+        assert np.allclose(metrics["paired"][name]["values"], expected)
+    assert 0 <= metrics["frozen_features"]["accuracy"] <= 1 and 0 <= metrics["majority_class"] <= 1
+    assert (out / "report.md").is_file() and (out / "train_loss.png").is_file()
+
+
+def test_config_set_and_print_config(tmp_path, capsys, pair_files):
+    train, dev = pair_files
+    config = tmp_path / "wic.yaml"
+    config.write_text("epochs: 7\nsense_fusion: first\n", encoding="utf-8")
+    assert main(["evaluate", "word-in-context", "--config", str(config), "--set", "lr=2e-5", "--train", str(train),
+                 "--eval", str(dev), "--print-config"]) == 0
+    printed = capsys.readouterr().out
+    assert "epochs: 7" in printed and "sense_fusion: first" in printed and "lr: 2.0e-05" in printed
+    assert main(["evaluate", "word-in-context", "--set", "sense_fusion=best", "--train", str(train),
+                 "--eval", str(dev), "--print-config"]) == 1
+    assert "sense_fusion" in capsys.readouterr().err
