@@ -479,3 +479,23 @@ def test_a_nan_score_never_ranks_first():
     # row 0: two finite candidates ahead, a tie with the filtered -inf counts half
     # row 1: 0.3 ahead, NaN behind, a tie with the other 0.1 counts half
     assert ranks.tolist() == [3.5, 2.5]
+
+
+def test_sample_entities_keeps_only_triples_among_the_sample(small_kg):
+    """--sample-entities: a trial-sized part of a --data set, every kept triple renumbered into it."""
+    from jaket.tasks.link_prediction_cli import sample_entities
+
+    triples = np.asarray(small_kg.triples, dtype=np.int64)
+    train, valid = triples[:-6], triples[-6:]
+    sub, kept_train, kept = sample_entities(small_kg, train, {"valid": valid}, 10, np.random.default_rng(0))
+    assert 10 <= sub.num_entities <= 11  # each drawn triple adds up to two entities
+    names = {(small_kg.entity_ids[h], small_kg.relation_ids[r], small_kg.entity_ids[t]) for h, r, t in triples}
+    assert len(kept_train) >= 5  # at least the drawn triples
+    for rows in (kept_train, kept["valid"]):
+        assert rows.shape[1] == 3 and (len(rows) == 0 or (rows.min() >= 0 and rows[:, [0, 2]].max() < sub.num_entities))
+        assert {(sub.entity_ids[h], sub.relation_ids[r], sub.entity_ids[t]) for h, r, t in rows} <= names
+    inside = set(sub.entity_ids)
+    expected = sum(small_kg.entity_ids[h] in inside and small_kg.entity_ids[t] in inside for h, _, t in valid)
+    assert len(kept["valid"]) == expected
+    with pytest.raises(ValueError, match="at least 2"):
+        sample_entities(small_kg, train, {}, 1, np.random.default_rng(0))

@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
                         help="evaluation file(s) in the WN18RR format (repeatable)")
     parser.add_argument("--max-entities", type=int, default=2000, help="WordNet subset size (default KG)")
     parser.add_argument("--max-train", type=int, help="use at most this many training triples (random)")
+    parser.add_argument("--sample-entities", type=int, metavar="N",
+                        help="with --data: a quick trial on about N entities (those of random training triples) "
+                             "and the triples among them; the memory is computed for these only")
     parser.add_argument("--max-eval", type=int, help="evaluate at most this many triples per file")
     parser.add_argument("--scorers", type=_csv,
                         help=f"comma list of distmult,transe,rotate (default {','.join(d.scorers)}; "
@@ -118,6 +121,8 @@ def load_data(args) -> tuple:
             path = args.data / f"{name}.txt"
             if path.exists():
                 evaluation[name], _ = read_split(path, kg)
+        if getattr(args, "sample_entities", None):
+            kg, train, evaluation = sample_entities(kg, train, evaluation, args.sample_entities, rng)
     elif args.kg is not None:
         kg = load_kg(args.kg)
         train = np.asarray(kg.triples, dtype=np.int64)
@@ -134,6 +139,33 @@ def load_data(args) -> tuple:
     if args.max_train and len(train) > args.max_train:
         train = train[rng.permutation(len(train))[: args.max_train]]
     return kg, train, evaluation
+
+
+def sample_entities(kg, train: np.ndarray, evaluation: dict[str, np.ndarray], count: int,
+                    rng: np.random.Generator) -> tuple:
+    """A trial-sized part of a link-prediction dataset: the entities of randomly drawn training
+    triples until about ``count`` are reached, the graph induced on them, and every training and
+    evaluation triple among them (renumbered). Evaluation triples are only kept, never added."""
+    if count < 2:
+        raise ValueError(f"--sample-entities {count}: needs at least 2 entities")
+    chosen = np.zeros(kg.num_entities, dtype=bool)
+    for row in train[rng.permutation(len(train))]:
+        if chosen.sum() >= count:
+            break
+        chosen[row[0]] = chosen[row[2]] = True
+    sub, old = kg.induced_subgraph(np.flatnonzero(chosen))
+    new_of_old = np.full(kg.num_entities, -1, dtype=np.int64)
+    new_of_old[old] = np.arange(len(old))
+
+    def keep(triples: np.ndarray) -> np.ndarray:
+        h, t = new_of_old[triples[:, 0]], new_of_old[triples[:, 2]]
+        inside = (h >= 0) & (t >= 0)
+        return np.stack([h[inside], triples[inside, 1], t[inside]], axis=1).astype(np.int64)
+
+    evaluation = {name: keep(np.asarray(triples, dtype=np.int64)) for name, triples in evaluation.items()}
+    logger.info("--sample-entities %d: %d entities, %d training triples, %s", count, sub.num_entities,
+                len(keep(train)), ", ".join(f"{len(v)} {k}" for k, v in evaluation.items()))
+    return sub, keep(np.asarray(train, dtype=np.int64)), evaluation
 
 
 def mode_defaults(args: argparse.Namespace) -> None:
