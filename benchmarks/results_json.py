@@ -74,6 +74,7 @@ SEED_TABLES = {
     "word_in_context_wic_dev_table": "wic/table/table.json",
     "word_in_context_wic_dev_table_against_lmgm": "wic/table-lmgm/table.json",
     "word_in_context_wic_dev_homonyms_table": "wic/table-homonyms/table.json",
+    "word_in_context_wic_dev_sense_fusion_first_table": "wic/table-first/table.json",
 }
 
 
