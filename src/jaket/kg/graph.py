@@ -21,6 +21,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+def name_key(name: str) -> str:
+    """How names and aliases are compared as words: lower case, runs of spaces and underscores as
+    one space (``Bank``, ``bank``, ``savings_bank`` / ``savings bank``)."""
+    return re.sub(r"[\s_]+", " ", name.strip().lower())
+
+
 def readable(identifier: str) -> str:
     """An id made readable as a name: ``cell_or_molecular_dysfunction`` -> ``cell or molecular
     dysfunction``; ``person12`` -> ``person 12``; ``intergovorgs3`` -> ``intergovorgs 3`` (the

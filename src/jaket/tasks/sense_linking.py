@@ -33,7 +33,6 @@ import torch.nn.functional as F
 
 from jaket.kg.corpus import MentionCorpus
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.sampling import sample_neighbors
 from jaket.kg.sources.wordnet import lemma_forms, load_wordnet_data
 from jaket.model.device import cpu_description
 from jaket.model.heads import span_mean
@@ -42,9 +41,9 @@ from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
 from jaket.tasks import report as rep
-from jaket.tasks.variants import description_features
+from jaket.tasks.variants import FrozenMemory, description_features
 from jaket.tasks.wic_data import POS_CODES, SenseInventory, lemma_key
-from jaket.tasks.word_in_context import neighbourhood, target_spans
+from jaket.tasks.word_in_context import SenseGraph, km_embeddings, neighbourhood, target_spans
 from jaket.train.build import load_kg_and_corpus
 from jaket.train.config import load_config
 
@@ -211,14 +210,14 @@ def _baseline_scores(examples, sense_kg, used, index, texts, names, encoder, see
     local = np.searchsorted(old, used)
     memory = description_features(base, list(ball.entity_descriptions), list(ball.entity_names), full=False,
                                   max_length=description_max_length)
+    # R = 0 as in pre-training (the KM adds its direction embeddings)
+    graph = SenseGraph(ball, FrozenMemory(memory, memory.new_zeros(max(1, ball.num_relations), memory.shape[1])),
+                       (5, 5))
     per_seed = []
     for seed in seeds:
         torch.manual_seed(seed)
         km = KnowledgeModule(int(base.hidden_size), num_layers=2, heads=4).to(device).eval()
-        sub = sample_neighbors(ball, local, (5, 5), np.random.default_rng(seed))
-        x = memory.index_select(0, sub.node_ids.to(memory.device))
-        rows = km(x, sub.edge_index.to(x.device), sub.edge_type.to(x.device), None, num_relations=ball.num_relations,
-                  hops=(sub.nodes_per_hop, sub.edges_per_hop))[sub.seed_local.to(x.device)]
+        rows = km_embeddings(km, graph, local, np.random.default_rng(seed))
         per_seed.append(_accuracy(examples, _scores(examples, context, rows, index, cosine=True)))
     out["lm+g+m"] = {k: float(np.mean([r[k] for r in per_seed])) for k in per_seed[0]}
     out["lm+g+m"]["seeds"] = len(seeds)

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from jaket.kg.errors import KGFormatError, Problem
-from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.graph import KnowledgeGraph, name_key
 from jaket.kg.readers import json_objects, read_text_file
 from jaket.kg.sources.wordnet import load_wordnet_data, sense_order
 
@@ -36,7 +36,6 @@ from jaket.kg.sources.wordnet import load_wordnet_data, sense_order
 POS_CODES = {"n": "n", "v": "v", "a": "a", "s": "a", "r": "r", "noun": "n", "verb": "v",
              "adj": "a", "adjective": "a", "adv": "r", "adverb": "r"}
 _WORDNET_ID = re.compile(r"^(?P<lemma>.+)\.(?P<pos>[nvasr])\.\d+$")
-_SEPARATORS = re.compile(r"[\s_]+")
 
 
 @dataclass(frozen=True)
@@ -57,9 +56,8 @@ class WordPair:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def lemma_key(lemma: str) -> str:
-    """How lemmas are compared: lower case, runs of spaces / underscores as one space."""
-    return _SEPARATORS.sub(" ", lemma.strip().lower())
+#: how lemmas are compared: lower case, runs of spaces / underscores as one space
+lemma_key = name_key
 
 
 def _pos(value, path, line, problems) -> str | None:

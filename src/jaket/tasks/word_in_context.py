@@ -57,11 +57,12 @@ from jaket.model.jaket import JaketModel
 from jaket.model.language import SplitLanguageModel
 from jaket.tasks import report as rep
 from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned, write_finetuned
-from jaket.tasks.settings import VARIANT_LABELS, VariantConfig, VariantError, WordInContextConfig
+from jaket.tasks.settings import VARIANT_LABELS, VariantError, WordInContextConfig
 from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import step_done
 from jaket.tasks.variants import Backbone, FrozenMemory, kg_memory, load_backbone
 from jaket.tasks.wic_data import SenseInventory, WordPair, load_pairs
+from jaket.train.optim import warmup_linear
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +149,18 @@ class SenseGraph:
     fanouts: tuple[int, ...]
 
 
+def km_embeddings(knowledge: nn.Module, graph: SenseGraph, entities, generator: np.random.Generator) -> torch.Tensor:
+    """E^KM (Eq. 1-5) by ``knowledge`` of ``entities`` (unique indices of ``graph.kg``) over their
+    neighbourhoods sampled with ``graph.fanouts``, from the frozen memory rows."""
+    device = graph.memory.entities.device
+    seeds = entities.cpu().numpy() if isinstance(entities, torch.Tensor) else np.asarray(entities)
+    sub = sample_neighbors(graph.kg, seeds, graph.fanouts, generator)
+    x = graph.memory.entities.index_select(0, sub.node_ids.to(device))
+    out = knowledge(x, sub.edge_index.to(device), sub.edge_type.to(device), graph.memory.relations,
+                    num_relations=graph.kg.num_relations, hops=(sub.nodes_per_hop, sub.edges_per_hop))
+    return out[sub.seed_local.to(device)]
+
+
 def neighbourhood(kg: KnowledgeGraph, entities, hops: int) -> np.ndarray:
     """The sorted entities within ``hops`` edges (either direction) of ``entities``."""
     adjacency = kg.adjacency
@@ -212,12 +225,7 @@ class WordInContextModel(nn.Module):
 
     def km_rows(self, graph: SenseGraph, entities: torch.Tensor, generator: np.random.Generator) -> torch.Tensor:
         """E^KM (Eq. 1-5) of ``entities`` (unique global indices) over their sampled neighbourhoods."""
-        device = graph.memory.entities.device
-        sub = sample_neighbors(graph.kg, entities.cpu().numpy(), graph.fanouts, generator)
-        x = graph.memory.entities.index_select(0, sub.node_ids.to(device))
-        out = self.knowledge(x, sub.edge_index.to(device), sub.edge_type.to(device), graph.memory.relations,
-                             num_relations=graph.kg.num_relations, hops=(sub.nodes_per_hop, sub.edges_per_hop))
-        return out[sub.seed_local.to(device)]
+        return km_embeddings(self.knowledge, graph, entities, generator)
 
     def sense_scores(self, hidden: torch.Tensor, rows: torch.Tensor, start: torch.Tensor, end: torch.Tensor,
                      candidates: torch.Tensor, graph: SenseGraph) -> torch.Tensor:
@@ -305,8 +313,7 @@ def _optimizer(model: WordInContextModel, config: WordInContextConfig, steps: in
         groups.append({"params": [p for m in kg_parts for p in m.parameters()], "lr": config.km_lr})
     optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
     warmup = max(1, int(config.warmup_fraction * steps))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min((step + 1) / warmup, max(0.0, (steps - step) / max(1, steps - warmup))))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear(warmup, steps))
     return optimizer, schedule
 
 
@@ -518,9 +525,7 @@ def run_word_in_context(train_pairs: list[WordPair], eval_pairs: list[WordPair],
     majority = bool(np.mean([p.label for p in train_pairs]) >= 0.5)
     results["majority_class"] = float((labels == majority).mean())
     if frozen_baseline:
-        language = SplitLanguageModel.from_pretrained(config.encoder) if config.encoder is not None else \
-            load_backbone(VariantConfig(variant="lm"), 0).language
-        language.to(device)
+        language = load_backbone(config.variant_config("lm"), 0, device=device).language
         tokenizer = language.tokenizer
         results["frozen_features"] = frozen_feature_baseline(
             language, encode_pairs(train_pairs, tokenizer, None, config.max_length, 1),

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.graph import KnowledgeGraph, name_key
 
 
 def mask_tokens(input_ids: torch.Tensor, special_mask: torch.Tensor, mask_token_id: int,
@@ -72,11 +72,9 @@ def choose_masked_mentions(num_mentions: int, probability: float = 0.15,
 def homonym_index(kg: KnowledgeGraph) -> tuple[np.ndarray, np.ndarray]:
     """``(indptr, homonyms)``, a CSR table: ``homonyms[indptr[e]:indptr[e + 1]]`` are the other
     entities that share a name or alias with entity ``e`` (case and spacing ignored), sorted."""
-    import re
-
     by_word: dict[str, list[int]] = {}
     for e, (name, aliases) in enumerate(zip(kg.entity_names, kg.entity_aliases)):
-        for word in {re.sub(r"[\s_]+", " ", w.strip().lower()) for w in [name, *aliases]}:
+        for word in {name_key(w) for w in [name, *aliases]}:
             by_word.setdefault(word, []).append(e)
     pairs = [(a, b) for group in by_word.values() if len(group) > 1 for a in group for b in group if a != b]
     if not pairs:
