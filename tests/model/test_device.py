@@ -116,3 +116,66 @@ def test_a_memory_too_large_for_the_device_stays_on_the_host(tmp_path, monkeypat
     assert torch.equal(memory.entity_rows([4, 2]), torch.arange(400.).reshape(50, 8)[[4, 2]])
     monkeypatch.undo()
     assert device_module.memory_placement(10**12, torch.device("cpu")) == "device"
+
+
+# ------------------------------------------------------------------ the host-memory path on a GPU
+def _cuda_as_meta(monkeypatch):
+    """``.to("cuda")`` lands on the meta device (this machine may have no GPU); the rest as is."""
+    real_to = torch.Tensor.to
+
+    def to(tensor, *args, **kwargs):
+        where = kwargs.get("device", args[0] if args else None)
+        if isinstance(where, (str, torch.device)) and torch.device(where).type == "cuda":
+            kwargs.pop("device", None)
+            return real_to(tensor, "meta", *args[1:], **kwargs)
+        return real_to(tensor, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "to", to)
+
+
+def test_a_host_memory_pins_the_rows_a_step_reads_not_a_copy_of_the_table(monkeypatch):
+    """Issue #29: ``place`` pinned the whole entity table (a second copy of N rows in host memory,
+    in every rank); only the rows gathered for a step are pinned now, and the table stays itself."""
+    from jaket.model import memory as memory_module
+    from jaket.model.memory import EntityContextMemory
+
+    pinned = []
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda t, *a: pinned.append(t.numel()) or t.clone())
+    monkeypatch.setattr(memory_module, "memory_placement", lambda nbytes, device: "host")
+    _cuda_as_meta(monkeypatch)
+    memory = EntityContextMemory(50, 3, 8)
+    table = memory.entities.data_ptr()
+    assert memory.place(torch.device("cuda")) == "host"
+    assert memory.entities.data_ptr() == table and pinned == []
+    rows = memory.entity_rows(torch.tensor([4, 2, 9]), device="cuda")
+    assert rows.shape == (3, 8) and pinned == [3 * 8]
+
+
+def test_a_refresh_into_host_memory_waits_for_its_device_to_host_copy(tiny_bert_dir, fake_device, monkeypatch):
+    """Issue #29: the Eq. 12 update read the new rows on the host right after a non-blocking
+    device-to-host copy, which on CUDA may not have landed yet (stale rows written). Here such a
+    copy arrives as NaN, as unsynchronised memory would read; the momentum blend must be exact."""
+    from jaket.kg.toy import toy_kg
+    from jaket.model.language import SplitLanguageModel
+    from jaket.model.memory import EntityContextMemory
+
+    real_to = torch.Tensor.to
+
+    def to(tensor, *args, **kwargs):
+        out = real_to(tensor, *args, **kwargs)
+        where = kwargs.get("device", args[0] if args else None)
+        leaves_device = isinstance(tensor, fake_device.Tensor) and isinstance(where, (str, torch.device)) \
+            and torch.device(where).type == "cpu"
+        if kwargs.get("non_blocking") and leaves_device:
+            return torch.full(out.shape, float("nan"), dtype=out.dtype)  # not landed yet
+        return out
+
+    kg, _ = toy_kg()
+    lm = SplitLanguageModel.from_pretrained(tiny_bert_dir).eval()
+    memory = EntityContextMemory.from_kg(lm, kg, max_length=16)
+    fresh = memory.entities.clone()
+    memory.entities.fill_(1.0)  # the old rows, in host memory (never placed)
+    fake_device(lm)
+    monkeypatch.setattr(torch.Tensor, "to", to)
+    memory.refresh(lm, kg, max_length=16, momentum=0.8)
+    assert torch.allclose(memory.entities, 0.8 + 0.2 * fresh, atol=1e-5)

@@ -31,8 +31,9 @@ def test_entity_classification_on_the_fake_device(small_kg, tiny_bert_dir, fake_
 
 
 @pytest.mark.parametrize("variant", ["lm", "lm+g+m"])
+@pytest.mark.gpu
 def test_entity_classification_run_and_predict_on_the_strict_fake_device(variant, small_kg, tiny_bert_dir, tmp_path,
-                                                                        strict_fake_device):
+                                                                        strict_fake_device, run_device):
     """The whole run as ``--device`` runs it (backbone, memory, classifier and every tensor
     placed through the same calls as on a GPU), then the saved classifier moved with .to(device)."""
     from jaket.tasks import entity_classification as ec
@@ -40,9 +41,9 @@ def test_entity_classification_run_and_predict_on_the_strict_fake_device(variant
 
     config = ec.EntityClassificationConfig(variants=(variant,), train_fractions=(1.0,), seeds=(0,), epochs=2,
                                            encoder=tiny_bert_dir, km_heads=4, description_max_length=16)
-    results = ec.run_entity_classification(small_kg, config, save_dir=tmp_path / "model", device="cpu")
-    assert results["device"] == "cpu" and 0 <= results["runs"][variant]["1.0"][0]["test_accuracy"] <= 1
-    classifier = FinetunedEntityClassifier.from_pretrained(tmp_path / "model").to("cpu")
+    results = ec.run_entity_classification(small_kg, config, save_dir=tmp_path / "model", device=run_device)
+    assert torch.device(results["device"]).type == torch.device(run_device).type and 0 <= results["runs"][variant]["1.0"][0]["test_accuracy"] <= 1
+    classifier = FinetunedEntityClassifier.from_pretrained(tmp_path / "model").to(run_device)
     rows = classifier.predict(small_kg, np.arange(4), top_k=2)
     assert len(rows) == 4 and all(len(row["top"]) == 2 for row in rows)
 
@@ -72,8 +73,9 @@ def test_the_strict_fake_device_refuses_what_a_gpu_refuses(strict_fake_device):
 
 @pytest.mark.parametrize("variant,train_encoder", [("lm", False), ("lm+g+m", False), ("lm+g+m", True)],
                          ids=["frozen-lm", "frozen-lm+g+m", "train-encoder"])
+@pytest.mark.gpu
 def test_link_prediction_on_the_fake_device(variant, train_encoder, small_kg, tiny_bert_dir, tmp_path,
-                                            strict_fake_device):
+                                            strict_fake_device, run_device):
     """Training (frozen memory, and --train-encoder with its memory refresh, queue, hard negatives
     and bf16 autocast on the run's device), the filtered ranking, and the saved predictor moved
     with .to(device) and ranking queries."""
@@ -86,12 +88,12 @@ def test_link_prediction_on_the_fake_device(variant, train_encoder, small_kg, ti
                                      train_encoder=train_encoder, refresh_initial=2, queue_batches=1,
                                      hard_negatives=2, bf16=train_encoder)
     results = lp.run_link_prediction(small_kg, triples[6:], {"valid": triples[:6]}, config,
-                                     save_dir=tmp_path / "model", device="cpu")
-    assert results["device"] == "cpu"
+                                     save_dir=tmp_path / "model", device=run_device)
+    assert torch.device(results["device"]).type == torch.device(run_device).type
     run = results["runs"][f"{variant}/rotate"][0]
     assert len(run["train_loss"]) == 3 and np.isfinite(run["train_loss"]).all()
     assert 0 < run["valid"]["mrr"] <= 1
-    predictor = FinetunedLinkPredictor.from_pretrained(tmp_path / "model").to("cpu")
+    predictor = FinetunedLinkPredictor.from_pretrained(tmp_path / "model").to(run_device)
     assert isinstance(predictor.scorer.relation_projection.weight, strict_fake_device.Tensor)
     rows = predictor.predict(small_kg, [Query(1, 0, 0, None), Query(2, None, 0, 0)], top_k=5, exclude_known=True)
     assert [len(row["answers"]) for row in rows] == [5, 5]
@@ -99,7 +101,8 @@ def test_link_prediction_on_the_fake_device(variant, train_encoder, small_kg, ti
 
 @pytest.mark.parametrize("variant,subgraph", [("lm", True), ("lm+g+m", True), ("lm+g+m", False)],
                          ids=["lm", "lm+g+m", "lm+g+m-whole-graph"])
-def test_kgqa_on_the_fake_device(variant, subgraph, small_kg, tiny_bert_dir, tmp_path, strict_fake_device):
+@pytest.mark.gpu
+def test_kgqa_on_the_fake_device(variant, subgraph, small_kg, tiny_bert_dir, tmp_path, strict_fake_device, run_device):
     """Training on the step's subgraph (or the whole graph), model selection, and the saved
     answerer moved with .to(device) rank candidates on the device and read the scores back with
     .cpu() (rank_candidates called .numpy() on them)."""
@@ -110,17 +113,19 @@ def test_kgqa_on_the_fake_device(variant, subgraph, small_kg, tiny_bert_dir, tmp
     config = kgqa.KGQAConfig(variants=(variant,), kg_settings=("full",), seeds=(0,), steps=2, batch_size=4,
                              select_every=1, max_selection=4, encoder=tiny_bert_dir, km_heads=4,
                              description_max_length=16, subgraph=subgraph, km_fanout=2 if subgraph else 0)
-    results = kgqa.run_kgqa(small_kg, questions, config, save_dir=tmp_path / "model", device="cpu")
-    assert results["device"] == "cpu"
+    results = kgqa.run_kgqa(small_kg, questions, config, save_dir=tmp_path / "model", device=run_device)
+    assert torch.device(results["device"]).type == torch.device(run_device).type
     run = results["runs"][variant]["full"][0]
     assert len(run["selection_curve"]) == 2 and 0 <= run["test"]["all"] <= 1
-    answerer = FinetunedQuestionAnswerer.from_pretrained(tmp_path / "model").to("cpu")
+    answerer = FinetunedQuestionAnswerer.from_pretrained(tmp_path / "model").to(run_device)
     assert isinstance(answerer.model.question_projection.weight, strict_fake_device.Tensor)
     rows = answerer.answer(small_kg, questions[:3], hops=2, top_k=3)
     assert len(rows) == 3 and all(len(row["answers"]) <= 3 for row in rows)
 
 
-def test_relation_classification_on_the_fake_device(fewrel_file, tiny_bert_dir, tmp_path, strict_fake_device):
+@pytest.mark.gpu
+def test_relation_classification_on_the_fake_device(fewrel_file, tiny_bert_dir, tmp_path, strict_fake_device,
+                                                    run_device):
     """PAIR training under bf16 autocast on the run's device, the episodes, and the saved
     classifier moved with .to(device)."""
     from jaket.tasks import relation_classification as rc
@@ -131,9 +136,9 @@ def test_relation_classification_on_the_fake_device(fewrel_file, tiny_bert_dir, 
     config = rc.RelationClassificationConfig(variants=("lm",), settings=((3, 1),), seeds=(0,), train_steps=2,
                                              train_way=2, episodes=4, max_length=32, encoder=tiny_bert_dir,
                                              bf16=True)
-    results = rc.run_relation_classification(data, config, save_dir=tmp_path / "model", device="cpu")
-    assert results["device"] == "cpu" and 0 <= results["runs"]["lm"][0]["3-1"] <= 1
-    classifier = FinetunedPairClassifier.from_pretrained(tmp_path / "model").to("cpu")
+    results = rc.run_relation_classification(data, config, save_dir=tmp_path / "model", device=run_device)
+    assert torch.device(results["device"]).type == torch.device(run_device).type and 0 <= results["runs"]["lm"][0]["3-1"] <= 1
+    classifier = FinetunedPairClassifier.from_pretrained(tmp_path / "model").to(run_device)
     assert isinstance(classifier.model.score.weight, strict_fake_device.Tensor)
     rows = classifier.classify(data, [(1, data.instances[data.relations[3]][0])])
     assert rows[0]["relation"] in data.relations and set(rows[0]["scores"]) == set(data.relations)

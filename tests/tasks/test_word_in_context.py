@@ -191,20 +191,22 @@ def test_restricting_the_sense_kg_keeps_every_candidate_embedding(tiny_jaket_dir
 # ----------------------------------------------------------------------------- commands
 
 
+@pytest.mark.gpu
 def test_finetune_saves_a_model_that_predicts_senses(tiny_bert_dir, tiny_jaket_dir, sense_kg_dir, pair_files,
-                                                     tmp_path, capsys):
+                                                     tmp_path, capsys, run_device):
     train, dev = pair_files
     out = tmp_path / "wic"
     assert main(["finetune", "word-in-context", "--model", str(tiny_jaket_dir), "--encoder", str(tiny_bert_dir),
                  "--train", str(train), "--eval", str(dev), "--kg", str(sense_kg_dir), "--epochs", "2",
-                 "--set", "description_max_length=16", "--set", "batch_size=8", "--out", str(out)]) == 0
+                 "--set", "description_max_length=16", "--set", "batch_size=8", "--out", str(out),
+                 "--device", run_device]) == 0
     printed = capsys.readouterr().out
     assert "JAKET" in printed and "jaket predict word-in-context" in printed
     task = json.loads((out / "model" / "task.json").read_text())
     assert task["task"] == "word-in-context" and task["variant"] == "jaket"
     predictions = tmp_path / "predictions.jsonl"
     assert main(["predict", "word-in-context", "--model", str(out / "model"), "--pairs", str(dev),
-                 "--kg", str(sense_kg_dir), "--out", str(predictions)]) == 0
+                 "--kg", str(sense_kg_dir), "--out", str(predictions), "--device", run_device]) == 0
     rows = [json.loads(line) for line in predictions.read_text().splitlines()]
     assert len(rows) == 10
     for row, source in zip(rows, _pairs(10, 1)):

@@ -246,3 +246,19 @@ def test_a_checkpoint_from_before_manifests_still_resumes(tiny_bert_dir, run4, c
         assert _pretrain(tiny_bert_dir, run4, "--resume", steps=6) == 0
     assert "before checkpoints carried a manifest" in caplog.text
     assert _steps(run4)[-2:] == [5, 6]
+
+
+def test_an_fp16_runs_gradient_scaler_survives_a_checkpoint(make_trainer, tmp_path):
+    """Issue #29: the fp16 GradScaler (loss scale, growth tracker) was not saved, so a resumed fp16
+    run started from the initial scale and no longer repeated the uninterrupted one."""
+    state = {"scale": 512.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000,
+             "_growth_tracker": 7}
+    trainer = make_trainer(tmp_path / "run", "eval_texts=0")
+    trainer.accelerator.scaler = torch.amp.GradScaler("cpu")  # what Accelerate makes for fp16 on a GPU
+    trainer.accelerator.scaler.load_state_dict(state)
+    trainer.train_step()
+    trainer.save()
+    resumed = make_trainer(tmp_path / "run", "eval_texts=0")
+    resumed.accelerator.scaler = torch.amp.GradScaler("cpu")  # a fresh scale of 65536
+    assert resumed.resume() and resumed.step == 1
+    assert resumed.accelerator.scaler.state_dict() == state

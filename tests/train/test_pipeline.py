@@ -51,3 +51,27 @@ def test_a_run_with_workers_trains_as_one_without(make_trainer, tmp_path):
 def test_steps_that_are_not_logged_read_nothing_back(make_trainer, tmp_path):
     trainer = make_trainer(tmp_path, "steps=4", "log_every=3")
     assert [trainer.train_step() is None for _ in range(4)] == [True, True, False, False]
+
+
+def test_a_pinning_loader_pins_every_tensor_of_a_step_batch(make_trainer, tmp_path, monkeypatch):
+    """Issue #29: the loader of a GPU run pins its batches (``pin_memory=True``) through the
+    batch's own ``pin_memory()``; a StepBatch without one came back unpinned and its copy to the
+    GPU blocked. Every tensor (text, subgraph, targets, description tokens) comes back pinned."""
+    from torch.utils.data._utils.pin_memory import pin_memory as loader_pinning
+
+    from jaket.train.batching import StepBatch
+
+    class Pinned(torch.Tensor):
+        pass
+
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda t, *a: t.clone().as_subclass(Pinned))
+    trainer = make_trainer(tmp_path, "tasks.description_rows=4")
+    batch = trainer.sample_batch(0)
+    pinned = loader_pinning(batch)
+    assert isinstance(pinned, StepBatch) and pinned.position == batch.position
+    tensors = [v for v in vars(pinned).values() if isinstance(v, torch.Tensor)]
+    tensors += [v for v in vars(pinned.text).values()] + list(pinned.description_tokens)
+    tensors += [v for v in vars(pinned.subgraph).values() if isinstance(v, torch.Tensor)]
+    assert len(tensors) >= 20 and all(isinstance(t, Pinned) for t in tensors)
+    assert torch.equal(pinned.text.input_ids.as_subclass(torch.Tensor), batch.text.input_ids)
+    assert pinned.counts == batch.counts and pinned.subgraph.num_seeds == batch.subgraph.num_seeds

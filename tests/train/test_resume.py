@@ -10,6 +10,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 from safetensors.torch import load_file
 
 from .conftest import CONFIGS
@@ -17,10 +18,11 @@ from .conftest import CONFIGS
 STEPS = 60
 
 
-def _command(tiny_bert_dir, out, resume=False):
+def _command(tiny_bert_dir, out, resume=False, device="cpu"):
     command = [sys.executable, "-m", "jaket", "pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"),
                "--model", str(tiny_bert_dir), "--out", str(out), "--no-progress",
-               "--steps", str(STEPS), "--set", "checkpoint_every=5", "--set", "memory.initial=3"]
+               "--steps", str(STEPS), "--set", "checkpoint_every=5", "--set", "memory.initial=3",
+               "--device", device]
     return command + (["--resume"] if resume else [])
 
 
@@ -42,11 +44,14 @@ def _tensors(out):
     return tensors
 
 
-def test_killed_run_resumes_exactly(tiny_bert_dir, tmp_path):
+@pytest.mark.gpu
+def test_killed_run_resumes_exactly(tiny_bert_dir, tmp_path, run_device):
+    # on a GPU the knowledge module's scatter-adds use atomics (summation order varies run to run)
+    tolerance = 1e-6 if run_device == "cpu" else 1e-4
     full, cut = tmp_path / "full", tmp_path / "cut"
-    uninterrupted = subprocess.Popen(_command(tiny_bert_dir, full), env=_env(),
+    uninterrupted = subprocess.Popen(_command(tiny_bert_dir, full, device=run_device), env=_env(),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    victim = subprocess.Popen(_command(tiny_bert_dir, cut), env=_env(),
+    victim = subprocess.Popen(_command(tiny_bert_dir, cut, device=run_device), env=_env(),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     latest = cut / "checkpoints" / "latest"
     deadline = time.monotonic() + 300
@@ -61,7 +66,7 @@ def test_killed_run_resumes_exactly(tiny_bert_dir, tmp_path):
     print(f"killed after step {killed_at}, resuming from checkpoint {checkpoint}")
     assert 5 <= checkpoint < STEPS and checkpoint <= killed_at < STEPS
 
-    resumed = subprocess.run(_command(tiny_bert_dir, cut, resume=True), env=_env(),
+    resumed = subprocess.run(_command(tiny_bert_dir, cut, resume=True, device=run_device), env=_env(),
                              capture_output=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr.decode()[-3000:]
     assert f"resumed from {latest.parent / f'step-{checkpoint:07d}'}" in resumed.stderr.decode()
@@ -72,13 +77,13 @@ def test_killed_run_resumes_exactly(tiny_bert_dir, tmp_path):
     assert [r["step"] for r in a] == [r["step"] for r in b] == list(range(1, STEPS + 1))
     for ra, rb in zip(a, b):
         for key in ("loss_category", "loss_relation", "loss_mlm", "loss_entity", "grad_norm"):
-            assert abs(ra[key] - rb[key]) <= 1e-6, (ra["step"], key, ra[key], rb[key])
+            assert abs(ra[key] - rb[key]) <= tolerance, (ra["step"], key, ra[key], rb[key])
     assert json.loads((cut / "summary.json").read_text())["refresh_count"] == \
         json.loads((full / "summary.json").read_text())["refresh_count"]
     ta, tb = _tensors(full), _tensors(cut)
     assert ta.keys() == tb.keys()
     for name in ta:
-        assert np.allclose(ta[name].float().numpy(), tb[name].float().numpy(), atol=1e-6, rtol=0), name
+        assert np.allclose(ta[name].float().numpy(), tb[name].float().numpy(), atol=tolerance, rtol=0), name
 
 
 def test_sigterm_saves_the_current_step_and_resume_loses_none(tiny_bert_dir, tmp_path):

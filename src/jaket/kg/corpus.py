@@ -70,10 +70,17 @@ class TextBatch:
     mention_end: torch.Tensor  # (M,)
     mention_entity: torch.Tensor  # (M,) global entity index
 
-    def to(self, device) -> "TextBatch":
-        return TextBatch(*(getattr(self, name).to(device) for name in (
+    def _map(self, move) -> "TextBatch":
+        return TextBatch(*(move(getattr(self, name)) for name in (
             "input_ids", "attention_mask", "mention_batch", "mention_start", "mention_end",
             "mention_entity")))
+
+    def to(self, device, non_blocking: bool = False) -> "TextBatch":
+        return self._map(lambda t: t.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> "TextBatch":
+        """A copy in pinned host memory (what a DataLoader with ``pin_memory=True`` calls)."""
+        return self._map(torch.Tensor.pin_memory)
 
 
 def check_mentions(text: str, mentions: Sequence[Mention], where: str = "text") -> None:

@@ -54,11 +54,17 @@ class Subgraph:
     def num_edges(self) -> int:
         return int(self.edge_type.numel())
 
-    def to(self, device) -> "Subgraph":
-        return Subgraph(self.node_ids.to(device), self.num_seeds, self.seed_local.to(device),
-                        self.edge_index.to(device), self.edge_type.to(device),
-                        self.triple_id.to(device), self.nodes_per_hop, self.edges_per_hop,
-                        self.kg_fingerprint)
+    def _map(self, move) -> "Subgraph":
+        return Subgraph(move(self.node_ids), self.num_seeds, move(self.seed_local),
+                        move(self.edge_index), move(self.edge_type), move(self.triple_id),
+                        self.nodes_per_hop, self.edges_per_hop, self.kg_fingerprint)
+
+    def to(self, device, non_blocking: bool = False) -> "Subgraph":
+        return self._map(lambda t: t.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> "Subgraph":
+        """A copy in pinned host memory (what a DataLoader with ``pin_memory=True`` calls)."""
+        return self._map(torch.Tensor.pin_memory)
 
 
 def _ragged_arange(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -144,28 +144,31 @@ class EntityContextMemory:
     # ------------------------------------------------------------------ placement
     def place(self, device) -> str:
         """Serve rows to a model on ``device``: the rows move there when they fit
-        (:func:`jaket.model.device.memory_placement`); otherwise they stay in host memory,
-        pinned when in RAM (a memory-mapped file stays mapped), and :meth:`entity_rows` copies
-        the rows a step asks for without blocking. Returns ``"device"`` or ``"host"``."""
+        (:func:`jaket.model.device.memory_placement`); otherwise they stay in host memory as they
+        are (in RAM or a memory-mapped file; never a pinned copy of the whole table), and
+        :meth:`entity_rows` gathers the rows a step asks for into pinned memory and copies them
+        without blocking. Returns ``"device"`` or ``"host"``."""
         self.device = torch.device(device)
         where = memory_placement(self.nbytes, self.device)
         if where == "device":
             self.entities = self.entities.to(self.device)
             self.relations = self.relations.to(self.device)
         else:
+            # the table is not pinned: pin_memory() would copy all N rows (twice the host memory,
+            # in every rank); entity_rows pins only the rows a step gathers
             self.relations = self.relations.to(self.device)  # P rows: small
-            if self.path is None and self.device.type == "cuda":
-                self.entities = self.entities.pin_memory()
-            log.info("entity context memory (%.1f GB) kept in %s host memory; rows are copied to "
-                     "%s as a step needs them", self.nbytes / 1e9,
-                     "mapped" if self.path is not None else "pinned", self.device)
+            log.info("entity context memory (%.1f GB) kept in %s; rows are copied to %s as a "
+                     "step needs them", self.nbytes / 1e9,
+                     "a memory-mapped file" if self.path is not None else "host memory", self.device)
         return where
 
     # ------------------------------------------------------------------ reading rows
     def entity_rows(self, index, device=None) -> torch.Tensor:
         """``E^context`` rows as float32 (the knowledge module's ``E^(0)``) on ``device``
-        (default: where the rows live); rows kept in host memory are gathered there and copied
-        without blocking."""
+        (default: where the rows live); rows kept in host memory are gathered there, pinned
+        (these rows only) and copied to a GPU without blocking: the copy is ordered before the
+        kernels that read it on the GPU's stream, and the pinned block is not reused before the
+        copy ends (PyTorch's pinned-memory allocator records it)."""
         index = torch.as_tensor(index, dtype=torch.long)
         rows = self.entities[index.to(self.entities.device)]
         if device is not None and rows.device != torch.device(device):
@@ -221,7 +224,9 @@ class EntityContextMemory:
             z = language.lm1(ids.to(device), mask.to(device))
             arange = torch.arange(len(chunk), device=device)
             new = span_mean(z, arange, start.to(device), end.to(device)).float()  # Eq. 7
-            new = new.to(target.device, non_blocking=True)
+            # a blocking copy: the momentum update below reads ``new`` on the host at once, and a
+            # non-blocking device-to-host copy may not have landed by then (stale rows)
+            new = new.to(target.device)
             index = torch.from_numpy(chunk).to(target.device)
             if momentum > 0:
                 new = momentum * target[index].float() + (1 - momentum) * new  # Eq. 12

@@ -105,11 +105,23 @@ class StepBatch:
     description_local: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
     description_tokens: tuple[torch.Tensor, ...] = ()
 
-    def to(self, device) -> "StepBatch":
-        moved = {name: value.to(device) if hasattr(value, "to") and not isinstance(value, np.ndarray)
-                 else value for name, value in self.__dict__.items()}
-        moved["description_tokens"] = tuple(t.to(device) for t in self.description_tokens)
+    def _map(self, move) -> "StepBatch":
+        """Every tensor (and the text and subgraph) through ``move``; arrays and counts as they are."""
+        moved = {name: move(value) if isinstance(value, (torch.Tensor, TextBatch, Subgraph)) else value
+                 for name, value in self.__dict__.items()}
+        moved["description_tokens"] = tuple(move(t) for t in self.description_tokens)
         return StepBatch(**moved)
+
+    def to(self, device, non_blocking: bool = False) -> "StepBatch":
+        """On ``device``; ``non_blocking`` copies from pinned memory (:meth:`pin_memory`) overlap
+        the copy with the work already queued on the GPU."""
+        return self._map(lambda value: value.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> "StepBatch":
+        """A copy in pinned host memory: the DataLoader's pinning thread calls this for a loader
+        built with ``pin_memory=True`` (a dataclass without it comes back unpinned, and its copy
+        to the GPU blocks)."""
+        return self._map(lambda value: value.pin_memory())
 
 
 class BatchBuilder(Dataset):

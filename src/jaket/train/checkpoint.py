@@ -148,9 +148,12 @@ def _sha256(path: Path) -> str:
 # ------------------------------------------------------------------------ saving
 def save_checkpoint(out_dir: str | Path, step: int, model: torch.nn.Module,
                     optimizer: torch.optim.Optimizer, scheduler, memory_tensors: dict[str, torch.Tensor],
-                    state: dict, keep: int | None = None, run_id: str | None = None) -> Path:
+                    state: dict, keep: int | None = None, run_id: str | None = None,
+                    scaler=None) -> Path:
     """Write ``out_dir/checkpoints/step-<step>`` atomically (manifest last), point ``latest`` at it
-    and keep only the ``keep`` newest checkpoints of run ``run_id`` (all when None)."""
+    and keep only the ``keep`` newest checkpoints of run ``run_id`` (all when None). ``scaler``:
+    fp16's gradient scaler (its scale and growth tracker go into state.json, so a resumed fp16 run
+    scales its losses as the uninterrupted one)."""
     root = Path(out_dir) / CHECKPOINTS
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{step:07d}"
@@ -166,7 +169,7 @@ def save_checkpoint(out_dir: str | Path, step: int, model: torch.nn.Module,
         py_rng, torch_rng = rng_state()
         save_file(torch_rng, tmp / "rng.safetensors")
         meta = dict(state, step=step, optimizer=opt_meta, scheduler=scheduler.state_dict(),
-                    rng=py_rng)
+                    rng=py_rng, grad_scaler=_scaler_state(scaler))
         meta["scheduler"].pop("lr_lambdas", None)
         (tmp / STATE).write_text(json.dumps(meta), encoding="utf-8")
         files = {name: {"size": (tmp / name).stat().st_size, "sha256": _sha256(tmp / name)}
@@ -175,6 +178,13 @@ def save_checkpoint(out_dir: str | Path, step: int, model: torch.nn.Module,
     write_text(root / LATEST, final.name + "\n")
     _prune(root, keep, final, run_id)
     return final
+
+
+def _scaler_state(scaler) -> dict | None:
+    """fp16's GradScaler state as JSON values (None without an enabled scaler)."""
+    if scaler is None or not scaler.is_enabled():
+        return None
+    return {k: v.item() if isinstance(v, torch.Tensor) else v for k, v in scaler.state_dict().items()}
 
 
 def _run_of(path: Path) -> str | None:
@@ -309,6 +319,8 @@ class _State(BaseModel):
     optimizer: dict
     scheduler: dict
     rng: dict
+    #: fp16's GradScaler (scale, growth factors, growth tracker); None for other precisions
+    grad_scaler: dict | None = None
 
 
 def read_state(path: str | Path) -> dict:
@@ -379,9 +391,10 @@ def _shape_problems(saved: dict[str, list[int]], expected: dict[str, list[int]],
 
 # ------------------------------------------------------------------------ loading
 def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                    scheduler) -> tuple[dict, dict[str, torch.Tensor]]:
-    """Restore model, optimizer, scheduler and global RNGs; return (state.json, memory tensors).
-    Every file is read before anything is changed, so a damaged file leaves the model as it was."""
+                    scheduler, scaler=None) -> tuple[dict, dict[str, torch.Tensor]]:
+    """Restore model, optimizer, scheduler, global RNGs and (``scaler``: an fp16 run's) gradient
+    scaler; return (state.json, memory tensors). Every file is read before anything is changed,
+    so a damaged file leaves the model as it was."""
     path = Path(path)
     meta = read_state(path)
     tensors = {}
@@ -400,6 +413,12 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
         scheduler_state["lr_lambdas"] = [None] * len(optimizer.param_groups)  # rebuilt, not stored
         scheduler.load_state_dict(scheduler_state)
         set_rng_state(meta["rng"], tensors["rng"])
+        if scaler is not None and scaler.is_enabled():
+            if meta.get("grad_scaler"):
+                scaler.load_state_dict(meta["grad_scaler"])
+            else:
+                log.warning("%s holds no gradient scaler state (not an fp16 run, or written before "
+                            "it was saved): the fp16 loss scale starts afresh", path)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, RuntimeError) as error:
         raise CorruptCheckpointError(f"{path}: optimizer, scheduler or RNG state unusable "
                                      f"({type(error).__name__}: {error})") from None

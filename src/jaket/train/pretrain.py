@@ -133,11 +133,12 @@ class Pretrainer:
         before_e = memory.entities.detach().clone() if self.info.active else None
         before_r = memory.relations.detach().clone() if self.info.active else None
         momentum = self.model.config.memory_momentum if self.memory_filled else 0.0
-        stats = memory.refresh(self.model.language, self.data.kg,
-                               batch_size=self.config.memory.batch_size,
-                               max_length=self.model.config.description_max_length,
-                               rank=self.info.rank, world_size=self.info.world_size,
-                               momentum=momentum, progress=self.progress and self.info.is_main)
+        with self.accelerator.autocast():  # LM1 in the run's precision, as in the training forward
+            stats = memory.refresh(self.model.language, self.data.kg,
+                                   batch_size=self.config.memory.batch_size,
+                                   max_length=self.model.config.description_max_length,
+                                   rank=self.info.rank, world_size=self.info.world_size,
+                                   momentum=momentum, progress=self.progress and self.info.is_main)
         if self.info.active:
             all_reduce_delta(self.accelerator, memory.entities, before_e)
             all_reduce_delta(self.accelerator, memory.relations, before_r)
@@ -202,16 +203,17 @@ class Pretrainer:
             batch = self._next_batch(position)
             if self.on_the_fly_descriptions:
                 began = time.perf_counter()
-                self.memory.refresh(self.model.language, self.data.kg,
-                                    batch_size=cfg.memory.batch_size,
-                                    max_length=self.model.config.description_max_length, momentum=0.0,
-                                    entity_subset=batch.subgraph.node_ids.numpy())
+                with self.accelerator.autocast():
+                    self.memory.refresh(self.model.language, self.data.kg,
+                                        batch_size=cfg.memory.batch_size,
+                                        max_length=self.model.config.description_max_length, momentum=0.0,
+                                        entity_subset=batch.subgraph.node_ids.numpy())
                 self.description_seconds += time.perf_counter() - began
             # dropout of this micro-step: its own seed, so resuming needs no RNG history
             torch.manual_seed(int(np.random.default_rng([cfg.seed, position, self.info.rank, 1])
                                   .integers(2**62)))
             with self.accelerator.accumulate(self.engine):
-                total, losses, extra = self.engine(batch.to(self.device))
+                total, losses, extra = self.engine(batch.to(self.device, non_blocking=True))
                 self.accelerator.backward(total)
             for i, name in enumerate(names):
                 key = "entity" if name == "entity_acc" else name
@@ -270,7 +272,8 @@ class Pretrainer:
                  "evaluation_start": self.evaluation_start,
                  "config": self.config.model_dump(mode="json"), "kg": self.kg_signature}
         path = save_checkpoint(self.out, self.step, self.model, self.optimizer, self.scheduler,
-                               memory, state, keep=self.config.keep_checkpoints, run_id=self.run_id)
+                               memory, state, keep=self.config.keep_checkpoints, run_id=self.run_id,
+                               scaler=self.accelerator.scaler)
         self.saved_step = self.step
         log.debug("checkpoint %s", path)
         return path
@@ -292,7 +295,8 @@ class Pretrainer:
                          "relations": self.memory.relations.shape}
         check_compatible(path, meta, self.model, self.kg_signature, memory_shapes,
                          [c for c in self._config_changes(meta) if c.startswith("model.")])
-        meta, memory = load_checkpoint(path, self.model, self.optimizer, self.scheduler)
+        meta, memory = load_checkpoint(path, self.model, self.optimizer, self.scheduler,
+                                       self.accelerator.scaler)
         with torch.no_grad():
             self.memory.entities.copy_(memory["entities"])
             self.memory.relations.copy_(memory["relations"])
