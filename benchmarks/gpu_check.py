@@ -19,6 +19,8 @@ not fatal):
 ``memory``     the step reading E^context from the memory against encoding every subgraph entity's
                description with LM1 on the fly (paper: about 15x; ours encodes without gradients,
                so the speed-up is a lower bound of the paper's)
+``host``       the memory kept in host memory (as one too large for the card): a refresh into it
+               against the same refresh on the device, and the step time
 ``workers``    how long the step waits for its batch with 0, 2 and 8 loader workers (pinned)
 ``launchers``  one ``accelerate launch`` and one ``torchrun`` run of ``jaket pretrain``, 1 process each
 
@@ -58,7 +60,7 @@ PEAK_BF16_TFLOPS = {"H200": 989.4, "H100": 989.4, "A100": 312.0, "L40S": 362.1, 
 #: 8 epochs of ~4B Wikipedia tokens at 1,024 x 512 tokens a step = 61,035 steps (docs/scaling.md)
 PAPER = {"km_over_lm": 1 / 7, "memory_speedup": 15.0, "tokens_per_step": 1024 * 512,
          "steps": 61_035, "gpus": 8}
-PARTS = ("tests", "step", "ratio", "memory", "workers", "launchers")
+PARTS = ("tests", "step", "ratio", "memory", "host", "workers", "launchers")
 
 
 # ------------------------------------------------------------------------------- building
@@ -272,6 +274,28 @@ def memory_figures(trainer, shape: dict, memory_step: float) -> dict:
             "description_seconds_per_step": trainer.description_seconds / len(times)}
 
 
+def host_memory_figures(trainer, shape: dict, memory_step: float) -> dict:
+    """The memory kept in host memory, as one too large for the card: a refresh into it (each batch
+    copied back to the host before the momentum blend) against the same refresh on the device, and
+    steps that gather their rows into pinned memory and copy them without blocking."""
+    memory = trainer.memory
+    old = memory.entities.detach().clone()
+    trainer.refresh_memory()
+    on_device = memory.entities.detach().clone()
+    memory.entities = old.cpu()  # the host path, from the same rows
+    try:
+        trainer.refresh_memory()
+        difference = float((memory.entities.to(on_device.device) - on_device).abs().max())
+        with _Loader(trainer, trainer.data_workers()):
+            times = _timed_steps(trainer, shape["steps"])
+    finally:
+        memory.entities = on_device
+    step = statistics.median(times)
+    return {"refresh_max_abs_difference_host_vs_device": difference, "host_memory_step_seconds": step,
+            "device_memory_step_seconds": memory_step,
+            "host_over_device_step": step / memory_step if memory_step else None}
+
+
 def worker_figures(trainer, shape: dict, counts=(0, 2, 8)) -> dict:
     """Seconds per step the loop waits for its batch with ``counts`` loader workers."""
     import warnings
@@ -381,6 +405,9 @@ def markdown(result: dict) -> str:
         ("KM / LM time (forward + backward), as the step runs the KM", ratio.get("km_over_lm"), "< 1/7 (0.143)"),
         ("KM / LM time, every subgraph node through every KM layer", ratio.get("km_untrimmed_over_lm"), None),
         ("memory speed-up over on-the-fly descriptions", memory.get("memory_speedup"), "~15x"),
+        ("memory in host memory: step time over the on-device memory's", parts.get("host", {}).get("host_over_device_step"), None),
+        ("memory in host memory: largest difference of a refresh from the on-device one",
+         parts.get("host", {}).get("refresh_max_abs_difference_host_vs_device"), None),
         ("memory refresh (descriptions/s, 64 tokens each)", step.get("refresh_descriptions_per_second"), None),
         ("memory's first fill, tokenising included (descriptions/s)", step.get("first_fill_descriptions_per_second"), None),
         ("paper's pre-training (61,035 steps x 1,024 x 512 tokens) on 8 such GPUs, hours",
@@ -464,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
         attempt("ratio", lambda: ratio_figures(trainer))
         memory_step = parts.get("step", {}).get("step_seconds_median")
         attempt("memory", lambda: memory_figures(trainer, shape, memory_step))
+        attempt("host", lambda: host_memory_figures(trainer, shape, memory_step))
         attempt("workers", lambda: worker_figures(trainer, shape))
     built.clear()
     del trainer
