@@ -70,7 +70,7 @@ def test_save_and_load_pretrained_round_trip(model, tmp_path):
         model.knowledge.layers[0].att_src.add_(0.5)  # not the init values
         expected = model(text, subgraph, mention_node).hidden
     folder = model.save_pretrained(tmp_path / "m")
-    assert sorted(p.name for p in folder.iterdir()) == ["config.json", "encoder", "jaket.safetensors", "memory"]
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "config.json", "encoder", "jaket.safetensors", "memory"]
     assert json.loads((folder / "config.json").read_text())["model_type"] == "jaket"
     assert not list(folder.rglob("*.bin")) and not list(folder.rglob("*.pt"))  # safetensors only
     loaded = JaketModel.from_pretrained(folder).eval()

@@ -96,6 +96,9 @@ def test_run_writes_outputs_and_the_relation_memory_flag_reaches_the_model(tiny_
     assert (out / "loss_curves.png").stat().st_size > 0
     saved = json.loads((out / "model" / "config.json").read_text())
     assert saved["use_relation_memory"] is True  # --relation-memory reached the model
+    card = (out / "model" / "README.md").read_text()  # the model card says how it was made
+    assert "## Pre-training" in card and '"steps": 6' in card and "use_relation_memory" in card
+    assert "## Data: what pre-training saw, and what it was kept from" in card
     from jaket.model.jaket import JaketModel
 
     model = JaketModel.from_pretrained(out / "model")

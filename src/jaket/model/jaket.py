@@ -39,6 +39,7 @@ from jaket.model.config import (JaketConfig, ModelFolderError, check_fits_encode
 from jaket.model.device import resolve_device
 from jaket.model.fusion import MentionFusion
 from jaket.model.heads import CategoryHead, EntityHead, RelationHead, span_mean
+from jaket.model.hub import IGNORED_HUB_ARGUMENTS, model_card_text, push_folder, register, resolve_folder
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
 from jaket.model.memory import MEMORY_FILE, MEMORY_META, EntityContextMemory
@@ -386,9 +387,12 @@ class JaketModel(nn.Module):
     def _head_state(self) -> dict[str, torch.Tensor]:
         return {k: v for k, v in self.state_dict().items() if not k.startswith("language.")}
 
-    def save_pretrained(self, directory: str | Path, save_memory: bool = True) -> Path:
+    def save_pretrained(self, directory: str | Path, save_memory: bool = True, card: dict | None = None,
+                        model_card: bool = True) -> Path:
         """Write ``config.json``, ``jaket.safetensors`` (KM, fusion, heads), ``encoder/`` (a plain
-        Transformers folder) and ``memory/``; the folder is replaced atomically."""
+        Transformers folder), ``memory/`` and, with ``model_card``, a model card ``README.md``
+        (``card``: sections the caller adds to it, e.g. pre-training's configuration and data
+        report); the folder is replaced atomically."""
         from safetensors.torch import save_file
 
         directory = Path(directory)
@@ -400,17 +404,38 @@ class JaketModel(nn.Module):
             config.update(encoder=ENCODER_DIR, model_type="jaket", lm1_layers=self.language.lm1_layers)
             config["jaket_version"] = __version__
             (tmp / CONFIG_FILE).write_text(json.dumps(config, indent=2), encoding="utf-8")
-            if save_memory and self.memory is not None:
-                self.memory.save(tmp / MEMORY_DIR)
+            memory = self.memory if save_memory else None
+            if memory is not None:
+                memory.save(tmp / MEMORY_DIR)
+            base = {"base_encoder": self.config.encoder or "the bundled MiniLM-L6 (all-MiniLM-L6-v2)"}
+            if model_card:
+                (tmp / "README.md").write_text(model_card_text(config, memory.num_entities if memory is not None else None,
+                                                          {**base, **(card or {})}), encoding="utf-8")
         return directory
+
+    def push_to_hub(self, repo_id: str, private: bool | None = None, token: str | None = None,
+                    commit_message: str = "Upload jaket model", card: dict | None = None) -> str:
+        """:meth:`save_pretrained` into a temporary folder and upload it to the Hub repo
+        ``repo_id`` (created when missing) with ``huggingface_hub``; returns the commit URL."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            self.save_pretrained(Path(folder) / "model", card=card)
+            return push_folder(Path(folder) / "model", repo_id, private=private, token=token,
+                               commit_message=commit_message)
 
     @classmethod
     def from_pretrained(cls, directory: str | Path, load_memory: bool = True, *, device=None,
-                        dtype: torch.dtype | None = None) -> "JaketModel":
-        """Load a folder written by :meth:`save_pretrained` (local files only, safetensors only),
-        in eval mode, on ``device`` (default ``cpu``, as Transformers; the commands' ``--device``
-        defaults to ``cuda`` when a GPU is visible) in ``dtype`` (default: as saved, float32); the
-        memory is served as :meth:`place` says.
+                        dtype: torch.dtype | None = None, revision: str | None = None, cache_dir=None,
+                        local_files_only: bool | None = None, token=None, config=None,
+                        **hub_arguments) -> "JaketModel":
+        """Load a folder written by :meth:`save_pretrained` (safetensors only), or a Hub repo id
+        (``org/model``, through ``huggingface_hub``: ``revision``, ``cache_dir``,
+        ``local_files_only``, ``token``; offline it is read from the local cache), in eval mode,
+        on ``device`` (default ``cpu``, as Transformers; the commands' ``--device`` defaults to
+        ``cuda`` when a GPU is visible) in ``dtype`` (default: as saved, float32); the memory is
+        served as :meth:`place` says. ``transformers.AutoModel.from_pretrained`` calls this (its
+        ``config`` is read again here, validated).
 
         Everything is checked before the weights are loaded: ``config.json`` (types and bounds,
         :meth:`JaketConfig.from_dict`), that it fits the encoder (:func:`check_fits_encoder`) and
@@ -419,7 +444,11 @@ class JaketModel(nn.Module):
         from safetensors import safe_open
         from safetensors.torch import load_file
 
-        directory = Path(directory)
+        unknown = sorted(set(hub_arguments) - IGNORED_HUB_ARGUMENTS)
+        if unknown:
+            raise TypeError(f"JaketModel.from_pretrained() got unexpected keyword arguments {unknown}")
+        directory = resolve_folder(directory, revision=revision, cache_dir=cache_dir,
+                                   local_files_only=local_files_only, token=token)
         config_path = directory / CONFIG_FILE
         if not config_path.is_file():
             raise ModelFolderError(f"{directory}: not a jaket model folder (no {CONFIG_FILE})")
@@ -492,3 +521,6 @@ def _load_memory(folder: Path, hidden_size: int) -> EntityContextMemory:
         return EntityContextMemory.load(folder)
     except Exception as error:  # OSError, ValueError, KeyError, SafetensorError
         raise ModelFolderError(f"{folder}: unreadable memory ({type(error).__name__}: {error})") from None
+
+
+register(JaketModel)  # transformers.AutoConfig / AutoModel know model_type 'jaket'

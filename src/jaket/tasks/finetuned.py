@@ -73,7 +73,7 @@ def write_finetuned(directory, task: str, backbone: JaketModel, head: dict[str, 
         raise ValueError(f"unknown task {task!r}; registered: {', '.join(REGISTRY)}")
     directory = Path(directory)
     with atomic_directory(directory) as tmp:
-        backbone.save_pretrained(tmp / BACKBONE_DIR, save_memory=False)
+        backbone.save_pretrained(tmp / BACKBONE_DIR, save_memory=False, model_card=False)
         save_file({k: v.detach().contiguous() for k, v in head.items()}, str(tmp / HEAD_FILE))
         data = {"format": FORMAT, "format_version": FORMAT_VERSION, "task": task, "jaket_version": __version__,
                 **task_config}

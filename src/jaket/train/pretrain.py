@@ -453,6 +453,17 @@ def _flatten(data: dict, prefix: str = "") -> dict:
     return out
 
 
+def model_card_details(config: PretrainConfig, data: PretrainData, summary: dict) -> dict:
+    """What the model card of a pre-trained model says of how it was made (``save_pretrained``'s
+    ``card``): the run's configuration, its summary and the data report (what was held out or
+    excluded, and how: the leakage guarantees)."""
+    return {"Pre-training": {k: summary.get(k) for k in ("steps", "tasks", "losses", "evaluation_start",
+                                                         "evaluation", "train_seconds", "device",
+                                                         "mixed_precision") if k in summary},
+            "Data: what pre-training saw, and what it was kept from": data.report,
+            "Configuration": config.model_dump(mode="json")}
+
+
 def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool | str = False,
              progress: bool = True, model_factory: Callable | None = None,
              overwrite: bool = False, device=None) -> dict:
@@ -480,7 +491,7 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool | str = F
             trainer = Pretrainer(config, model, data, out_dir, accelerator=accelerator)
             summary = trainer.run(resume=resume, progress=progress, overwrite=overwrite)
             if info.is_main:
-                model.save_pretrained(out_dir / "model")
+                model.save_pretrained(out_dir / "model", card=model_card_details(config, data, summary))
         return summary
     finally:
         finish(accelerator, created)
