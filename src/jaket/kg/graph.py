@@ -102,6 +102,20 @@ class CSRAdjacency:
         return cached
 
 
+def factory_labels(factory, attribute: str, count) -> list[str]:
+    """A PyKEEN factory's labels by id (``entity_to_id`` / ``relation_to_id``; its ids as strings
+    when it has no labels)."""
+    mapping, count = getattr(factory, attribute, None), int(count)
+    if mapping is None:
+        return [str(i) for i in range(count)]
+    ordered: list = [None] * count
+    for label, index in mapping.items():
+        ordered[int(index)] = str(label)
+    if any(label is None for label in ordered):
+        raise ValueError("the factory's label-to-id mapping leaves ids without a label")
+    return ordered
+
+
 @dataclass(eq=False)
 class KnowledgeGraph:
     """Entities, relations and triples of one KG (see docs/design.md, "Contracts").
@@ -330,9 +344,19 @@ class KnowledgeGraph:
         )
 
     # PyKEEN -------------------------------------------------------------------------------
+    def _texts(self) -> dict:
+        """The graph's text and labels, beside its triples: what PyKEEN and PyG do not model."""
+        return {"entity_names": list(self.entity_names), "entity_descriptions": list(self.entity_descriptions),
+                "entity_aliases": [list(a) for a in self.entity_aliases],
+                "entity_category": self.entity_category.tolist(), "category_names": list(self.category_names),
+                "relation_names": list(self.relation_names),
+                "relation_descriptions": list(self.relation_descriptions)}
+
     def to_triples_factory(self, create_inverse_triples: bool = False):
         """This graph's triples as a PyKEEN ``TriplesFactory`` (labels = the entity and relation
-        ids, PyKEEN ids = this graph's indices), e.g. to train a PyKEEN model on a JAKET KG."""
+        ids, PyKEEN ids = this graph's indices), e.g. to train a PyKEEN model on a JAKET KG. Names,
+        descriptions, aliases and categories travel in the factory's ``metadata["jaket"]``, so
+        :meth:`from_triples_factory` gives this graph back unchanged."""
         import torch
         from pykeen.triples import TriplesFactory
 
@@ -340,7 +364,7 @@ class KnowledgeGraph:
             mapped_triples=torch.from_numpy(self.triples.astype(np.int64)),
             entity_to_id={entity: i for i, entity in enumerate(self.entity_ids)},
             relation_to_id={relation: i for i, relation in enumerate(self.relation_ids)},
-            create_inverse_triples=create_inverse_triples,
+            create_inverse_triples=create_inverse_triples, metadata={"jaket": self._texts()},
             num_entities=self.num_entities, num_relations=self.num_relations)
 
     @classmethod
@@ -353,19 +377,16 @@ class KnowledgeGraph:
         label to text) supply it; otherwise the label made readable is both name and description
         (``cell_or_molecular_dysfunction`` -> ``cell or molecular dysfunction``, as the PyKEEN
         dataset importer does). ``categories``: an optional mapping from entity label to category.
+        A factory made by :meth:`to_triples_factory` carries its graph's texts (``metadata["jaket"]``):
+        the graph comes back unchanged.
         """
-        def labels(mapping: dict | None, count: int) -> list[str]:
-            if mapping is None:
-                return [str(i) for i in range(count)]
-            ordered = [None] * count
-            for label, index in mapping.items():
-                ordered[int(index)] = str(label)
-            if any(label is None for label in ordered):
-                raise ValueError("the factory's label-to-id mapping leaves ids without a label")
-            return ordered
-
-        entity_ids = labels(getattr(factory, "entity_to_id", None), int(factory.num_entities))
-        relation_ids = labels(getattr(factory, "relation_to_id", None), int(factory.num_relations))
+        texts = (getattr(factory, "metadata", None) or {}).get("jaket")
+        if texts is not None and descriptions is categories is relation_descriptions is None:
+            return cls._with_texts(factory_labels(factory, "entity_to_id", factory.num_entities),
+                                   factory_labels(factory, "relation_to_id", factory.num_relations),
+                                   factory.mapped_triples.cpu().numpy(), texts)
+        entity_ids = factory_labels(factory, "entity_to_id", factory.num_entities)
+        relation_ids = factory_labels(factory, "relation_to_id", factory.num_relations)
         names = [readable(e) for e in entity_ids]
         relation_names = [readable(r) for r in relation_ids]
         texts = dict(descriptions or {})
@@ -381,6 +402,71 @@ class KnowledgeGraph:
                    category_names=category_names, relation_ids=relation_ids, relation_names=relation_names,
                    relation_descriptions=[relation_texts.get(r) or n for r, n in zip(relation_ids, relation_names)],
                    triples=factory.mapped_triples.cpu().numpy().astype(np.int32))
+
+    @classmethod
+    def _with_texts(cls, entity_ids, relation_ids, triples, texts: dict) -> "KnowledgeGraph":
+        return cls(entity_ids=list(entity_ids), entity_names=list(texts["entity_names"]),
+                   entity_descriptions=list(texts["entity_descriptions"]),
+                   entity_aliases=[list(a) for a in texts["entity_aliases"]],
+                   entity_category=np.asarray(texts["entity_category"], dtype=np.int32),
+                   category_names=list(texts["category_names"]), relation_ids=list(relation_ids),
+                   relation_names=list(texts["relation_names"]),
+                   relation_descriptions=list(texts["relation_descriptions"]),
+                   triples=np.asarray(triples).astype(np.int32).reshape(-1, 3))
+
+    # PyG ----------------------------------------------------------------------------------
+    def to_pyg(self):
+        """A ``torch_geometric.data.Data`` of this graph: ``edge_index`` / ``edge_type`` of
+        :meth:`edge_index` (both directions, type ``r + P`` for the reverse of ``r``), ``y`` the
+        entity categories (-1 = none), ``num_nodes``, ``kg_triples`` (T, 3) and, as attributes,
+        the ids, names, descriptions, aliases and category / relation names
+        (:meth:`from_pyg` gives the graph back unchanged)."""
+        import torch
+        from torch_geometric.data import Data
+
+        edge_index, edge_type = self.edge_index()
+        data = Data(edge_index=torch.from_numpy(edge_index), edge_type=torch.from_numpy(edge_type),
+                    y=torch.from_numpy(self.entity_category.astype(np.int64)), num_nodes=self.num_entities,
+                    kg_triples=torch.from_numpy(self.triples.astype(np.int64)))
+        data.entity_ids, data.relation_ids = list(self.entity_ids), list(self.relation_ids)
+        data.num_relations = self.num_relations
+        for key, value in self._texts().items():
+            if key != "entity_category":
+                data[key] = value
+        return data
+
+    @classmethod
+    def from_pyg(cls, data, relation_names=None) -> "KnowledgeGraph":
+        """A KG of a PyG ``Data``: one made by :meth:`to_pyg` comes back unchanged; any other
+        reads each edge ``source -> target`` of type ``edge_type`` (0 without one) as the triple
+        ``(source, type, target)``, ``y`` (integers, -1 = none) as categories ``"0"``, ``"1"``, ...,
+        and names the entities and relations by their indices (``relation_names``: a list by
+        relation index)."""
+        n = int(data.num_nodes)
+        if "kg_triples" in data and "entity_names" in data:
+            texts = {key: data[key] for key in ("entity_names", "entity_descriptions", "entity_aliases",
+                                                "category_names", "relation_names", "relation_descriptions")}
+            texts["entity_category"] = data.y.cpu().numpy()
+            return cls._with_texts(data.entity_ids, data.relation_ids, data.kg_triples.cpu().numpy(), texts)
+        edge_index = data.edge_index.cpu().numpy().astype(np.int64)
+        edge_type = data.edge_type.cpu().numpy().astype(np.int64) if "edge_type" in data \
+            else np.zeros(edge_index.shape[1], dtype=np.int64)
+        p = int(edge_type.max()) + 1 if len(edge_type) else 1
+        names = list(relation_names) if relation_names is not None else [str(r) for r in range(p)]
+        if len(names) < p:
+            raise ValueError(f"relation_names has {len(names)} names, edge_type goes up to {p - 1}")
+        y = data.y.cpu().numpy().astype(np.int64).reshape(-1) if "y" in data and data.y is not None \
+            else np.full(n, -1)
+        if len(y) != n or y.dtype.kind not in "iu":
+            raise ValueError(f"y must hold one integer category per node ({n}), found {len(y)}")
+        categories = sorted({int(c) for c in y if c >= 0})
+        position = {c: i for i, c in enumerate(sorted(categories, key=str))}
+        ids = [str(i) for i in range(n)]
+        return cls(entity_ids=ids, entity_names=ids, entity_descriptions=ids, entity_aliases=[[] for _ in ids],
+                   entity_category=np.array([position[int(c)] if c >= 0 else -1 for c in y], dtype=np.int32),
+                   category_names=sorted(str(c) for c in categories), relation_ids=[str(r) for r in range(len(names))],
+                   relation_names=[str(r) for r in names], relation_descriptions=[str(r) for r in names],
+                   triples=np.stack([edge_index[0], edge_type, edge_index[1]], axis=1))
 
     # comparison --------------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
