@@ -175,3 +175,37 @@ def load_kg_dir(path):
     from jaket.kg.io import load_kg
 
     return load_kg(path)
+
+
+def test_embed_writes_one_vector_per_text_normalized_and_as_parquet(model, tmp_path):
+    """One vector per text (the mean of its non-special tokens' Z^LM), --normalize, and
+    --format parquet with each row's ids beside its vector."""
+    import pyarrow.parquet as pq
+
+    from jaket.cli import main
+
+    kg, _ = toy_kg()
+    save_kg(kg, tmp_path / "kg")
+    folder = model.save_pretrained(tmp_path / "m", save_memory=False)
+    (tmp_path / "texts.txt").write_text("\n".join(TEXTS) + "\n")
+    common = ["embed", "--model", str(folder), "--kg", str(tmp_path / "kg"), "--max-length", "32"]
+    assert main(common + ["--texts", str(tmp_path / "texts.txt"), "--out", str(tmp_path / "t.npy")]) == 0
+    vectors = np.load(tmp_path / "t.npy.text-vectors.npy", allow_pickle=False)
+    expected = model.encode_texts(TEXTS, load_kg_dir(tmp_path / "kg"), max_length=32)
+    special = set(model.language.tokenizer.all_special_ids)
+    for i in range(len(TEXTS)):
+        content = [t not in special for t in expected.input_ids[i].tolist()]
+        assert np.allclose(vectors[i], expected.tokens[i][content].mean(0).numpy(), atol=1e-5)
+    assert main(common + ["--texts", str(tmp_path / "texts.txt"), "--out", str(tmp_path / "t.parquet"),
+                          "--format", "parquet", "--normalize"]) == 0
+    texts = pq.read_table(tmp_path / "t.parquet.text-vectors.parquet").to_pylist()
+    assert [row["text"] for row in texts] == TEXTS
+    unit = np.array([row["vector"] for row in texts])
+    assert np.allclose(unit, vectors / np.linalg.norm(vectors, axis=1, keepdims=True), atol=1e-5)
+    mentions = pq.read_table(tmp_path / "t.parquet").to_pylist()
+    assert [m["entity"] for m in mentions if m["text"] == 0] == ["wolf", "forest", "river"]
+    assert np.allclose(np.linalg.norm([m["vector"] for m in mentions], axis=1), 1, atol=1e-5)
+    assert main(common + ["--out", str(tmp_path / "e.parquet"), "--format", "parquet"]) == 0
+    entities = pq.read_table(tmp_path / "e.parquet").to_pylist()
+    assert [row["entity"] for row in entities] == list(kg.entity_ids)
+    assert len(entities[0]["vector"]) == model.hidden_size

@@ -10,8 +10,16 @@ With ``--texts FILE`` (one text a line, or ``.jsonl`` with a ``"text"`` field) t
 to the KG's entities and encoded by the whole model (``JaketModel.encode_texts``: LM1, the KM
 output fused at the mentions, LM2). Writes ``OUT`` (one row per linked mention:
 ``(Z^LM_s + Z^LM_o) / 2``), ``OUT.mentions.jsonl`` (row order: text index, character span,
-surface, entity id), ``OUT.tokens.npy`` (every token's ``Z^LM``, all texts one after the other)
-and ``OUT.texts.jsonl`` (per text: its rows in ``OUT.tokens.npy``, tokens and character offsets).
+surface, entity id), ``OUT.text-vectors.npy`` (one row per text: the mean of its tokens' ``Z^LM``,
+special tokens left out, the fused entities included), ``OUT.tokens.npy`` (every token's
+``Z^LM``, all texts one after the other) and ``OUT.texts.jsonl`` (per text: its rows in
+``OUT.tokens.npy``, tokens and character offsets).
+
+``--normalize`` scales every entity, mention and text vector to unit length (cosine similarity
+becomes a dot product). ``--format parquet`` writes the vectors with their ids in one file
+instead (``OUT``: entity id and vector; with ``--texts``, ``OUT`` the mentions and
+``OUT.text-vectors.parquet`` the texts, each row with its metadata and vector; needs pyarrow,
+``pip install jaket[parquet]``).
 """
 
 from __future__ import annotations
@@ -27,8 +35,39 @@ from jaket.model.device import add_device_argument, resolve_device
 from jaket.output import print_json
 
 
+def unit_rows(array):
+    """Each row divided by its L2 norm (a zero row stays zero)."""
+    import numpy as np
+
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    return (array / np.where(norms > 0, norms, 1)).astype(np.float32)
+
+
+def write_vectors(path: Path, vectors, rows: list[dict], fmt: str = "npy", normalize: bool = False) -> None:
+    """``vectors`` (float32, one row each) at ``path``: ``npy``, or ``parquet`` with each row's
+    metadata (``rows``) beside its vector in one table; atomically either way."""
+    import numpy as np
+
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if normalize:
+        vectors = unit_rows(vectors)
+    if fmt == "npy":
+        _write_atomic_npy(path, vectors)
+        return
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ModuleNotFoundError:
+        raise SystemExit("error: --format parquet needs pyarrow (pip install jaket[parquet])") from None
+    columns = {key: [row[key] for row in rows] for key in (rows[0] if rows else {})}
+    dim = vectors.shape[1] if vectors.ndim == 2 else 0
+    columns["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim)
+    with atomic_open(path, "wb") as handle:
+        pq.write_table(pa.table(columns), handle)
+
+
 def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, layer: str = "km",
-          seed: int = 0, device="cpu") -> dict:
+          seed: int = 0, device="cpu", fmt: str = "npy", normalize: bool = False) -> dict:
     """Embed every entity of ``kg_dir``; ``layer="km"`` = E^KM, ``"memory"`` = E^context (LM1 only)."""
     import numpy as np
     import torch
@@ -44,11 +83,14 @@ def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, laye
         else:
             rows = model.encode_entities(kg, np.arange(kg.num_entities), memory=memory,
                                          batch_size=batch_size, generator=np.random.default_rng(seed))
-    _write_atomic_npy(out, rows.float().cpu().numpy())
-    ids_path = out.with_name(out.name + ".ids.json")
-    write_text(ids_path, json.dumps(list(kg.entity_ids)))
-    return {"entities": kg.num_entities, "dim": int(rows.shape[1]), "layer": layer,
-            "embeddings": str(out), "ids": str(ids_path)}
+    write_vectors(out, rows.float().cpu().numpy(), [{"entity": e} for e in kg.entity_ids], fmt, normalize)
+    summary = {"entities": kg.num_entities, "dim": int(rows.shape[1]), "layer": layer,
+               "normalized": normalize, "format": fmt, "embeddings": str(out)}
+    if fmt == "npy":
+        ids_path = out.with_name(out.name + ".ids.json")
+        write_text(ids_path, json.dumps(list(kg.entity_ids)))
+        summary["ids"] = str(ids_path)
+    return summary
 
 
 def _write_atomic_npy(path: Path, array) -> None:
@@ -63,7 +105,8 @@ def _write_atomic_lines(path: Path, rows) -> None:
 
 
 def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_length: int = 128,
-                batch_size: int = 16, seed: int = 0, device="cpu") -> dict:
+                batch_size: int = 16, seed: int = 0, device="cpu", fmt: str = "npy",
+                normalize: bool = False) -> dict:
     """Link and encode every text of ``texts_path`` with the KG of ``kg_dir`` (module docstring)."""
     import numpy as np
     import torch
@@ -77,8 +120,12 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
                                   generator=np.random.default_rng(seed))
     tokenizer = model.language.tokenizer
     dim = model.hidden_size
-    mentions, text_rows, first = [], [], 0
+    special = set(tokenizer.all_special_ids)
+    mentions, text_rows, text_vectors, first = [], [], [], 0
     for i, text in enumerate(encoding.texts):
+        content = ~np.isin(encoding.input_ids[i].numpy(), list(special))
+        tokens = encoding.tokens[i][torch.from_numpy(content)] if content.any() else encoding.tokens[i]
+        text_vectors.append(tokens.float().mean(0) if len(tokens) else torch.zeros(dim))
         for m in encoding.mentions[i]:
             mentions.append({"row": len(mentions), "text": i, "start": m.start, "end": m.end,
                              "surface": text[m.start:m.end], "entity": kg.entity_ids[m.entity]})
@@ -89,24 +136,30 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
         first += length
     empty = torch.zeros(0, dim)
     out.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic_npy(out, torch.cat(encoding.mention_embeddings or [empty]).numpy().astype(np.float32))
+    write_vectors(out, torch.cat(encoding.mention_embeddings or [empty]).numpy(), mentions, fmt, normalize)
+    vectors_path = out.with_name(f"{out.name}.text-vectors.{fmt}")
+    write_vectors(vectors_path, torch.stack(text_vectors).numpy() if text_vectors else empty.numpy(),
+                  [{"index": row["index"], "text": row["text"]} for row in text_rows], fmt, normalize)
     _write_atomic_npy(out.with_name(out.name + ".tokens.npy"),
                       torch.cat(encoding.tokens or [empty]).numpy().astype(np.float32))
     _write_atomic_lines(out.with_name(out.name + ".mentions.jsonl"), mentions)
     _write_atomic_lines(out.with_name(out.name + ".texts.jsonl"), text_rows)
     return {"texts": len(encoding.texts), "blank_lines_skipped": inputs.blank_lines,
             "mentions": len(mentions), "mentions_cut_by_max_length": encoding.dropped_mentions,
-            "tokens": first, "dim": dim, "embeddings": str(out)}
+            "tokens": first, "dim": dim, "normalized": normalize, "format": fmt, "embeddings": str(out),
+            "text_vectors": str(vectors_path), "text_pooling": "mean of the text's tokens (Z^LM, "
+            "entities fused at their mentions), special tokens left out"}
 
 
 def _run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
     if args.texts is not None:
         summary = embed_texts(args.model, args.kg, args.texts, args.out, args.max_length,
-                              args.text_batch_size, args.seed, device=device)
+                              args.text_batch_size, args.seed, device=device, fmt=args.format,
+                              normalize=args.normalize)
     else:
         summary = embed(args.model, args.kg, args.out, args.batch_size, args.layer, args.seed,
-                        device=device)
+                        device=device, fmt=args.format, normalize=args.normalize)
     print_json(summary)
     return 0
 
@@ -129,5 +182,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "embeddings E^context")
     parser.add_argument("--batch-size", type=int, default=1024, help="entities per sampled batch (default 1024)")
     parser.add_argument("--seed", type=int, default=0, help="neighbour sampling seed")
+    parser.add_argument("--normalize", action="store_true", help="unit-length vectors (cosine = dot product)")
+    parser.add_argument("--format", choices=["npy", "parquet"], default="npy",
+                        help="npy (ids in OUT.ids.json / OUT.mentions.jsonl) or parquet (ids and vectors "
+                             "in one file; needs pyarrow)")
     add_device_argument(parser)
     parser.set_defaults(func=_run)
