@@ -49,7 +49,7 @@ def _run(capsys, *argv):
 
 def test_kg_stats_and_validate(kgs, capsys):
     status, err = _run(capsys, "kg", "stats", str(kgs / "bad"))
-    assert status == 1 and err == [f"{kgs / 'bad' / 'entities.jsonl'}:41: malformed JSON: Expecting "
+    assert status == 1 and err == [f"{kgs / 'bad' / 'entities.jsonl'}:41: invalid JSON: Expecting "
                                    f"property name enclosed in double quotes (column 2)"]
     status, err = _run(capsys, "kg", "validate", str(kgs / "missing"))
     assert status == 1 and err == [f"{kgs / 'missing'}: invalid (1 error(s), 0 warning(s))"]
@@ -106,7 +106,7 @@ def test_pretrain_data_errors_name_the_file_and_the_remedy(kgs, tiny_bert_dir, t
                     "--no-progress")
 
     status, err = pretrain("bad")
-    assert status == 1 and err[0].startswith(f"{kgs / 'bad' / 'entities.jsonl'}:41: malformed JSON")
+    assert status == 1 and err[0].startswith(f"{kgs / 'bad' / 'entities.jsonl'}:41: invalid JSON")
     status, err = _run(capsys, "pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"),
                        "--kg", str(kgs / "no-corpus"), "--corpus", str(tmp_path / "nowhere.jsonl"),
                        "--out", str(tmp_path / "nowhere"), "--no-progress")

@@ -56,7 +56,7 @@ def test_plain_lines_and_bad_jsonl_name_the_line(tmp_path):
     bad.write_text('{"text": "fine"}\n{"text": \n{"label": 1}\n', encoding="utf-8")
     with pytest.raises(KGFormatError) as error:
         read_exclusion_texts(bad)
-    assert str(error.value).splitlines() == [f"{bad}:2: invalid JSON (Expecting value)",
+    assert str(error.value).splitlines() == [f"{bad}:2: invalid JSON: Expecting value (column 10)",
                                              f"{bad}:3: no text field (one of text, text1, text2, sentence, "
                                              f"sentence1, sentence2, question)"]
     with pytest.raises(KGFormatError, match="missing.txt: no such file"):

@@ -77,7 +77,7 @@ def broken_dir(tmp_path: Path) -> Path:
 def test_validate_names_both_files_and_lines(broken_dir: Path, capsys):
     problems = validate_kg_dir(broken_dir)
     shown = [str(p) for p in problems]
-    assert any(s.startswith(f"{broken_dir / 'entities.jsonl'}:2: malformed JSON") for s in shown)
+    assert any(s.startswith(f"{broken_dir / 'entities.jsonl'}:2: invalid JSON") for s in shown)
     assert any(s.startswith(f"{broken_dir / 'triples.tsv'}:3: unknown tail entity id 'unicorn'")
                for s in shown)
     assert len([p for p in problems if p.is_error]) == 2
@@ -88,7 +88,7 @@ def test_validate_names_both_files_and_lines(broken_dir: Path, capsys):
     assert not (broken_dir / CACHE_DIR).exists()
     assert jaket_main(["kg", "validate", str(broken_dir)]) == 1
     out = capsys.readouterr().out
-    assert "entities.jsonl:2: malformed JSON" in out and "triples.tsv:3: unknown tail entity id" in out
+    assert "entities.jsonl:2: invalid JSON" in out and "triples.tsv:3: unknown tail entity id" in out
     assert jaket_main(["kg", "stats", str(broken_dir)]) == 1
 
 
@@ -107,8 +107,8 @@ def test_two_objects_on_a_line_and_a_split_object_are_both_reported(tmp_path: Pa
     _write(tmp_path, "triples.tsv", ["moon\tnear\tmoon"])
     shown = [str(p) for p in validate_kg_dir(tmp_path) if p.is_error]
     where = f"{tmp_path / 'entities.jsonl'}"
-    assert any(s.startswith(f"{where}:1: malformed JSON") for s in shown)
-    assert any(s.startswith(f"{where}:2: malformed JSON") for s in shown)
+    assert any(s.startswith(f"{where}:1: invalid JSON") for s in shown)
+    assert any(s.startswith(f"{where}:2: invalid JSON") for s in shown)
     assert any(s.startswith(f"{where}:3: ") for s in shown)
     assert any(s.startswith(f"{where}:5: duplicate entity id 'moon' (first defined at line 4)") for s in shown)
 
@@ -155,7 +155,7 @@ def test_every_kind_of_problem_is_reported(tmp_path: Path):
         f"{c}:2: mention 0: span [0, 9) is outside the text",
         f"{c}:3: mentions overlap: [0, 7) and [4, 7)",
         f"{c}:4: mention 0: unknown entity id 'yeti'",
-        f"{c}:5: malformed JSON",
+        f"{c}:5: invalid JSON",
     ]
     for prefix in expected:
         assert any(s.startswith(prefix) for s in shown), (prefix, shown)

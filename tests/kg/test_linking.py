@@ -259,7 +259,7 @@ def test_bad_input_names_path_and_line(tmp_path: Path, capsys):
     status = jaket_main(["link", "--kg", str(tmp_path / "kg"), "--text", str(bad), "--out", str(out)])
     assert status == 1
     err = capsys.readouterr().err.splitlines()
-    assert err == [f"{bad}:2: malformed JSON: Expecting ',' delimiter (column 17)",
+    assert err == [f"{bad}:2: invalid JSON: Expecting ',' delimiter (column 17)",
                    f"{bad}:4: expected a JSON object, found list",
                    f"{bad}:5: missing field 'text'",
                    f"{bad}:6: invalid UTF-8 (byte 13 of the line)",

@@ -11,7 +11,6 @@ A cache of another :data:`CACHE_FORMAT` (an older jaket) is not fresh: it is reb
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from jaket.atomic import atomic_directory, write_json
+from jaket.jsonio import read_json
 from jaket.kg.graph import CSRAdjacency, KnowledgeGraph
 from jaket.kg.parsing import SOURCES
 from jaket.kg.strings import AliasTable, StringTable
@@ -61,7 +61,7 @@ def cache_is_fresh(directory: Path) -> bool:
     edit in the same clock tick would keep every field), an equal SHA-256 as well."""
     manifest_path = directory / CACHE_DIR / "manifest.json"
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = read_json(manifest_path)
         if manifest.get("format") != CACHE_FORMAT:
             return False
         sources, read_ns = manifest["sources"], manifest["sources_read_ns"]

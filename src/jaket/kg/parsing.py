@@ -8,7 +8,6 @@ passes); the line-by-line checks run only to find and name what is wrong.
 
 from __future__ import annotations
 
-import json
 from itertools import repeat
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import numpy as np
 from jaket.kg.corpus import Mention, MentionCorpus
 from jaket.kg.errors import Problem
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.readers import read_lines
+from jaket.kg.readers import json_object, read_lines
 
 ENTITIES = "entities.jsonl"
 RELATIONS = "relations.jsonl"
@@ -26,19 +25,6 @@ CORPUS = "corpus.jsonl"
 #: the files every KG directory has (the compiled cache is keyed by them)
 SOURCES = (ENTITIES, RELATIONS, TRIPLES)
 FORBIDDEN_IN_IDS = ("\t", "\n", "\r")
-
-
-# one JSON line ---------------------------------------------------------------------------------
-def json_object(path: Path, number: int, line: str, problems: list[Problem]) -> dict | None:
-    try:
-        value = json.loads(line)
-    except json.JSONDecodeError as error:
-        problems.append(Problem(str(path), number, f"malformed JSON: {error.msg} (column {error.colno})"))
-        return None
-    if not isinstance(value, dict):
-        problems.append(Problem(str(path), number, f"expected a JSON object, found {type(value).__name__}"))
-        return None
-    return value
 
 
 def string_field(record: dict, key: str, path: Path, number: int, problems: list[Problem],

@@ -10,13 +10,13 @@ evaluation splits of link prediction are.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
+from jaket.jsonio import JSONInputError, decode
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
 
@@ -76,21 +76,29 @@ def read_text_file(path: str | Path, what: str = "") -> list[tuple[int, str]]:
     return lines
 
 
+def json_object(path: str | Path, number: int, line: str, problems: list[Problem]) -> dict | None:
+    """The JSON object of one JSONL line (:func:`jaket.jsonio.decode`: bounded depth and sizes,
+    valid Unicode); a line that is not usable JSON, or not an object, becomes a :class:`Problem`
+    naming ``path:line`` and gives None."""
+    try:
+        value = decode(line)
+    except JSONInputError as error:
+        problems.append(Problem(str(path), number, error.reason))
+        return None
+    if not isinstance(value, dict):
+        problems.append(Problem(str(path), number, f"expected a JSON object, found {type(value).__name__}"))
+        return None
+    return value
+
+
 def json_objects(path: str | Path, lines: Iterable[tuple[int, str]], problems: list[Problem]
                  ) -> list[tuple[int, dict]]:
-    """The JSON object of each numbered line; a line that is not JSON, or not an object, becomes a
-    :class:`Problem` naming ``path:line`` and is left out."""
+    """:func:`json_object` of each numbered line; the lines that are not objects are left out."""
     out = []
     for number, line in lines:
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            problems.append(Problem(str(path), number, f"invalid JSON ({error.msg})"))
-            continue
-        if not isinstance(row, dict):
-            problems.append(Problem(str(path), number, "expected a JSON object"))
-            continue
-        out.append((number, row))
+        row = json_object(path, number, line, problems)
+        if row is not None:
+            out.append((number, row))
     return out
 
 

@@ -17,7 +17,6 @@ before the field existed (version 1, the same fields) and is upgraded by :meth:`
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Annotated
@@ -27,6 +26,7 @@ from pydantic import Field
 from jaket.fields import (Activation, Bool, Composition, Fanouts, FusionNormalize, Int, KMLayers,
                           MemoryDtype, NonEmptyText, NonNegativeInt, PositiveInt, Text, UnitFraction,
                           describe_errors)
+from jaket.jsonio import read_json
 from jaket.kg.graph import KnowledgeGraph
 
 #: the format :meth:`JaketConfig.to_dict` writes; 1 = the files written before it was recorded
@@ -138,7 +138,7 @@ def encoder_shape(path: str | Path) -> tuple[int, int]:
     else is read)."""
     config_path = Path(path) / "config.json"
     try:
-        data = json.loads(config_path.read_text(encoding="utf-8"))
+        data = read_json(config_path)
     except FileNotFoundError:
         raise ModelFolderError(f"{path}: not a Hugging Face model folder (no config.json)") from None
     except (OSError, ValueError) as error:

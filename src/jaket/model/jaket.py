@@ -30,6 +30,7 @@ from torch import nn
 
 from jaket import __version__
 from jaket.atomic import atomic_directory
+from jaket.jsonio import JSONInputError, read_json
 from jaket.kg.corpus import Mention, collate_texts
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.linking import EntityLinker
@@ -453,9 +454,9 @@ class JaketModel(nn.Module):
         if not config_path.is_file():
             raise ModelFolderError(f"{directory}: not a jaket model folder (no {CONFIG_FILE})")
         try:
-            data = json.loads(config_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise ModelFolderError(f"{config_path}:{error.lineno}: invalid JSON: {error.msg}") from None
+            data = read_json(config_path)
+        except JSONInputError as error:
+            raise ModelFolderError(f"{config_path}:{error.line or 1}: {error.reason}") from None
         except (OSError, UnicodeDecodeError) as error:
             raise ModelFolderError(f"{config_path}: unreadable ({error})") from None
         if not isinstance(data, dict):
@@ -506,7 +507,7 @@ def _load_memory(folder: Path, hidden_size: int) -> EntityContextMemory:
     from safetensors import safe_open
 
     try:
-        meta = json.loads((folder / MEMORY_META).read_text(encoding="utf-8"))
+        meta = read_json(folder / MEMORY_META)
         with safe_open(str(folder / MEMORY_FILE), framework="pt") as handle:
             shapes = {k: list(handle.get_slice(k).get_shape()) for k in handle.keys()}
         expected = {"entities": [meta["num_entities"], meta["dim"]],

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from jaket.atomic import atomic_path, write_text
+from jaket.jsonio import JSONInputError, read_json
 from jaket.kg.corpus import encode_descriptions
 from jaket.kg.graph import KnowledgeGraph
 from jaket.model.device import memory_placement
@@ -317,8 +318,8 @@ class EntityContextMemory:
         directory = Path(directory)
         meta_path = directory / MEMORY_META
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as error:
+            meta = read_json(meta_path)
+        except (OSError, JSONInputError) as error:
             raise ValueError(f"{meta_path}: cannot read the memory description: {error}") from None
         memory = cls(meta["num_entities"], meta["num_relations"], meta["dim"], dtype=meta["dtype"],
                      path=path, momentum=meta["momentum"])

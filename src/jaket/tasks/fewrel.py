@@ -9,9 +9,10 @@ one FewRel instance (``{"tokens", "h", "t"}``) a line, errors as ``path:line: me
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from jaket.jsonio import JSONInputError, decode, read_json
 
 
 class FewRelFormatError(ValueError):
@@ -120,14 +121,24 @@ def read_query_lines(path: str | Path) -> list[tuple[int, FewRelInstance]]:
             if not line.strip():
                 continue
             try:
-                item = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise FewRelFormatError(f"{path}:{line_no}: invalid JSON: {error.msg}") from None
+                item = decode(line)
+            except JSONInputError as error:
+                raise FewRelFormatError(f"{path}:{line_no}: {error.reason}") from None
             relation = str(item.get("relation", "")) if isinstance(item, dict) else ""
             out.append((line_no, parse_instance(item, f"{path}:{line_no}", relation)))
     if not out:
         raise FewRelFormatError(f"{path}: no query sentence")
     return out
+
+
+def _read_json(path: Path):
+    """A whole JSON file (:func:`jaket.jsonio.read_json`), its problems as :class:`FewRelFormatError`."""
+    try:
+        return read_json(path)
+    except JSONInputError as error:
+        raise FewRelFormatError(f"{path}:{error.line or 1}: {error.reason}") from None
+    except OSError as error:
+        raise FewRelFormatError(f"{path}: cannot read ({error.strerror or error})") from None
 
 
 def load_fewrel(path: str | Path, pid2name: str | Path | None = None) -> FewRelData:
@@ -142,10 +153,7 @@ def load_fewrel(path: str | Path, pid2name: str | Path | None = None) -> FewRelD
         path = candidates[0] if len(candidates) == 1 else _pick(candidates, path)
     elif pid2name is None and (path.parent / "pid2name.json").exists() and path.name != "pid2name.json":
         pid2name = path.parent / "pid2name.json"
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise FewRelFormatError(f"{path}:{error.lineno}: invalid JSON: {error.msg}") from error
+    raw = _read_json(path)
     if not isinstance(raw, dict) or not raw:
         raise FewRelFormatError(f"{path}: the top level must be a non-empty object relation_id -> instances")
     instances: dict[str, list[FewRelInstance]] = {}
@@ -159,7 +167,9 @@ def load_fewrel(path: str | Path, pid2name: str | Path | None = None) -> FewRelD
     names: dict[str, str] = {}
     descriptions: dict[str, str] = {}
     if pid2name is not None:
-        table = json.loads(Path(pid2name).read_text(encoding="utf-8"))
+        table = _read_json(Path(pid2name))
+        if not isinstance(table, dict):
+            raise FewRelFormatError(f"{pid2name}: the top level must be an object relation_id -> [name, description]")
         for pid, value in table.items():
             if isinstance(value, list) and value:
                 names[pid] = str(value[0])

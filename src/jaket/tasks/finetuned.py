@@ -24,7 +24,6 @@ two functions (``add_predict_arguments(parser)``, ``predict_rows(model, args) ->
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from torch import nn
 
 from jaket import __version__
 from jaket.atomic import atomic_directory, json_text
+from jaket.jsonio import JSONInputError, read_json
 from jaket.kg.graph import KnowledgeGraph
 from jaket.model.jaket import CONFIG_FILE, WEIGHTS_FILE, JaketConfig, JaketModel
 from jaket.model.language import SplitLanguageModel
@@ -96,9 +96,11 @@ def read_task_config(directory, task: str | None = None) -> dict:
         raise FinetunedFormatError(f"{directory}: not a fine-tuned model folder (no {TASK_FILE}); "
                                    "jaket finetune TASK --out OUT writes one to OUT/model")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise FinetunedFormatError(f"{path}:{error.lineno}: invalid JSON: {error.msg}") from None
+        data = read_json(path)
+    except JSONInputError as error:
+        raise FinetunedFormatError(f"{path}:{error.line or 1}: {error.reason}") from None
+    except OSError as error:
+        raise FinetunedFormatError(f"{path}: cannot read ({error.strerror or error})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise FinetunedFormatError(f"{path}: 'format' is not {FORMAT!r}")
     if int(data.get("format_version", 0)) > FORMAT_VERSION:
@@ -162,7 +164,7 @@ def backbone_model(backbone: Backbone, config: VariantConfig, knowledge: nn.Modu
         language = SplitLanguageModel.from_pretrained(_encoder_path(config), lm1_layers=config.lm1_layers)
     structure = config.km_structure()
     if config.variant == "jaket":
-        saved = json.loads((Path(config.pretrained) / CONFIG_FILE).read_text(encoding="utf-8"))
+        saved = read_json(Path(config.pretrained) / CONFIG_FILE)  # checked by JaketConfig.from_dict
         jconfig = JaketConfig.from_dict(saved)
         jconfig.encoder = None  # the folder's own encoder/ (the saved model carries it)
     else:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from jaket.jsonio import JSONInputError, read_json
+
 VARIANTS = ("lm", "gnn", "lm+g", "lm+g+m", "jaket")
 #: the label of each variant in reports, after the paper's tables
 VARIANT_LABELS = {"lm": "LM only", "gnn": "GNN", "lm+g": "LM+G", "lm+g+m": "LM+G+M", "jaket": "JAKET"}
@@ -53,13 +55,13 @@ class VariantConfig:
         """``{"layers", "heads", "composition"}`` of the KM this setting uses."""
         saved: dict = {}
         if self.pretrained is not None:
-            import json
-
             config_path = Path(self.pretrained) / "config.json"
             try:
-                saved = json.loads(config_path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as error:
+                saved = read_json(config_path)
+            except (OSError, JSONInputError) as error:
                 raise VariantError(f"{config_path}: cannot read the pre-trained model's config: {error}") from None
+            if not isinstance(saved, dict):
+                raise VariantError(f"{config_path}: expected a JSON object, found {type(saved).__name__}")
         if self.variant == "jaket":  # the saved KM, whatever was asked for
             return {"layers": int(saved.get("km_layers", 2)), "heads": int(saved.get("km_heads", 8)),
                     "composition": str(saved.get("composition", "add"))}

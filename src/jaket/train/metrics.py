@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 import numpy as np
 
 from jaket.atomic import atomic_path, json_text, write_lines
+from jaket.jsonio import JSONInputError, decode
 
 LOSS_NAMES = ("category", "relation", "mlm", "entity")
 
@@ -26,13 +26,13 @@ def read_metrics(path: Path, max_step: int | None = None, torn_tail_ok: bool = F
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
+                row = decode(line)
+            except JSONInputError as error:
                 if torn_tail_ok and number == len(lines) and not text.endswith("\n"):
                     log.warning("%s:%d: incomplete last line (the run was killed while writing "
                                 "it): discarded", path, number)
                     break
-                raise ValueError(f"{path}:{number}: invalid JSON: {error}") from None
+                raise ValueError(f"{path}:{number}: {error.reason}") from None
             if max_step is None or row["step"] <= max_step:
                 rows.append(row)
     return rows

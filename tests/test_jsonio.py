@@ -1,0 +1,91 @@
+"""Bounded JSON (jaket.jsonio): deep nesting, lone surrogates and oversized values are one clean
+line naming the file and line in every reader (KG files, texts, FewRel files, model and task
+folders), never a RecursionError or a tokenizer's TypeError; long values are cut in messages."""
+
+import json
+
+import pytest
+
+from jaket import jsonio
+from jaket.cli import main
+from jaket.jsonio import JSONInputError, decode, quote
+
+DEEP = "[" * 5000 + "]" * 5000  # past the interpreter's recursion limit
+NESTED = '{"a": ' * 150 + "1" + "}" * 150  # decodes, but deeper than MAX_DEPTH
+SURROGATE = '{"text": "a lone \\ud800 here"}'
+
+
+def test_decode_refuses_what_no_reader_can_use(monkeypatch):
+    assert decode('{"a": [1, "b", {"c": null}]}') == {"a": [1, "b", {"c": None}]}
+    for text in (DEEP, NESTED):
+        with pytest.raises(JSONInputError, match=f"nested deeper than {jsonio.MAX_DEPTH} levels"):
+            decode(text)
+    with pytest.raises(JSONInputError, match=r"lone surrogate \\ud800 in 'a lone \\ud800 here'"):
+        decode(SURROGATE)
+    with pytest.raises(JSONInputError, match=r"invalid JSON: Expecting value \(column 7\)") as error:
+        decode('{"a": }')
+    assert error.value.line == 1
+    monkeypatch.setattr(jsonio, "MAX_STRING", 100)
+    with pytest.raises(JSONInputError, match=r"a string of 1,000 characters, more than the 100 allowed \(it starts 'xxx"):
+        decode(json.dumps({"id": "x" * 1000}))
+    monkeypatch.setattr(jsonio, "MAX_CHARS", 50)
+    with pytest.raises(JSONInputError, match="more than the 50 a JSON text may have"):
+        decode(json.dumps({"id": "y" * 60}))
+
+
+def test_quote_cuts_a_long_value():
+    assert quote("Q42") == "'Q42'"
+    cut = quote("z" * 10**6)
+    assert len(cut) < 120 and cut.endswith("... (1,000,000 characters)")
+
+
+@pytest.fixture
+def kg_dir(tmp_path):
+    from jaket.kg.io import save_kg
+    from jaket.kg.toy import toy_kg
+
+    kg, corpus = toy_kg()
+    save_kg(kg, tmp_path / "kg", corpus=corpus)
+    return tmp_path / "kg"
+
+
+def _err(capsys):
+    captured = capsys.readouterr()
+    said = captured.out + captured.err
+    assert "Traceback" not in said and "RecursionError" not in said
+    return said
+
+
+@pytest.mark.parametrize("line,expected", [(DEEP, "nested deeper than"), (SURROGATE, "lone surrogate")])
+def test_a_kg_file_with_such_a_line_is_named_by_validate_and_stats(kg_dir, capsys, line, expected):
+    with open(kg_dir / "entities.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+    number = len((kg_dir / "entities.jsonl").read_text().splitlines())
+    for command in (["kg", "validate", str(kg_dir)], ["kg", "stats", str(kg_dir)]):
+        assert main(command) == 1
+        assert f"entities.jsonl:{number}: " in (err := _err(capsys)) and expected in err
+
+
+def test_texts_fewrel_model_and_task_files(kg_dir, tiny_bert_dir, tmp_path, capsys):
+    from jaket.model.config import ModelFolderError
+    from jaket.model.jaket import JaketModel
+    from jaket.tasks.fewrel import FewRelFormatError, load_fewrel
+    from jaket.tasks.finetuned import FinetunedFormatError, read_task_config
+
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"text": "fine"}\n' + SURROGATE + "\n" + '{"text": ' + DEEP + "}\n", encoding="utf-8")
+    assert main(["link", "--kg", str(kg_dir), "--text", str(texts), "--out", str(tmp_path / "linked.jsonl")]) == 1
+    err = _err(capsys)
+    assert f"{texts}:2: invalid Unicode: a lone surrogate" in err and f"{texts}:3: invalid JSON: nested" in err
+    fewrel = tmp_path / "fewrel.json"
+    fewrel.write_text('{"P1": [{"tokens": ["a", "\\udfff"], "h": ["a", "Q1", [[0]]], "t": ["b", "Q2", [[1]]]}]}')
+    with pytest.raises(FewRelFormatError, match=f"{fewrel}:1: invalid Unicode: a lone surrogate \\\\udfff"):
+        load_fewrel(fewrel)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(NESTED)
+    with pytest.raises(ModelFolderError, match=f"{folder / 'config.json'}:1: invalid JSON: nested deeper"):
+        JaketModel.from_pretrained(folder)
+    (folder / "task.json").write_text(DEEP)
+    with pytest.raises(FinetunedFormatError, match="task.json:1: invalid JSON: nested deeper"):
+        read_task_config(folder)
