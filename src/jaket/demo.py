@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaket.kg.io import save_kg
-from jaket.model.device import add_device_argument, resolve_device
+from jaket.model.device import add_device_argument, machine_description, resolve_device
 from jaket.tasks import report as rep
 from jaket.train.config import load_config
 from jaket.train.metrics import read_metrics
@@ -147,7 +147,7 @@ def run_demo(config: DemoConfig) -> dict:
                                           "majority_baseline": results.get("majority_baseline"),
                                           "kg": results["kg"]},
                "pretrain_final_losses": {k: v[-1] for k, v in curves.items() if v},
-               "seconds": timings}
+               "seconds": timings, "machine": machine_description()}
     rep.write_json_atomic(out / "metrics.json", metrics)
     lines = ["# jaket demo", "",
              f"Command: `jaket demo{' --quick' if config.max_entities < 1000 else ''}` "

@@ -84,6 +84,7 @@ def test_runs_each_variant_and_writes_report(small_kg, tiny_bert_dir, tmp_path, 
     losses = runs[0]["history"]["train_loss"]
     assert min(losses[10:]) < losses[0]
     metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert {"capability", "model", "avx512_bf16", "amx"} <= set(metrics["machine"]["cpu"])  # issue #31
     assert metrics["summary"][variant]["0.2"]["test_accuracy"]["values"] == [
         r["test_accuracy"] for r in results["runs"][variant]["0.2"]]
     assert "| Model | 100% | 20% |" in (tmp_path / "report.md").read_text()

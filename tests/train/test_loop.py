@@ -91,6 +91,9 @@ def test_run_writes_outputs_and_the_relation_memory_flag_reaches_the_model(tiny_
         assert all(np.isfinite(r[f"loss_{name}"]) and r[f"n_{name}"] > 0 for r in rows), name
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["losses"]) == {"category", "relation", "mlm", "entity"}
+    import torch
+
+    assert summary["machine"]["cpu"]["capability"] == torch.backends.cpu.get_cpu_capability()  # issue #31
     assert 0 <= summary["evaluation"]["masked_entity_accuracy"] <= 1
     assert summary["refresh_count"] == 3  # the fill, then before steps 2 and 4 (tiny: initial 2)
     assert (out / "loss_curves.png").stat().st_size > 0

@@ -42,7 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         module.add_arguments(parser)
 
         def _run(args, module=module):
-            _print_figures(module.run(args), args.json)
+            from jaket.model.device import machine_description  # --help: torch loads when a benchmark runs
+
+            _print_figures({**module.run(args), "machine": machine_description()}, args.json)
             return 0
 
         parser.set_defaults(func=_run)

@@ -133,6 +133,18 @@ def cpu_description() -> dict:
             "avx512_bf16": "avx512_bf16" in words, "amx": "amx_bf16" in words, "cores": os.cpu_count()}
 
 
+def machine_description() -> dict:
+    """What a measured figure depends on, recorded beside it in every metrics.json, summary.json
+    and benchmark JSON: the CPU (:func:`cpu_description`), whether it computes bf16 natively, the
+    torch version and the GPU when one is visible."""
+    cpu = cpu_description()
+    machine = {"cpu": cpu, "native_bf16_cpu": bool(cpu["avx512_bf16"] or cpu["amx"]),
+               "torch": torch.__version__}
+    if torch.cuda.is_available():
+        machine["gpu"] = torch.cuda.get_device_name()
+    return machine
+
+
 def module_device(*modules) -> torch.device:
     """Where the first of ``modules`` (None skipped) that has parameters runs (``cpu`` when none
     has): the device a task moves its batches and index tensors to."""

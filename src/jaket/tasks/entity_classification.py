@@ -412,7 +412,7 @@ def results_table(results: dict) -> str:
 
 def write_report(results: dict, out_dir: Path, kg: KnowledgeGraph | None = None, confusion=None) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    rep.write_json_atomic(out_dir / "metrics.json", results)
+    rep.write_metrics(out_dir, results)
     curves = {}
     for variant, by_fraction in results["runs"].items():
         first = next(iter(by_fraction.values()))[0]

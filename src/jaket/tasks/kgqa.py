@@ -424,7 +424,7 @@ def results_table(results: dict) -> str:
 
 def write_report(results: dict, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    rep.write_json_atomic(out_dir / "metrics.json", results)
+    rep.write_metrics(out_dir, results)
     curves = {f"{v} KG-{s}": runs[0]["train_loss"] for v, by in results["runs"].items() for s, runs in by.items()}
     rep.plot_curves(curves, out_dir / "learning_curves.png", title="KGQA training loss", ylabel="cross-entropy")
     d = results["data"]

@@ -418,7 +418,7 @@ def results_table(results: dict) -> str:
 
 def write_report(results: dict, out_dir: Path, histograms: dict | None = None) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    rep.write_json_atomic(out_dir / "metrics.json", results)
+    rep.write_metrics(out_dir, results)
     curves = {key: runs[0]["train_loss"] for key, runs in results["runs"].items()}
     rep.plot_curves(curves, out_dir / "learning_curves.png", title="link prediction training loss",
                     ylabel="cross-entropy")

@@ -263,7 +263,7 @@ def results_table(results: dict) -> str:
 
 def write_report(results: dict, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    rep.write_json_atomic(out_dir / "metrics.json", results)
+    rep.write_metrics(out_dir, results)
     curves = {f"{v} seed {runs[0]['seed']}": runs[0]["train_loss"] for v, runs in results["runs"].items()}
     rep.plot_curves(curves, out_dir / "learning_curves.png", title="PAIR training loss", ylabel="BCE")
     text = ["# Few-shot relation classification (FewRel, PAIR)", "",

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from jaket.atomic import atomic_path, write_json, write_text
+from jaket.model.device import machine_description
 
 # ----------------------------------------------------------------------------- metrics
 
@@ -98,6 +99,13 @@ def summarize_seeds(per_seed: Sequence[Mapping[str, float]]) -> dict:
 def write_json_atomic(path: str | os.PathLike, data) -> Path:
     """Write ``data`` as indented JSON atomically (:func:`jaket.atomic.write_json`)."""
     return write_json(path, data, default=_json_default)
+
+
+def write_metrics(out_dir: str | os.PathLike, results: dict) -> Path:
+    """``OUT/metrics.json`` of a task run, with the machine it ran on
+    (:func:`jaket.model.device.machine_description`) unless the results already name it."""
+    results.setdefault("machine", machine_description())
+    return write_json_atomic(Path(out_dir) / "metrics.json", results)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:

@@ -235,7 +235,7 @@ def results_table(results: dict) -> str:
 
 def write_report(results: dict, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    rep.write_json_atomic(out_dir / "metrics.json", results)
+    rep.write_metrics(out_dir, results)
     info = results.get("data", {})
     text = ["# Sense linking", "", f"{info.get('examples', '?')} linked mentions ({info.get('ambiguous', '?')} "
             f"ambiguous) from {info.get('run', 'the given texts')}.", "", results_table(results), ""]

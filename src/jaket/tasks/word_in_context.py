@@ -553,7 +553,7 @@ def results_table(results: dict) -> str:
 
 def write_report(results: dict, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    rep.write_json_atomic(out_dir / "metrics.json", results)
+    rep.write_metrics(out_dir, results)
     text = ["# Word in context", "", f"Accuracy on {results['data'].get('eval', 'the evaluation pairs')}, "
             f"mean ± std over seeds {results['config']['seeds']}; the epoch of each run chosen on "
             f"{results['config']['selection_fraction']:.0%} of the training pairs.", "", results_table(results), ""]

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from jaket.atomic import json_text, write_json, write_text
-from jaket.model.device import resolve_device
+from jaket.model.device import machine_description, resolve_device
 from jaket.model.jaket import JaketModel
 from jaket.model.memory import refresh_steps
 from jaket.train.batching import (LENGTH_WINDOW, BatchBuilder, StepBatch, batch_loader,  # noqa: F401
@@ -418,7 +418,8 @@ class Pretrainer:
         if stopped:
             raise TrainingInterrupted(stopped, self.step, path)
         summary = {"steps": self.step, "tasks": self.tasks, "world_size": self.info.world_size,
-                   "device": str(self.device), "mixed_precision": self.accelerator.mixed_precision,
+                   "device": str(self.device), "machine": machine_description(),
+                   "mixed_precision": self.accelerator.mixed_precision,
                    "data_workers": self.data_workers(),
                    "train_seconds": round(self.train_seconds, 1),
                    "batch_wait_seconds": round(self.batch_seconds, 1),
