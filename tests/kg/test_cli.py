@@ -48,3 +48,28 @@ def test_validate_json_lists_every_problem(tmp_path, capsys):
     assert set(problem) == {"path", "line", "severity", "message"}
     assert problem["path"] == str(triples) and problem["line"] == lines + 1 and problem["severity"] == "error"
     assert "not_a_relation" in problem["message"] and "invalid" in captured.err
+
+
+def test_an_import_never_mixes_with_an_earlier_kg(tmp_path, capsys):
+    """Issue #27: a second import into a non-empty --out is refused before any work unless
+    --overwrite, which replaces the folder as a whole (no file of the earlier KG survives); an
+    empty source is an error, not a 0-entity KG."""
+    from jaket.cli import main
+    from jaket.kg.io import load_kg
+
+    out = tmp_path / "kg"
+    assert main(["kg", "build", "synthetic", "--entities", "30", "--triples", "60", "--out", str(out)]) == 0
+    (out / "valid.txt").write_text("left from an earlier import\n")
+    before = (out / "entities.jsonl").read_text()
+    assert main(["kg", "build", "synthetic", "--entities", "20", "--triples", "40", "--out", str(out)]) == 2
+    assert "the folder is not empty (an earlier KG?); pass --overwrite" in capsys.readouterr().err
+    assert (out / "entities.jsonl").read_text() == before
+    assert main(["kg", "build", "synthetic", "--entities", "20", "--triples", "40", "--out", str(out),
+                 "--overwrite"]) == 0
+    assert load_kg(out).num_entities == 20 and not (out / "valid.txt").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
+    empty = tmp_path / "empty.ttl"
+    empty.write_text("@prefix ex: <http://example.org/> .\n")
+    assert main(["kg", "import", "rdf", str(empty), "--out", str(tmp_path / "e")]) == 1
+    assert "no entity found, nothing to import" in capsys.readouterr().err
+    assert not (tmp_path / "e").exists()

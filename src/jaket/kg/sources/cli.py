@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from jaket.atomic import json_text, write_lines, write_text
+from jaket.atomic import atomic_directory, json_text, write_lines, write_text
+from jaket.errors import UsageError
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import save_kg
 from jaket.kg.sources.registry import SourceBundle, build_source
@@ -43,16 +44,33 @@ def _stages(total: int, description: str):
     return tqdm(total=total, desc=description, unit="stage", disable=None, file=sys.stderr)
 
 
+def check_out(out: Path, overwrite: bool) -> None:
+    """Before any work: ``--out`` must be a new or empty folder, or ``--overwrite`` given (the
+    folder is then replaced as a whole, :func:`_finish`)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: is a file; name the KG folder to write")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise UsageError(f"--out {out}: the folder is not empty (an earlier KG?); pass --overwrite to "
+                         "replace it as a whole, or name a new folder")
+
+
 def _finish(out: Path, bundle: SourceBundle, began: float, progress) -> int:
-    """Write ``bundle`` to ``out``: the KG (and corpus), its splits and ``build-report.json``."""
+    """Write ``bundle`` to ``out``: the KG (and corpus), its splits and ``build-report.json``, all
+    into a new folder that then replaces ``out`` in one rename (no file of an earlier KG survives;
+    a failure leaves ``out`` as it was)."""
     kg, corpus = bundle.kg, bundle.corpus
+    if kg.num_entities == 0:
+        raise ValueError(f"{bundle.report.get('source', 'the source')}: no entity found, nothing to import "
+                         "(an empty or unreadable source?)")
     progress.set_postfix_str("writing")
-    save_kg(kg, out, corpus=corpus)
-    _write_splits(out, kg, bundle.splits)
+    report = {**bundle.report, "out": str(out)}
+    with atomic_directory(out) as folder:
+        save_kg(kg, folder, corpus=corpus)
+        _write_splits(folder, kg, bundle.splits)
+        report["total_seconds"] = round(time.perf_counter() - began, 2)
+        write_text(folder / REPORT, json_text(report, ensure_ascii=False) + "\n")
     progress.update(1)
     progress.close()
-    report = {**bundle.report, "out": str(out), "total_seconds": round(time.perf_counter() - began, 2)}
-    write_text(out / REPORT, json_text(report, ensure_ascii=False) + "\n")
     parts = [f"{kg.num_entities:,} entities", f"{kg.num_relations:,} relations",
              f"{kg.num_triples:,} triples", f"{kg.num_categories:,} categories"]
     if corpus is not None:
@@ -85,8 +103,9 @@ def _write_splits(out: Path, kg: KnowledgeGraph, splits: dict[str, np.ndarray]) 
                                           for h, r, t in np.asarray(rows).tolist()))
 
 
-def _build(out: Path, title: str, first_stage: str, source: str, **options) -> int:
+def _build(out: Path, title: str, first_stage: str, source: str, overwrite: bool = False, **options) -> int:
     """Build ``source`` with ``options`` under a two-stage progress bar and write it to ``out``."""
+    check_out(out, overwrite)
     began = time.perf_counter()
     with _stages(2, title) as progress:
         progress.set_postfix_str(first_stage)
@@ -99,37 +118,43 @@ def _build(out: Path, title: str, first_stage: str, source: str, **options) -> i
 
 
 def _build_wordnet(args: argparse.Namespace) -> int:
-    return _build(args.out, "WordNet 3.0", "reading", "wordnet", max_entities=args.max_entities,
+    return _build(args.out, "WordNet 3.0", "reading", "wordnet", overwrite=args.overwrite,
+                  max_entities=args.max_entities,
                   roots=args.roots, seed=args.seed)
 
 
 def _build_synthetic(args: argparse.Namespace) -> int:
-    return _build(args.out, "synthetic KG", "generating", "synthetic", entities=args.entities,
+    return _build(args.out, "synthetic KG", "generating", "synthetic", overwrite=args.overwrite,
+                  entities=args.entities,
                   triples=args.triples, relations=args.relations, categories=args.categories,
                   exponent=args.exponent, seed=args.seed)
 
 
 def _import_wn18rr(args: argparse.Namespace) -> int:
-    return _build(args.out, "WN18RR", "reading", "wn18rr", folder=args.source_dir)
+    return _build(args.out, "WN18RR", "reading", "wn18rr", overwrite=args.overwrite, folder=args.source_dir)
 
 
 def _import_rdf(args: argparse.Namespace) -> int:
-    return _build(args.out, "RDF", "parsing", "rdf", file=args.file, format=args.format)
+    return _build(args.out, "RDF", "parsing", "rdf", overwrite=args.overwrite, file=args.file,
+                  format=args.format)
 
 
 def _import_wikidata5m(args: argparse.Namespace) -> int:
-    args.out.mkdir(parents=True, exist_ok=True)
+    check_out(args.out, args.overwrite)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     # the descriptions wait in memory-mapped files beside the output until it is written
-    with tempfile.TemporaryDirectory(dir=args.out, prefix=".import-") as work:
+    with tempfile.TemporaryDirectory(dir=args.out.parent, prefix=f".{args.out.name}.import-") as work:
         category = None if args.category_relation.lower() == "none" else args.category_relation
-        return _build(args.out, "Wikidata5M", "reading", "wikidata5m", folder=args.source_dir,
+        return _build(args.out, "Wikidata5M", "reading", "wikidata5m", overwrite=args.overwrite,
+                      folder=args.source_dir,
                       setting=args.setting, category_relation=category,
                       keep_category_triples=args.keep_category_triples,
                       max_description_chars=args.max_description_chars, work_dir=work)
 
 
 def _import_pykeen(args: argparse.Namespace) -> int:
-    return _build(args.out, f"PyKEEN {args.dataset}", "reading", "pykeen", dataset=args.dataset)
+    return _build(args.out, f"PyKEEN {args.dataset}", "reading", "pykeen", overwrite=args.overwrite,
+                  dataset=args.dataset)
 
 
 # --------------------------------------------------------------------------- argument parsing
@@ -158,7 +183,9 @@ def _roots(text: str) -> list[str]:
 
 def _out(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
-                        help="the KG directory to write (created if needed; its files are replaced)")
+                        help="the KG directory to write (a new or empty folder)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a non-empty --out as a whole (no file of an earlier KG survives)")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
