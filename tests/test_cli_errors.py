@@ -192,3 +192,28 @@ def test_a_bug_keeps_its_traceback(monkeypatch):
     monkeypatch.setattr(kg_cli, "kg_statistics", broken)
     with pytest.raises(KeyError):
         main(["kg", "stats", "anything"])
+
+
+def test_no_command_overwrites_an_earlier_run_or_its_own_input(kgs, tiny_bert_dir, tmp_path, capsys):
+    """Issue #27: finetune/evaluate refuse a folder holding an earlier run's results before any work
+    (--overwrite replaces them); link, embed and predict refuse an --out that is one of their inputs."""
+    out = tmp_path / "ec"
+    out.mkdir()
+    (out / "metrics.json").write_text('{"earlier": true}')
+    status, err = _run(capsys, "evaluate", "entity-classification", "--kg", str(kgs / "good"), "--out", str(out),
+                       "--encoder", str(tiny_bert_dir), "--variants", "lm")
+    assert status == 2 and "holds an earlier run's results (metrics.json); pass --overwrite" in err[0]
+    assert json.loads((out / "metrics.json").read_text()) == {"earlier": True}
+    texts = tmp_path / "texts.txt"
+    texts.write_text("a wolf in the forest\n")
+    status, err = _run(capsys, "link", "--kg", str(kgs / "good"), "--text", str(texts), "--out", str(texts))
+    assert status == 2 and f"--out {texts}: is the input {texts}" in err[0]
+    assert texts.read_text() == "a wolf in the forest\n"
+    status, err = _run(capsys, "embed", "--model", str(tiny_bert_dir), "--kg", str(kgs / "good"),
+                       "--texts", str(texts), "--out", str(texts))
+    assert status == 2 and "writing it would destroy the input" in err[0]
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"head": "wolf", "relation": "r"}\n')
+    status, err = _run(capsys, "predict", "link-prediction", "--model", str(tmp_path), "--kg", str(kgs / "good"),
+                       "--queries", str(queries), "--out", str(queries))
+    assert status == 2 and "is the input" in err[0] and queries.read_text().startswith('{"head"')

@@ -10,12 +10,15 @@ NaN and infinities are ``null``), which any JSON parser reads.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import IO, Any, Callable
 
 from jaket.atomic import json_text
+from jaket.errors import UsageError
 
 #: True while :func:`jaket.cli.main` runs a command given ``--json``
 _json_command = False
@@ -48,3 +51,32 @@ def print_json(data: Any, indent: int | None = 2, sort_keys: bool = False,
     stream.flush()
     if _json_command:
         sys.stdout = sys.stderr  # the document is complete: nothing else may follow it on stdout
+
+
+def check_run_folder(out, overwrite: bool, option: str = "--out") -> None:
+    """Before any work: a run's output folder must not hold an earlier run's results
+    (``metrics.json``) unless ``overwrite``, must not be a file, and must be writable."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{option} {out}: is a file; name the output folder")
+    if (out / "metrics.json").exists() and not overwrite:
+        raise UsageError(f"{option} {out}: holds an earlier run's results (metrics.json); pass --overwrite "
+                         "to replace them, or name a new folder")
+    existing = next((p for p in (out, *out.parents) if p.exists()), Path("."))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {out}: {existing} is not writable")
+
+
+def refuse_same_file(out, inputs, option: str = "--out") -> None:
+    """An output file must not be one of the command's own inputs (it would be overwritten)."""
+    if out is None:
+        return
+    out = Path(out)
+    for source in inputs:
+        if source is None:
+            continue
+        source = Path(source)
+        same = out.exists() and source.exists() and os.path.samefile(out, source)
+        if same or out.resolve() == source.resolve():
+            raise UsageError(f"{option} {out}: is the input {source}; writing it would destroy the input "
+                             "(name another output file)")

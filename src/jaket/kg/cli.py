@@ -19,7 +19,7 @@ import numpy as np
 from jaket.errors import UsageError
 from jaket.kg.io import CORPUS, load_corpus, load_kg, validate_kg_dir
 from jaket.kg.linking import EntityLinker, LinkStats, read_texts, write_corpus
-from jaket.output import human_stream, print_json
+from jaket.output import human_stream, print_json, refuse_same_file
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +107,7 @@ def _link_command(args: argparse.Namespace) -> int:
     if Path(args.out).is_dir():
         raise UsageError(f"--out {args.out}: is a folder; name the corpus file to write, e.g. "
                          f"{Path(args.out) / 'corpus.jsonl'}")
+    refuse_same_file(args.out, [args.text])
     kg = load_kg(args.kg)  # errors (KGFormatError: path:line) are reported by jaket.cli
     inputs = read_texts(args.text)
     linker = EntityLinker.from_kg(kg, min_length=args.min_length, case_sensitive=args.case_sensitive,

@@ -32,7 +32,7 @@ from jaket.atomic import atomic_open, write_lines, write_text
 from jaket.kg.io import load_kg
 from jaket.kg.linking import read_texts
 from jaket.model.device import add_device_argument, resolve_device
-from jaket.output import print_json
+from jaket.output import print_json, refuse_same_file
 
 
 def unit_rows(array):
@@ -153,6 +153,11 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
 
 def _run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
+    outputs = [args.out] + ([args.out.with_name(f"{args.out.name}.{suffix}") for suffix in
+                            ("tokens.npy", "mentions.jsonl", "texts.jsonl", f"text-vectors.{args.format}")]
+                           if args.texts is not None else [args.out.with_name(args.out.name + ".ids.json")])
+    for output in outputs:  # none of the files written may be the texts read
+        refuse_same_file(output, [args.texts])
     if args.texts is not None:
         summary = embed_texts(args.model, args.kg, args.texts, args.out, args.max_length,
                               args.text_batch_size, args.seed, device=device, fmt=args.format,

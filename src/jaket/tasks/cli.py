@@ -16,7 +16,7 @@ from pathlib import Path
 
 from jaket.kg.sources.registry import build_source
 from jaket.model.device import add_bf16_argument, add_device_argument, resolve_device
-from jaket.output import human_stream, print_json
+from jaket.output import check_run_folder, human_stream, print_json
 from jaket.tasks.entity_classification_cli import add_arguments as add_entity_classification
 from jaket.tasks.fewrel import load_fewrel, merge_fewrel
 from jaket.tasks.link_prediction_cli import add_arguments as add_link_prediction
@@ -62,6 +62,8 @@ def _add_common(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--first-seed", type=int, default=0,
                         help="first seed (default 0): a table can be built seed by seed in separate runs")
     parser.add_argument("--out", type=Path, help="output folder (default runs/<task>)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the results of an earlier run in --out (refused otherwise)")
     parser.add_argument("--json", action="store_true", help="print metrics.json's summary as JSON")
     parser.add_argument("--km-layers", type=int,
                         help="layers of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 2)")
@@ -189,6 +191,8 @@ def _add_sense_linking_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-baselines", dest="baselines", action="store_false",
                         help="only the first-sense, random and --model scorers (to compare pre-trained models)")
     parser.add_argument("--out", type=Path, help="output folder (default runs/sense-linking)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the results of an earlier run in --out (refused otherwise)")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON on stdout (alone)")
     add_device_argument(parser)
     parser.set_defaults(func=_run_sense_linking)
@@ -200,6 +204,7 @@ def _run_sense_linking(args) -> int:
     from jaket.tasks.word_in_context import load_sense_kg
 
     device = resolve_device(args.device)
+    out = _out(args, "sense-linking")
     kg = load_sense_kg(args.kg)
     examples, info = sl.heldout_examples(args.heldout_of, kg, SenseInventory.for_wordnet(kg), args.max_examples)
     if not examples:
@@ -207,7 +212,6 @@ def _run_sense_linking(args) -> int:
     results = sl.evaluate_sense_linking(examples, kg, pretrained=args.model, encoder=args.encoder,
                                         seeds=tuple(range(args.seeds)), device=device, baselines=args.baselines)
     results["data"] = {**info, "examples_used": len(examples)}
-    out = args.out or Path("runs") / "sense-linking"
     sl.write_report(results, out)
     human = human_stream(args.json)
     print(sl.results_table(results), file=human)
@@ -275,7 +279,10 @@ def _finish_saved(args, results: dict, table: str, out: Path, usage: str) -> int
 
 
 def _out(args, task: str) -> Path:
-    return args.out or Path("runs") / task
+    """``--out`` (default ``runs/<task>``), checked before any work (:func:`check_run_folder`)."""
+    out = args.out or Path("runs") / task
+    check_run_folder(out, getattr(args, "overwrite", False))
+    return out
 
 
 def _run_kgqa(args) -> int:
@@ -283,6 +290,7 @@ def _run_kgqa(args) -> int:
 
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     check_trackers(args.log_with)  # and so is a tracker that is not installed
+    out = _out(args, "kgqa")  # and so is an earlier run's folder
     splits = info = None
     if args.metaqa is not None:
         data = load_metaqa_task(args.metaqa, args.train_split, args.eval_split, args.hops,
@@ -303,7 +311,6 @@ def _run_kgqa(args) -> int:
                              max_selection=args.max_selection, encoder=args.encoder,
                              pretrained=args.model, km_layers=args.km_layers, km_heads=args.km_heads,
                              relation_memory=args.relation_memory)
-    out = _out(args, "kgqa")
     results = kgqa.run_kgqa(kg, questions, config, out, splits=splits, data_info=info,
                             save_dir=None if args.evaluate else out / "model", device=device,
                             log_with=args.log_with)
@@ -315,6 +322,7 @@ def _run_relation_classification(args) -> int:
 
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     check_trackers(args.log_with)  # and so is a tracker that is not installed
+    out = _out(args, "relation-classification")  # and so is an earlier run's folder
     if args.train_data and args.data is None:
         raise ValueError("--train-data needs --data FILE: the evaluation relations")
     if args.drop_overlap and not args.train_data:
@@ -337,7 +345,6 @@ def _run_relation_classification(args) -> int:
         drop_overlap=args.drop_overlap, train_steps=args.train_steps, train_way=args.train_way,
         train_shot=args.train_shot, episodes=args.episodes, encoder=args.encoder, pretrained=args.model,
         bf16=args.bf16)
-    out = _out(args, "relation-classification")
     results = rc.run_relation_classification(data, config, out, train_data=train_data,
                                              save_dir=None if args.evaluate else out / "model", device=device,
                                              log_with=args.log_with)

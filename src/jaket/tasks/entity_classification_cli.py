@@ -193,11 +193,12 @@ def run(args: argparse.Namespace) -> int:
     if args.print_config:
         print(dump_task_config(job), end="")
         return 0
-    kg, splits = load_data(job.data)
-    from jaket.tasks import entity_classification as ec  # the task, loaded when it runs
     from jaket.tasks.cli import _finish, _out  # cycle: tasks.cli registers this module
 
-    out = _out(args, "entity-classification")
+    out = _out(args, "entity-classification")  # an earlier run's folder is refused before any work
+    kg, splits = load_data(job.data)
+    from jaket.tasks import entity_classification as ec  # the task, loaded when it runs
+
     save_dir = None if args.evaluate else out / "model"
     results = ec.run_entity_classification(kg, job, out, splits=splits, save_dir=save_dir,
                                            device=device, log_with=args.log_with)

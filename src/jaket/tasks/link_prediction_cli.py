@@ -189,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
 
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     check_trackers(args.log_with)  # and so is a tracker that is not installed
+    out = _out(args, "link-prediction")  # and so is an earlier run's folder
     kg, train, evaluation = load_data(args)
     mode_defaults(args)
     config = LinkPredictionConfig(
@@ -201,7 +202,6 @@ def run(args: argparse.Namespace) -> int:
         queue_batches=args.queue_batches, refresh_initial=args.refresh_initial,
         budget_cpu_seconds=args.budget_cpu_seconds, hard_negatives=args.hard_negatives, objective=args.objective,
         frozen_warmup_steps=args.frozen_warmup_steps, encoder_dropout=args.encoder_dropout, bf16=args.bf16)
-    out = _out(args, "link-prediction")
     save_dir = None if args.evaluate else out / "model"
     results = lp.run_link_prediction(kg, train, evaluation, config, out, save_dir=save_dir, device=device,
                                      log_with=args.log_with)

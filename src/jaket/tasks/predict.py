@@ -15,6 +15,7 @@ from pathlib import Path
 from jaket.atomic import json_text
 from jaket.kg.errors import KGFormatError
 from jaket.model.device import add_device_argument, resolve_device
+from jaket.output import refuse_same_file
 from jaket.tasks.registry import REGISTRY, FinetunedFormatError
 from jaket.tasks.report import write_text_atomic
 
@@ -33,6 +34,7 @@ def _write_rows(rows, out: Path | None) -> int:
 def _run(args: argparse.Namespace) -> int:
     handlers = REGISTRY[args.task]
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
+    refuse_same_file(args.out, [v for k, v in vars(args).items() if k != "out" and isinstance(v, Path)])
     try:
         model = handlers.resolve("load")(args.model).to(device)
         count = _write_rows(handlers.resolve("predict_rows")(model, args), args.out)

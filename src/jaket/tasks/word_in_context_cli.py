@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import ConfigDict
 
 from jaket.model.device import resolve_device
-from jaket.output import human_stream, print_json
+from jaket.output import check_run_folder, human_stream, print_json
 from jaket.tasks.config import dump_task_config, flag_values, load_task_config
 from jaket.tasks.settings import WordInContextConfig
 from jaket.tasks.tracking import check_trackers
@@ -134,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
     if args.print_config:
         print(dump_task_config(job), end="")
         return 0
+    out = args.out or Path("runs") / "word-in-context"
+    check_run_folder(out, args.overwrite)  # an earlier run's folder is refused before any work
     # --help: the task (torch, the model) is imported when it runs
     from jaket.tasks import word_in_context as wic
     from jaket.tasks.wic_data import load_pairs, wordnet_pairs  # --help: reads WordNet
@@ -147,7 +149,6 @@ def run(args: argparse.Namespace) -> int:
         train, evaluation = wordnet_pairs(kg, job.data.wordnet_pairs, job.data.data_seed)
         info = {"train": f"{len(train)} WordNet-derived pairs", "eval": f"{len(evaluation)} WordNet-derived pairs"}
     info.update(train_pairs=len(train), eval_pairs=len(evaluation))
-    out = args.out or Path("runs") / "word-in-context"
     results = wic.run_word_in_context(train, evaluation, job, kg if needs_kg else None, out,
                                       save_dir=None if args.evaluate else out / "model", device=device,
                                       log_with=args.log_with, data_info=info)
