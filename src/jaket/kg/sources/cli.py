@@ -6,6 +6,8 @@
     jaket kg build synthetic --entities N --triples T --out DIR [--relations P] [--seed S]
     jaket kg import wn18rr SRC_DIR --out DIR
     jaket kg import rdf FILE --out DIR [--format turtle]
+    jaket kg import owl FILE --out DIR [--lang en] [--category-depth N] [--category-root IRI] [--keep-axioms]
+    jaket kg import obo FILE --out DIR [--category-depth N] [--category-root ID]
     jaket kg import pykeen {umls,nations,kinships} --out DIR
     jaket kg import wikidata5m SRC_DIR --out DIR [--setting transductive|inductive|all]
 
@@ -139,6 +141,17 @@ def _import_rdf(args: argparse.Namespace) -> int:
                   format=args.format)
 
 
+def _import_owl(args: argparse.Namespace) -> int:
+    return _build(args.out, "OWL", "parsing", "owl", overwrite=args.overwrite, file=args.file, format=args.format,
+                  lang=args.lang, category_depth=args.category_depth, category_root=args.category_root,
+                  keep_axioms=args.keep_axioms)
+
+
+def _import_obo(args: argparse.Namespace) -> int:
+    return _build(args.out, "OBO", "parsing", "obo", overwrite=args.overwrite, file=args.file,
+                  category_depth=args.category_depth, category_root=args.category_root)
+
+
 def _import_wikidata5m(args: argparse.Namespace) -> int:
     check_out(args.out, args.overwrite)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -188,6 +201,22 @@ def _out(parser: argparse.ArgumentParser) -> None:
                         help="replace a non-empty --out as a whole (no file of an earlier KG survives)")
 
 
+def _file_format(formats, name: str, description: str) -> argparse.ArgumentParser:
+    """``jaket kg import NAME FILE --out DIR [--overwrite]``."""
+    parser = formats.add_parser(name, help=description)
+    parser.add_argument("file", type=Path, metavar="FILE")
+    _out(parser)
+    return parser
+
+
+def _category_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--category-depth", type=_count, default=None, metavar="N",
+                        help="category = the ancestor class N levels below the root (default: the depth "
+                             "giving the most categories of at least max(2, 1%%) of the entities)")
+    parser.add_argument("--category-root", default=None, metavar="ID",
+                        help="count the depth from this class (IRI or term id; default: the hierarchy's tops)")
+
+
 def register(commands: argparse._SubParsersAction) -> None:
     """Add ``build`` and ``import`` to the ``jaket kg`` subcommands."""
     build = commands.add_parser("build", help="build a KG directory: WordNet 3.0 (embedded) or synthetic")
@@ -223,12 +252,25 @@ def register(commands: argparse._SubParsersAction) -> None:
     _out(wn18rr)
     wn18rr.set_defaults(func=_import_wn18rr)
 
-    rdf = formats.add_parser("rdf", help="an RDF file (N-Triples, Turtle, RDF/XML, ... via rdflib)")
-    rdf.add_argument("file", type=Path, metavar="FILE")
-    _out(rdf)
+    rdf = _file_format(formats, "rdf", "an RDF file (N-Triples, Turtle, RDF/XML, ... via rdflib)")
     rdf.add_argument("--format", default=None,
                      help="rdflib format name (turtle, nt, xml, n3, json-ld, ...); default: from the extension")
     rdf.set_defaults(func=_import_rdf)
+
+    owl = _file_format(formats, "owl", "an OWL ontology (RDF/XML, Turtle, ...): subClassOf restrictions as "
+                                       "edges, categories from the class hierarchy (docs/data.md)")
+    owl.add_argument("--format", default=None, help="rdflib format name (default: from the extension)")
+    owl.add_argument("--lang", default="en", help="preferred label language (default en; then untagged "
+                                                  "labels, then the IRI's local name)")
+    _category_arguments(owl)
+    owl.add_argument("--keep-axioms", action="store_true",
+                     help="keep disjointWith between classes as edges (left out by default)")
+    owl.set_defaults(func=_import_owl)
+
+    obo = _file_format(formats, "obo", "an OBO ontology (.obo; pip install jaket[obo]): is_a and relationship "
+                                       "edges, definitions, synonyms (docs/data.md)")
+    _category_arguments(obo)
+    obo.set_defaults(func=_import_obo)
 
     wikidata5m = formats.add_parser(
         "wikidata5m", help="a Wikidata5M folder (entity, relation and description files, triple splits; "

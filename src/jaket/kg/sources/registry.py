@@ -37,6 +37,8 @@ from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import CORPUS, load_corpus, load_kg
 from jaket.kg.readers import index_triples, read_split, read_triples
 from jaket.kg.sources.pykeen_datasets import load_pykeen_dataset, read_splits
+from jaket.kg.sources.obo import load_obo
+from jaket.kg.sources.owl import load_owl
 from jaket.kg.sources.rdf import load_rdf
 from jaket.kg.sources.synthetic import build_synthetic
 from jaket.kg.sources.wikidata5m import load_wikidata5m
@@ -151,6 +153,20 @@ def _wn18rr(folder: str | Path) -> SourceBundle:
 @register_source("rdf", "an RDF file (N-Triples, Turtle, RDF/XML, ... via rdflib)")
 def _rdf(file: str | Path, format: str | None = None) -> SourceBundle:
     kg, report = load_rdf(file, format)
+    return SourceBundle(kg, None, {}, report)
+
+
+@register_source("owl", "an OWL ontology: class restrictions as edges, categories from the class hierarchy")
+def _owl(file: str | Path, format: str | None = None, lang: str = "en", category_depth: int | None = None,
+         category_root: str | None = None, keep_axioms: bool = False) -> SourceBundle:
+    kg, report = load_owl(file, format, lang=lang, category_depth=category_depth, category_root=category_root,
+                          keep_axioms=keep_axioms)
+    return SourceBundle(kg, None, {}, report)
+
+
+@register_source("obo", "an OBO ontology (.obo, through pronto): is_a and relationship edges, definitions")
+def _obo(file: str | Path, category_depth: int | None = None, category_root: str | None = None) -> SourceBundle:
+    kg, report = load_obo(file, category_depth=category_depth, category_root=category_root)
     return SourceBundle(kg, None, {}, report)
 
 
