@@ -56,6 +56,16 @@ class DemoConfig:
     device: str = "cpu"  # where pre-training and fine-tuning run (`--device`)
 
     @classmethod
+    def small(cls, **overrides) -> "DemoConfig":
+        """The demo until 2026-11-26 (``--protocol small``; the protocol of docs/results.md's demo-ec
+        runs): 3,000 synsets, 30% held out, the embedded pre-training unchanged, LM only / LM+G+M /
+        JAKET with every classifier from scratch, 100% and 5% of the labels."""
+        base = dict(max_entities=3000, heldout_fraction=0.3, pretrain_overrides=(), train_fractions=(1.0, 0.05),
+                    variants=("lm", "lm+g+m", "jaket"), head_init="fresh")
+        base.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**base)
+
+    @classmethod
     def quick(cls, **overrides) -> "DemoConfig":
         base = dict(max_entities=300, heldout_fraction=0.3, pretrain_steps=4, seeds=2, epochs=15,
                     train_fractions=(1.0, 0.05), variants=("lm", "lm+g+m", "jaket"))
@@ -69,12 +79,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("runs/demo"))
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    parser.add_argument("--protocol", choices=["default", "small"], default="default",
+                        help="small: the demo until 2026-11-26 (3,000 synsets, 30%% held out, every classifier "
+                             "from scratch; the demo-ec runs of docs/results.md)")
     parser.add_argument("--encoder", type=Path, help="base encoder folder (default: bundled MiniLM)")
     parser.add_argument("--model", type=Path, help="skip pre-training, use this pre-trained model folder")
     parser.add_argument("--max-entities", type=int)
     parser.add_argument("--pretrain-steps", type=int)
     parser.add_argument("--seeds", type=int)
     parser.add_argument("--epochs", type=int)
+    parser.add_argument("--head-init", choices=["category", "fresh"],
+                        help="JAKET's classifier from the pre-trained category head (default) or from scratch "
+                             "(the paper's protocol)")
     add_device_argument(parser)
     parser.set_defaults(func=_main)
 
@@ -82,9 +98,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _main(args) -> int:
     overrides = dict(out=args.out, encoder=args.encoder, model=args.model, max_entities=args.max_entities,
                      pretrain_steps=args.pretrain_steps, seeds=args.seeds, epochs=args.epochs,
+                     head_init=args.head_init,
                      device=str(resolve_device(args.device)))
     if args.quick:
         config = DemoConfig.quick(**overrides)
+    elif args.protocol == "small":
+        config = DemoConfig.small(**overrides)
     else:
         config = DemoConfig(**{k: v for k, v in overrides.items() if v is not None})
     try:
