@@ -13,6 +13,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see jaket.paths.thread_en
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ["JAKET_CACHE"] = "off"  # the memory cache is tested where it is switched on (tests/model)
+if Path("/sys/class/net/lo").exists():
+    # gloo (the CPU process groups of tests/train) binds the interface the host name resolves to
+    # unless told; in a sandbox that name may resolve to an address no peer can reach, and the
+    # rendezvous then waits for its 30-minute timeout (a CI run was cut there): the loopback
+    # interface always works for processes on one machine
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
 
 #: where the ``gpu``-marked tests run: ``JAKET_TEST_DEVICE=cuda`` (benchmarks/gpu_check.py on a GPU
 #: machine) runs them there for real; by default they run on the CPU through the strict fake device
