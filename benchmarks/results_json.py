@@ -39,6 +39,7 @@ TASK_RUNS = {
     "sense_linking_reference_wic": "sense-linking/reference-wic/metrics.json",
     "sense_linking_reference_wic_homonyms": "sense-linking/homonyms/metrics.json",
     "sense_linking_reference_wic_homonyms_step_600": "sense-linking/homonyms-600/metrics.json",
+    "sense_linking_reference_wic_lm_lr_2e-5": "sense-linking/lmlr2e5/metrics.json",
 }
 
 #: results.json key -> metrics.json of a word-in-context run whose baselines (the frozen base
@@ -63,6 +64,10 @@ PRETRAINING_RUNS = {
         "reference-wic-homonyms", "jaket pretrain --config configs/pretrain-wordnet.yaml --exclude-texts "
         "../shared/data/wic/train.data.txt ../shared/data/wic/dev.data.txt ../shared/data/wic/test.data.txt "
         "--set tasks.entity_homonym_negatives=16 --out runs/reference-wic-homonyms"),
+    "pretraining_wic_excluded_lm_lr_2e-5": (
+        "reference-wic-lmlr2e5", "jaket pretrain --config configs/pretrain-wordnet.yaml --exclude-texts "
+        "../shared/data/wic/train.data.txt ../shared/data/wic/dev.data.txt ../shared/data/wic/test.data.txt "
+        "--set optim.lm_lr=2e-5 --bf16 --out runs/reference-wic-lmlr2e5"),
 }
 
 #: results.json key -> table.json of ``benchmarks.seed_tables`` (per-seed runs joined and paired)
@@ -75,6 +80,7 @@ SEED_TABLES = {
     "word_in_context_wic_dev_table_against_lmgm": "wic/table-lmgm/table.json",
     "word_in_context_wic_dev_homonyms_table": "wic/table-homonyms/table.json",
     "word_in_context_wic_dev_sense_fusion_first_table": "wic/table-first/table.json",
+    "word_in_context_wic_dev_lm_lr_2e-5_table": "wic/table-lmlr2e5/table.json",
 }
 
 
