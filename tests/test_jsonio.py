@@ -89,3 +89,34 @@ def test_texts_fewrel_model_and_task_files(kg_dir, tiny_bert_dir, tmp_path, caps
     (folder / "task.json").write_text(DEEP)
     with pytest.raises(FinetunedFormatError, match="task.json:1: invalid JSON: nested deeper"):
         read_task_config(folder)
+
+
+def test_a_key_given_twice_is_refused_not_silently_overwritten(kg_dir, capsys):
+    with pytest.raises(JSONInputError, match="the key 'name' appears twice in one object"):
+        decode('{"id": "a", "name": "first", "name": "second"}')
+    with open(kg_dir / "entities.jsonl", "a", encoding="utf-8") as handle:
+        handle.write('{"id": "dup", "name": "x", "description": "y", "description": "z"}\n')
+    assert main(["kg", "validate", str(kg_dir)]) == 1
+    assert "the key 'description' appears twice in one object" in _err(capsys)
+
+
+def test_validate_names_what_loads_but_means_little(kg_dir, capsys):
+    """Issue #27: a NUL in an id is an error; an empty name, no triple, and a corpus without any
+    mention are warnings (the KG loads: `kg validate` agrees with the loader)."""
+    from jaket.kg.io import load_kg
+
+    lines = (kg_dir / "entities.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    (kg_dir / "entities.jsonl").write_text("\n".join(
+        [json.dumps({**first, "name": ""})] + lines[1:]) + "\n")
+    (kg_dir / "triples.tsv").write_text("")
+    rows = [json.loads(line) for line in (kg_dir / "corpus.jsonl").read_text().splitlines()]
+    (kg_dir / "corpus.jsonl").write_text("".join(json.dumps({"text": r["text"], "mentions": []}) + "\n" for r in rows))
+    assert main(["kg", "validate", str(kg_dir)]) == 0
+    said = _err(capsys)
+    assert f"entities.jsonl:1: warning: entity {first['id']!r} has an empty name" in said
+    assert "triples.tsv: warning: no triple" in said and "corpus.jsonl: warning: no mention in any text" in said
+    assert load_kg(kg_dir).entity_names[0] == ""
+    (kg_dir / "entities.jsonl").write_text("\n".join([json.dumps({**first, "id": "a\u0000b"})] + lines[1:]) + "\n")
+    assert main(["kg", "validate", str(kg_dir)]) == 1
+    assert "contains a tab, a line break or a NUL" in _err(capsys)

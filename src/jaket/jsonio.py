@@ -3,7 +3,8 @@
 Python's ``json`` accepts what no reader of ours can use: nesting deep enough to exhaust the
 interpreter's recursion (``RecursionError``, a traceback), strings of any length, and lone
 surrogates (``"\\ud800"``: JSON's escapes allow them, UTF-8 cannot hold them, so the tokenizer or
-any later write fails far from the file). :func:`decode` refuses each of these with one message
+any later write fails far from the file), and a key given twice in one object (the last would win
+silently). :func:`decode` refuses each of these with one message
 (:class:`JSONInputError`; the caller adds ``path:line``), and :func:`quote` cuts a long value
 quoted in a message. The limits are documented in docs/reliability.md.
 """
@@ -46,12 +47,24 @@ def decode(text: str) -> Any:
     if len(text) > MAX_CHARS:
         raise JSONInputError(f"{len(text):,} characters, more than the {MAX_CHARS:,} a JSON text may have")
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as error:
         raise JSONInputError(f"invalid JSON: {error.msg} (column {error.colno})", error.lineno) from None
     except RecursionError:
         raise JSONInputError(f"invalid JSON: nested deeper than {MAX_DEPTH} levels") from None
     check(value)
+    return value
+
+
+def _unique_keys(pairs: list) -> dict:
+    """An object's pairs as a dict, refusing a key given twice (plain ``json`` keeps the last
+    silently: a record would lose a value without a word)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise JSONInputError(f"invalid JSON: the key {quote(twice)} appears twice in one object "
+                             "(which value was meant?)")
     return value
 
 

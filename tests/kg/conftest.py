@@ -50,7 +50,7 @@ _BPE_TRAINING_TEXT = [
     "the sun is the star at the center of the solar system", "snowboarding is unbelievable",
 ]
 
-_ID_ALPHABET = st.characters(blacklist_characters="\t\n\r", blacklist_categories=("Cs",))
+_ID_ALPHABET = st.characters(blacklist_characters="\t\n\r\x00", blacklist_categories=("Cs",))
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 
 

@@ -102,7 +102,7 @@ def _check_ids(ids: Sequence[str], what: str) -> None:
     seen: set[str] = set()
     for value in ids:
         if not value or any(c in value for c in FORBIDDEN_IN_IDS):
-            raise ValueError(f"{what} id {value!r} is empty or contains a tab or line break")
+            raise ValueError(f"{what} id {value!r} is empty or contains a tab, a line break or a NUL")
         if value in seen:
             raise ValueError(f"duplicate {what} id {value!r}")
         seen.add(value)

@@ -24,7 +24,7 @@ TRIPLES = "triples.tsv"
 CORPUS = "corpus.jsonl"
 #: the files every KG directory has (the compiled cache is keyed by them)
 SOURCES = (ENTITIES, RELATIONS, TRIPLES)
-FORBIDDEN_IN_IDS = ("\t", "\n", "\r")
+FORBIDDEN_IN_IDS = ("\t", "\n", "\r", "\0")
 
 
 def string_field(record: dict, key: str, path: Path, number: int, problems: list[Problem],
@@ -44,7 +44,7 @@ def string_field(record: dict, key: str, path: Path, number: int, problems: list
             return None
         if any(c in value for c in FORBIDDEN_IN_IDS):
             problems.append(Problem(str(path), number,
-                                    f"id {value!r} contains a tab or line break (not allowed in ids)"))
+                                    f"id {value!r} contains a tab, a line break or a NUL (not allowed in ids)"))
             return None
     return value
 
@@ -88,12 +88,12 @@ def _parse_entities(path: Path, problems: list[Problem]):
             continue
         entity_id, name, description = record.get("id"), record.get("name"), record.get("description")
         category, alias_list = record.get("category"), record.get("aliases", _NO_ALIASES)
-        if (type(entity_id) is str and type(name) is str and type(description) is str and description
+        if (type(entity_id) is str and type(name) is str and name and type(description) is str and description
                 and (category is None or (type(category) is str and category))
                 and (alias_list is _NO_ALIASES or (type(alias_list) is list
                                                    and all(type(a) is str for a in alias_list)))) \
                 and entity_id and "\t" not in entity_id and "\n" not in entity_id \
-                and "\r" not in entity_id and entity_id not in first_line:
+                and "\r" not in entity_id and "\0" not in entity_id and entity_id not in first_line:
             first_line[entity_id] = number  # fast path: a well-formed new entity
             ids.append(entity_id)
             names.append(name)
@@ -114,6 +114,9 @@ def _parse_entities(path: Path, problems: list[Problem]):
             problems.append(Problem(str(path), number, "field 'aliases' must be a list of strings"))
         if not _admit("entity", entity_id, description, first_line, before, path, number, problems):
             continue
+        if name == "":
+            problems.append(Problem(str(path), number, f"entity {entity_id!r} has an empty name (no text to "
+                                                        "link it by; its description still embeds it)", "warning"))
         ids.append(entity_id)
         names.append(name)
         descriptions.append(description)
@@ -306,9 +309,22 @@ def parse_dir(directory: Path, with_corpus: bool) -> tuple[KnowledgeGraph | None
 
 
 def validate_kg_dir(directory) -> list[Problem]:
-    """Every problem of a KG directory (errors and warnings), in file then line order."""
+    """Every problem of a KG directory (errors and warnings), in file then line order. Beside what
+    loading refuses, the warnings name what loads but means little: no entity, no triple, an
+    empty corpus or one without a mention."""
     directory = Path(directory)
-    _, _, problems = parse_dir(directory, with_corpus=True)
+    kg, corpus, problems = parse_dir(directory, with_corpus=True)
+    if kg is not None:
+        if kg.num_entities == 0:
+            problems.append(Problem(str(directory / ENTITIES), None, "no entity: nothing to embed or classify "
+                                    "(pre-training refuses it)", "warning"))
+        if kg.num_triples == 0:
+            problems.append(Problem(str(directory / TRIPLES), None, "no triple: the knowledge module has no "
+                                    "edge and relation prediction no example", "warning"))
+    if corpus is not None and (len(corpus) == 0 or corpus.num_mentions == 0):
+        problems.append(Problem(str(directory / CORPUS), None,
+                                "no text" if len(corpus) == 0 else "no mention in any text: masked entity "
+                                "prediction has no example (jaket link adds them)", "warning"))
     order = {name: i for i, name in enumerate((ENTITIES, RELATIONS, TRIPLES, CORPUS))}
     return sorted(problems, key=lambda p: (order.get(Path(p.path).name, 9), p.path, p.line or 0))
 
