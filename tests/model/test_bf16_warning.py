@@ -41,3 +41,30 @@ def test_cpu_description_names_the_capability():
     assert described["capability"] == torch.backends.cpu.get_cpu_capability()
     assert described["cores"] >= 1 and isinstance(described["avx512_bf16"], bool)
     assert 0 < device_module.bf16_slowdown.__wrapped__(size=32, repeats=1) < 1e4
+
+
+def test_precision_auto_chooses_bf16_only_where_it_is_native(monkeypatch, caplog):
+    """Issue #31: an AVX2-only CPU (bf16 products emulated, measured 63x slower) gets fp32 from
+    --precision auto and a warning for an explicit bf16; a CPU with native bf16 gets bf16."""
+    from jaket.model.device import choose_precision
+
+    _fresh(monkeypatch, 63.0)  # as measured on an AVX2 machine (ATEN_CPU_CAPABILITY=avx2 gives the same)
+    assert choose_precision("auto", "cpu") == "fp32" and choose_precision(None, "cpu") == "fp32"
+    with caplog.at_level(logging.WARNING):
+        assert choose_precision("bf16", "cpu") == "bf16"
+    assert any("63x the float32 time" in r.getMessage() for r in caplog.records)
+    _fresh(monkeypatch, 0.45)  # AVX-512 BF16 / AMX: bf16 faster
+    assert choose_precision("auto", "cpu") == "bf16" and choose_precision("fp32", "cpu") == "fp32"
+    assert choose_precision("auto", "meta") == "fp32"  # neither a CPU nor a GPU: fp32
+    device_module._warn_without_native_bf16.cache_clear()
+
+
+def test_every_command_with_bf16_takes_precision():
+    from jaket.cli import build_parser
+
+    parser = build_parser()
+    for command in (["finetune", "link-prediction"], ["evaluate", "relation-classification"],
+                    ["finetune", "word-in-context"], ["pretrain"]):
+        assert parser.parse_args(command + ["--precision", "auto"]).precision == "auto"
+        assert parser.parse_args(command + ["--bf16"]).precision == "bf16"
+        assert parser.parse_args(command).precision is None

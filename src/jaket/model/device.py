@@ -65,11 +65,53 @@ def add_device_argument(parser: argparse.ArgumentParser) -> None:
                         help="cpu, cuda, cuda:N or mps (default: cuda when a GPU is visible, else cpu)")
 
 
-def add_bf16_argument(parser: argparse.ArgumentParser) -> None:
-    """The shared ``--bf16`` flag of the fine-tuning tasks (see :func:`autocast`)."""
-    parser.add_argument("--bf16", action="store_true",
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+def add_precision_argument(parser: argparse.ArgumentParser, default_help: str = "fp32") -> None:
+    """``--precision auto|fp32|bf16`` and its alias ``--bf16`` (= ``--precision bf16``), both into
+    ``args.precision`` (None when neither is given; :func:`choose_precision` resolves it)."""
+    parser.add_argument("--precision", choices=PRECISIONS, default=None,
                         help="bf16 autocast for the encoder's matrix products (weights, optimizer and scores "
-                             "stay fp32); 2-3x faster on CPUs with AMX / AVX512-BF16, and on GPUs")
+                             "stay fp32), fp32, or auto: bf16 only where the device computes it natively "
+                             "(a GPU with bf16, a CPU whose bf16 products are measured at least as fast as "
+                             f"fp32), else fp32 (default {default_help})")
+    parser.add_argument("--bf16", dest="precision", action="store_const", const="bf16",
+                        help="the same as --precision bf16 (2-3x faster on CPUs with AMX / AVX512-BF16 and "
+                             "on GPUs; many times slower on CPUs without: --precision auto avoids that)")
+
+
+#: the alias kept for the task modules
+add_bf16_argument = add_precision_argument
+
+
+def native_bf16(device: torch.device | str) -> bool:
+    """Whether ``device`` computes bf16 matrix products natively: a CUDA GPU that supports bf16, or
+    a CPU on which a bf16 product measures at least as fast as the float32 one
+    (:func:`bf16_slowdown`; the measurement, not the CPU flags, decides: ``ATEN_CPU_CAPABILITY=avx2``
+    on an AVX-512 BF16 CPU emulates bf16 too). Other devices: False."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
+    if device.type == "cpu":
+        return bf16_slowdown() <= 1.0
+    return False
+
+
+def choose_precision(requested: str | None, device: torch.device | str, default: str = "fp32") -> str:
+    """``"bf16"`` or ``"fp32"`` for a run on ``device``: ``requested`` as given (``bf16`` on a CPU
+    without native bf16 warns once, :func:`autocast`), ``auto`` = bf16 exactly where
+    :func:`native_bf16`; None = ``default``."""
+    requested = requested or default
+    if requested not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {requested!r}")
+    if requested == "auto":
+        chosen = "bf16" if native_bf16(device) else "fp32"
+        log.info("--precision auto: %s on %s", chosen, torch.device(device))
+        return chosen
+    if requested == "bf16" and torch.device(device).type == "cpu":
+        _warn_without_native_bf16()  # once, with the measured ratio, where bf16 is emulated
+    return requested
 
 
 def autocast(device: torch.device | str, bf16: bool):

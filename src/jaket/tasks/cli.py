@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 
 from jaket.kg.sources.registry import build_source
-from jaket.model.device import add_bf16_argument, add_device_argument, resolve_device
+from jaket.model.device import add_bf16_argument, add_device_argument, choose_precision, resolve_device
 from jaket.output import check_run_folder, human_stream, print_json
 from jaket.tasks.entity_classification_cli import add_arguments as add_entity_classification
 from jaket.tasks.fewrel import load_fewrel, merge_fewrel
@@ -344,7 +344,7 @@ def _run_relation_classification(args) -> int:
         seeds=seed_range(args), num_train_relations=args.train_relations,
         drop_overlap=args.drop_overlap, train_steps=args.train_steps, train_way=args.train_way,
         train_shot=args.train_shot, episodes=args.episodes, encoder=args.encoder, pretrained=args.model,
-        bf16=args.bf16)
+        bf16=choose_precision(args.precision, device) == "bf16")
     results = rc.run_relation_classification(data, config, out, train_data=train_data,
                                              save_dir=None if args.evaluate else out / "model", device=device,
                                              log_with=args.log_with)

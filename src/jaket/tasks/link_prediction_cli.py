@@ -21,7 +21,7 @@ from jaket.kg.io import load_kg
 from jaket.kg.readers import read_split
 from jaket.kg.sources.registry import build_source
 from jaket.kg.sources.wn18rr import load_wn18rr
-from jaket.model.device import add_bf16_argument, resolve_device
+from jaket.model.device import add_bf16_argument, choose_precision, resolve_device
 from jaket.output import human_stream
 from jaket.tasks.settings import OBJECTIVES, TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
 from jaket.tasks.tracking import check_trackers
@@ -201,7 +201,8 @@ def run(args: argparse.Namespace) -> int:
         lr=args.lr, km_lr=args.km_lr, train_encoder=args.train_encoder, encoder_lr=args.encoder_lr,
         queue_batches=args.queue_batches, refresh_initial=args.refresh_initial,
         budget_cpu_seconds=args.budget_cpu_seconds, hard_negatives=args.hard_negatives, objective=args.objective,
-        frozen_warmup_steps=args.frozen_warmup_steps, encoder_dropout=args.encoder_dropout, bf16=args.bf16)
+        frozen_warmup_steps=args.frozen_warmup_steps, encoder_dropout=args.encoder_dropout,
+        bf16=choose_precision(args.precision, device) == "bf16")
     save_dir = None if args.evaluate else out / "model"
     results = lp.run_link_prediction(kg, train, evaluation, config, out, save_dir=save_dir, device=device,
                                      log_with=args.log_with)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
-from jaket.model.device import resolve_device
+from jaket.model.device import add_precision_argument, choose_precision, resolve_device
 from jaket.output import check_run_folder, human_stream, print_json
 from jaket.tasks.config import dump_task_config, flag_values, load_task_config
 from jaket.tasks.settings import WordInContextConfig
@@ -82,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--batch-size", type=int, metavar="N", help=f"pairs per step (default {defaults.batch_size})")
     parser.add_argument("--sense-fusion", choices=("attention", "first", "none"),
                         help=f"how the KM settings fuse the target's senses (default {defaults.sense_fusion})")
-    parser.add_argument("--bf16", action="store_true", default=None, help="bf16 autocast")
+    add_precision_argument(parser, default_help="the config's bf16")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.set_defaults(seeds=None, func=run, evaluate=evaluate)
 
@@ -106,13 +106,15 @@ def predict_rows(finetuned, args: argparse.Namespace):
 
 #: flag destination -> config key (flags win over the file and --set)
 _FLAG_KEYS = {"train": "data.train", "eval": "data.eval", "kg": "data.kg", "epochs": "epochs", "lr": "lr",
-              "batch_size": "batch_size", "sense_fusion": "sense_fusion", "bf16": "bf16", "model": "pretrained",
+              "batch_size": "batch_size", "sense_fusion": "sense_fusion", "model": "pretrained",
               "encoder": "encoder", "km_layers": "km_layers", "km_heads": "km_heads"}
 
 
 def job_from_args(args: argparse.Namespace) -> WordInContextJob:
     """The typed job the flags describe (file < --set < flags); ``ValueError`` names the bad key."""
     values = flag_values(args, _FLAG_KEYS)
+    if getattr(args, "precision", None) is not None:  # --precision / --bf16 win over the file's bf16
+        values["bf16"] = choose_precision(args.precision, resolve_device(args.device)) == "bf16"
     job = load_task_config(WordInContextJob, args.config, list(args.overrides), values, what="word-in-context")
     variants = job.variants
     if "jaket" in variants and job.pretrained is None:

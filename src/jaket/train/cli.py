@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from jaket.errors import UsageError
-from jaket.model.device import add_device_argument, resolve_device
+from jaket.model.device import add_device_argument, add_precision_argument, choose_precision, resolve_device
 from jaket.output import print_json
 from jaket.train.config import dump_config, load_config
 
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/pretrain"), help="output directory")
     parser.add_argument("--steps", type=int, help="shortcut for --set steps=N")
     parser.add_argument("--seed", type=int, help="shortcut for --set seed=N")
-    parser.add_argument("--bf16", action="store_true", help="bf16 autocast (bf16=true)")
+    add_precision_argument(parser, default_help="the config's mixed_precision")
     parser.add_argument("--relation-memory", action="store_true",
                         help="use the relation context memory during pre-training "
                              "(model.use_relation_memory=true; paper: off)")
@@ -93,8 +93,9 @@ def config_from_args(args: argparse.Namespace):
         values["steps"] = args.steps
     if args.seed is not None:
         values["seed"] = args.seed
-    if args.bf16:
-        values["bf16"] = True
+    if args.precision is not None:  # --precision auto|fp32|bf16, --bf16
+        chosen = choose_precision(args.precision, resolve_device(args.device))
+        values.update({"bf16": True} if chosen == "bf16" else {"bf16": False, "mixed_precision": "no"})
     if args.relation_memory:
         values["model.use_relation_memory"] = True
     return load_config(args.config, list(args.overrides), values)
