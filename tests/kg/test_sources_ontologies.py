@@ -49,6 +49,8 @@ def test_names_descriptions_and_categories():
     assert kg.entity_descriptions[bicycle] == ("Bicycle: a vehicle; has part wheel; has part (only) wheel, saddle; "
                                                "made in italy")
     assert report["descriptions_generated"] == len(kg.entity_ids) - 2
+    only_skos, _ = load_owl(FIXTURES / "shop.ttl", definitions=("http://www.w3.org/2004/02/skos/core#definition",))
+    assert only_skos.entity_descriptions[wheel] == "Wheel: a part"  # IAO not read: generated from its edges
     category = {kg.entity_names[i]: kg.category_names[c] for i, c in enumerate(kg.entity_category) if c >= 0}
     assert category["Bicycle"] == category["Vehicle"] == "Vehicle" and category["Wheel"] == "Part"
     assert "Italy" not in category and "Product" not in category  # above depth 1: no category

@@ -144,7 +144,7 @@ def _import_rdf(args: argparse.Namespace) -> int:
 def _import_owl(args: argparse.Namespace) -> int:
     return _build(args.out, "OWL", "parsing", "owl", overwrite=args.overwrite, file=args.file, format=args.format,
                   lang=args.lang, category_depth=args.category_depth, category_root=args.category_root,
-                  keep_axioms=args.keep_axioms)
+                  keep_axioms=args.keep_axioms, definitions=args.definitions)
 
 
 def _import_obo(args: argparse.Namespace) -> int:
@@ -263,6 +263,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     owl.add_argument("--lang", default="en", help="preferred label language (default en; then untagged "
                                                   "labels, then the IRI's local name)")
     _category_arguments(owl)
+    owl.add_argument("--definitions", type=lambda text: tuple(x.strip() for x in text.split(",") if x.strip()),
+                     default=None, metavar="IRI,...",
+                     help="the annotation properties read as descriptions, in order (default skos:definition, "
+                          "IAO:0000115, rdfs:comment)")
     owl.add_argument("--keep-axioms", action="store_true",
                      help="keep disjointWith between classes as edges (left out by default)")
     owl.set_defaults(func=_import_owl)

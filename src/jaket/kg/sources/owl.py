@@ -89,10 +89,10 @@ def _lang_pick(literals, lang: str) -> tuple[str | None, list[str]]:
 class _Ontology:
     """The parts of an rdflib graph the mapping reads."""
 
-    def __init__(self, graph, lang: str):
+    def __init__(self, graph, lang: str, definitions: tuple[str, ...] = DEFINITIONS):
         from rdflib import BNode, URIRef
 
-        self.graph, self.lang = graph, lang
+        self.graph, self.lang, self.definitions = graph, lang, tuple(definitions)
         self.BNode, self.URIRef = BNode, URIRef
         self.classes = {str(c) for c in graph.subjects(URIRef(RDF + "type"), URIRef(OWL + "Class"))
                         if isinstance(c, URIRef)} - {OWL + "Thing"}
@@ -123,7 +123,7 @@ class _Ontology:
         return name, aliases, best is not None
 
     def definition(self, iri: str) -> str | None:
-        for predicate in DEFINITIONS:
+        for predicate in self.definitions:
             best, others = _lang_pick(self.literals(iri, (predicate,)), self.lang)
             if best is not None:
                 return best
@@ -233,10 +233,13 @@ def _categories(entities: list[str], parents: dict[str, str], instance_class: di
 
 
 def load_owl(path, fmt: str | None = None, lang: str = "en", category_depth: int | None = None,
-             category_root: str | None = None, keep_axioms: bool = False) -> tuple[KnowledgeGraph, dict]:
-    """``(KnowledgeGraph, report)`` of an OWL ontology (mapping in the module docstring)."""
+             category_root: str | None = None, keep_axioms: bool = False,
+             definitions: tuple[str, ...] | None = None) -> tuple[KnowledgeGraph, dict]:
+    """``(KnowledgeGraph, report)`` of an OWL ontology (mapping in the module docstring);
+    ``definitions``: the annotation properties read as descriptions, in order (default
+    :data:`DEFINITIONS`)."""
     path = Path(path)
-    onto = _Ontology(parse_rdf(path, fmt), lang.lower())
+    onto = _Ontology(parse_rdf(path, fmt), lang.lower(), definitions or DEFINITIONS)
     counts: Counter = Counter()
     edges = _edges(onto, keep_axioms, counts)
     entity_ids = sorted(onto.classes | onto.individuals)

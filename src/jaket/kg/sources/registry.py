@@ -158,9 +158,10 @@ def _rdf(file: str | Path, format: str | None = None) -> SourceBundle:
 
 @register_source("owl", "an OWL ontology: class restrictions as edges, categories from the class hierarchy")
 def _owl(file: str | Path, format: str | None = None, lang: str = "en", category_depth: int | None = None,
-         category_root: str | None = None, keep_axioms: bool = False) -> SourceBundle:
+         category_root: str | None = None, keep_axioms: bool = False,
+         definitions: tuple[str, ...] | None = None) -> SourceBundle:
     kg, report = load_owl(file, format, lang=lang, category_depth=category_depth, category_root=category_root,
-                          keep_axioms=keep_axioms)
+                          keep_axioms=keep_axioms, definitions=definitions)
     return SourceBundle(kg, None, {}, report)
 
 
