@@ -145,6 +145,11 @@ def test_predict_says_why_nothing_is_unlabelled_and_what_to_pass(small_kg, kg_di
     assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir),
                  "--all"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 36
+    head = out / "model" / "head.safetensors"  # issue #27: a truncated head is one clean line
+    head.write_bytes(head.read_bytes()[:40])
+    assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir)]) == 1
+    err = capsys.readouterr().err
+    assert f"{head}: not a readable safetensors file" in err and "Traceback" not in err
 
 
 def test_labels_from_files_and_the_jaket_setting(small_kg, tiny_jaket_dir, tmp_path, capsys):

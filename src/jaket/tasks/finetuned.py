@@ -122,7 +122,11 @@ def read_finetuned(directory, task: str | None = None) -> FinetunedFolder:
     if not head_path.is_file():
         raise FinetunedFormatError(f"{head_path}: missing (the task head's weights)")
     backbone = JaketModel.from_pretrained(directory / BACKBONE_DIR, load_memory=False)
-    return FinetunedFolder(data, backbone, load_file(str(head_path)))
+    try:
+        head = load_file(str(head_path))
+    except Exception as error:  # safetensors' own SafetensorError (truncated, not safetensors), OSError
+        raise FinetunedFormatError(f"{head_path}: not a readable safetensors file ({error})") from None
+    return FinetunedFolder(data, backbone, head)
 
 
 def prediction_memory(backbone: Backbone, kg: KnowledgeGraph, settings: dict) -> FrozenMemory:
