@@ -86,3 +86,7 @@ def test_the_model_card_says_what_the_model_is(folder, tiny_bert_dir):
     config = json.loads((folder / "config.json").read_text())
     assert str(tiny_bert_dir) in card and f"{config['num_categories']} categories" in card
     assert "memory of 40 entity descriptions" in card and '"steps": 7' in card
+    from transformers import AutoModelForMaskedLM  # what the card says about encoder/ holds
+
+    _, info = AutoModelForMaskedLM.from_pretrained(folder / "encoder", output_loading_info=True)
+    assert "AutoModelForMaskedLM" in card and not info["missing_keys"] and not info["unexpected_keys"]

@@ -81,8 +81,11 @@ def model_card_text(config: dict, memory_rows: int | None, details: dict | None 
              f"base_model: {json.dumps(str(encoder))}" if "/" in str(encoder) and not Path(str(encoder)).is_absolute()
              else None, "---", "", "# A JAKET model (joint knowledge graph and language model pre-training)", "",
              "Load it with `JaketModel.from_pretrained(folder)` or, after `import jaket.model.jaket`, with "
-             "`transformers.AutoModel.from_pretrained(folder)`; `encoder/` is the language module alone, a "
-             "plain Transformers masked-LM folder.", "",
+             "`transformers.AutoModel.from_pretrained(folder)`. `encoder/` is the language module alone, a "
+             "plain Transformers masked-LM folder: `AutoModelForMaskedLM.from_pretrained(folder + '/encoder')` "
+             "loads every weight with none missing or left over; `AutoModel` loads the encoder without "
+             "its MLM head (whose keys it reports unused) and starts the pooler, which JAKET never "
+             "trains, at random.", "",
              "| | |", "|---|---|",
              f"| base encoder | {encoder} |",
              f"| LM1 layers / knowledge module | {config.get('lm1_layers')} / {config.get('km_layers')} layers, "
