@@ -120,3 +120,13 @@ def test_validate_names_what_loads_but_means_little(kg_dir, capsys):
     (kg_dir / "entities.jsonl").write_text("\n".join([json.dumps({**first, "id": "a\u0000b"})] + lines[1:]) + "\n")
     assert main(["kg", "validate", str(kg_dir)]) == 1
     assert "contains a tab, a line break or a NUL" in _err(capsys)
+
+
+def test_a_huge_identifier_is_cut_in_the_message(kg_dir, capsys):
+    """Issue #27: a 1 MB id in triples.tsv is quoted as its first 80 characters and its length."""
+    first = (kg_dir / "triples.tsv").read_text().splitlines()[0].split("\t")
+    with open(kg_dir / "triples.tsv", "a", encoding="utf-8") as handle:
+        handle.write(f"{first[0]}\t{first[1]}\t{'x' * 1_000_000}\n")
+    assert main(["kg", "validate", str(kg_dir)]) == 1
+    line = next(l for l in _err(capsys).splitlines() if "unknown tail" in l or "unknown" in l)
+    assert len(line) < 400 and "(1,000,000 characters)" in line

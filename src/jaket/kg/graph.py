@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from jaket.jsonio import quote
+
 
 def name_key(name: str) -> str:
     """How names and aliases are compared as words: lower case, runs of spaces and underscores as
@@ -190,7 +192,7 @@ class KnowledgeGraph:
         try:
             return self._entity_lookup[entity_id]
         except KeyError:
-            raise KeyError(f"unknown entity id {entity_id!r}") from None
+            raise KeyError(f"unknown entity id {quote(entity_id)}") from None
 
     def entity_indices(self, entities) -> np.ndarray:
         """Dense int64 indices of ``entities``: entity ids (strings, e.g. ``["py", "rust"]``),
@@ -215,10 +217,10 @@ class KnowledgeGraph:
             try:
                 return self.entity_index(entity)
             except KeyError:
-                raise ValueError(f"unknown entity id {entity!r}: not an id of this KG's "
+                raise ValueError(f"unknown entity id {quote(entity)}: not an id of this KG's "
                                  f"{self.num_entities} entities") from None
         if isinstance(entity, (bool, np.bool_)) or not isinstance(entity, (int, np.integer)):
-            raise ValueError(f"entity {entity!r}: give an entity id (a string) or an index (an int)")
+            raise ValueError(f"entity {quote(entity)}: give an entity id (a string) or an index (an int)")
         return int(entity)
 
     def relation_index(self, relation_id: str) -> int:
@@ -228,7 +230,7 @@ class KnowledgeGraph:
         try:
             return self._relation_lookup[relation_id]
         except KeyError:
-            raise KeyError(f"unknown relation id {relation_id!r}") from None
+            raise KeyError(f"unknown relation id {quote(relation_id)}") from None
 
     # identity ----------------------------------------------------------------------------
     def fingerprint(self) -> str:

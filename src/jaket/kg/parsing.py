@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.jsonio import quote
 from jaket.kg.corpus import Mention, MentionCorpus
 from jaket.kg.errors import Problem
 from jaket.kg.graph import KnowledgeGraph
@@ -44,7 +45,7 @@ def string_field(record: dict, key: str, path: Path, number: int, problems: list
             return None
         if any(c in value for c in FORBIDDEN_IN_IDS):
             problems.append(Problem(str(path), number,
-                                    f"id {value!r} contains a tab, a line break or a NUL (not allowed in ids)"))
+                                    f"id {quote(value)} contains a tab, a line break or a NUL (not allowed in ids)"))
             return None
     return value
 
@@ -68,7 +69,7 @@ def _admit(kind: str, item_id: str | None, description: str | None, first_line: 
     ``first_line`` (so a triple naming an id defined on a broken line is not reported a second
     time as dangling); an empty description is a warning."""
     if item_id is not None and item_id in first_line:
-        problems.append(Problem(str(path), number, f"duplicate {kind} id {item_id!r} "
+        problems.append(Problem(str(path), number, f"duplicate {kind} id {quote(item_id)} "
                                                     f"(first defined at line {first_line[item_id]})"))
         return False
     if item_id is not None:
@@ -76,7 +77,7 @@ def _admit(kind: str, item_id: str | None, description: str | None, first_line: 
     if len(problems) > problems_before:
         return False
     if description == "":
-        problems.append(Problem(str(path), number, f"{kind} {item_id!r} has an empty description", "warning"))
+        problems.append(Problem(str(path), number, f"{kind} {quote(item_id)} has an empty description", "warning"))
     return True
 
 
@@ -115,7 +116,7 @@ def _parse_entities(path: Path, problems: list[Problem]):
         if not _admit("entity", entity_id, description, first_line, before, path, number, problems):
             continue
         if name == "":
-            problems.append(Problem(str(path), number, f"entity {entity_id!r} has an empty name (no text to "
+            problems.append(Problem(str(path), number, f"entity {quote(entity_id)} has an empty name (no text to "
                                                         "link it by; its description still embeds it)", "warning"))
         ids.append(entity_id)
         names.append(name)
@@ -203,7 +204,7 @@ def _parse_triples(path: Path, entity_index: dict[str, int], relation_index: dic
                 if value not in known:
                     source = RELATIONS if role == "relation" else ENTITIES
                     problems.append(Problem(str(path), number,
-                                            f"unknown {role} id {value!r} (not in {source})"))
+                                            f"unknown {role} id {quote(value)} (not in {source})"))
         if ok:
             rows.append((entity_index[head], relation_index[relation], entity_index[tail]))
     return np.asarray(rows, dtype=np.int32).reshape(-1, 3)
@@ -247,10 +248,10 @@ def parse_corpus(path: Path, entity_index, known_entities: dict[str, int] | None
             except KeyError:
                 if known_entities is None or entity not in known_entities:
                     problems.append(Problem(str(path), number,
-                                            f"{where}: unknown entity id {entity!r}"))
+                                            f"{where}: unknown entity id {quote(entity)}"))
                 else:
                     problems.append(Problem(str(path), number,
-                                            f"{where}: entity {entity!r} is defined on a broken line"))
+                                            f"{where}: entity {quote(entity)} is defined on a broken line"))
                 continue
             spans.append(Mention(start, end, int(index)))
         ordered = sorted(spans, key=lambda s: (s.start, s.end))
