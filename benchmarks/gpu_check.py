@@ -170,6 +170,12 @@ class _Loader:
         self.trainer._batches = None
 
 
+def _loader_steps(trainer, count: int, workers: int | None = None) -> list[float]:
+    """:func:`_timed_steps` fed by the run's loader (``workers``: default the run's own)."""
+    with _Loader(trainer, trainer.data_workers() if workers is None else workers):
+        return _timed_steps(trainer, count)
+
+
 def step_figures(trainer, shape: dict, peak_tflops: float | None) -> dict:
     """The memory's first fill and a refresh (descriptions/s), then timed steps with the run's
     default loader workers: time, tokens/s, MFU."""
@@ -184,9 +190,7 @@ def step_figures(trainer, shape: dict, peak_tflops: float | None) -> dict:
     trainer.refresh_memory()  # a refresh with momentum (Eq. 12)
     _sync(trainer.device)
     refresh = time.perf_counter() - began
-    with _Loader(trainer, trainer.data_workers()):
-        _timed_steps(trainer, shape["warmup"])
-        times = _timed_steps(trainer, shape["steps"])
+    times = _loader_steps(trainer, shape["warmup"] + shape["steps"])[shape["warmup"]:]
     step = statistics.median(times)
     language = trainer.model.language.config
     hidden, vocab = language.hidden_size, language.vocab_size
@@ -264,8 +268,7 @@ def memory_figures(trainer, shape: dict, memory_step: float) -> dict:
     trainer.on_the_fly_descriptions = True
     trainer.description_seconds = 0.0
     try:
-        with _Loader(trainer, trainer.data_workers()):
-            times = _timed_steps(trainer, shape["slow_steps"])
+        times = _loader_steps(trainer, shape["slow_steps"])
     finally:
         trainer.on_the_fly_descriptions = False
     slow = statistics.median(times)
@@ -286,8 +289,7 @@ def host_memory_figures(trainer, shape: dict, memory_step: float) -> dict:
     try:
         trainer.refresh_memory()
         difference = float((memory.entities.to(on_device.device) - on_device).abs().max())
-        with _Loader(trainer, trainer.data_workers()):
-            times = _timed_steps(trainer, shape["steps"])
+        times = _loader_steps(trainer, shape["steps"])
     finally:
         memory.entities = on_device
     step = statistics.median(times)
@@ -493,8 +495,8 @@ def main(argv: list[str] | None = None) -> int:
         attempt("memory", lambda: memory_figures(trainer, shape, memory_step))
         attempt("host", lambda: host_memory_figures(trainer, shape, memory_step))
         attempt("workers", lambda: worker_figures(trainer, shape))
+    trainer = None  # the paper-shape model leaves the GPU before the launchers start theirs
     built.clear()
-    del trainer
     if device == "cuda":
         torch.cuda.empty_cache()
     attempt("launchers", lambda: launcher_figures(build(work / "tiny", SHAPES["tiny"], True), work, device))

@@ -60,17 +60,19 @@ class DemoConfig:
         """The demo until 2026-11-26 (``--protocol small``; the protocol of docs/results.md's demo-ec
         runs): 3,000 synsets, 30% held out, the embedded pre-training unchanged, LM only / LM+G+M /
         JAKET with every classifier from scratch, 100% and 5% of the labels."""
-        base = dict(max_entities=3000, heldout_fraction=0.3, pretrain_overrides=(), train_fractions=(1.0, 0.05),
-                    variants=("lm", "lm+g+m", "jaket"), head_init="fresh")
-        base.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**base)
+        return cls._with(dict(max_entities=3000, heldout_fraction=0.3, pretrain_overrides=(),
+                              train_fractions=(1.0, 0.05), variants=("lm", "lm+g+m", "jaket"),
+                              head_init="fresh"), overrides)
 
     @classmethod
     def quick(cls, **overrides) -> "DemoConfig":
-        base = dict(max_entities=300, heldout_fraction=0.3, pretrain_steps=4, seeds=2, epochs=15,
-                    train_fractions=(1.0, 0.05), variants=("lm", "lm+g+m", "jaket"))
-        base.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**base)
+        return cls._with(dict(max_entities=300, heldout_fraction=0.3, pretrain_steps=4, seeds=2, epochs=15,
+                              train_fractions=(1.0, 0.05), variants=("lm", "lm+g+m", "jaket")), overrides)
+
+    @classmethod
+    def _with(cls, base: dict, overrides: dict) -> "DemoConfig":
+        """A preset ``base`` with the options the command line gave (None: not given)."""
+        return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

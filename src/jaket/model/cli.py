@@ -35,6 +35,15 @@ from jaket.model.device import add_device_argument, resolve_device
 from jaket.output import print_json, refuse_same_file
 
 
+#: the files ``embed --texts`` writes beside ``OUT`` (and ``OUT.text-vectors.FORMAT``)
+TEXT_OUTPUTS = ("tokens.npy", "mentions.jsonl", "texts.jsonl")
+
+
+def beside(out: Path, suffix: str) -> Path:
+    """``OUT.suffix``: a file written next to the main output."""
+    return out.with_name(f"{out.name}.{suffix}")
+
+
 def unit_rows(array):
     """Each row divided by its L2 norm (a zero row stays zero)."""
     import numpy as np
@@ -87,7 +96,7 @@ def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, laye
     summary = {"entities": kg.num_entities, "dim": int(rows.shape[1]), "layer": layer,
                "normalized": normalize, "format": fmt, "embeddings": str(out)}
     if fmt == "npy":
-        ids_path = out.with_name(out.name + ".ids.json")
+        ids_path = beside(out, "ids.json")
         write_text(ids_path, json.dumps(list(kg.entity_ids)))
         summary["ids"] = str(ids_path)
     return summary
@@ -137,13 +146,13 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
     empty = torch.zeros(0, dim)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_vectors(out, torch.cat(encoding.mention_embeddings or [empty]).numpy(), mentions, fmt, normalize)
-    vectors_path = out.with_name(f"{out.name}.text-vectors.{fmt}")
+    vectors_path = beside(out, f"text-vectors.{fmt}")
     write_vectors(vectors_path, torch.stack(text_vectors).numpy() if text_vectors else empty.numpy(),
                   [{"index": row["index"], "text": row["text"]} for row in text_rows], fmt, normalize)
-    _write_atomic_npy(out.with_name(out.name + ".tokens.npy"),
+    _write_atomic_npy(beside(out, "tokens.npy"),
                       torch.cat(encoding.tokens or [empty]).numpy().astype(np.float32))
-    _write_atomic_lines(out.with_name(out.name + ".mentions.jsonl"), mentions)
-    _write_atomic_lines(out.with_name(out.name + ".texts.jsonl"), text_rows)
+    _write_atomic_lines(beside(out, "mentions.jsonl"), mentions)
+    _write_atomic_lines(beside(out, "texts.jsonl"), text_rows)
     return {"texts": len(encoding.texts), "blank_lines_skipped": inputs.blank_lines,
             "mentions": len(mentions), "mentions_cut_by_max_length": encoding.dropped_mentions,
             "tokens": first, "dim": dim, "normalized": normalize, "format": fmt, "embeddings": str(out),
@@ -153,9 +162,8 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
 
 def _run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
-    outputs = [args.out] + ([args.out.with_name(f"{args.out.name}.{suffix}") for suffix in
-                            ("tokens.npy", "mentions.jsonl", "texts.jsonl", f"text-vectors.{args.format}")]
-                           if args.texts is not None else [args.out.with_name(args.out.name + ".ids.json")])
+    suffixes = (TEXT_OUTPUTS + (f"text-vectors.{args.format}",)) if args.texts is not None else ("ids.json",)
+    outputs = [args.out] + [beside(args.out, suffix) for suffix in suffixes]
     for output in outputs:  # none of the files written may be the texts read
         refuse_same_file(output, [args.texts])
     if args.texts is not None:

@@ -81,9 +81,6 @@ def add_precision_argument(parser: argparse.ArgumentParser, default_help: str = 
                              "on GPUs; many times slower on CPUs without: --precision auto avoids that)")
 
 
-#: the alias kept for the task modules
-add_bf16_argument = add_precision_argument
-
 
 def native_bf16(device: torch.device | str) -> bool:
     """Whether ``device`` computes bf16 matrix products natively: a CUDA GPU that supports bf16, or

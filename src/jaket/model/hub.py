@@ -44,7 +44,7 @@ def resolve_folder(name: str | Path, revision: str | None = None, cache_dir: str
     read from the cache when offline (``HF_HUB_OFFLINE=1`` or ``local_files_only``), through
     ``huggingface_hub.snapshot_download``."""
     path = Path(name)
-    if path.exists() or str(name).startswith((".", "/", "~")) or str(name).count("/") != 1:
+    if not _is_repo_id(str(name)):
         return path
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
@@ -71,6 +71,11 @@ def push_folder(folder: Path, repo_id: str, private: bool | None = None, token: 
     return str(api.upload_folder(folder_path=str(folder), repo_id=repo_id, commit_message=commit_message))
 
 
+def _is_repo_id(name: str) -> bool:
+    """``org/model`` naming no local folder: what the Hub's ``base_model`` metadata takes."""
+    return name.count("/") == 1 and not name.startswith((".", "/", "~")) and not Path(name).exists()
+
+
 def model_card_text(config: dict, memory_rows: int | None, details: dict | None = None) -> str:
     """A README.md with the Hub's metadata header: the base encoder, the KG the heads and memory
     were built for, and what the caller knows of how the model was made (``details``: e.g.
@@ -78,8 +83,7 @@ def model_card_text(config: dict, memory_rows: int | None, details: dict | None 
     details = details or {}
     encoder = details.get("base_encoder") or config.get("base_encoder") or "the bundled MiniLM-L6"
     lines = ["---", "library_name: jaket", "tags:", "- jaket", "- knowledge-graph", "- fill-mask",
-             f"base_model: {json.dumps(str(encoder))}" if "/" in str(encoder) and not Path(str(encoder)).is_absolute()
-             else None, "---", "", "# A JAKET model (joint knowledge graph and language model pre-training)", "",
+             f"base_model: {json.dumps(str(encoder))}" if _is_repo_id(str(encoder)) else None, "---", "", "# A JAKET model (joint knowledge graph and language model pre-training)", "",
              "Load it with `JaketModel.from_pretrained(folder)` or, after `import jaket.model.jaket`, with "
              "`transformers.AutoModel.from_pretrained(folder)`. `encoder/` is the language module alone, a "
              "plain Transformers masked-LM folder: `AutoModelForMaskedLM.from_pretrained(folder + '/encoder')` "

@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 
 from jaket.kg.sources.registry import build_source
-from jaket.model.device import add_bf16_argument, add_device_argument, choose_precision, resolve_device
+from jaket.model.device import add_precision_argument, add_device_argument, choose_precision, resolve_device
 from jaket.output import check_run_folder, human_stream, print_json
 from jaket.tasks.entity_classification_cli import add_arguments as add_entity_classification
 from jaket.tasks.fewrel import load_fewrel, merge_fewrel
@@ -176,7 +176,7 @@ def _add_relation_classification_arguments(rc: argparse.ArgumentParser) -> None:
     rc.add_argument("--train-way", type=int, default=3, help="relations per training episode (default 3)")
     rc.add_argument("--train-shot", type=int, default=1, help="supports per relation in training (default 1)")
     rc.add_argument("--episodes", type=int, default=1000, help="evaluation episodes per setting (default 1000)")
-    add_bf16_argument(rc)
+    add_precision_argument(rc)
 
 
 def _add_sense_linking_arguments(parser: argparse.ArgumentParser) -> None:

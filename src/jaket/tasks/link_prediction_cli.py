@@ -21,7 +21,7 @@ from jaket.kg.io import load_kg
 from jaket.kg.readers import read_split
 from jaket.kg.sources.registry import build_source
 from jaket.kg.sources.wn18rr import load_wn18rr
-from jaket.model.device import add_bf16_argument, choose_precision, resolve_device
+from jaket.model.device import add_precision_argument, choose_precision, resolve_device
 from jaket.output import human_stream
 from jaket.tasks.settings import OBJECTIVES, TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
 from jaket.tasks.tracking import check_trackers
@@ -90,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--hard-negatives", type=int, default=d.hard_negatives, metavar="N",
                         help="with --train-encoder: N neighbours of each triple's head or tail (training "
                              f"graph) as extra negatives (default {d.hard_negatives})")
-    add_bf16_argument(parser)
+    add_precision_argument(parser)
     parser.add_argument("--budget-cpu-seconds", type=float, metavar="S",
                         help="with --train-encoder: stop training after S process CPU seconds (memory fills "
                              f"included; default {t['budget_cpu_seconds']:g}; 0 = run every step)")
