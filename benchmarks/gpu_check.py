@@ -135,8 +135,9 @@ def _timed_steps(trainer, count: int) -> list[float]:
 
 
 def make_trainer(paths: dict, shape: dict, device: str, out: Path, precision: str):
+    from jaket.train.build import build_model, load_kg_and_corpus, prepare_data
     from jaket.train.config import load_config
-    from jaket.train.pretrain import Pretrainer, build_model, load_kg_and_corpus, prepare_data
+    from jaket.train.pretrain import Pretrainer
 
     config = load_config(None, [
         "data.source=dir", f"data.max_length={shape['length']}", "data.heldout_fraction=0.01",
@@ -265,16 +266,17 @@ def ratio_figures(trainer, repeats: int = 5) -> dict:
 
 def memory_figures(trainer, shape: dict, memory_step: float) -> dict:
     """Steps that encode every subgraph entity's description on the fly against the memory's."""
-    trainer.on_the_fly_descriptions = True
-    trainer.description_seconds = 0.0
+    from jaket.bench.pretrain import OnTheFlyDescriptions
+
+    trainer.before_forward = on_the_fly = OnTheFlyDescriptions(trainer)
     try:
         times = _loader_steps(trainer, shape["slow_steps"])
     finally:
-        trainer.on_the_fly_descriptions = False
+        trainer.before_forward = None
     slow = statistics.median(times)
     return {"on_the_fly_step_seconds": slow, "memory_step_seconds": memory_step,
             "memory_speedup": slow / memory_step, "paper_memory_speedup": PAPER["memory_speedup"],
-            "description_seconds_per_step": trainer.description_seconds / len(times)}
+            "description_seconds_per_step": on_the_fly.seconds / len(times)}
 
 
 def host_memory_figures(trainer, shape: dict, memory_step: float) -> dict:

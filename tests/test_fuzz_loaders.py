@@ -195,7 +195,8 @@ def checkpoint_run(tiny_bert_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def fresh_trainer(tiny_bert_dir, checkpoint_run):
     from jaket.train.config import load_config
-    from jaket.train.pretrain import Pretrainer, build_model, load_kg_and_corpus, prepare_data
+    from jaket.train.build import build_model, load_kg_and_corpus, prepare_data
+    from jaket.train.pretrain import Pretrainer
 
     config = load_config(CONFIGS / "pretrain-tiny.yaml", ["steps=1", "eval_texts=0"],
                          {"model.encoder": str(tiny_bert_dir)})

@@ -23,7 +23,8 @@ def tokenizer():
 def make_trainer(tiny_bert_dir):
     """``make_trainer(out_dir, *overrides)``: a Pretrainer of the tiny config (toy KG, tiny BERT)."""
     from jaket.train.config import load_config
-    from jaket.train.pretrain import Pretrainer, build_model, load_kg_and_corpus, prepare_data
+    from jaket.train.build import build_model, load_kg_and_corpus, prepare_data
+    from jaket.train.pretrain import Pretrainer
 
     def make(out, *overrides, dist_info=None):
         config = load_config(CONFIGS / "pretrain-tiny.yaml", list(overrides),

@@ -62,7 +62,7 @@ def test_memory_path_must_name_a_file(tmp_path):
 def test_encoder_dependent_checks_run_at_model_build(tiny_bert_dir):
     from jaket.kg.toy import toy_kg
     from jaket.model.jaket import ModelFolderError
-    from jaket.train.pretrain import build_model
+    from jaket.train.build import build_model
 
     kg, _ = toy_kg()
     for override, message in (("model.km_heads=5", "model.km_heads=5 does not divide the encoder's width 32"),

@@ -25,7 +25,8 @@ def _free_port() -> int:
 def _worker(rank: int, world: int, port: int, out: str, encoder: str) -> None:
     from jaket.train.config import load_config
     from jaket.train.batching import BatchBuilder
-    from jaket.train.pretrain import build_model, pretrain
+    from jaket.train.build import build_model
+    from jaket.train.pretrain import pretrain
 
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),

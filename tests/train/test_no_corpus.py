@@ -158,7 +158,8 @@ def _rank(rank: int, world: int, port: int, out: str, encoder: str, kg: str) -> 
     from safetensors.torch import save_file
 
     from jaket.train.config import load_config
-    from jaket.train.pretrain import build_model, pretrain
+    from jaket.train.build import build_model
+    from jaket.train.pretrain import pretrain
 
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),

@@ -6,7 +6,8 @@ from jaket.kg.toy import toy_kg
 from jaket.train import tasks
 from jaket.train.config import load_config
 from jaket.train.optim import build_optimizer, build_scheduler
-from jaket.train.pretrain import refresh_steps, text_batch_indices
+from jaket.model.memory import refresh_steps
+from jaket.train.batching import text_batch_indices
 
 
 def test_mask_tokens_rates_and_specials():

@@ -15,7 +15,8 @@ from .conftest import CONFIGS
 
 
 def test_logged_rows_reach_the_engines_trackers(tiny_bert_dir, tmp_path, recording_tracker):
-    from jaket.train.pretrain import Pretrainer, build_model, load_kg_and_corpus, prepare_data
+    from jaket.train.build import build_model, load_kg_and_corpus, prepare_data
+    from jaket.train.pretrain import Pretrainer
 
     config = load_config(CONFIGS / "pretrain-tiny.yaml", ["steps=3", "eval_texts=0", "checkpoint_every=0"],
                          {"model.encoder": str(tiny_bert_dir)})

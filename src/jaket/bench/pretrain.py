@@ -126,15 +126,34 @@ def _per_item_costs(language: SplitLanguageModel, batch: int = 16) -> dict:
             "text_seconds_128": statistics.median(train)}
 
 
-def run(args: argparse.Namespace) -> dict:
-    # --help: `jaket bench` registers this module; the model (torch_geometric, seconds) loads when it runs
-    from jaket.train.pretrain import Pretrainer, build_model, load_kg_and_corpus, prepare_data
+class OnTheFlyDescriptions:
+    """The on-the-fly mode, a :attr:`Pretrainer.before_forward <jaket.train.pretrain.Pretrainer>`
+    hook: before each micro-step's forward, LM1 encodes the description of every entity of the
+    batch's sampled subgraph (Eq. 7 for those rows, no gradients) into the memory the step then
+    reads, which is what the memory (Eq. 11-12) saves. ``seconds`` totals the encoding."""
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    entities = args.entities or (600 if args.quick else 3000)
-    steps = args.steps or (3 if args.quick else 8)
-    text_batch = args.text_batch or (8 if args.quick else 16)
+    def __init__(self, trainer):
+        self.trainer = trainer
+        self.seconds = 0.0
+
+    def __call__(self, batch) -> None:
+        trainer = self.trainer
+        began = time.perf_counter()
+        with trainer.accelerator.autocast():
+            trainer.memory.refresh(trainer.model.language, trainer.data.kg,
+                                   batch_size=trainer.config.memory.batch_size,
+                                   max_length=trainer.model.config.description_max_length, momentum=0.0,
+                                   entity_subset=batch.subgraph.node_ids.numpy())
+        self.seconds += time.perf_counter() - began
+
+
+def _trainer(args: argparse.Namespace, entities: int, text_batch: int, out: str):
+    """The pre-training loop of the benchmark: ``--source`` with ``entities`` entities, the
+    encoder, fan-out and description length of the flags, no scheduled refresh, no checkpoint."""
+    # --help: `jaket bench` registers this module; the model (torch_geometric, seconds) loads when it runs
+    from jaket.train.build import build_model, load_kg_and_corpus, prepare_data
+    from jaket.train.pretrain import Pretrainer  # --help: as above
+
     overrides = [f"data.source={args.source}", f"data.max_entities={entities}",
                  f"steps={10**6}", "checkpoint_every=0", "tensorboard=false",
                  f"text_batch_size={text_batch}", f"model.fanouts=[{args.fanout},{args.fanout}]",
@@ -146,93 +165,118 @@ def run(args: argparse.Namespace) -> dict:
     loaded = load_kg_and_corpus(config)  # (kg, corpus) or (kg, corpus, report)
     kg, corpus = loaded[0], loaded[1]
     model = build_model(config, kg)
-    data = prepare_data(kg, corpus, model.language.tokenizer, config)
-    figures: dict = {"source": args.source, "entities": kg.num_entities, "triples": kg.num_triples,
-                     "timed_steps": steps, "text_batch": text_batch, "fanout": args.fanout,
-                     "description_max_length": config.model.description_max_length, "threads": torch.get_num_threads()}
-    with tempfile.TemporaryDirectory() as out:
-        trainer = Pretrainer(config, model, data, out)
-        trainer.refresh_memory()  # the first fill (also tokenises every description once)
-        began = time.perf_counter()
-        trainer.refresh_memory()  # a momentum refresh: the cost of one scheduled refresh
-        full_refresh = time.perf_counter() - began
-        for mode in (False, True, False):  # warm-up: the first steps build lazy caches
-            trainer.on_the_fly_descriptions = mode
+    return Pretrainer(config, model, prepare_data(kg, corpus, model.language.tokenizer, config), out)
+
+
+def memory_figures(trainer, steps: int) -> dict:
+    """Steps reading E^context from the memory against steps encoding their subgraph's
+    descriptions on the fly (:class:`OnTheFlyDescriptions`), alternated so that both see the same
+    machine state: steps per second, CPU seconds per step, the speed-up (median of the per-pair
+    ratios), the encoding's share and the subgraph's size."""
+    on_the_fly = OnTheFlyDescriptions(trainer)
+    for hook in (None, on_the_fly, None):  # warm-up: the first steps build lazy caches
+        trainer.before_forward = hook
+        trainer.train_step()
+    nodes = []
+    seconds: dict[str, list[float]] = {"memory": [], "on_the_fly": []}
+    cpu: dict[str, list[float]] = {"memory": [], "on_the_fly": []}
+    description_seconds = []
+    for _ in range(steps):
+        for mode in ("memory", "on_the_fly"):
+            trainer.before_forward = on_the_fly if mode == "on_the_fly" else None
+            try:  # the step's subgraph size (sampling is deterministic per position)
+                nodes.append(trainer.sample_batch(trainer.step).subgraph.num_nodes)
+            except (AttributeError, TypeError):
+                pass
+            before = on_the_fly.seconds
+            began, began_cpu = time.perf_counter(), time.process_time()
             trainer.train_step()
-        nodes = []
-        seconds: dict[str, list[float]] = {"memory": [], "on_the_fly": []}
-        cpu: dict[str, list[float]] = {"memory": [], "on_the_fly": []}
-        description_seconds = []
-        for _ in range(steps):  # alternate the modes so that both see the same machine state
-            for mode in ("memory", "on_the_fly"):
-                trainer.on_the_fly_descriptions = mode == "on_the_fly"
-                try:  # the step's subgraph size (sampling is deterministic per position)
-                    nodes.append(trainer.sample_batch(trainer.step).subgraph.num_nodes)
-                except (AttributeError, TypeError):
-                    pass
-                before = trainer.description_seconds
-                began, began_cpu = time.perf_counter(), time.process_time()
-                trainer.train_step()
-                seconds[mode].append(time.perf_counter() - began)
-                cpu[mode].append(time.process_time() - began_cpu)
-                if mode == "on_the_fly":
-                    description_seconds.append(trainer.description_seconds - before)
-        trainer.on_the_fly_descriptions = False
-        workers = [int(w) for w in str(args.workers).split(",") if w.strip()]
-        figures.update(pipeline_figures(trainer, steps, workers))
-    step_memory = statistics.median(seconds["memory"])
-    step_fly = statistics.median(seconds["on_the_fly"])
-    figures["steps_per_second_memory"] = 1 / step_memory
-    figures["steps_per_second_on_the_fly"] = 1 / step_fly
-    figures["memory_speedup"] = statistics.median(f / m for f, m in zip(seconds["on_the_fly"], seconds["memory"]))
-    figures["memory_speedup_cpu"] = statistics.median(f / m for f, m in zip(cpu["on_the_fly"], cpu["memory"]))
-    figures["step_cpu_seconds_memory"] = statistics.median(cpu["memory"])
-    figures["step_cpu_seconds_on_the_fly"] = statistics.median(cpu["on_the_fly"])
-    figures["on_the_fly_description_seconds_per_step"] = statistics.median(description_seconds)
+            seconds[mode].append(time.perf_counter() - began)
+            cpu[mode].append(time.process_time() - began_cpu)
+            if mode == "on_the_fly":
+                description_seconds.append(on_the_fly.seconds - before)
+    trainer.before_forward = None
+    figures = {"steps_per_second_memory": 1 / statistics.median(seconds["memory"]),
+               "steps_per_second_on_the_fly": 1 / statistics.median(seconds["on_the_fly"]),
+               "memory_speedup": statistics.median(f / m for f, m in zip(seconds["on_the_fly"], seconds["memory"])),
+               "memory_speedup_cpu": statistics.median(f / m for f, m in zip(cpu["on_the_fly"], cpu["memory"])),
+               "step_cpu_seconds_memory": statistics.median(cpu["memory"]),
+               "step_cpu_seconds_on_the_fly": statistics.median(cpu["on_the_fly"]),
+               "on_the_fly_description_seconds_per_step": statistics.median(description_seconds)}
     if nodes:
         figures["subgraph_nodes_per_step"] = statistics.median(nodes)
-    figures["full_refresh_seconds"] = full_refresh
-    figures["full_refresh_descriptions_per_second"] = (kg.num_entities + kg.num_relations) / full_refresh
+    return figures
 
-    # refresh cost under the paper's schedule, for a run of our size
-    total = args.schedule_steps or 10 * (1 + 2 + 4 + 8 + 16 + 32) * 3 + 500 * 4
+
+def refresh_figures(total: int, full_refresh: float, step_seconds: float) -> dict:
+    """The refresh's cost against training over ``total`` steps of the paper's schedule (Eq. 11),
+    for a run of our size: one refresh takes ``full_refresh`` s, a step ``step_seconds``."""
     refreshes = paper_refresh_steps(total)
     refresh_total = refreshes * full_refresh
-    figures["schedule_steps"] = total
-    figures["schedule_refreshes"] = refreshes
-    figures["refresh_over_training"] = refresh_total / (total * step_memory)
-    figures["refresh_share"] = refresh_total / (refresh_total + total * step_memory)
+    return {"schedule_steps": total, "schedule_refreshes": refreshes,
+            "refresh_over_training": refresh_total / (total * step_seconds),
+            "refresh_share": refresh_total / (refresh_total + total * step_seconds)}
 
-    # per-item costs and the same two ratios at the paper's scale
-    costs = _per_item_costs(model.language)
-    cfg = model.language.config
+
+def paper_scale_figures(language: SplitLanguageModel) -> dict:
+    """The per-item costs measured here (:func:`_per_item_costs`) and, from them, the refresh's
+    share and the memory's speed-up at the paper's scale (:data:`PAPER`)."""
+    costs = _per_item_costs(language)
+    cfg = language.config
     scale_512 = (encoder_flops_per_sequence(cfg.num_hidden_layers, cfg.hidden_size,
                                             cfg.intermediate_size, 512)
                  / encoder_flops_per_sequence(cfg.num_hidden_layers, cfg.hidden_size,
                                               cfg.intermediate_size, 128))
     per_desc = costs["description_seconds_64"]
     per_text_512 = costs["text_seconds_128"] * scale_512
-    figures["description_ms_64_tokens"] = per_desc * 1000
-    figures["text_train_ms_128_tokens"] = costs["text_seconds_128"] * 1000
-    figures["text_forward_ms_128_tokens"] = costs["text_forward_seconds_128"] * 1000
-    figures["training_over_forward"] = costs["text_seconds_128"] / costs["text_forward_seconds_128"]
-    figures["text_train_ms_512_tokens_scaled"] = per_text_512 * 1000
     descriptions_per_step = PAPER["entities"] / PAPER["max_interval"]
     step_paper = PAPER["texts_per_step"] * per_text_512
-    figures["paper_scale_descriptions_per_step"] = descriptions_per_step
-    figures["paper_scale_refresh_over_training"] = descriptions_per_step * per_desc / step_paper
     # on the fly: every unique entity of the step's subgraph needs its description encoded, with
     # gradients in the paper's comparison (forward + backward of LM1, ~3x the forward; ours is
     # forward only). The seeds are the KG batch plus the texts' mentions; how many distinct
     # entities their 10 x 10 neighbourhoods hold depends on the KG's hubs, so we report the
     # speed-up as a function of it, its upper bound, and the count at which the paper's 15x holds
     seeds = PAPER["kg_batch"] + PAPER["texts_per_step"] * PAPER["mentions_per_text"]
-    sampled = seeds * (1 + PAPER["fanout"] + PAPER["fanout"] ** 2)
-    figures["paper_scale_seed_entities"] = seeds
-    figures["paper_scale_subgraph_entities_upper_bound"] = min(PAPER["entities"], sampled)
-    figures["paper_scale_step_seconds"] = step_paper
-    figures["paper_scale_memory_speedup_upper_bound_with_grad"] = \
-        1 + 3 * min(PAPER["entities"], sampled) * per_desc / step_paper
-    figures["paper_scale_unique_entities_for_15x_no_grad"] = 14 * step_paper / per_desc
-    figures["paper_scale_unique_entities_for_15x_with_grad"] = 14 * step_paper / (3 * per_desc)
+    sampled = min(PAPER["entities"], seeds * (1 + PAPER["fanout"] + PAPER["fanout"] ** 2))
+    return {"description_ms_64_tokens": per_desc * 1000,
+            "text_train_ms_128_tokens": costs["text_seconds_128"] * 1000,
+            "text_forward_ms_128_tokens": costs["text_forward_seconds_128"] * 1000,
+            "training_over_forward": costs["text_seconds_128"] / costs["text_forward_seconds_128"],
+            "text_train_ms_512_tokens_scaled": per_text_512 * 1000,
+            "paper_scale_descriptions_per_step": descriptions_per_step,
+            "paper_scale_refresh_over_training": descriptions_per_step * per_desc / step_paper,
+            "paper_scale_seed_entities": seeds,
+            "paper_scale_subgraph_entities_upper_bound": sampled,
+            "paper_scale_step_seconds": step_paper,
+            "paper_scale_memory_speedup_upper_bound_with_grad": 1 + 3 * sampled * per_desc / step_paper,
+            "paper_scale_unique_entities_for_15x_no_grad": 14 * step_paper / per_desc,
+            "paper_scale_unique_entities_for_15x_with_grad": 14 * step_paper / (3 * per_desc)}
+
+
+def run(args: argparse.Namespace) -> dict:
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    entities = args.entities or (600 if args.quick else 3000)
+    steps = args.steps or (3 if args.quick else 8)
+    text_batch = args.text_batch or (8 if args.quick else 16)
+    with tempfile.TemporaryDirectory() as out:
+        trainer = _trainer(args, entities, text_batch, out)
+        kg = trainer.data.kg
+        figures: dict = {"source": args.source, "entities": kg.num_entities, "triples": kg.num_triples,
+                         "timed_steps": steps, "text_batch": text_batch, "fanout": args.fanout,
+                         "description_max_length": trainer.model.config.description_max_length,
+                         "threads": torch.get_num_threads()}
+        trainer.refresh_memory()  # the first fill (also tokenises every description once)
+        began = time.perf_counter()
+        trainer.refresh_memory()  # a momentum refresh: the cost of one scheduled refresh
+        full_refresh = time.perf_counter() - began
+        figures.update(memory_figures(trainer, steps))
+        workers = [int(w) for w in str(args.workers).split(",") if w.strip()]
+        figures.update(pipeline_figures(trainer, steps, workers))
+    figures["full_refresh_seconds"] = full_refresh
+    figures["full_refresh_descriptions_per_second"] = (kg.num_entities + kg.num_relations) / full_refresh
+    # refresh cost under the paper's schedule (by default until its interval reaches 500)
+    total = args.schedule_steps or 10 * (1 + 2 + 4 + 8 + 16 + 32) * 3 + 500 * 4
+    figures.update(refresh_figures(total, full_refresh, 1 / figures["steps_per_second_memory"]))
+    figures.update(paper_scale_figures(trainer.model.language))
     return figures

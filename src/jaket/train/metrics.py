@@ -1,11 +1,14 @@
-"""Metrics log (JSONL), optional TensorBoard, loss-curve plot and the first/last-tenth summary."""
+"""A step's loss bookkeeping (:class:`LossTally`), the metrics log (JSONL), the loss-curve plot
+and the first/last-tenth summary."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
+import torch
 
 from jaket.atomic import atomic_path, json_text, write_lines
 from jaket.jsonio import JSONInputError, decode
@@ -13,6 +16,52 @@ from jaket.jsonio import JSONInputError, decode
 LOSS_NAMES = ("category", "relation", "mlm", "entity")
 
 log = logging.getLogger(__name__)
+
+
+class LossTally:
+    """The logged values of one optimisation step, summed over its micro-steps (and ranks).
+
+    Each of the four losses (and the masked-entity accuracy) is a mean over its micro-batch's
+    examples, and micro-batches hold different numbers of them; the tally keeps, per task,
+    ``sum(value x examples)`` on the device and the examples on the host, so nothing is read back
+    from the device until :meth:`values`, and a logged value is the mean over every example of
+    the step."""
+
+    NAMES = (*LOSS_NAMES, "entity_acc")
+
+    def __init__(self, device: torch.device | str):
+        self.sums = torch.zeros(len(self.NAMES), dtype=torch.float64, device=device)
+        self.counts = np.zeros(len(self.NAMES) + 1)  # the last: walked entities without a category
+
+    def add(self, losses: dict[str, torch.Tensor], extra: dict[str, torch.Tensor],
+            counts: dict[str, int]) -> None:
+        """One micro-step: the objective's ``losses`` and ``extra`` (``entity_acc``), weighted by
+        the batch's example ``counts`` (``StepBatch.counts``)."""
+        for i, name in enumerate(self.NAMES):
+            key = "entity" if name == "entity_acc" else name
+            value = extra.get(name) if name == "entity_acc" else losses.get(name)
+            if value is not None:
+                self.sums[i] += value.detach().double() * counts[key]
+                self.counts[i] += counts[key]
+        self.counts[-1] += counts["category_skipped"]
+
+    def values(self, reduce_sum: Callable[[torch.Tensor], torch.Tensor]) -> dict[str, float]:
+        """``loss_NAME`` and ``n_NAME`` of each task that had examples, ``entity_acc`` and
+        ``n_category_skipped``; ``reduce_sum`` adds the ranks' tallies (one all-reduce)."""
+        names = self.NAMES
+        packed = reduce_sum(torch.cat([self.sums, torch.as_tensor(
+            self.counts, dtype=torch.float64, device=self.sums.device)])).cpu()
+        values: dict[str, float] = {}
+        for i, name in enumerate(names):
+            n = float(packed[len(names) + i])
+            if n > 0:
+                key = name if name == "entity_acc" else f"loss_{name}"
+                values[key] = float(packed[i]) / n
+                if name != "entity_acc":
+                    values[f"n_{name}"] = int(n)
+        if packed[-1] > 0:  # walked entities without a category: no category example
+            values["n_category_skipped"] = int(packed[-1])
+        return values
 
 
 def read_metrics(path: Path, max_step: int | None = None, torn_tail_ok: bool = False) -> list[dict]:

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import logging
-import os
 import time
 import uuid
 from pathlib import Path
@@ -33,32 +33,26 @@ from typing import Callable
 import numpy as np
 import torch
 
-from jaket.atomic import json_text, write_json, write_text
+from jaket.atomic import write_json, write_text
 from jaket.model.device import machine_description, resolve_device
 from jaket.model.jaket import JaketModel
 from jaket.model.memory import refresh_steps
-from jaket.train.batching import (LENGTH_WINDOW, BatchBuilder, StepBatch, batch_loader,  # noqa: F401
-                                  text_batch_indices)
-from jaket.train.build import (PretrainData, PretrainDataError, build_model,  # noqa: F401
-                               check_pretraining_data, load_kg_and_corpus, prepare_data, tasks_run)
+from jaket.train.batching import BatchBuilder, StepBatch, batch_loader
+from jaket.train.build import PretrainData, build_model, load_kg_and_corpus, prepare_data, tasks_run
 from jaket.train.checkpoint import (check_compatible, kg_signature, load_checkpoint, read_state,
                                    restore_newest, save_checkpoint)
 from jaket.train.config import PretrainConfig, dump_config, upgrade_keys
 from jaket.train.engine import (all_reduce_delta, all_reduce_sum, any_rank_max, dist_info, finish,
                                 make_accelerator)
 from jaket.train.evaluation import masked_entity_accuracy
-from jaket.train.metrics import (LOSS_NAMES, first_last_tenth, plot_losses, read_metrics,
-                                 truncate_metrics)
+from jaket.train.metrics import LossTally, first_last_tenth, plot_losses, read_metrics, truncate_metrics
 from jaket.train.objective import PretrainingObjective, freeze_lm1, freeze_text_side
 from jaket.train.optim import build_optimizer, build_scheduler
+from jaket.train.recording import RunRecord, SessionClock, flatten
 from jaket.train.rundir import (StopSignals, TrainingInterrupted, output_lock, prepare_output,
                                 resume_mode)
 
 log = logging.getLogger(__name__)
-
-__all__ = ["Pretrainer", "pretrain", "refresh_steps", "text_batch_indices", "build_model",
-           "load_kg_and_corpus", "prepare_data", "PretrainData", "PretrainDataError",
-           "check_pretraining_data", "StepBatch", "PretrainingObjective", "LENGTH_WINDOW"]
 
 
 class Pretrainer:
@@ -111,10 +105,9 @@ class Pretrainer:
         self.memory_filled = bool(model.memory.filled)  # True when a filled memory file was given
         self.evaluation_start: dict | None = None
         self.progress = False
-        #: benchmark mode (``jaket bench pretrain``): encode every subgraph entity's description on
-        #: the fly each step (what the memory avoids) instead of reading the memory rows
-        self.on_the_fly_descriptions = False
-        self.description_seconds = 0.0
+        #: called with each micro-step's batch before its forward (a benchmark's hook:
+        #: :class:`jaket.bench.pretrain.OnTheFlyDescriptions`); None in training
+        self.before_forward: Callable[[StepBatch], None] | None = None
         #: checkpoints of this run carry its id; pruning deletes no other run's (a resume adopts it)
         self.run_id = uuid.uuid4().hex
         self.saved_step: int | None = None
@@ -194,34 +187,19 @@ class Pretrainer:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         accum = cfg.optim.accumulation_steps
-        # per task: sum of (loss x examples) and examples, so logged values are example means
-        names = (*LOSS_NAMES, "entity_acc")
-        sums = torch.zeros(len(names), dtype=torch.float64, device=self.device)
-        counts = np.zeros(len(names) + 1)  # the last: walked entities without a category
+        tally = LossTally(self.device)
         for micro in range(accum):
             position = self.step * accum + micro
             batch = self._next_batch(position)
-            if self.on_the_fly_descriptions:
-                began = time.perf_counter()
-                with self.accelerator.autocast():
-                    self.memory.refresh(self.model.language, self.data.kg,
-                                        batch_size=cfg.memory.batch_size,
-                                        max_length=self.model.config.description_max_length, momentum=0.0,
-                                        entity_subset=batch.subgraph.node_ids.numpy())
-                self.description_seconds += time.perf_counter() - began
+            if self.before_forward is not None:
+                self.before_forward(batch)
             # dropout of this micro-step: its own seed, so resuming needs no RNG history
             torch.manual_seed(int(np.random.default_rng([cfg.seed, position, self.info.rank, 1])
                                   .integers(2**62)))
             with self.accelerator.accumulate(self.engine):
                 total, losses, extra = self.engine(batch.to(self.device, non_blocking=True))
                 self.accelerator.backward(total)
-            for i, name in enumerate(names):
-                key = "entity" if name == "entity_acc" else name
-                value = losses.get(name) if name != "entity_acc" else extra.get(name)
-                if value is not None:
-                    sums[i] += value.detach().double() * batch.counts[key]
-                    counts[i] += batch.counts[key]
-            counts[-1] += batch.counts["category_skipped"]
+            tally.add(losses, extra, batch.counts)
         norm = self.accelerator.clip_grad_norm_(
             [p for g in self.optimizer.param_groups for p in g["params"]], cfg.optim.max_grad_norm)
         self._stepper.step()
@@ -230,18 +208,7 @@ class Pretrainer:
         self.train_seconds += time.perf_counter() - start
         if not self.logged(self.step):
             return None
-        packed = all_reduce_sum(self.accelerator, torch.cat(
-            [sums, torch.as_tensor(counts, dtype=torch.float64, device=self.device)])).cpu()
-        values: dict[str, float] = {}
-        for i, name in enumerate(names):
-            n = float(packed[len(names) + i])
-            if n > 0:
-                key = name if name == "entity_acc" else f"loss_{name}"
-                values[key] = float(packed[i]) / n
-                if name != "entity_acc":
-                    values[f"n_{name}"] = int(n)
-        if packed[-1] > 0:  # walked entities without a category: no category example
-            values["n_category_skipped"] = int(packed[-1])
+        values = tally.values(functools.partial(all_reduce_sum, self.accelerator))
         values["grad_norm"] = float(norm)
         values["lr_lm"] = self.optimizer.param_groups[0]["lr"]
         values["lr_km"] = self.optimizer.param_groups[2]["lr"]
@@ -280,9 +247,9 @@ class Pretrainer:
 
     def _config_changes(self, meta: dict) -> list[str]:
         saved = meta.get("config")  # written by this version or an earlier one (upgrade_keys)
-        saved = _flatten(upgrade_keys(copy.deepcopy(saved), "checkpoint") if isinstance(saved, dict) else {})
-        now = _flatten(self.config.model_dump(mode="json"))
-        default = _flatten(PretrainConfig().model_dump(mode="json"))
+        saved = flatten(upgrade_keys(copy.deepcopy(saved), "checkpoint") if isinstance(saved, dict) else {})
+        now = flatten(self.config.model_dump(mode="json"))
+        default = flatten(PretrainConfig().model_dump(mode="json"))
         # a field added since the checkpoint was written, left at its default, changes nothing
         changed = sorted(k for k in saved.keys() | now.keys() if saved.get(k) != now.get(k)
                          and not (k not in saved and now.get(k) == default.get(k)))
@@ -349,74 +316,76 @@ class Pretrainer:
             return self._run(resume_mode(resume), progress, overwrite)
 
     def _run(self, mode: str, progress: bool, overwrite: bool) -> dict:
-        cfg = self.config
-        main = self.info.is_main
+        clock = SessionClock()
         self.progress = progress
-        metrics_path = self.out / "metrics.jsonl"
-        began_wall, began_cpu = time.perf_counter(), time.process_time()
-        load_start = os.getloadavg()
-        if main:
-            self.out.mkdir(parents=True, exist_ok=True)
-        has_checkpoint = prepare_output(self.out, mode, overwrite, write=main)
-        if main:
-            write_text(self.out / "config.yaml", dump_config(cfg))
-            if self.data.report:
-                write_json(self.out / "data_report.json", self.data.report)
-        if has_checkpoint and self.resume():
-            if main:
-                removed = truncate_metrics(metrics_path, self.step)
-                if removed:
-                    log.info("metrics.jsonl: %d rows after step %d removed (they are redone)",
-                             removed, self.step)
-        stopped = None
+        self._open_folder(mode, overwrite)
         with StopSignals() as signals:
-            if not self.memory_filled:
-                self.refresh_memory()
-            if main and self.step == 0 and cfg.eval_texts and self.evaluation_start is None:
-                self.evaluation_start = self.evaluate_masked_entity(cfg.eval_texts)
-                if self.data.has_texts:
-                    log.info("held-out masked entity prediction before training: %s",
-                             self.evaluation_start)
-            if main:  # the engine's trackers (TensorBoard, W&B, MLflow: jaket.train.engine.trackers)
-                self.accelerator.init_trackers("pretrain", config={
-                    k: v if isinstance(v, (int, float, str, bool)) else str(v)
-                    for k, v in _flatten(cfg.model_dump(mode="json")).items()})
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=cfg.steps, initial=self.step, disable=not (progress and main),
-                       desc="pretrain", dynamic_ncols=True)
-            handle = open(metrics_path, "a", encoding="utf-8") if main else None
-            workers = self.data_workers()
-            self._batches = batch_loader(self.builder, self.step * cfg.optim.accumulation_steps,
-                                         workers, cfg.data.prefetch, self.device.type == "cuda")
-            try:
-                while self.step < cfg.steps:
-                    values = self.train_step()  # None unless logged: nothing read back
-                    if values is not None:
-                        row = {"step": self.step, **values}
-                        if handle is not None:
-                            handle.write(json_text(row, indent=None) + "\n")  # a NaN loss: null
-                            handle.flush()
-                            self.accelerator.log(values, step=self.step)
-                        bar.set_postfix({k[5:]: f"{v:.3f}" for k, v in values.items()
-                                         if k.startswith("loss_")}, refresh=False)
-                    bar.update(1)
-                    if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0 and self.step < cfg.steps:
-                        self.save()
-                    stopped = self._stop_signal(signals)
-                    if stopped:
-                        break
-            finally:
-                self._batches = None  # the workers stop with their loader
-                bar.close()
-                if handle is not None:
-                    handle.close()
-                for tracker in self.accelerator.trackers:
-                    tracker.finish()
+            self._first_fill_and_evaluation()
+            with RunRecord(self.out / "metrics.jsonl", self.accelerator, self.config, self.step,
+                           progress, write=self.info.is_main) as record:
+                stopped = self._train_until_done(record, signals)
             path = self.save()  # a signal during this save waits for it
             stopped = stopped or signals.received
         if stopped:
             raise TrainingInterrupted(stopped, self.step, path)
+        summary = self._summary()
+        summary["session"] = clock.figures(self.resumed_from)
+        if self.info.is_main:
+            write_json(self.out / "summary.json", summary)
+        return summary
+
+    def _open_folder(self, mode: str, overwrite: bool) -> None:
+        """Check the output folder for ``mode`` (:func:`prepare_output`), write the run's config
+        and data report (rank 0) and resume from its newest checkpoint when there is one: the
+        metrics rows after that step are removed, as they are redone."""
+        main = self.info.is_main
+        if main:
+            self.out.mkdir(parents=True, exist_ok=True)
+        has_checkpoint = prepare_output(self.out, mode, overwrite, write=main)
+        if main:
+            write_text(self.out / "config.yaml", dump_config(self.config))
+            if self.data.report:
+                write_json(self.out / "data_report.json", self.data.report)
+        if has_checkpoint and self.resume() and main:
+            removed = truncate_metrics(self.out / "metrics.jsonl", self.step)
+            if removed:
+                log.info("metrics.jsonl: %d rows after step %d removed (they are redone)",
+                         removed, self.step)
+
+    def _first_fill_and_evaluation(self) -> None:
+        """The memory's first fill (Eq. 7; none after a resume from a filled memory) and, on a
+        fresh run, the held-out masked entity prediction before any training (rank 0)."""
+        if not self.memory_filled:
+            self.refresh_memory()
+        cfg = self.config
+        if self.info.is_main and self.step == 0 and cfg.eval_texts and self.evaluation_start is None:
+            self.evaluation_start = self.evaluate_masked_entity(cfg.eval_texts)
+            if self.data.has_texts:
+                log.info("held-out masked entity prediction before training: %s", self.evaluation_start)
+
+    def _train_until_done(self, record: RunRecord, signals: StopSignals) -> int | None:
+        """Steps until ``config.steps``, each recorded, checkpointed every ``checkpoint_every``;
+        the signal that stopped the run early, else None. The batches come from
+        ``data_workers()`` processes (or this one), which stop with the loop."""
+        cfg = self.config
+        self._batches = batch_loader(self.builder, self.step * cfg.optim.accumulation_steps,
+                                     self.data_workers(), cfg.data.prefetch, self.device.type == "cuda")
+        try:
+            while self.step < cfg.steps:
+                values = self.train_step()  # None unless logged: nothing read back
+                record.step(self.step, values)
+                if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0 and self.step < cfg.steps:
+                    self.save()
+                stopped = self._stop_signal(signals)
+                if stopped:
+                    return stopped
+        finally:
+            self._batches = None  # the workers stop with their loader
+        return None
+
+    def _summary(self) -> dict:
+        """``summary.json`` but its ``session``: the run's counts and times, and on rank 0 the
+        loss trend (:func:`first_last_tenth`), the held-out evaluation and the loss curves."""
         summary = {"steps": self.step, "tasks": self.tasks, "world_size": self.info.world_size,
                    "device": str(self.device), "machine": machine_description(),
                    "mixed_precision": self.accelerator.mixed_precision,
@@ -425,33 +394,14 @@ class Pretrainer:
                    "batch_wait_seconds": round(self.batch_seconds, 1),
                    "refresh_seconds": round(self.refresh_seconds, 1),
                    "refresh_count": self.refresh_count}
-        if main:
-            rows = read_metrics(metrics_path)
+        if self.info.is_main:
+            rows = read_metrics(self.out / "metrics.jsonl")
             summary["losses"] = first_last_tenth(rows)
             summary["evaluation_start"] = self.evaluation_start
-            summary["evaluation"] = self.evaluate_masked_entity(cfg.eval_texts) if cfg.eval_texts else None
+            summary["evaluation"] = (self.evaluate_masked_entity(self.config.eval_texts)
+                                     if self.config.eval_texts else None)
             plot_losses(rows, self.out / "loss_curves.png")
-        summary["session"] = {
-            "wall_seconds": round(time.perf_counter() - began_wall, 1),
-            "cpu_seconds": round(time.process_time() - began_cpu, 1),
-            "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
-            "load_average_start": [round(x, 2) for x in load_start],
-            "load_average_end": [round(x, 2) for x in os.getloadavg()],
-            "resumed": self.resumed_from is not None,
-            "resumed_from": self.resumed_from.name if self.resumed_from is not None else None}
-        if main:
-            write_json(self.out / "summary.json", summary)
         return summary
-
-
-def _flatten(data: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            out.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def model_card_details(config: PretrainConfig, data: PretrainData, summary: dict) -> dict:
