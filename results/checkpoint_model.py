@@ -1,6 +1,6 @@
 """Turn one pre-training checkpoint into a model folder (the "pre-training length" ablation).
 
-    python -m benchmarks.checkpoint_model runs/reference-snapshots/step-0000300 \\
+    python -m results.checkpoint_model runs/reference-snapshots/step-0000300 \\
         --config runs/reference/config.yaml --out runs/reference-300/model
 
 A checkpoint (``jaket pretrain``'s ``checkpoints/step-N``) holds the model's parameters and the
@@ -19,9 +19,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+from jaket.train.build import build_model, load_kg_and_corpus
 from jaket.train.checkpoint import verify_checkpoint
 from jaket.train.config import load_config
-from jaket.train.pretrain import build_model, load_kg_and_corpus
 
 
 def export(checkpoint: Path, config_path: Path, out: Path) -> Path:

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from benchmarks import seed_tables
+from results import seed_tables
 
 
 def _metrics(path, variant, seed, full, half, task="kgqa", steps=100):

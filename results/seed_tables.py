@@ -6,7 +6,7 @@ checks they are comparable (the same task, data and configuration apart from the
 setting), and prints mean ± std per setting and column plus the paired difference of every
 setting against one reference setting (same seed), with its 95% Student-t interval::
 
-    python -m benchmarks.seed_tables runs/metaqa/*/metrics.json --against lm+g+m --out runs/metaqa/table
+    python -m results.seed_tables runs/metaqa/*/metrics.json --against lm+g+m --out runs/metaqa/table
 
 Columns are the leaves of each file's ``summary`` (e.g. ``full 1-hop``, ``50% 2-hop`` for KGQA,
 ``5-1`` for relation classification). Writes ``table.md`` and ``table.json``.

@@ -19,7 +19,7 @@ and records its training CPU seconds per model in ``OUT/metrics.json``
 
 Everything is local: the triples come from the given files, nothing is downloaded.
 
-    .venv/bin/python -m benchmarks.pykeen_baseline --train runs/lp/split/train.txt \\
+    .venv/bin/python -m results.pykeen_baseline --train runs/lp/split/train.txt \\
         --eval runs/lp/split/valid.txt --filter ../shared/data/wn18rr/valid.txt \\
         --entities ../shared/data/wn18rr/entities.dict --seconds 120 --out runs/lp/pykeen.json
 

@@ -1,9 +1,8 @@
-"""benchmarks/checkpoint_model.py: a pre-training checkpoint becomes a model folder that loads
+"""results/checkpoint_model.py: a pre-training checkpoint becomes a model folder that loads
 with the checkpoint's parameters and memory (the pre-training-length ablation of docs/results.md)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import torch
@@ -11,11 +10,9 @@ from safetensors.torch import load_file
 
 from jaket.cli import main
 from jaket.model.jaket import JaketModel
+from results.checkpoint_model import export
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from benchmarks.checkpoint_model import export  # noqa: E402
 
 
 def test_a_checkpoint_becomes_a_model_folder_with_its_weights_and_memory(tiny_bert_dir, tmp_path):

@@ -3,7 +3,7 @@ a fixed sample of valid triples on the memory just recomputed, after the frozen 
 and after every Eq. 11 refresh (the only points where every memory row comes from the current
 LM1, so the figure is the evaluation's, on a sample).
 
-    OMP_NUM_THREADS=1 python -m benchmarks.lp_encoder_probe --data ../shared/data/wn18rr \\
+    OMP_NUM_THREADS=1 python -m results.lp_encoder_probe --data ../shared/data/wn18rr \\
         --set objective=in-batch --set frozen_warmup_steps=300 --budget 1500 --sample 400
 
 ``--set KEY=VALUE`` sets any :class:`jaket.tasks.settings.LinkPredictionConfig` field on top of

@@ -1,9 +1,9 @@
 """Collect the figures of docs/results.md into docs/results.json (machine-readable).
 
-    python -m benchmarks.results_json [--runs runs] [--out docs/results.json]
+    python -m results.collect [--runs runs] [--out docs/results.json]
 
 Reads what the documented commands wrote under ``runs/`` (the reference run's ``summary.json``
-and data report, ``runs/ec-reference/table/table.json`` of ``benchmarks.ec_compare``, and any
+and data report, ``runs/ec-reference/table/table.json`` of ``results.ec_compare``, and any
 task ``metrics.json`` listed in :data:`TASK_RUNS`) and keeps the entries of an existing
 ``results.json`` whose source is absent on this machine, so a partial re-run does not erase
 earlier figures.
@@ -70,7 +70,7 @@ PRETRAINING_RUNS = {
         "--set optim.lm_lr=2e-5 --bf16 --out runs/reference-wic-lmlr2e5"),
 }
 
-#: results.json key -> table.json of ``benchmarks.seed_tables`` (per-seed runs joined and paired)
+#: results.json key -> table.json of ``results.seed_tables`` (per-seed runs joined and paired)
 SEED_TABLES = {
     "kgqa_metaqa_table": "metaqa/table/table.json",
     "relation_classification_fewrel_nyt_table": "fewrel-nyt/table/table.json",
@@ -153,7 +153,7 @@ def collect(runs: Path, previous: dict) -> dict:
             "zero_shot": table["zero_shot"], "paired_against": table["paired_against"],
             "paired": table["paired"]}
     probe = _read(runs / "ec-reference" / "probe-table" / "table.json")
-    if probe is not None:  # python -m benchmarks.ec_compare runs/ec-reference/probe/metrics.json --out ...
+    if probe is not None:  # python -m results.ec_compare runs/ec-reference/probe/metrics.json --out ...
         out["entity_classification_linear_probe"] = {
             "command": "see docs/results.md, 'Ablations' (KM frozen downstream)",
             "accuracy": probe["accuracy"], "paired_against": probe["paired_against"],
@@ -173,7 +173,7 @@ def collect(runs: Path, previous: dict) -> dict:
     for key, relative in TASK_RUNS.items():
         metrics = _read(runs / relative)
         if metrics is not None:
-            for model in (metrics.get("models") or {}).values():  # benchmarks/pykeen_baseline.py output
+            for model in (metrics.get("models") or {}).values():  # results/pykeen_baseline.py output
                 if model.pop("ranks", None) is None:  # written before the file-order fix (docs/results.md)
                     model["seen"] = model["unseen"] = None
                     model["note"] = ("seen/unseen rows omitted: this run paired ranks with other triples' "

@@ -1,12 +1,12 @@
 """Split a link-prediction run's per-triple ranks by whether the triple's reverse is a training
 triple (WN18RR's symmetric relations answer those from the training graph alone).
 
-    python -m benchmarks.rank_breakdown runs/lp-train-encoder/pykeen-1500.json \
+    python -m results.rank_breakdown runs/lp-train-encoder/pykeen-1500.json \
         --train runs/lp-train-encoder/lmgm-1500/split/train.txt \
         --eval runs/lp-train-encoder/lmgm-1500/split/valid.txt
 
 Reads the ``ranks`` (``{"tail": [...], "head": [...]}``, evaluation-file order) of each model in a
-``benchmarks/pykeen_baseline.py`` output and prints MRR / Hits@1 / Hits@10 per group.
+``results/pykeen_baseline.py`` output and prints MRR / Hits@1 / Hits@10 per group.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.pykeen_baseline import _metrics, _read
+from results.pykeen_baseline import _metrics, _read
 
 
 def breakdown(ranks: dict, train, evaluation) -> dict:
@@ -38,7 +38,7 @@ def breakdown(ranks: dict, train, evaluation) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results", type=Path, help="output JSON of benchmarks/pykeen_baseline.py")
+    parser.add_argument("results", type=Path, help="output JSON of results/pykeen_baseline.py")
     parser.add_argument("--train", type=Path, required=True)
     parser.add_argument("--eval", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         raise SystemExit(f"{args.results}:{getattr(error, 'lineno', 1)}: not JSON ({error})") from None
     if not isinstance(figures, dict) or not isinstance(figures.get("models"), dict):
-        raise SystemExit(f"{args.results}:1: expected the output of benchmarks/pykeen_baseline.py (no 'models')")
+        raise SystemExit(f"{args.results}:1: expected the output of results/pykeen_baseline.py (no 'models')")
     train, evaluation = _read(args.train), _read(args.eval)
     for name, model in figures["models"].items():
         if "ranks" not in model:

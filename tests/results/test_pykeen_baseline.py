@@ -1,4 +1,4 @@
-"""benchmarks/pykeen_baseline.py: the same split, the same candidate entities, the same filtered
+"""results/pykeen_baseline.py: the same split, the same candidate entities, the same filtered
 ranks as jaket's link prediction, offline."""
 
 import json
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks import pykeen_baseline as pb
+from results import pykeen_baseline as pb
 
 
 def _write(path, rows):
@@ -125,7 +125,7 @@ def test_unseen_rows_rank_the_untrained_entities(tmp_path):
 
 
 def test_rank_breakdown_by_reverse_training_triple():
-    from benchmarks.rank_breakdown import breakdown
+    from results.rank_breakdown import breakdown
 
     train = [("a", "r", "b"), ("c", "s", "d")]
     evaluation = [("b", "r", "a"), ("d", "r", "c"), ("a", "s", "c")]  # only the first has its reverse in train

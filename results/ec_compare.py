@@ -7,7 +7,7 @@ ablation) as its own ``--variants jaket`` run. This script joins them, checks th
 paired difference of every row against one reference row (same split and seed), with its 95%
 Student-t interval::
 
-    python -m benchmarks.ec_compare runs/ec-reference/baselines/metrics.json \\
+    python -m results.ec_compare runs/ec-reference/baselines/metrics.json \\
         "JAKET (reference)=runs/ec-reference/jaket/metrics.json" \\
         "JAKET, paper objective=runs/ec-reference/jaket-paper/metrics.json" \\
         --against lm+g+m --out runs/ec-reference/table
