@@ -123,6 +123,8 @@ def _stage(text: str) -> None:
 
 
 def run_demo(config: DemoConfig) -> dict:
+    """The three stages (data, pre-training, entity classification), then the table, the plots,
+    ``metrics.json`` and ``report.md`` in ``config.out``; returns the metrics."""
     from jaket.tasks import entity_classification as ec  # the task (torch_geometric), loaded when it runs
 
     started = time.perf_counter()
@@ -132,15 +134,7 @@ def run_demo(config: DemoConfig) -> dict:
 
     _stage(f"1/3 WordNet subset of {config.max_entities} synsets, {config.heldout_fraction:.0%} held out as KG'")
     t0 = time.perf_counter()
-    kg_pre, corpus_pre, kg_prime, info = ec.wordnet_protocol(config.max_entities, config.heldout_fraction,
-                                                             config.data_seed)
-    save_kg(kg_pre, out / "kg-pretrain", corpus=corpus_pre)
-    save_kg(kg_prime, out / "kg-unseen")
-    leakage = ec.label_leakage(kg_prime)
-    print(f"pre-training KG: {info['pretrain_entities']} entities, {info['pretrain_triples']} triples, "
-          f"{info['texts_kept']} texts; unseen KG': {info['heldout_entities']} entities, "
-          f"{info['heldout_triples']} triples; leakage: {leakage['descriptions_with_full_category_name']} "
-          "descriptions spell a category")
+    kg_prime, info, leakage = _split_wordnet(config, out)
     timings["data"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -165,14 +159,7 @@ def run_demo(config: DemoConfig) -> dict:
 
     table = ec.results_table(results)
     paired = ec.paired_table(results)
-    if curves:
-        rep.plot_curves(curves, out / "pretrain_loss.png", title="pre-training losses", ylabel="loss")
-    fractions = [str(f) for f in config.train_fractions]
-    series = {ec.VARIANT_LABELS.get(v, v): ([100 * s[f]["test_accuracy"]["mean"] for f in fractions],
-                                            [100 * s[f]["test_accuracy"]["std"] for f in fractions])
-              for v, s in results["summary"].items()}
-    rep.plot_grouped_bars([f"{float(f) * 100:g}% train" for f in fractions], series, out / "accuracy.png",
-                          title="entity classification on unseen WordNet KG'")
+    _plots(config, results, curves, out)
     metrics = {"config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(config).items()},
                "protocol": info, "leakage": leakage, "model": str(model_dir),
                "entity_classification": {"summary": results["summary"], "paired": results.get("paired"),
@@ -182,9 +169,57 @@ def run_demo(config: DemoConfig) -> dict:
                "pretrain_final_losses": {k: v[-1] for k, v in curves.items() if v},
                "seconds": timings, "machine": machine_description()}
     rep.write_json_atomic(out / "metrics.json", metrics)
+    rep.write_text_atomic(out / "report.md", "\n".join(
+        _report_lines(config, info, leakage, table, paired, timings["total"], bool(curves), out)))
+    print()
+    print(table)
+    if paired:
+        print()
+        print(paired)
+    print(f"report: {out / 'report.md'}   metrics: {out / 'metrics.json'}   "
+          f"({timings['total'] / 60:.1f} min)")
+    return metrics
+
+
+def _split_wordnet(config: DemoConfig, out: Path):
+    """Stage 1: the WordNet subset split into the pre-training KG (with its corpus, written to
+    ``out/kg-pretrain``) and the unseen KG' (``out/kg-unseen``); returns KG', the protocol's counts
+    and the label-leakage check of KG'."""
+    from jaket.tasks import entity_classification as ec  # the task (torch_geometric), loaded when it runs
+
+    kg_pre, corpus_pre, kg_prime, info = ec.wordnet_protocol(config.max_entities, config.heldout_fraction,
+                                                             config.data_seed)
+    save_kg(kg_pre, out / "kg-pretrain", corpus=corpus_pre)
+    save_kg(kg_prime, out / "kg-unseen")
+    leakage = ec.label_leakage(kg_prime)
+    print(f"pre-training KG: {info['pretrain_entities']} entities, {info['pretrain_triples']} triples, "
+          f"{info['texts_kept']} texts; unseen KG': {info['heldout_entities']} entities, "
+          f"{info['heldout_triples']} triples; leakage: {leakage['descriptions_with_full_category_name']} "
+          "descriptions spell a category")
+    return kg_prime, info, leakage
+
+
+def _plots(config: DemoConfig, results: dict, curves: dict[str, list[float]], out: Path) -> None:
+    """``pretrain_loss.png`` (when pre-training ran here) and ``accuracy.png`` (test accuracy per
+    setting and training fraction, mean ± std over the seeds)."""
+    from jaket.tasks.entity_classification import VARIANT_LABELS  # the task, loaded when it runs
+
+    if curves:
+        rep.plot_curves(curves, out / "pretrain_loss.png", title="pre-training losses", ylabel="loss")
+    fractions = [str(f) for f in config.train_fractions]
+    series = {VARIANT_LABELS.get(v, v): ([100 * s[f]["test_accuracy"]["mean"] for f in fractions],
+                                         [100 * s[f]["test_accuracy"]["std"] for f in fractions])
+              for v, s in results["summary"].items()}
+    rep.plot_grouped_bars([f"{float(f) * 100:g}% train" for f in fractions], series, out / "accuracy.png",
+                          title="entity classification on unseen WordNet KG'")
+
+
+def _report_lines(config: DemoConfig, info: dict, leakage: dict, table: str, paired: str,
+                  total_seconds: float, has_curves: bool, out: Path) -> list[str]:
+    """``report.md``: the command, the protocol, the tables and the plots."""
     lines = ["# jaket demo", "",
              f"Command: `jaket demo{' --quick' if config.max_entities < 1000 else ''}` "
-             f"({timings['total'] / 60:.1f} min on this machine).", "",
+             f"({total_seconds / 60:.1f} min on this machine).", "",
              "## Protocol", "",
              f"- WordNet 3.0 subset of {config.max_entities} synsets (seed {config.data_seed}); "
              f"{info['heldout_entities']} synsets in breadth-first regions are held out as the unseen KG' "
@@ -211,19 +246,11 @@ def run_demo(config: DemoConfig) -> dict:
              "(every classifier from scratch) are measured in "
              f"[docs/results.md]({_docs_link(out)}).", "",
              "![accuracy](accuracy.png)", ""]
-    if curves:
+    if has_curves:
         lines += ["## Pre-training", "", "![pre-training losses](pretrain_loss.png)", ""]
     lines += ["Per-setting learning curves and a confusion matrix: "
               "[entity-classification/report.md](entity-classification/report.md).", ""]
-    rep.write_text_atomic(out / "report.md", "\n".join(lines))
-    print()
-    print(table)
-    if paired:
-        print()
-        print(paired)
-    print(f"report: {out / 'report.md'}   metrics: {out / 'metrics.json'}   "
-          f"({timings['total'] / 60:.1f} min)")
-    return metrics
+    return lines
 
 
 def _docs_link(out: Path) -> str:

@@ -105,6 +105,96 @@ def _forward_passes(model, tokens, order: np.ndarray, batch_size: int) -> tuple[
     return real, padded
 
 
+def _rows_to_encode(args: argparse.Namespace, num_entities: int) -> np.ndarray:
+    """The entity rows the benchmark encodes: all of them, or ``--subset`` drawn at random."""
+    if args.subset and args.subset < num_entities:
+        rng = np.random.default_rng(args.random_seed)
+        return np.sort(rng.choice(num_entities, args.subset, replace=False))
+    return np.arange(num_entities)
+
+
+def _timed_encodings(args: argparse.Namespace, repeats: int, memory: EntityContextMemory, language,
+                     baseline, kg, entity_tokens, rows: np.ndarray, subset: np.ndarray | None):
+    """The three ways of encoding ``rows``, interleaved in each repeat: (wall, CPU) seconds per
+    repeat of each, and the (real, padded) tokens of the baseline's two batch orders."""
+    lengths = entity_tokens.lengths[rows]
+    sorted_order = rows[np.argsort(lengths, kind="stable")]
+    # the first fill replaces (momentum 0); later ones blend (Eq. 12): time the blending kind
+    memory.refresh(language, kg, batch_size=args.batch_size, max_length=args.max_length,
+                   momentum=0.0, entity_subset=subset, relations=False)
+    timings: dict[str, list[tuple[float, float]]] = {"refresh": [], "baseline": [], "unsorted": []}
+    padding: dict[str, tuple[int, int]] = {}
+    for _ in range(repeats):
+        with _Clock() as clock:
+            memory.refresh(language, kg, batch_size=args.batch_size, max_length=args.max_length,
+                           momentum=0.8, entity_subset=subset, relations=False)
+        timings["refresh"].append((clock.wall, clock.cpu))
+        with _Clock() as clock:
+            padding["sorted"] = _forward_passes(baseline, entity_tokens, sorted_order, args.batch_size)
+        timings["baseline"].append((clock.wall, clock.cpu))
+        with _Clock() as clock:
+            padding["unsorted"] = _forward_passes(baseline, entity_tokens, rows, args.batch_size)
+        timings["unsorted"].append((clock.wall, clock.cpu))
+    return timings, padding
+
+
+def _rate_figures(timings: dict[str, list[tuple[float, float]]], padding: dict[str, tuple[int, int]],
+                  n: int) -> dict:
+    """Descriptions per second of each way (median, min, max over repeats), CPU per description,
+    the ratios per repeat (same machine state) then their median, and the padding fractions."""
+    figures: dict = {}
+    for name, values in timings.items():
+        walls = [w for w, _ in values]
+        cpus = [c for _, c in values]
+        figures[f"{name}_descriptions_per_second"] = n / statistics.median(walls)
+        figures[f"{name}_descriptions_per_second_min"] = n / max(walls)
+        figures[f"{name}_descriptions_per_second_max"] = n / min(walls)
+        figures[f"{name}_cpu_ms_per_description"] = 1000 * statistics.median(cpus) / n
+    figures["refresh_over_baseline_time"] = statistics.median(
+        r[0] / b[0] for r, b in zip(timings["refresh"], timings["baseline"]))
+    figures["refresh_over_baseline_cpu"] = statistics.median(
+        r[1] / b[1] for r, b in zip(timings["refresh"], timings["baseline"]))
+    figures["sorted_speedup_over_unsorted"] = statistics.median(
+        u[0] / b[0] for u, b in zip(timings["unsorted"], timings["baseline"]))
+    figures["sorted_speedup_over_unsorted_cpu"] = statistics.median(
+        u[1] / b[1] for u, b in zip(timings["unsorted"], timings["baseline"]))
+    figures["padding_fraction_sorted"] = 1 - padding["sorted"][0] / padding["sorted"][1]
+    figures["padding_fraction_unsorted"] = 1 - padding["unsorted"][0] / padding["unsorted"][1]
+    return figures
+
+
+def _lm1_figures(language: SplitLanguageModel, batch_size: int, repeats: int, length: int = 64) -> dict:
+    """LM1 alone at the paper's description length: ``length``-token rows in batches of
+    ``batch_size``, after one untimed pass."""
+    ids = torch.randint(1000, language.tokenizer.vocab_size, (batch_size, length))
+    mask = torch.ones_like(ids)
+    with torch.no_grad():
+        language.lm1(ids, mask)
+        walls, cpus = [], []
+        for _ in range(max(3, repeats)):
+            with _Clock() as clock:
+                language.lm1(ids, mask)
+            walls.append(clock.wall)
+            cpus.append(clock.cpu)
+    return {"lm1_descriptions_per_second_at_64_tokens": batch_size / statistics.median(walls),
+            "lm1_cpu_ms_per_description_at_64_tokens": 1000 * statistics.median(cpus) / batch_size}
+
+
+def _storage_figures(memory: EntityContextMemory, kg, hidden: int, rows: np.ndarray) -> dict:
+    """Bytes of the memory per dtype and the rounding error of the narrow types on real rows."""
+    figures: dict = {}
+    reference = memory.entities[torch.as_tensor(rows[: min(len(rows), 4096)])].float()
+    scale = float(reference.abs().mean()) or 1.0
+    for name, dtype in DTYPES.items():
+        store = EntityContextMemory(kg.num_entities, kg.num_relations, hidden, dtype=name)
+        figures[f"memory_bytes_{name}"] = store.nbytes
+        figures[f"memory_bytes_per_entity_{name}"] = store.nbytes / max(1, kg.num_entities)
+        if name != "float32":
+            rounded = reference.to(dtype).float()
+            figures[f"memory_{name}_mean_relative_error"] = float((rounded - reference).abs().mean()) / scale
+    return figures
+
+
 def run(args: argparse.Namespace) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -126,83 +216,21 @@ def run(args: argparse.Namespace) -> dict:
         entity_tokens, _ = memory.description_tokens(language, kg, args.max_length)
     figures["tokenize_seconds"] = clock.wall
     figures["tokenize_descriptions_per_second"] = (kg.num_entities + kg.num_relations) / clock.wall
-    rng = np.random.default_rng(args.random_seed)
-    if args.subset and args.subset < kg.num_entities:
-        rows = np.sort(rng.choice(kg.num_entities, args.subset, replace=False))
-    else:
-        rows = np.arange(kg.num_entities)
+    rows = _rows_to_encode(args, kg.num_entities)
     subset = None if len(rows) == kg.num_entities else rows
     lengths = entity_tokens.lengths[rows]
     figures["encoded_rows"] = int(len(rows))
     figures["description_tokens_mean"] = float(lengths.mean())
     figures["description_tokens_max"] = int(lengths.max())
-    sorted_order = rows[np.argsort(lengths, kind="stable")]
-    natural_order = rows
 
-    # the first fill replaces (momentum 0); later ones blend (Eq. 12): time the blending kind
-    memory.refresh(language, kg, batch_size=args.batch_size, max_length=args.max_length,
-                   momentum=0.0, entity_subset=subset, relations=False)
-    timings: dict[str, list[tuple[float, float]]] = {"refresh": [], "baseline": [], "unsorted": []}
-    padding: dict[str, tuple[int, int]] = {}
-    for _ in range(repeats):
-        with _Clock() as clock:
-            memory.refresh(language, kg, batch_size=args.batch_size, max_length=args.max_length,
-                           momentum=0.8, entity_subset=subset, relations=False)
-        timings["refresh"].append((clock.wall, clock.cpu))
-        with _Clock() as clock:
-            padding["sorted"] = _forward_passes(baseline, entity_tokens, sorted_order, args.batch_size)
-        timings["baseline"].append((clock.wall, clock.cpu))
-        with _Clock() as clock:
-            padding["unsorted"] = _forward_passes(baseline, entity_tokens, natural_order, args.batch_size)
-        timings["unsorted"].append((clock.wall, clock.cpu))
-    n = len(rows)
-    for name, values in timings.items():
-        walls = [w for w, _ in values]
-        cpus = [c for _, c in values]
-        figures[f"{name}_descriptions_per_second"] = n / statistics.median(walls)
-        figures[f"{name}_descriptions_per_second_min"] = n / max(walls)
-        figures[f"{name}_descriptions_per_second_max"] = n / min(walls)
-        figures[f"{name}_cpu_ms_per_description"] = 1000 * statistics.median(cpus) / n
-    # ratios per repeat (same machine state), then the median
-    figures["refresh_over_baseline_time"] = statistics.median(
-        r[0] / b[0] for r, b in zip(timings["refresh"], timings["baseline"]))
-    figures["refresh_over_baseline_cpu"] = statistics.median(
-        r[1] / b[1] for r, b in zip(timings["refresh"], timings["baseline"]))
-    figures["sorted_speedup_over_unsorted"] = statistics.median(
-        u[0] / b[0] for u, b in zip(timings["unsorted"], timings["baseline"]))
-    figures["sorted_speedup_over_unsorted_cpu"] = statistics.median(
-        u[1] / b[1] for u, b in zip(timings["unsorted"], timings["baseline"]))
-    figures["padding_fraction_sorted"] = 1 - padding["sorted"][0] / padding["sorted"][1]
-    figures["padding_fraction_unsorted"] = 1 - padding["unsorted"][0] / padding["unsorted"][1]
-    per_description = statistics.median(w for w, _ in timings["refresh"]) / n
+    timings, padding = _timed_encodings(args, repeats, memory, language, baseline, kg, entity_tokens,
+                                        rows, subset)
+    figures.update(_rate_figures(timings, padding, len(rows)))
+    per_description = statistics.median(w for w, _ in timings["refresh"]) / len(rows)
     figures["refresh_ms_per_description"] = 1000 * per_description
     figures["full_refresh_seconds"] = per_description * kg.num_entities + (
         figures["tokenize_seconds"] if subset is not None else 0.0)
     figures["full_refresh_projected"] = subset is not None
-
-    # LM1 at the paper's description length: 64-token rows, batches of batch_size
-    length = 64
-    ids = torch.randint(1000, language.tokenizer.vocab_size, (args.batch_size, length))
-    mask = torch.ones_like(ids)
-    with torch.no_grad():
-        language.lm1(ids, mask)
-        walls, cpus = [], []
-        for _ in range(max(3, repeats)):
-            with _Clock() as clock:
-                language.lm1(ids, mask)
-            walls.append(clock.wall)
-            cpus.append(clock.cpu)
-    figures["lm1_descriptions_per_second_at_64_tokens"] = args.batch_size / statistics.median(walls)
-    figures["lm1_cpu_ms_per_description_at_64_tokens"] = 1000 * statistics.median(cpus) / args.batch_size
-
-    # storage: bytes per dtype and the rounding error of the narrow types on the real rows
-    reference = memory.entities[torch.as_tensor(rows[: min(len(rows), 4096)])].float()
-    scale = float(reference.abs().mean()) or 1.0
-    for name, dtype in DTYPES.items():
-        store = EntityContextMemory(kg.num_entities, kg.num_relations, language.hidden_size, dtype=name)
-        figures[f"memory_bytes_{name}"] = store.nbytes
-        figures[f"memory_bytes_per_entity_{name}"] = store.nbytes / max(1, kg.num_entities)
-        if name != "float32":
-            rounded = reference.to(dtype).float()
-            figures[f"memory_{name}_mean_relative_error"] = float((rounded - reference).abs().mean()) / scale
+    figures.update(_lm1_figures(language, args.batch_size, repeats))
+    figures.update(_storage_figures(memory, kg, language.hidden_size, rows))
     return figures

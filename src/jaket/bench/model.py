@@ -21,12 +21,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from jaket.kg.corpus import TextBatch
-from jaket.kg.sampling import sample_neighbors
+from jaket.kg.sampling import Subgraph, sample_neighbors
 from jaket.kg.toy import synthetic_kg
 from jaket.model.fusion import MentionFusion
 from jaket.model.language import SplitLanguageModel
@@ -142,6 +143,179 @@ def _paper_shape_language(tokenizer_path):
     return SplitLanguageModel(BertForMaskedLM(config), tokenizer)
 
 
+def _language(args: argparse.Namespace):
+    """The language module timed (None with ``--km-only``), its hidden size, vocabulary size and
+    Transformers config (for the flop count; None with ``--km-only``)."""
+    if args.km_only:
+        return None, (768 if args.shape == "paper" else 384), 30522, None
+    if args.shape == "paper":
+        language = _paper_shape_language(args.encoder or default_model_path())
+    else:
+        language = SplitLanguageModel.from_pretrained(args.encoder or default_model_path())
+    return language, language.hidden_size, language.tokenizer.vocab_size, language.config
+
+
+@dataclass
+class _Step:
+    """One model step's inputs and modules: the text batch, the sampled subgraph of its mentions'
+    entities, the memory rows E^context (float16 storage, as a run may keep them) and the stages."""
+
+    language: SplitLanguageModel | None
+    knowledge: torch.nn.Module
+    fusion: MentionFusion
+    text: TextBatch
+    subgraph: Subgraph
+    memory_rows: torch.Tensor
+    num_relations: int
+    length: int
+
+    def __post_init__(self) -> None:
+        self.x = self.memory_rows[self.subgraph.node_ids].float()
+        self.hops = (self.subgraph.nodes_per_hop, self.subgraph.edges_per_hop)
+
+    def km(self, trimmed: bool = False) -> torch.Tensor:
+        """The knowledge module over the subgraph (Eq. 1-5); ``trimmed``: only the nodes each
+        next layer reads (exact at the seeds)."""
+        return self.knowledge(self.x, self.subgraph.edge_index, self.subgraph.edge_type, None,
+                              num_relations=self.num_relations, hops=self.hops if trimmed else None)
+
+
+def _forward_times(step: _Step, want_trim: bool, cpu: dict) -> dict[str, float]:
+    """Wall milliseconds of each stage's forward, under no_grad (CPU milliseconds into ``cpu``)."""
+    times: dict[str, float] = {}
+    text, language, subgraph = step.text, step.language, step.subgraph
+    with torch.no_grad():
+        if language is not None:
+            language.eval()
+            out: dict = {}
+            times["lm1_forward"] = _t(cpu, "lm1_forward", lambda: out.__setitem__(
+                "z", language.lm1(text.input_ids, text.attention_mask)))
+        times["gather_forward"] = _t(cpu, "gather_forward", lambda: step.memory_rows[subgraph.node_ids].float())
+        step.knowledge.eval()
+        out_km: dict = {}
+        times["km_forward"] = _t(cpu, "km_forward", lambda: out_km.__setitem__("e", step.km()))
+        if want_trim:
+            times["km_trimmed_forward"] = _t(cpu, "km_trimmed_forward", lambda: step.km(trimmed=True))
+        if language is not None:
+            emb = out_km["e"][subgraph.seed_local]
+            times["fusion_forward"] = _t(cpu, "fusion_forward", lambda: out.__setitem__("z2", step.fusion(
+                out["z"], text.mention_batch, text.mention_start, text.mention_end, emb)))
+            times["lm2_forward"] = _t(cpu, "lm2_forward", lambda: language.lm2(out["z2"], text.attention_mask))
+    return times
+
+
+def _backward_times(step: _Step, want_trim: bool, cpu: dict) -> dict[str, float]:
+    """Wall milliseconds of each stage's forward + backward (CPU milliseconds into ``cpu``); the
+    gradients are dropped after."""
+    times: dict[str, float] = {}
+    text, language = step.text, step.language
+
+    def backward(function):
+        def forward_backward():
+            out = function()
+            out.backward(torch.ones_like(out))
+        return forward_backward
+
+    if language is not None:
+        language.train()
+        times["lm1_forward_backward"] = _t(cpu, "lm1_forward_backward", backward(
+            lambda: language.lm1(text.input_ids, text.attention_mask)))
+    step.knowledge.train()
+    times["km_forward_backward"] = _t(cpu, "km_forward_backward", backward(step.km))
+    if want_trim:
+        times["km_trimmed_forward_backward"] = _t(cpu, "km_trimmed_forward_backward",
+                                                  backward(lambda: step.km(trimmed=True)))
+    if language is not None:
+        hidden = step.x.shape[1]
+        z0 = torch.randn(len(text.input_ids), step.length, hidden, requires_grad=True)
+        emb0 = torch.randn(len(step.subgraph.seed_local), hidden, requires_grad=True)
+        times["fusion_forward_backward"] = _t(cpu, "fusion_forward_backward", backward(
+            lambda: step.fusion(z0, text.mention_batch, text.mention_start, text.mention_end, emb0)))
+        times["lm2_forward_backward"] = _t(cpu, "lm2_forward_backward", backward(
+            lambda: language.lm2(z0, text.attention_mask)))
+    for module in (language, step.knowledge, step.fusion):
+        if module is not None:
+            module.zero_grad(set_to_none=True)
+    return times
+
+
+def _time_stages(step: _Step, repeats: int, want_trim: bool, backward: bool):
+    """``repeats`` timed rounds after a warm-up: per stage the wall and CPU milliseconds of each
+    round, and ``{km}_over_lm_{phase}[_cpu]``: each round's ratio of a KM stage to LM1 + LM2."""
+    stages: dict[str, list[float]] = {}
+    cpu_stages: dict[str, list[float]] = {}
+    ratios: dict[str, list[float]] = {}
+    for repeat in range(repeats + 1):  # the first round is a warm-up
+        cpu: dict[str, float] = {}
+        times = _forward_times(step, want_trim, cpu)
+        if backward:
+            times.update(_backward_times(step, want_trim, cpu))
+        if repeat == 0:
+            continue
+        for name, value in times.items():
+            stages.setdefault(name, []).append(value)
+            cpu_stages.setdefault(name, []).append(cpu[name])
+        if step.language is not None:
+            for phase in ("forward",) + (("forward_backward",) if backward else ()):
+                for km in ("km",) + (("km_trimmed",) if want_trim else ()):
+                    for clock, suffix in ((times, ""), (cpu, "_cpu")):
+                        lm = clock[f"lm1_{phase}"] + clock[f"lm2_{phase}"]
+                        ratios.setdefault(f"{km}_over_lm_{phase}{suffix}", []).append(clock[f"{km}_{phase}"] / lm)
+    return stages, cpu_stages, ratios
+
+
+def _stage_figures(stages: dict, cpu_stages: dict, ratios: dict, subgraph: Subgraph, want_trim: bool) -> dict:
+    """Median (min, max) milliseconds of each stage, the KM's per node / edge / seed, and the
+    median of each per-round ratio."""
+    figures: dict = {}
+    for name, values in stages.items():
+        s = _summary(values)
+        figures[f"{name}_ms"] = round(s["median"], 3)
+        figures[f"{name}_ms_min"] = round(s["min"], 3)
+        figures[f"{name}_ms_max"] = round(s["max"], 3)
+        figures[f"{name}_cpu_ms"] = round(statistics.median(cpu_stages[name]), 3)
+    n, e = subgraph.num_nodes, subgraph.num_edges
+    figures["km_forward_ms_per_node"] = figures["km_forward_ms"] / max(1, n)
+    figures["km_forward_ms_per_edge"] = figures["km_forward_ms"] / max(1, e)
+    figures["km_forward_cpu_ms_per_node"] = figures["km_forward_cpu_ms"] / max(1, n)
+    if want_trim:
+        figures["km_trimmed_forward_ms_per_seed"] = figures["km_trimmed_forward_ms"] / max(1, subgraph.num_seeds)
+    for name, values in ratios.items():
+        figures[name] = statistics.median(values)
+    return figures
+
+
+def _flop_figures(args: argparse.Namespace, step: _Step, cfg, timed: dict) -> dict:
+    """Flop counts per sequence: the paper's KM estimate, our KM (full and layer-trimmed), the
+    language module's (Eq. 6, 10: every encoder layer) and what the timings make of them."""
+    batch, hidden = len(step.text.input_ids), step.x.shape[1]
+    subgraph, layers = step.subgraph, args.km_layers
+    nodes_per_hop, edges_per_hop = step.hops
+    edge_types = 2 * step.num_relations
+    figures: dict = {"paper_km_flops_per_sequence": paper_km_flops_per_sequence(args.length, hidden,
+                                                                                 args.fanout, layers)}
+    trimmed_nodes = [sum(nodes_per_hop[:layers - d]) for d in range(layers)]
+    trimmed_edges = [sum(edges_per_hop[:layers - d]) for d in range(layers)]
+    figures["km_flops_per_sequence"] = implementation_km_flops(
+        [subgraph.num_nodes] * layers, [subgraph.num_edges] * layers, hidden, edge_types, args.km_heads) / batch
+    figures["km_trimmed_flops_per_sequence"] = implementation_km_flops(
+        trimmed_nodes, trimmed_edges, hidden, edge_types, args.km_heads) / batch
+    figures["mentions_per_sequence"] = len(step.text.mention_entity) / batch
+    if cfg is not None:
+        lm_flops = encoder_flops_per_sequence(cfg.num_hidden_layers, cfg.hidden_size,
+                                              cfg.intermediate_size, args.length)
+        figures["lm_layers"] = cfg.num_hidden_layers
+        figures["lm_flops_per_sequence"] = lm_flops
+        figures["paper_formula_km_over_lm"] = figures["paper_km_flops_per_sequence"] / lm_flops
+        figures["flops_km_over_lm"] = figures["km_flops_per_sequence"] / lm_flops
+        figures["flops_km_trimmed_over_lm"] = figures["km_trimmed_flops_per_sequence"] / lm_flops
+        lm_ms = timed["lm1_forward_ms"] + timed["lm2_forward_ms"]
+        figures["lm_gflops_per_second"] = lm_flops * batch / (lm_ms / 1000) / 1e9
+        figures["km_gflops_per_second"] = figures["km_flops_per_sequence"] * batch / (
+            timed["km_forward_ms"] / 1000) / 1e9
+    return figures
+
+
 def run(args: argparse.Namespace) -> dict:
     # --help: `jaket bench` registers this module; torch_geometric (seconds) loads when it runs
     from jaket.model.knowledge import KnowledgeModule
@@ -153,134 +327,27 @@ def run(args: argparse.Namespace) -> dict:
     entities = args.entities if not args.quick or args.entities != 100_000 else 20_000
     rng = np.random.default_rng(args.random_seed)
     torch.manual_seed(args.random_seed)
-
-    language = None
-    if not args.km_only:
-        if args.shape == "paper":
-            language = _paper_shape_language(args.encoder or default_model_path())
-        else:
-            language = SplitLanguageModel.from_pretrained(args.encoder or default_model_path())
-        hidden = language.hidden_size
-        vocab = language.tokenizer.vocab_size
-        cfg = language.config
-    else:
-        hidden = 768 if args.shape == "paper" else 384
-        vocab = 30522
-        cfg = None
+    language, hidden, vocab, cfg = _language(args)
 
     began = time.perf_counter()
     kg = synthetic_kg(entities, entities * args.triples_per_entity, seed=args.random_seed)
     kg.adjacency
     kg_seconds = time.perf_counter() - began
     text = make_text_batch(batch, args.length, args.mentions, vocab, 1000, kg.num_entities, rng)
-    fanouts = (args.fanout,) * args.km_layers
     sample_ms = []
     for _ in range(3):
         began = time.perf_counter()
-        subgraph = sample_neighbors(kg, text.mention_entity.numpy(), fanouts, rng)
+        subgraph = sample_neighbors(kg, text.mention_entity.numpy(), (args.fanout,) * args.km_layers, rng)
         sample_ms.append((time.perf_counter() - began) * 1000)
-    n, e = subgraph.num_nodes, subgraph.num_edges
-    nodes_per_hop, edges_per_hop = subgraph.nodes_per_hop, subgraph.edges_per_hop
 
     knowledge = KnowledgeModule(hidden, num_layers=args.km_layers, heads=args.km_heads)
     fusion = MentionFusion(hidden)
     memory_rows = torch.randn(kg.num_entities, hidden).to(torch.float16)  # E^context, fp16 storage
-    x = memory_rows[subgraph.node_ids].float()
-    mention_node = subgraph.seed_local
-    p = kg.num_relations
-
-    def km_forward():
-        return knowledge(x, subgraph.edge_index, subgraph.edge_type, None, num_relations=p)
-
-    def km_trimmed():
-        return knowledge(x, subgraph.edge_index, subgraph.edge_type, None, num_relations=p,
-                         hops=(nodes_per_hop, edges_per_hop))
-
+    step = _Step(language, knowledge, fusion, text, subgraph, memory_rows, kg.num_relations, args.length)
     with torch.no_grad():  # the trimmed variant is exact at the seeds
-        full_out = km_forward()[: subgraph.num_seeds]
-        trimmed_out = km_trimmed()
-    trimmed_error = float((full_out - trimmed_out).abs().max())
-
-    stages: dict[str, list[float]] = {}
-    cpu_stages: dict[str, list[float]] = {}
-
-    def record(name, value, cpu):
-        stages.setdefault(name, []).append(value)
-        cpu_stages.setdefault(name, []).append(cpu)
-
-    #: ``{km}_over_lm_{phase}[_cpu]`` -> per-repeat ratio of a KM stage to LM1 + LM2
-    ratios: dict[str, list[float]] = {}
+        trimmed_error = float((step.km()[: subgraph.num_seeds] - step.km(trimmed=True)).abs().max())
     want_trim = args.km_variant in ("trimmed", "both")
-    for repeat in range(repeats + 1):  # the first round is a warm-up
-        times: dict[str, float] = {}
-        cpu: dict[str, float] = {}
-        with torch.no_grad():
-            if language is not None:
-                language.eval()
-                out: dict = {}
-                times["lm1_forward"] = _t(cpu, "lm1_forward", lambda: out.__setitem__(
-                    "z", language.lm1(text.input_ids, text.attention_mask)))
-            times["gather_forward"] = _t(cpu, "gather_forward", lambda: memory_rows[subgraph.node_ids].float())
-            knowledge.eval()
-            out_km: dict = {}
-            times["km_forward"] = _t(cpu, "km_forward", lambda: out_km.__setitem__("e", km_forward()))
-            if want_trim:
-                times["km_trimmed_forward"] = _t(cpu, "km_trimmed_forward", km_trimmed)
-            if language is not None:
-                emb = out_km["e"][mention_node]
-                times["fusion_forward"] = _t(cpu, "fusion_forward", lambda: out.__setitem__("z2", fusion(
-                    out["z"], text.mention_batch, text.mention_start, text.mention_end, emb)))
-                times["lm2_forward"] = _t(cpu, "lm2_forward", lambda: language.lm2(out["z2"], text.attention_mask))
-        if not args.no_backward:
-            if language is not None:
-                language.train()
-
-                def lm1_fb():
-                    z = language.lm1(text.input_ids, text.attention_mask)
-                    z.backward(torch.ones_like(z))
-
-                times["lm1_forward_backward"] = _t(cpu, "lm1_forward_backward", lm1_fb)
-            knowledge.train()
-
-            def km_fb():
-                out = km_forward()
-                out.backward(torch.ones_like(out))
-
-            times["km_forward_backward"] = _t(cpu, "km_forward_backward", km_fb)
-            if want_trim:
-                def km_trim_fb():
-                    out = km_trimmed()
-                    out.backward(torch.ones_like(out))
-
-                times["km_trimmed_forward_backward"] = _t(cpu, "km_trimmed_forward_backward", km_trim_fb)
-            if language is not None:
-                z0 = torch.randn(batch, args.length, hidden, requires_grad=True)
-                emb0 = torch.randn(len(mention_node), hidden, requires_grad=True)
-
-                def fusion_fb():
-                    out = fusion(z0, text.mention_batch, text.mention_start, text.mention_end, emb0)
-                    out.backward(torch.ones_like(out))
-
-                times["fusion_forward_backward"] = _t(cpu, "fusion_forward_backward", fusion_fb)
-
-                def lm2_fb():
-                    out = language.lm2(z0, text.attention_mask)
-                    out.backward(torch.ones_like(out))
-
-                times["lm2_forward_backward"] = _t(cpu, "lm2_forward_backward", lm2_fb)
-            for module in (language, knowledge, fusion):
-                if module is not None:
-                    module.zero_grad(set_to_none=True)
-        if repeat == 0:
-            continue
-        for name, value in times.items():
-            record(name, value, cpu[name])
-        if language is not None:
-            for phase in ("forward",) + (() if args.no_backward else ("forward_backward",)):
-                for km in ("km",) + (("km_trimmed",) if want_trim else ()):
-                    for clock, suffix in ((times, ""), (cpu, "_cpu")):
-                        lm = clock[f"lm1_{phase}"] + clock[f"lm2_{phase}"]
-                        ratios.setdefault(f"{km}_over_lm_{phase}{suffix}", []).append(clock[f"{km}_{phase}"] / lm)
+    stages, cpu_stages, ratios = _time_stages(step, repeats, want_trim, not args.no_backward)
 
     figures: dict = {
         "shape": args.shape,
@@ -288,48 +355,13 @@ def run(args: argparse.Namespace) -> dict:
         "mentions": len(text.mention_entity), "fanout": args.fanout, "km_layers": args.km_layers,
         "km_heads": args.km_heads, "kg_entities": kg.num_entities, "kg_triples": kg.num_triples,
         "kg_build_seconds": round(kg_seconds, 3),
-        "subgraph_nodes": n, "subgraph_edges": e, "unique_seeds": subgraph.num_seeds,
-        "nodes_per_hop": nodes_per_hop, "edges_per_hop": edges_per_hop,
+        "subgraph_nodes": subgraph.num_nodes, "subgraph_edges": subgraph.num_edges,
+        "unique_seeds": subgraph.num_seeds,
+        "nodes_per_hop": subgraph.nodes_per_hop, "edges_per_hop": subgraph.edges_per_hop,
         "sample_ms": round(statistics.median(sample_ms), 3),
         "threads": torch.get_num_threads(), "repeats": repeats,
         "trimmed_max_abs_difference": trimmed_error,
     }
-    for name, values in stages.items():
-        s = _summary(values)
-        figures[f"{name}_ms"] = round(s["median"], 3)
-        figures[f"{name}_ms_min"] = round(s["min"], 3)
-        figures[f"{name}_ms_max"] = round(s["max"], 3)
-        figures[f"{name}_cpu_ms"] = round(statistics.median(cpu_stages[name]), 3)
-    figures["km_forward_ms_per_node"] = figures["km_forward_ms"] / max(1, n)
-    figures["km_forward_ms_per_edge"] = figures["km_forward_ms"] / max(1, e)
-    figures["km_forward_cpu_ms_per_node"] = figures["km_forward_cpu_ms"] / max(1, n)
-    if want_trim:
-        figures["km_trimmed_forward_ms_per_seed"] = figures["km_trimmed_forward_ms"] / max(1, subgraph.num_seeds)
-    for name, values in ratios.items():
-        figures[name] = statistics.median(values)
-    # flop counts: the paper's estimate, ours, and the language module's
-    per_seq_mentions = len(text.mention_entity) / batch
-    figures["paper_km_flops_per_sequence"] = paper_km_flops_per_sequence(args.length, hidden,
-                                                                         args.fanout, args.km_layers)
-    layers_nodes_full = [n] * args.km_layers
-    layers_edges_full = [e] * args.km_layers
-    trimmed_nodes = [sum(nodes_per_hop[:args.km_layers - d]) for d in range(args.km_layers)]
-    trimmed_edges = [sum(edges_per_hop[:args.km_layers - d]) for d in range(args.km_layers)]
-    figures["km_flops_per_sequence"] = implementation_km_flops(
-        layers_nodes_full, layers_edges_full, hidden, 2 * p, args.km_heads) / batch
-    figures["km_trimmed_flops_per_sequence"] = implementation_km_flops(
-        trimmed_nodes, trimmed_edges, hidden, 2 * p, args.km_heads) / batch
-    figures["mentions_per_sequence"] = per_seq_mentions
-    if cfg is not None:
-        lm_flops = encoder_flops_per_sequence(cfg.num_hidden_layers, cfg.hidden_size,
-                                              cfg.intermediate_size, args.length)
-        figures["lm_layers"] = cfg.num_hidden_layers
-        figures["lm_flops_per_sequence"] = lm_flops
-        figures["paper_formula_km_over_lm"] = figures["paper_km_flops_per_sequence"] / lm_flops
-        figures["flops_km_over_lm"] = figures["km_flops_per_sequence"] / lm_flops
-        figures["flops_km_trimmed_over_lm"] = figures["km_trimmed_flops_per_sequence"] / lm_flops
-        lm_ms = figures["lm1_forward_ms"] + figures["lm2_forward_ms"]
-        figures["lm_gflops_per_second"] = lm_flops * batch / (lm_ms / 1000) / 1e9
-        figures["km_gflops_per_second"] = figures["km_flops_per_sequence"] * batch / (
-            figures["km_forward_ms"] / 1000) / 1e9
+    figures.update(_stage_figures(stages, cpu_stages, ratios, subgraph, want_trim))
+    figures.update(_flop_figures(args, step, cfg, figures))
     return figures

@@ -219,6 +219,25 @@ def _category_arguments(parser: argparse.ArgumentParser) -> None:
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add ``build`` and ``import`` to the ``jaket kg`` subcommands."""
+    _register_build(commands)
+    importer = commands.add_parser("import", help="import a KG: WN18RR, Wikidata5M, an RDF file or a PyKEEN dataset")
+    formats = importer.add_subparsers(dest="source", metavar="FORMAT", required=True)
+
+    wn18rr = formats.add_parser("wn18rr", help="a WN18RR folder (entities.dict, relations.dict, "
+                                               "train.txt; valid/test copied as splits)")
+    wn18rr.add_argument("source_dir", type=Path, metavar="SRC_DIR")
+    _out(wn18rr)
+    wn18rr.set_defaults(func=_import_wn18rr)
+    _register_ontologies(formats)
+    _register_wikidata5m(formats)
+    pykeen = formats.add_parser("pykeen", help="a dataset bundled with PyKEEN (no download)")
+    pykeen.add_argument("dataset", choices=["umls", "nations", "kinships"])
+    _out(pykeen)
+    pykeen.set_defaults(func=_import_pykeen)
+
+
+def _register_build(commands: argparse._SubParsersAction) -> None:
+    """``jaket kg build wordnet|synthetic``: the generated KGs."""
     build = commands.add_parser("build", help="build a KG directory: WordNet 3.0 (embedded) or synthetic")
     sources = build.add_subparsers(dest="source", metavar="SOURCE", required=True)
 
@@ -243,15 +262,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     synthetic.add_argument("--seed", type=int, default=0)
     synthetic.set_defaults(func=_build_synthetic)
 
-    importer = commands.add_parser("import", help="import a KG: WN18RR, Wikidata5M, an RDF file or a PyKEEN dataset")
-    formats = importer.add_subparsers(dest="source", metavar="FORMAT", required=True)
 
-    wn18rr = formats.add_parser("wn18rr", help="a WN18RR folder (entities.dict, relations.dict, "
-                                               "train.txt; valid/test copied as splits)")
-    wn18rr.add_argument("source_dir", type=Path, metavar="SRC_DIR")
-    _out(wn18rr)
-    wn18rr.set_defaults(func=_import_wn18rr)
-
+def _register_ontologies(formats: argparse._SubParsersAction) -> None:
+    """``jaket kg import rdf|owl|obo FILE``: one file each, read by rdflib or pronto."""
     rdf = _file_format(formats, "rdf", "an RDF file (N-Triples, Turtle, RDF/XML, ... via rdflib)")
     rdf.add_argument("--format", default=None,
                      help="rdflib format name (turtle, nt, xml, n3, json-ld, ...); default: from the extension")
@@ -276,6 +289,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     _category_arguments(obo)
     obo.set_defaults(func=_import_obo)
 
+
+def _register_wikidata5m(formats: argparse._SubParsersAction) -> None:
+    """``jaket kg import wikidata5m SRC_DIR``: the release's folder and the choice of its KG."""
     wikidata5m = formats.add_parser(
         "wikidata5m", help="a Wikidata5M folder (entity, relation and description files, triple splits; "
                            "docs/data.md)")
@@ -293,8 +309,3 @@ def register(commands: argparse._SubParsersAction) -> None:
     wikidata5m.add_argument("--max-description-chars", type=_count, default=1000, metavar="N",
                             help="cut longer descriptions (counted in the report; 0 = never; default 1000)")
     wikidata5m.set_defaults(func=_import_wikidata5m)
-
-    pykeen = formats.add_parser("pykeen", help="a dataset bundled with PyKEEN (no download)")
-    pykeen.add_argument("dataset", choices=["umls", "nations", "kinships"])
-    _out(pykeen)
-    pykeen.set_defaults(func=_import_pykeen)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -150,50 +151,21 @@ def _pick(literals: list) -> tuple[str | None, list[str]]:
     return values[0], values[1:]
 
 
-def load_rdf(path, fmt: str | None = None) -> tuple[KnowledgeGraph, dict]:
-    """``(KnowledgeGraph, report)`` for an RDF file (mapping in the module docstring)."""
-    from rdflib import BNode, Literal, URIRef
+@dataclass
+class _Statements:
+    """An RDF graph's triples sorted by what the mapping makes of them."""
 
-    path = Path(path)
-    graph = parse_rdf(path, fmt)
-    labels: dict[str, dict[str, list]] = {}  # subject -> predicate -> literals
-    types: dict[str, set[str]] = {}
-    relation_rows: list[tuple[str, str, str]] = []
-    predicates: set[str] = set()
-    ignored_literals: Counter = Counter()
-    blank = 0
-    subjects: set[str] = set()
-    for s, p, o in graph:
-        if isinstance(s, BNode) or isinstance(o, BNode):
-            blank += 1
-            continue
-        if not isinstance(s, URIRef) or not isinstance(p, URIRef):
-            continue  # a literal subject or predicate: not RDF 1.1, rdflib's generalised graphs only
-        s, p_iri = str(s), str(p)
-        predicates.add(p_iri)
-        if isinstance(o, Literal):
-            if p_iri in _ANNOTATIONS:
-                labels.setdefault(s, {}).setdefault(p_iri, []).append(o)
-                subjects.add(s)
-            else:
-                ignored_literals[p_iri] += 1
-            continue
-        o_iri = str(o)
-        if p_iri == RDF_TYPE:
-            types.setdefault(s, set()).add(o_iri)
-            subjects.add(s)
-        else:
-            relation_rows.append((s, p_iri, o_iri))
+    labels: dict[str, dict[str, list]] = field(default_factory=dict)  # subject -> predicate -> literals
+    types: dict[str, set[str]] = field(default_factory=dict)  # subject -> rdf:type objects
+    relation_rows: list[tuple[str, str, str]] = field(default_factory=list)
+    predicates: set[str] = field(default_factory=set)
+    subjects: set[str] = field(default_factory=set)  # subjects of an annotation or a type
+    ignored_literals: Counter = field(default_factory=Counter)
+    blank: int = 0  # triples with a blank node
 
-    in_relations = {x for s, _, o in relation_rows for x in (s, o)}
-    classes = {c for cs in types.values() for c in cs}
-    entity_set = in_relations | {s for s in subjects if s not in predicates and s not in classes}
-    entity_ids = sorted(entity_set)
-    relation_ids = sorted({p for _, p, _ in relation_rows})
-
-    def name_of(iri: str) -> tuple[str, list[str], bool]:
-        """(name, aliases, whether the name comes from a label)."""
-        annotations = labels.get(iri, {})
+    def name_of(self, iri: str) -> tuple[str, list[str], bool]:
+        """(name, aliases, whether the name comes from a label) of ``iri``."""
+        annotations = self.labels.get(iri, {})
         values: list[str] = []
         for predicate in LABELS + ALT_LABELS:
             best, others = _pick(annotations.get(predicate, []))
@@ -203,46 +175,100 @@ def load_rdf(path, fmt: str | None = None) -> tuple[KnowledgeGraph, dict]:
         name = values[0] if has_label else local_name(iri).replace("_", " ")
         return name, [v for v in dict.fromkeys(values) if v != name], has_label
 
-    def description_of(iri: str) -> str | None:
-        annotations = labels.get(iri, {})
+    def description_of(self, iri: str) -> str | None:
+        """The preferred literal of the first description predicate ``iri`` has."""
+        annotations = self.labels.get(iri, {})
         for predicate in DESCRIPTIONS:
             best, _ = _pick(annotations.get(predicate, []))
             if best is not None:
                 return best
         return None
 
-    # categories -------------------------------------------------------------------------------
-    class_label = {c: name_of(c)[0] for c in classes}
+
+def _sort_statements(graph, rdflib) -> _Statements:
+    """Annotations (labels, descriptions), types and relation triples of ``graph``; other
+    literal-valued triples and those with a blank node are counted."""
+    found = _Statements()
+    for s, p, o in graph:
+        if isinstance(s, rdflib.BNode) or isinstance(o, rdflib.BNode):
+            found.blank += 1
+            continue
+        if not isinstance(s, rdflib.URIRef) or not isinstance(p, rdflib.URIRef):
+            continue  # a literal subject or predicate: not RDF 1.1, rdflib's generalised graphs only
+        s, p_iri = str(s), str(p)
+        found.predicates.add(p_iri)
+        if isinstance(o, rdflib.Literal):
+            if p_iri in _ANNOTATIONS:
+                found.labels.setdefault(s, {}).setdefault(p_iri, []).append(o)
+                found.subjects.add(s)
+            else:
+                found.ignored_literals[p_iri] += 1
+            continue
+        o_iri = str(o)
+        if p_iri == RDF_TYPE:
+            found.types.setdefault(s, set()).add(o_iri)
+            found.subjects.add(s)
+        else:
+            found.relation_rows.append((s, p_iri, o_iri))
+    return found
+
+
+def _entity_tables(found: _Statements, entity_ids: list[str], classes: set[str]):
+    """Names, aliases, descriptions (prefixed with the name when they lack it) and category
+    names (None: untyped) of the entities, and the counts the report gives of them."""
+    class_label = {c: found.name_of(c)[0] for c in classes}
     counts = Counter(class_label.values())
     category_of_class = {c: (label if counts[label] == 1 else c) for c, label in class_label.items()}
-    names, aliases, descriptions, entity_categories = [], [], [], []
-    extra_types = 0
-    without_label = without_description = 0
+    names, aliases, descriptions, categories = [], [], [], []
+    tally = {"entities_without_label": 0, "entities_without_description": 0, "extra_types_ignored": 0}
     for iri in entity_ids:
-        name, alias_list, labelled = name_of(iri)
-        without_label += not labelled
-        description = description_of(iri)
+        name, alias_list, labelled = found.name_of(iri)
+        tally["entities_without_label"] += not labelled
+        description = found.description_of(iri)
         if description is None:
-            without_description += 1
+            tally["entities_without_description"] += 1
             description = name
         elif name.lower() not in description.lower():
             description = f"{name}: {description}"
         names.append(name)
         aliases.append(alias_list)
         descriptions.append(description)
-        entity_types = sorted(types.get(iri, ()))
-        extra_types += max(0, len(entity_types) - 1)
-        entity_categories.append(category_of_class[entity_types[0]] if entity_types else None)
-    category_names = sorted({c for c in entity_categories if c is not None})
-    category_index = {c: k for k, c in enumerate(category_names)}
-    relation_names, relation_descriptions = [], []
+        entity_types = sorted(found.types.get(iri, ()))
+        tally["extra_types_ignored"] += max(0, len(entity_types) - 1)
+        categories.append(category_of_class[entity_types[0]] if entity_types else None)
+    return names, aliases, descriptions, categories, tally
+
+
+def _relation_tables(found: _Statements, relation_ids: list[str]) -> tuple[list[str], list[str]]:
+    """Relation names (label, else local name) and descriptions (comment, else the name's words)."""
+    names, descriptions = [], []
     for iri in relation_ids:
-        name, _, labelled = name_of(iri)
+        name, _, labelled = found.name_of(iri)
         if not labelled:
             name = local_name(iri)
-        relation_names.append(name)
-        comment = description_of(iri)
-        relation_descriptions.append(comment if comment is not None else _words(name))
+        names.append(name)
+        comment = found.description_of(iri)
+        descriptions.append(comment if comment is not None else _words(name))
+    return names, descriptions
+
+
+def load_rdf(path, fmt: str | None = None) -> tuple[KnowledgeGraph, dict]:
+    """``(KnowledgeGraph, report)`` for an RDF file (mapping in the module docstring)."""
+    import rdflib
+
+    path = Path(path)
+    graph = parse_rdf(path, fmt)
+    found = _sort_statements(graph, rdflib)
+    relation_rows = found.relation_rows
+    in_relations = {x for s, _, o in relation_rows for x in (s, o)}
+    classes = {c for cs in found.types.values() for c in cs}
+    entity_set = in_relations | {s for s in found.subjects if s not in found.predicates and s not in classes}
+    entity_ids = sorted(entity_set)
+    relation_ids = sorted({p for _, p, _ in relation_rows})
+    names, aliases, descriptions, entity_categories, tally = _entity_tables(found, entity_ids, classes)
+    category_names = sorted({c for c in entity_categories if c is not None})
+    category_index = {c: k for k, c in enumerate(category_names)}
+    relation_names, relation_descriptions = _relation_tables(found, relation_ids)
     e_index = {e: i for i, e in enumerate(entity_ids)}
     r_index = {r: i for i, r in enumerate(relation_ids)}
     triples = np.array(sorted((e_index[s], r_index[p], e_index[o]) for s, p, o in relation_rows),
@@ -253,6 +279,7 @@ def load_rdf(path, fmt: str | None = None) -> tuple[KnowledgeGraph, dict]:
                                  dtype=np.int32),
         category_names=category_names, relation_ids=relation_ids, relation_names=relation_names,
         relation_descriptions=relation_descriptions, triples=triples)
+    ignored_literals, blank = found.ignored_literals, found.blank
     report = {
         "source": "rdf",
         "file": str(path),
@@ -261,9 +288,7 @@ def load_rdf(path, fmt: str | None = None) -> tuple[KnowledgeGraph, dict]:
         "relations": kg.num_relations,
         "triples": kg.num_triples,
         "categories": kg.num_categories,
-        "entities_without_label": without_label,
-        "entities_without_description": without_description,
-        "extra_types_ignored": extra_types,
+        **tally,
         "literal_triples_ignored": sum(ignored_literals.values()),
         "literal_triples_ignored_by_predicate": dict(ignored_literals.most_common(50)),
         "blank_node_triples_ignored": blank,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -95,37 +96,26 @@ def _read_dict(path: Path, problems: list[Problem]) -> list[str]:
     return [rows[i] for i in sorted(rows)]
 
 
-def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
-    """``(KnowledgeGraph, report)`` for a WN18RR folder (see the module docstring).
-
-    Raises :class:`jaket.kg.io.KGFormatError` listing every malformed line (``path:line:
-    message``), including training triples that name an entity or relation missing from the
-    ``.dict`` files.
-    """
-    folder = Path(folder)
-    train_path = folder / "train.txt"
-    if not folder.is_dir():
-        raise KGFormatError([Problem(str(folder), None, "not a directory")])
-    if not train_path.is_file():
-        raise KGFormatError([Problem(str(train_path), None, "missing file (a WN18RR folder has train.txt)")])
-    problems: list[Problem] = []
+def _read_ids(folder: Path, train: list, split_paths: list[Path],
+              problems: list[Problem]) -> tuple[list[str], list[str], str]:
+    """Entity and relation ids in index order: from ``entities.dict`` / ``relations.dict``, or
+    without them every id met in the triple files in order of first appearance; and which."""
     entities_path, relations_path = folder / "entities.dict", folder / "relations.dict"
-    split_paths = [p for p in (folder / "valid.txt", folder / "test.txt") if p.is_file()]
-    train = read_triples(train_path, problems)
     if entities_path.is_file() and relations_path.is_file():
-        entity_ids = _read_dict(entities_path, problems)
-        relation_ids = _read_dict(relations_path, problems)
-        dictionaries = "entities.dict, relations.dict"
-    else:  # no dictionaries: every id met in the triple files, in order of first appearance
-        entity_ids, relation_ids = [], []
-        for path in [train_path] + split_paths:
-            rows = train if path == train_path else read_triples(path, problems)
-            for _, h, r, t in rows:
-                entity_ids.extend((h, t))
-                relation_ids.append(r)
-        entity_ids = list(dict.fromkeys(entity_ids))
-        relation_ids = list(dict.fromkeys(relation_ids))
-        dictionaries = "collected from the triple files"
+        return (_read_dict(entities_path, problems), _read_dict(relations_path, problems),
+                "entities.dict, relations.dict")
+    entity_ids, relation_ids = [], []
+    for rows in [train] + [read_triples(path, problems) for path in split_paths]:
+        for _, h, r, t in rows:
+            entity_ids.extend((h, t))
+            relation_ids.append(r)
+    return list(dict.fromkeys(entity_ids)), list(dict.fromkeys(relation_ids)), "collected from the triple files"
+
+
+def _index_triples(train_path: Path, train: list, entity_ids: list[str], relation_ids: list[str],
+                   problems: list[Problem]) -> list[tuple[int, int, int]]:
+    """The training triples as (head, relation, tail) indices; a line naming an id missing from
+    the tables is a problem."""
     entity_index = {e: i for i, e in enumerate(entity_ids)}
     relation_index = {r: i for i, r in enumerate(relation_ids)}
     rows = []
@@ -137,12 +127,23 @@ def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
             problems.append(Problem(str(train_path), number, f"unknown {', '.join(missing)}"))
             continue
         rows.append((entity_index[h], relation_index[r], entity_index[t]))
-    if problems:
-        raise KGFormatError(problems)
-    triples = np.asarray(rows, dtype=np.int32).reshape(-1, 3)
+    return rows
 
-    # resolve the offsets against WordNet ----------------------------------------------------------
-    wordnet = load_wordnet_data(wordnet_directory)
+
+@dataclass
+class _Resolution:
+    """Which WordNet synset each entity's offset stands for (see the module docstring)."""
+
+    synset: np.ndarray  # (N,) synset index, -1 = unresolved
+    ambiguous: int  # offsets present in several WordNet files
+    conflated: dict[int, list[int]]  # entity -> every synset its triples support (tied)
+    undecided: list[str]  # ambiguous ids no triple decides
+
+
+def _resolve_offsets(entity_ids: list[str], rows: list[tuple[int, int, int]], wordnet) -> _Resolution:
+    """Look each offset up in the four WordNet files; an offset in several is decided by the
+    training neighbours its candidate synsets are linked to in WordNet (ties: conflated when
+    supported, else undecided, both named by the first in noun, verb, adjective, adverb order)."""
     candidates: list[list[int]] = []
     for entity in entity_ids:
         if not (entity.isdigit() and len(entity) <= 8):
@@ -163,36 +164,28 @@ def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
             neighbours[h].append(t)
         if t in neighbours:
             neighbours[t].append(h)
-    synset = np.full(len(entity_ids), -1, dtype=np.int64)
-    conflated: dict[int, list[int]] = {}  # entity -> every synset its triples support (tied)
-    undecided = []
+    resolution = _Resolution(np.full(len(entity_ids), -1, dtype=np.int64), len(ambiguous), {}, [])
     for i, options in enumerate(candidates):
         if len(options) == 1:
-            synset[i] = options[0]
+            resolution.synset[i] = options[0]
         elif options:
             scores = [sum(any((option, other) in linked for other in candidates[j]) for j in neighbours[i])
                       for option in options]
             best = max(scores)
             winners = [o for o, s in zip(options, scores) if s == best]
-            synset[i] = winners[0]  # candidates are in noun, verb, adjective, adverb order
+            resolution.synset[i] = winners[0]  # candidates are in noun, verb, adjective, adverb order
             if len(winners) > 1 and best > 0:
-                conflated[i] = winners
+                resolution.conflated[i] = winners
             elif len(winners) > 1:
-                undecided.append(entity_ids[i])
-    unresolved = [entity_ids[i] for i in range(len(entity_ids)) if synset[i] < 0]
-    if unresolved:
-        logger.warning("%s: %d entities are not WordNet 3.0 synset offsets (kept with placeholder "
-                       "descriptions), e.g. %s", folder, len(unresolved), unresolved[0])
-    if conflated:
-        logger.info("%s: %d entities stand for several synsets at the same offset (their triples "
-                    "support each one); their descriptions combine them", folder, len(conflated))
-    if undecided:
-        logger.info("%s: %d offsets name synsets in several WordNet files and no triple decides; "
-                    "the noun/verb/adjective/adverb order chose", folder, len(undecided))
+                resolution.undecided.append(entity_ids[i])
+    return resolution
 
-    # tables -------------------------------------------------------------------------------------
+
+def _entity_tables(entity_ids: list[str], resolution: _Resolution, wordnet):
+    """Names, descriptions, aliases and category names (None: no category) of the entities; a
+    conflated entity joins its synsets' descriptions with `` | `` and takes their lemmas as aliases."""
     names, descriptions, aliases, categories = [], [], [], []
-    for entity, s in zip(entity_ids, synset.tolist()):
+    for i, (entity, s) in enumerate(zip(entity_ids, resolution.synset.tolist())):
         if s < 0:
             names.append(entity)
             descriptions.append(f"{entity}: an entity of WN18RR not found in WordNet 3.0")
@@ -202,13 +195,56 @@ def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
         names.append(wordnet.names[s])
         alias_list = list(wordnet.aliases[s])
         description = wordnet.descriptions[s]
-        for other in conflated.get(len(names) - 1, [])[1:]:
+        for other in resolution.conflated.get(i, [])[1:]:
             alias_list.extend(a for a in [wordnet.names[other], *wordnet.aliases[other]]
                               if a not in alias_list and a != wordnet.names[s])
             description += " | " + wordnet.descriptions[other]
         descriptions.append(description)
         aliases.append(alias_list)
         categories.append(wordnet.category_names[wordnet.category[s]])
+    return names, descriptions, aliases, categories
+
+
+def _log_resolution(folder: Path, resolution: _Resolution, unresolved: list[str]) -> None:
+    if unresolved:
+        logger.warning("%s: %d entities are not WordNet 3.0 synset offsets (kept with placeholder "
+                       "descriptions), e.g. %s", folder, len(unresolved), unresolved[0])
+    if resolution.conflated:
+        logger.info("%s: %d entities stand for several synsets at the same offset (their triples "
+                    "support each one); their descriptions combine them", folder, len(resolution.conflated))
+    if resolution.undecided:
+        logger.info("%s: %d offsets name synsets in several WordNet files and no triple decides; "
+                    "the noun/verb/adjective/adverb order chose", folder, len(resolution.undecided))
+
+
+def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
+    """``(KnowledgeGraph, report)`` for a WN18RR folder (see the module docstring).
+
+    Raises :class:`jaket.kg.io.KGFormatError` listing every malformed line (``path:line:
+    message``), including training triples that name an entity or relation missing from the
+    ``.dict`` files.
+    """
+    folder = Path(folder)
+    train_path = folder / "train.txt"
+    if not folder.is_dir():
+        raise KGFormatError([Problem(str(folder), None, "not a directory")])
+    if not train_path.is_file():
+        raise KGFormatError([Problem(str(train_path), None, "missing file (a WN18RR folder has train.txt)")])
+    problems: list[Problem] = []
+    split_paths = [p for p in (folder / "valid.txt", folder / "test.txt") if p.is_file()]
+    train = read_triples(train_path, problems)
+    entity_ids, relation_ids, dictionaries = _read_ids(folder, train, split_paths, problems)
+    rows = _index_triples(train_path, train, entity_ids, relation_ids, problems)
+    if problems:
+        raise KGFormatError(problems)
+
+    wordnet = load_wordnet_data(wordnet_directory)
+    resolution = _resolve_offsets(entity_ids, rows, wordnet)
+    synset = resolution.synset
+    unresolved = [entity_ids[i] for i in range(len(entity_ids)) if synset[i] < 0]
+    _log_resolution(folder, resolution, unresolved)
+
+    names, descriptions, aliases, categories = _entity_tables(entity_ids, resolution, wordnet)
     category_names = sorted({c for c in categories if c is not None})
     category_of = {c: k for k, c in enumerate(category_names)}
     unknown_relations = [r for r in relation_ids if r not in RELATIONS]
@@ -221,8 +257,9 @@ def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
                         for r in relation_ids],
         relation_descriptions=[RELATIONS[r][1] if r in RELATIONS else r.strip("_").replace("_", " ")
                                for r in relation_ids],
-        triples=triples)
+        triples=np.asarray(rows, dtype=np.int32).reshape(-1, 3))
     pos_counts = Counter(wordnet.synset_type[s] for s in synset.tolist() if s >= 0)
+    conflated, undecided = resolution.conflated, resolution.undecided
     report = {
         "source": "wn18rr",
         "folder": str(folder),
@@ -234,8 +271,8 @@ def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
         "splits": [p.name for p in split_paths],
         "resolved": int((synset >= 0).sum()),
         "resolved_by_synset_type": dict(sorted(pos_counts.items())),
-        "ambiguous_offsets": len(ambiguous),
-        "ambiguous_resolved_by_triples": len(ambiguous) - len(conflated) - len(undecided),
+        "ambiguous_offsets": resolution.ambiguous,
+        "ambiguous_resolved_by_triples": resolution.ambiguous - len(conflated) - len(undecided),
         "ambiguous_conflated": len(conflated),
         "ambiguous_conflated_synsets": {entity_ids[i]: [wordnet.ids[o] for o in options]
                                         for i, options in list(conflated.items())[:50]},

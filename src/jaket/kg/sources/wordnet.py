@@ -745,6 +745,55 @@ def full_wordnet_kg(directory: str | Path | None = None) -> KnowledgeGraph:
         relation_descriptions=[r[2] for r in RELATIONS], triples=data.triples.copy())
 
 
+def _select(data: WordNetData, full: KnowledgeGraph, max_entities: int | None,
+            roots: Sequence[str] | None, seed: int) -> tuple[np.ndarray | None, dict]:
+    """The synsets kept (sorted indices; None: all of them) and how they were chosen: the
+    hyponym closure of ``roots``, else ``max_entities`` in breadth-first regions grown from
+    degree-weighted seeds (deterministic from ``seed``)."""
+    selection: dict = {"max_entities": max_entities, "roots": list(roots) if roots else None, "seed": seed}
+    if roots:
+        order = _hyponym_closure(full, _resolve_roots(data, roots))
+        if max_entities is not None:
+            order = order[:max_entities]
+        selection["method"] = "hyponym closure of the roots, breadth-first"
+        return np.sort(np.asarray(order, dtype=np.int64)), selection
+    if max_entities is not None and max_entities < full.num_entities:
+        order, seeds = _grow_regions(full, max_entities, seed)
+        selection["method"] = "breadth-first regions from degree-weighted seeds in several categories"
+        selection["region_seeds"] = [data.ids[s] for s in seeds]
+        return np.sort(np.asarray(order, dtype=np.int64)), selection
+    selection["method"] = "all synsets"
+    return None, selection
+
+
+def _usage_corpus(data: WordNetData, new_of_old: np.ndarray, sample_size: int):
+    """The usage examples of the kept synsets as a corpus, one mention of its synset each; an
+    example without a form of the synset's lemmas is left out and counted. Returns the corpus,
+    the examples seen, those left out and a sample of them."""
+    texts: list[str] = []
+    mentions: list[list[Mention]] = []
+    examples = missing = 0
+    sample: list[dict] = []
+    for entity, text, start, end in data.examples:
+        entity_new = int(new_of_old[entity])
+        if entity_new < 0:
+            continue
+        examples += 1
+        if start < 0:
+            missing += 1
+            if len(sample) < sample_size:
+                sample.append({"synset": data.ids[entity], "text": text,
+                               "lemmas": [w.replace("_", " ") for w in data.lemmas[entity]]})
+            continue
+        texts.append(text)
+        mentions.append([Mention(start, end, entity_new)])
+    if missing:
+        logger.info("WordNet: %d of %d usage examples contain no form of their synset's lemmas and "
+                    "are left out of the corpus (e.g. %s: %r)", missing, examples,
+                    sample[0]["synset"], sample[0]["text"])
+    return MentionCorpus(texts, mentions), examples, missing, sample
+
+
 def build_wordnet(max_entities: int | None = None, roots: Sequence[str] | str | None = None,
                   seed: int = 0, directory: str | Path | None = None,
                   sample_size: int = 20) -> tuple[KnowledgeGraph, MentionCorpus, dict]:
@@ -763,21 +812,7 @@ def build_wordnet(max_entities: int | None = None, roots: Sequence[str] | str | 
         roots = [r for r in roots.split(",") if r.strip()]
     data = load_wordnet_data(directory)
     full = full_wordnet_kg(directory)
-    selection: dict = {"max_entities": max_entities, "roots": list(roots) if roots else None, "seed": seed}
-    keep: np.ndarray | None = None
-    if roots:
-        order = _hyponym_closure(full, _resolve_roots(data, roots))
-        if max_entities is not None:
-            order = order[:max_entities]
-        keep = np.sort(np.asarray(order, dtype=np.int64))
-        selection["method"] = "hyponym closure of the roots, breadth-first"
-    elif max_entities is not None and max_entities < full.num_entities:
-        order, seeds = _grow_regions(full, max_entities, seed)
-        keep = np.sort(np.asarray(order, dtype=np.int64))
-        selection["method"] = "breadth-first regions from degree-weighted seeds in several categories"
-        selection["region_seeds"] = [data.ids[s] for s in seeds]
-    else:
-        selection["method"] = "all synsets"
+    keep, selection = _select(data, full, max_entities, roots, seed)
     if keep is None:
         kg = full
         new_of_old = np.arange(full.num_entities, dtype=np.int64)
@@ -785,29 +820,7 @@ def build_wordnet(max_entities: int | None = None, roots: Sequence[str] | str | 
         kg = _subset(data, full, keep)
         new_of_old = np.full(full.num_entities, -1, dtype=np.int64)
         new_of_old[keep] = np.arange(len(keep))
-
-    texts: list[str] = []
-    mentions: list[list[Mention]] = []
-    examples = missing = 0
-    sample: list[dict] = []
-    for entity, text, start, end in data.examples:
-        entity_new = int(new_of_old[entity])
-        if entity_new < 0:
-            continue
-        examples += 1
-        if start < 0:
-            missing += 1
-            if len(sample) < sample_size:
-                sample.append({"synset": data.ids[entity], "text": text,
-                               "lemmas": [w.replace("_", " ") for w in data.lemmas[entity]]})
-            continue
-        texts.append(text)
-        mentions.append([Mention(start, end, entity_new)])
-    corpus = MentionCorpus(texts, mentions)
-    if missing:
-        logger.info("WordNet: %d of %d usage examples contain no form of their synset's lemmas and "
-                    "are left out of the corpus (e.g. %s: %r)", missing, examples,
-                    sample[0]["synset"], sample[0]["text"])
+    corpus, examples, missing, sample = _usage_corpus(data, new_of_old, sample_size)
     per_relation = np.bincount(kg.triples[:, 1], minlength=kg.num_relations) if kg.num_triples \
         else np.zeros(kg.num_relations, dtype=np.int64)
     report = {
