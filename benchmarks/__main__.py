@@ -84,6 +84,10 @@ def suite(quick: bool, work: Path) -> list[Spec]:
              "Entity context memory refresh, WordNet descriptions", repeats=2),
         Spec("pretrain", "pretrain", [*(q if quick else ["--entities", "2000", "--steps", "6"]), *one],
              "Pre-training steps, bundled MiniLM, WordNet subset", repeats=2),
+        # float32 against bf16 here (a CPU without native bf16 takes minutes on the bf16 step: few repeats)
+        Spec("precision", "precision", [*one, "--repeats", "1" if quick else "3"],
+             "float32 vs bf16: a 512x384 @ 384x1536 product and a fine-tuning step (bundled MiniLM, "
+             "32 x 64 tokens); what --precision auto chooses"),
         # the data layer's figures (sampler speed on a WordNet-size synthetic KG and on WordNet,
         # compiled 1M-entity load); the scaling specs below use 10 triples per entity
         Spec("sampler-default", "sampler",

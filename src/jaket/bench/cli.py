@@ -15,6 +15,7 @@ BENCHMARKS = {
     "model": "jaket.bench.model",
     "memory": "jaket.bench.memory",
     "pretrain": "jaket.bench.pretrain",
+    "precision": "jaket.bench.precision",
 }
 
 

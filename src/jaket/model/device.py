@@ -14,6 +14,7 @@ import functools
 import logging
 import os
 import platform
+import statistics
 import time
 
 import torch
@@ -124,22 +125,29 @@ def autocast(device: torch.device | str, bf16: bool):
 
 
 @functools.lru_cache(maxsize=1)
-def bf16_slowdown(size: int = 256, repeats: int = 5) -> float:
+def bf16_slowdown(size: int = 256, repeats: int = 7) -> float:
     """How many times longer a bf16 matrix product takes than the float32 one on this CPU (one
     thread, ``size x 384 @ 384 x 384``; about 10 ms where bf16 is native, well under a second where
-    it is emulated). ~1 on CPUs with AVX-512 BF16 or AMX, tens on AVX2-only CPUs."""
+    it is emulated). ~0.1-1 on CPUs with AVX-512 BF16 or AMX, tens on AVX2-only CPUs.
+
+    The median of ``repeats`` interleaved pairs, each product timed in this thread's CPU time
+    (``time.thread_time``), so other processes taking the core do not count: timed by the wall
+    clock over five back-to-back products, a loaded 2-core machine with native bf16 once measured
+    2.4 here and ``--precision auto`` chose fp32 (``jaket bench precision``, docs/performance.md)."""
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(1)  # the product then runs in this thread, which thread_time measures
     try:
-        timings = {}
-        for dtype in (torch.float32, torch.bfloat16):
-            a, b = torch.randn(size, 384).to(dtype), torch.randn(384, 384).to(dtype)
-            a @ b
-            began = time.perf_counter()
-            for _ in range(repeats):
+        operands = {dtype: (torch.randn(size, 384).to(dtype), torch.randn(384, 384).to(dtype))
+                    for dtype in (torch.float32, torch.bfloat16)}
+        timings: dict = {dtype: [] for dtype in operands}
+        for a, b in operands.values():
+            a @ b  # warm-up: oneDNN builds its kernel
+        for _ in range(repeats):
+            for dtype, (a, b) in operands.items():
+                began = time.thread_time()
                 a @ b
-            timings[dtype] = (time.perf_counter() - began) / repeats
-        return timings[torch.bfloat16] / max(timings[torch.float32], 1e-9)
+                timings[dtype].append(time.thread_time() - began)
+        return statistics.median(timings[torch.bfloat16]) / max(statistics.median(timings[torch.float32]), 1e-9)
     finally:
         torch.set_num_threads(threads)
 
