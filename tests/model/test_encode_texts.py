@@ -209,3 +209,57 @@ def test_embed_writes_one_vector_per_text_normalized_and_as_parquet(model, tmp_p
     entities = pq.read_table(tmp_path / "e.parquet").to_pylist()
     assert [row["entity"] for row in entities] == list(kg.entity_ids)
     assert len(entities[0]["vector"]) == model.hidden_size
+
+
+def test_embed_faiss_index_finds_the_nearest_entities_of_a_text(model, tmp_path):
+    """--faiss-index writes an inner-product index over the unit-length vectors beside them (it
+    implies --normalize): its rows are the written vectors, and a text vector searched in the
+    entity index gets the entities ranked by cosine, the same ranking numpy gives."""
+    faiss = pytest.importorskip("faiss")
+    from jaket.cli import main
+
+    kg, _ = toy_kg()
+    save_kg(kg, tmp_path / "kg")
+    folder = model.save_pretrained(tmp_path / "m", save_memory=False)
+    (tmp_path / "texts.txt").write_text("\n".join(TEXTS) + "\n")
+    common = ["embed", "--model", str(folder), "--kg", str(tmp_path / "kg"), "--max-length", "32"]
+    assert main(common + ["--out", str(tmp_path / "e.npy"), "--faiss-index"]) == 0
+    entities = np.load(tmp_path / "e.npy", allow_pickle=False)
+    ids = json.loads((tmp_path / "e.npy.ids.json").read_text())
+    assert np.allclose(np.linalg.norm(entities, axis=1), 1, atol=1e-5)
+    index = faiss.read_index(str(tmp_path / "e.npy.faiss"))
+    assert index.ntotal == len(ids) == kg.num_entities and index.d == model.hidden_size
+    assert index.metric_type == faiss.METRIC_INNER_PRODUCT
+    assert np.allclose(index.reconstruct_n(0, index.ntotal), entities)
+    assert main(common + ["--texts", str(tmp_path / "texts.txt"), "--out", str(tmp_path / "t.npy"),
+                          "--faiss-index"]) == 0
+    texts = np.load(tmp_path / "t.npy.text-vectors.npy", allow_pickle=False)
+    assert faiss.read_index(str(tmp_path / "t.npy.text-vectors.faiss")).ntotal == len(TEXTS)
+    mentions = faiss.read_index(str(tmp_path / "t.npy.faiss"))
+    assert mentions.ntotal == len(np.load(tmp_path / "t.npy", allow_pickle=False)) > 0
+    scores, rows = index.search(texts, 3)
+    cosine = texts @ entities.T
+    assert np.allclose(scores, np.sort(cosine, axis=1)[:, ::-1][:, :3], atol=1e-5)
+    assert [[ids[r] for r in row] for row in rows] == [[ids[r] for r in np.argsort(-c)[:3]] for c in cosine]
+
+
+def test_embed_names_the_extra_of_a_missing_package_before_the_model_runs(model, tmp_path, monkeypatch, capsys):
+    """Without faiss (or pyarrow), --faiss-index (--format parquet) fails in one line naming the
+    extra to install, and writes nothing."""
+    import sys
+
+    from jaket.cli import main
+
+    kg, _ = toy_kg()
+    save_kg(kg, tmp_path / "kg")
+    folder = model.save_pretrained(tmp_path / "m", save_memory=False)
+    common = ["embed", "--model", str(folder), "--kg", str(tmp_path / "kg")]
+    for module, flags, extra in (("faiss", ["--faiss-index"], "faiss"),
+                                 ("pyarrow", ["--format", "parquet"], "parquet")):
+        with monkeypatch.context() as patch:
+            patch.setitem(sys.modules, module, None)
+            patch.setitem(sys.modules, "pyarrow.parquet", None)
+            assert main(common + ["--out", str(tmp_path / f"{module}.out"), *flags]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"error: {module} is not installed: pip install 'jaket[{extra}]'"]
+        assert not list(tmp_path.glob(f"{module}.out*"))

@@ -19,13 +19,19 @@ special tokens left out, the fused entities included), ``OUT.tokens.npy`` (every
 becomes a dot product). ``--format parquet`` writes the vectors with their ids in one file
 instead (``OUT``: entity id and vector; with ``--texts``, ``OUT`` the mentions and
 ``OUT.text-vectors.parquet`` the texts, each row with its metadata and vector; needs pyarrow,
-``pip install jaket[parquet]``).
+``pip install 'jaket[parquet]'``).
+
+``--faiss-index`` also writes ``OUT.faiss`` (with ``--texts`` also ``OUT.text-vectors.faiss``): an
+exact inner-product FAISS index (``IndexFlatIP``) of the same vectors, unit length (it implies
+``--normalize``, so a search ranks by cosine); row ``i`` of an index is row ``i`` of its vectors,
+so the ids are the ones above. Needs faiss, ``pip install 'jaket[faiss]'``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 from pathlib import Path
 
 from jaket.atomic import atomic_open, write_lines, write_text
@@ -33,10 +39,13 @@ from jaket.kg.io import load_kg
 from jaket.kg.linking import read_texts
 from jaket.model.device import add_device_argument, resolve_device
 from jaket.output import print_json, refuse_same_file
+from jaket.paths import require_package
 
 
 #: the files ``embed --texts`` writes beside ``OUT`` (and ``OUT.text-vectors.FORMAT``)
 TEXT_OUTPUTS = ("tokens.npy", "mentions.jsonl", "texts.jsonl")
+#: an output format or index -> the module it needs and the extra of jaket that brings it
+NEEDS = {"parquet": ("pyarrow.parquet", "parquet"), "faiss": ("faiss", "faiss")}
 
 
 def beside(out: Path, suffix: str) -> Path:
@@ -52,22 +61,38 @@ def unit_rows(array):
     return (array / np.where(norms > 0, norms, 1)).astype(np.float32)
 
 
-def write_vectors(path: Path, vectors, rows: list[dict], fmt: str = "npy", normalize: bool = False) -> None:
+def write_faiss_index(path: Path, vectors) -> None:
+    """An exact inner-product FAISS index (``IndexFlatIP``) of ``vectors`` (float32, one row each;
+    unit rows make the inner product the cosine) at ``path``, atomically; its row ``i`` is row
+    ``i`` of ``vectors``. ``faiss.read_index(str(path))`` loads it."""
+    import numpy as np
+
+    faiss = require_package(*NEEDS["faiss"])
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    index = faiss.IndexFlatIP(int(vectors.shape[1]))
+    index.add(vectors)
+    with atomic_open(path, "wb") as handle:
+        handle.write(faiss.serialize_index(index).tobytes())
+
+
+def write_vectors(path: Path, vectors, rows: list[dict], fmt: str = "npy", normalize: bool = False,
+                  faiss_path: Path | None = None) -> None:
     """``vectors`` (float32, one row each) at ``path``: ``npy``, or ``parquet`` with each row's
-    metadata (``rows``) beside its vector in one table; atomically either way."""
+    metadata (``rows``) beside its vector in one table; atomically either way. With
+    ``faiss_path``, also an inner-product index of the (normalised) vectors there
+    (:func:`write_faiss_index`)."""
     import numpy as np
 
     vectors = np.asarray(vectors, dtype=np.float32)
     if normalize:
         vectors = unit_rows(vectors)
+    if faiss_path is not None:
+        write_faiss_index(faiss_path, vectors)
     if fmt == "npy":
         _write_atomic_npy(path, vectors)
         return
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ModuleNotFoundError:
-        raise SystemExit("error: --format parquet needs pyarrow (pip install jaket[parquet])") from None
+    pa = require_package("pyarrow", "parquet")
+    pq = require_package(*NEEDS["parquet"])
     columns = {key: [row[key] for row in rows] for key in (rows[0] if rows else {})}
     dim = vectors.shape[1] if vectors.ndim == 2 else 0
     columns["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim)
@@ -76,8 +101,10 @@ def write_vectors(path: Path, vectors, rows: list[dict], fmt: str = "npy", norma
 
 
 def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, layer: str = "km",
-          seed: int = 0, device="cpu", fmt: str = "npy", normalize: bool = False) -> dict:
-    """Embed every entity of ``kg_dir``; ``layer="km"`` = E^KM, ``"memory"`` = E^context (LM1 only)."""
+          seed: int = 0, device="cpu", fmt: str = "npy", normalize: bool = False,
+          faiss_index: bool = False) -> dict:
+    """Embed every entity of ``kg_dir``; ``layer="km"`` = E^KM, ``"memory"`` = E^context (LM1 only);
+    ``faiss_index``: also ``OUT.faiss`` (module docstring; implies ``normalize``)."""
     import numpy as np
     import torch
 
@@ -92,9 +119,13 @@ def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, laye
         else:
             rows = model.encode_entities(kg, np.arange(kg.num_entities), memory=memory,
                                          batch_size=batch_size, generator=np.random.default_rng(seed))
-    write_vectors(out, rows.float().cpu().numpy(), [{"entity": e} for e in kg.entity_ids], fmt, normalize)
+    normalize = normalize or faiss_index
+    index_path = beside(out, "faiss") if faiss_index else None
+    write_vectors(out, rows.float().cpu().numpy(), [{"entity": e} for e in kg.entity_ids], fmt, normalize,
+                  index_path)
     summary = {"entities": kg.num_entities, "dim": int(rows.shape[1]), "layer": layer,
-               "normalized": normalize, "format": fmt, "embeddings": str(out)}
+               "normalized": normalize, "format": fmt, "embeddings": str(out),
+               **({"faiss_index": str(index_path)} if faiss_index else {})}
     if fmt == "npy":
         ids_path = beside(out, "ids.json")
         write_text(ids_path, json.dumps(list(kg.entity_ids)))
@@ -115,8 +146,9 @@ def _write_atomic_lines(path: Path, rows) -> None:
 
 def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_length: int = 128,
                 batch_size: int = 16, seed: int = 0, device="cpu", fmt: str = "npy",
-                normalize: bool = False) -> dict:
-    """Link and encode every text of ``texts_path`` with the KG of ``kg_dir`` (module docstring)."""
+                normalize: bool = False, faiss_index: bool = False) -> dict:
+    """Link and encode every text of ``texts_path`` with the KG of ``kg_dir`` (module docstring;
+    ``faiss_index``: also ``OUT.faiss`` and ``OUT.text-vectors.faiss``, implies ``normalize``)."""
     import numpy as np
     import torch
 
@@ -145,10 +177,14 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
         first += length
     empty = torch.zeros(0, dim)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_vectors(out, torch.cat(encoding.mention_embeddings or [empty]).numpy(), mentions, fmt, normalize)
+    normalize = normalize or faiss_index
+    indexes = (beside(out, "faiss"), beside(out, "text-vectors.faiss")) if faiss_index else (None, None)
+    write_vectors(out, torch.cat(encoding.mention_embeddings or [empty]).numpy(), mentions, fmt, normalize,
+                  indexes[0])
     vectors_path = beside(out, f"text-vectors.{fmt}")
     write_vectors(vectors_path, torch.stack(text_vectors).numpy() if text_vectors else empty.numpy(),
-                  [{"index": row["index"], "text": row["text"]} for row in text_rows], fmt, normalize)
+                  [{"index": row["index"], "text": row["text"]} for row in text_rows], fmt, normalize,
+                  indexes[1])
     _write_atomic_npy(beside(out, "tokens.npy"),
                       torch.cat(encoding.tokens or [empty]).numpy().astype(np.float32))
     _write_atomic_lines(beside(out, "mentions.jsonl"), mentions)
@@ -157,22 +193,29 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
             "mentions": len(mentions), "mentions_cut_by_max_length": encoding.dropped_mentions,
             "tokens": first, "dim": dim, "normalized": normalize, "format": fmt, "embeddings": str(out),
             "text_vectors": str(vectors_path), "text_pooling": "mean of the text's tokens (Z^LM, "
-            "entities fused at their mentions), special tokens left out"}
+            "entities fused at their mentions), special tokens left out",
+            **({"faiss_index": str(indexes[0]), "text_faiss_index": str(indexes[1])} if faiss_index else {})}
 
 
 def _run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # not six lines on which build it loaded
+    for wanted in ([args.format] if args.format in NEEDS else []) + (["faiss"] if args.faiss_index else []):
+        require_package(*NEEDS[wanted])  # before the model runs: one line naming the extra to install
     suffixes = (TEXT_OUTPUTS + (f"text-vectors.{args.format}",)) if args.texts is not None else ("ids.json",)
+    if args.faiss_index:
+        suffixes += ("faiss", "text-vectors.faiss") if args.texts is not None else ("faiss",)
     outputs = [args.out] + [beside(args.out, suffix) for suffix in suffixes]
     for output in outputs:  # none of the files written may be the texts read
         refuse_same_file(output, [args.texts])
     if args.texts is not None:
         summary = embed_texts(args.model, args.kg, args.texts, args.out, args.max_length,
                               args.text_batch_size, args.seed, device=device, fmt=args.format,
-                              normalize=args.normalize)
+                              normalize=args.normalize, faiss_index=args.faiss_index)
     else:
         summary = embed(args.model, args.kg, args.out, args.batch_size, args.layer, args.seed,
-                        device=device, fmt=args.format, normalize=args.normalize)
+                        device=device, fmt=args.format, normalize=args.normalize,
+                        faiss_index=args.faiss_index)
     print_json(summary)
     return 0
 
@@ -198,6 +241,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--normalize", action="store_true", help="unit-length vectors (cosine = dot product)")
     parser.add_argument("--format", choices=["npy", "parquet"], default="npy",
                         help="npy (ids in OUT.ids.json / OUT.mentions.jsonl) or parquet (ids and vectors "
-                             "in one file; needs pyarrow)")
+                             "in one file; pip install 'jaket[parquet]')")
+    parser.add_argument("--faiss-index", action="store_true",
+                        help="also write OUT.faiss (with --texts also OUT.text-vectors.faiss): an exact "
+                             "inner-product FAISS index of the vectors, row i = row i of the ids; implies "
+                             "--normalize, so it ranks by cosine (pip install 'jaket[faiss]')")
     add_device_argument(parser)
     parser.set_defaults(func=_run)

@@ -36,6 +36,7 @@ from urllib.parse import unquote
 import numpy as np
 
 from jaket.kg.graph import KnowledgeGraph
+from jaket.paths import require_package
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ def _message(error: Exception) -> str:
 def parse_rdf(path, fmt: str | None = None):
     """An ``rdflib.Graph`` of the file; :class:`RDFImportError` (``path:line: message``) when
     the file is missing or malformed."""
-    import rdflib
+    rdflib = require_package("rdflib", "rdf")  # one line naming jaket[rdf] when it is missing
 
     path = Path(path)
     if not path.is_file():
@@ -254,7 +255,7 @@ def _relation_tables(found: _Statements, relation_ids: list[str]) -> tuple[list[
 
 def load_rdf(path, fmt: str | None = None) -> tuple[KnowledgeGraph, dict]:
     """``(KnowledgeGraph, report)`` for an RDF file (mapping in the module docstring)."""
-    import rdflib
+    rdflib = require_package("rdflib", "rdf")
 
     path = Path(path)
     graph = parse_rdf(path, fmt)
