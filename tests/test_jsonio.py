@@ -25,6 +25,10 @@ def test_decode_refuses_what_no_reader_can_use(monkeypatch):
     with pytest.raises(JSONInputError, match=r"invalid JSON: Expecting value \(column 7\)") as error:
         decode('{"a": }')
     assert error.value.line == 1
+    with pytest.raises(JSONInputError, match="invalid JSON: an integer of more than 4,300 digits"):
+        decode('{"start": ' + "9" * 5000 + "}")  # plain json raises a bare ValueError (int() limit)
+    with pytest.raises(JSONInputError, match="the key 'a' appears twice"):  # not mistaken for that limit
+        decode('{"a": 1, "a": 2}')
     monkeypatch.setattr(jsonio, "MAX_STRING", 100)
     with pytest.raises(JSONInputError, match=r"a string of 1,000 characters, more than the 100 allowed \(it starts 'xxx"):
         decode(json.dumps({"id": "x" * 1000}))

@@ -12,6 +12,7 @@ quoted in a message. The limits are documented in docs/reliability.md.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,11 @@ def decode(text: str) -> Any:
         raise JSONInputError(f"invalid JSON: {error.msg} (column {error.colno})", error.lineno) from None
     except RecursionError:
         raise JSONInputError(f"invalid JSON: nested deeper than {MAX_DEPTH} levels") from None
+    except JSONInputError:
+        raise
+    except ValueError:  # the interpreter's limit on the digits of an integer (a plain ValueError)
+        raise JSONInputError(f"invalid JSON: an integer of more than {sys.get_int_max_str_digits():,} digits"
+                             ) from None
     check(value)
     return value
 

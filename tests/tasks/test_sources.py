@@ -40,7 +40,7 @@ def test_fewrel_loader(fewrel_file):
 def test_fewrel_errors(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"P1": [{"tokens": ["a"], "h": ["a", "Q1", [[0]]], "t": ["b", "Q2", [[3]]]}]}))
-    with pytest.raises(FewRelFormatError, match="relation P1, instance 0"):
+    with pytest.raises(FewRelFormatError, match="relation 'P1', instance 0"):
         load_fewrel(bad)
 
 

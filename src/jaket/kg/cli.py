@@ -46,7 +46,7 @@ def kg_statistics(directory) -> dict:
         "corpus_texts": 0,
         "corpus_mentions": 0,
     }
-    if (directory / CORPUS).is_file():
+    if (directory / CORPUS).exists():  # a folder in its place is an error, as for the loaders
         corpus = load_corpus(directory, kg)
         stats["corpus_texts"] = len(corpus)
         stats["corpus_mentions"] = corpus.num_mentions

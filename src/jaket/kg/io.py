@@ -33,13 +33,14 @@ from pathlib import Path
 import numpy as np
 
 from jaket.atomic import write_lines
+from jaket.jsonio import quote
 from jaket.kg.cache import (CACHE_DIR, CACHE_FORMAT, LAZY_STRINGS_ABOVE, RACY_NS, cache_is_fresh, read_cache,
                             source_stamps, write_cache)
 from jaket.kg.corpus import MentionCorpus
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.parsing import (CORPUS, ENTITIES, FORBIDDEN_IN_IDS, RELATIONS, TRIPLES, missing_files, parse_corpus,
-                              validate_kg_dir)
+from jaket.kg.parsing import (CORPUS, ENTITIES, FORBIDDEN_IN_IDS, RELATIONS, SPLIT_NAMES, TRIPLES, missing_files,
+                              parse_corpus, validate_kg_dir)
 from jaket.kg.parsing import parse_dir as _parse_dir  # a module global: tests check it is not called
 from jaket.kg.strings import AliasTable, StringTable
 
@@ -90,7 +91,7 @@ def load_corpus(path, kg: KnowledgeGraph) -> MentionCorpus:
     if path.is_dir():
         path = path / CORPUS
     if not path.is_file():
-        raise KGFormatError([Problem(str(path), None, "missing file")])
+        raise KGFormatError([Problem(str(path), None, "not a file" if path.exists() else "missing file")])
     problems: list[Problem] = []
     corpus = parse_corpus(path, kg.entity_index, None, problems)
     if any(p.is_error for p in problems):
@@ -102,9 +103,9 @@ def _check_ids(ids: Sequence[str], what: str) -> None:
     seen: set[str] = set()
     for value in ids:
         if not value or any(c in value for c in FORBIDDEN_IN_IDS):
-            raise ValueError(f"{what} id {value!r} is empty or contains a tab, a line break or a NUL")
+            raise ValueError(f"{what} id {quote(value)} is empty or contains a tab, a line break or a NUL")
         if value in seen:
-            raise ValueError(f"duplicate {what} id {value!r}")
+            raise ValueError(f"duplicate {what} id {quote(value)}")
         seen.add(value)
 
 
@@ -169,5 +170,5 @@ def save_corpus(corpus: MentionCorpus, path, kg: KnowledgeGraph) -> Path:
 
 
 __all__ = ["AliasTable", "CACHE_DIR", "CACHE_FORMAT", "CORPUS", "ENTITIES", "KGFormatError", "LAZY_STRINGS_ABOVE",
-           "Problem", "RACY_NS", "RELATIONS", "StringTable", "TRIPLES", "load_corpus", "load_kg", "save_corpus",
-           "save_kg", "validate_kg_dir", "write_cache"]
+           "Problem", "RACY_NS", "RELATIONS", "SPLIT_NAMES", "StringTable", "TRIPLES", "load_corpus", "load_kg",
+           "save_corpus", "save_kg", "validate_kg_dir", "write_cache"]

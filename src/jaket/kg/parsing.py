@@ -17,7 +17,7 @@ from jaket.jsonio import quote
 from jaket.kg.corpus import Mention, MentionCorpus
 from jaket.kg.errors import Problem
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.readers import json_object, read_lines
+from jaket.kg.readers import index_triples, json_object, read_field_lines, read_lines, read_triples
 
 ENTITIES = "entities.jsonl"
 RELATIONS = "relations.jsonl"
@@ -25,6 +25,8 @@ TRIPLES = "triples.tsv"
 CORPUS = "corpus.jsonl"
 #: the files every KG directory has (the compiled cache is keyed by them)
 SOURCES = (ENTITIES, RELATIONS, TRIPLES)
+#: the evaluation splits a KG directory may hold (``NAME.txt``, read by ``build_source("dir")``)
+SPLIT_NAMES = ("valid", "test")
 FORBIDDEN_IN_IDS = ("\t", "\n", "\r", "\0")
 
 
@@ -185,9 +187,8 @@ def _parse_triples(path: Path, entity_index: dict[str, int], relation_index: dic
     fast = _triples_fast_path(path, entity_index, relation_index)
     if fast is not None:
         return fast
-    lines = read_lines(path, problems)
     rows = []
-    for number, line in lines:
+    for number, line in read_field_lines(path, problems):
         parts = line.split("\t")
         if len(parts) != 3:
             problems.append(Problem(str(path), number,
@@ -240,7 +241,7 @@ def parse_corpus(path: Path, entity_index, known_entities: dict[str, int] | None
                 continue
             if text is not None and not (0 <= start < end <= len(text)):
                 problems.append(Problem(str(path), number,
-                                        f"{where}: span [{start}, {end}) is outside the text "
+                                        f"{where}: span [{quote(start)}, {quote(end)}) is outside the text "
                                         f"(length {len(text)}) or empty"))
                 continue
             try:
@@ -310,9 +311,11 @@ def parse_dir(directory: Path, with_corpus: bool) -> tuple[KnowledgeGraph | None
 
 
 def validate_kg_dir(directory) -> list[Problem]:
-    """Every problem of a KG directory (errors and warnings), in file then line order. Beside what
-    loading refuses, the warnings name what loads but means little: no entity, no triple, an
-    empty corpus or one without a mention."""
+    """Every problem of a KG directory (errors and warnings), in file then line order: exactly what
+    loading it refuses (the KG, ``corpus.jsonl`` and the ``valid.txt`` / ``test.txt`` splits, as
+    ``build_source("dir")`` reads them) is an error; the warnings name what loads but means little:
+    no entity, no triple, an empty corpus or one without a mention, split triples naming an id the
+    KG lacks (tests/test_fuzz_validate.py checks the agreement)."""
     directory = Path(directory)
     kg, corpus, problems = parse_dir(directory, with_corpus=True)
     if kg is not None:
@@ -322,13 +325,34 @@ def validate_kg_dir(directory) -> list[Problem]:
         if kg.num_triples == 0:
             problems.append(Problem(str(directory / TRIPLES), None, "no triple: the knowledge module has no "
                                     "edge and relation prediction no example", "warning"))
+    _optional_files(directory, kg, problems)
     if corpus is not None and (len(corpus) == 0 or corpus.num_mentions == 0):
         problems.append(Problem(str(directory / CORPUS), None,
                                 "no text" if len(corpus) == 0 else "no mention in any text: masked entity "
                                 "prediction has no example (jaket link adds them)", "warning"))
-    order = {name: i for i, name in enumerate((ENTITIES, RELATIONS, TRIPLES, CORPUS))}
+    order = {name: i for i, name in enumerate((ENTITIES, RELATIONS, TRIPLES, CORPUS,
+                                               *(f"{split}.txt" for split in SPLIT_NAMES)))}
     return sorted(problems, key=lambda p: (order.get(Path(p.path).name, 9), p.path, p.line or 0))
 
 
-__all__ = ["CORPUS", "ENTITIES", "RELATIONS", "SOURCES", "TRIPLES", "json_object", "missing_files", "parse_corpus",
-           "parse_dir", "string_field", "validate_kg_dir"]
+def _optional_files(directory: Path, kg: KnowledgeGraph | None, problems: list[Problem]) -> None:
+    """What loading the directory (``build_source("dir")``) refuses in its optional files: a
+    ``corpus.jsonl`` that is not a file, a split's malformed lines; and, as a warning, the split
+    triples it skips (an entity or relation the KG lacks)."""
+    corpus = directory / CORPUS
+    if corpus.exists() and not corpus.is_file():
+        problems.append(Problem(str(corpus), None, "not a file"))
+    for split in SPLIT_NAMES:
+        path = directory / f"{split}.txt"
+        if not path.exists():
+            continue
+        rows = read_triples(path, problems)
+        if kg is not None and rows:
+            skipped = index_triples((row[1:] for row in rows), kg)[1]
+            if skipped:
+                problems.append(Problem(str(path), None, f"{skipped} of {len(rows)} triples name an entity or "
+                                        "relation not in the KG (skipped when the split is read)", "warning"))
+
+
+__all__ = ["CORPUS", "ENTITIES", "RELATIONS", "SOURCES", "SPLIT_NAMES", "TRIPLES", "json_object", "missing_files",
+           "parse_corpus", "parse_dir", "string_field", "validate_kg_dir"]

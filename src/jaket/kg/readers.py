@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaket.jsonio import JSONInputError, decode
+from jaket.jsonio import JSONInputError, decode, quote
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
 
@@ -58,6 +58,14 @@ def read_lines(path: Path, problems: list[Problem], *, keep_blank: bool = False)
     if keep_blank:
         return [(number, line) for number, line in enumerate(rows, start=1) if line is not None]
     return [(number, line) for number, line in enumerate(rows, start=1) if line is not None and line.strip()]
+
+
+def read_field_lines(path: Path, problems: list[Problem], separator: str = "\t") -> list[tuple[int, str]]:
+    """:func:`read_lines` of a file of ``separator``-separated fields: a line holding a separator is
+    never blank, so a line of empty fields (``"\t\t"``) is kept for the caller to report, not
+    skipped as white space."""
+    return [(number, line) for number, line in read_lines(path, problems, keep_blank=True)
+            if line.strip() or separator in line]
 
 
 def read_text_file(path: str | Path, what: str = "") -> list[tuple[int, str]]:
@@ -123,10 +131,10 @@ def read_triples(path, problems: list[Problem] | None = None, *, separator: str 
         found.append(Problem(str(path), None, "missing file" if not path.exists() else "not a file"))
     else:
         shape = _separator_name(separator).join(("head", "relation", "tail"))
-        for number, line in read_lines(path, found):
+        for number, line in read_field_lines(path, found, separator):
             parts = [p.strip() for p in line.split(separator)]
             if len(parts) != 3 or not all(parts):
-                found.append(Problem(str(path), number, f"expected {shape}, got {line[:80]!r}"))
+                found.append(Problem(str(path), number, f"expected {shape}, got {quote(line)}"))
                 continue
             rows.append((number, parts[0], parts[1], parts[2]))
         found.sort(key=lambda p: p.line or 0)
@@ -159,4 +167,4 @@ def read_split(path, kg: KnowledgeGraph) -> tuple[np.ndarray, int]:
     return triples, skipped
 
 
-__all__ = ["UTF8_BOM", "index_triples", "read_lines", "read_split", "read_triples"]
+__all__ = ["UTF8_BOM", "index_triples", "read_field_lines", "read_lines", "read_split", "read_triples"]

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from jaket.jsonio import JSONInputError, decode, read_json
+from jaket.jsonio import JSONInputError, quote, read_json
+from jaket.kg.errors import Problem
+from jaket.kg.readers import json_objects, read_lines
 
 
 class FewRelFormatError(ValueError):
@@ -87,16 +89,22 @@ def merge_fewrel(parts: list[FewRelData]) -> FewRelData:
     return FewRelData(instances, names, descriptions)
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _span(where: str, field: str, value) -> tuple[str, str, tuple[int, int]]:
     if not (isinstance(value, list) and len(value) >= 3):
         raise FewRelFormatError(f"{where}: {field!r} must be [name, id, [[positions]]]")
     name, qid, positions = value[0], value[1], value[2]
+    if not (isinstance(name, str) and isinstance(qid, str)):
+        raise FewRelFormatError(f"{where}: {field!r}: the name and the id must be strings")
     if not (isinstance(positions, list) and positions and isinstance(positions[0], list) and positions[0]):
         raise FewRelFormatError(f"{where}: {field!r} has no token positions")
     first = positions[0]
-    if not all(isinstance(p, int) for p in first):
+    if not all(_is_int(p) for p in first):
         raise FewRelFormatError(f"{where}: {field!r} positions must be integers")
-    return str(name), str(qid), (min(first), max(first))
+    return name, qid, (min(first), max(first))
 
 
 def parse_instance(item, where: str, relation: str = "") -> FewRelInstance:
@@ -104,28 +112,33 @@ def parse_instance(item, where: str, relation: str = "") -> FewRelInstance:
     tokens = item.get("tokens") if isinstance(item, dict) else None
     if not (isinstance(tokens, list) and tokens):
         raise FewRelFormatError(f"{where}: no tokens")
+    if not all(isinstance(t, str) for t in tokens):
+        raise FewRelFormatError(f"{where}: 'tokens' must be strings")
     h_name, h_id, h_span = _span(where, "h", item.get("h"))
     t_name, t_id, t_span = _span(where, "t", item.get("t"))
     if min(h_span[0], t_span[0]) < 0 or max(h_span[1], t_span[1]) >= len(tokens):
         raise FewRelFormatError(f"{where}: entity position outside the {len(tokens)} tokens")
-    return FewRelInstance(tuple(str(t) for t in tokens), h_span, t_span, h_name, t_name, h_id, t_id, relation)
+    return FewRelInstance(tuple(tokens), h_span, t_span, h_name, t_name, h_id, t_id, relation)
 
 
 def read_query_lines(path: str | Path) -> list[tuple[int, FewRelInstance]]:
     """Sentences to classify, ``(line number, instance)``: one JSON object ``{"tokens", "h", "t"}``
-    a line (blank lines skipped)."""
+    a line (optionally ``"relation"``, the gold answer; blank lines skipped)."""
     path = Path(path)
+    problems: list[Problem] = []
     out = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                item = decode(line)
-            except JSONInputError as error:
-                raise FewRelFormatError(f"{path}:{line_no}: {error.reason}") from None
-            relation = str(item.get("relation", "")) if isinstance(item, dict) else ""
-            out.append((line_no, parse_instance(item, f"{path}:{line_no}", relation)))
+    try:
+        lines = read_lines(path, problems)
+    except OSError as error:
+        raise FewRelFormatError(f"{path}: cannot read ({error.strerror or error})") from None
+    rows = json_objects(path, lines, problems)
+    if problems:  # the first line that is not UTF-8 or not a JSON object
+        raise FewRelFormatError(str(min(problems, key=lambda problem: problem.line or 0)))
+    for line_no, item in rows:
+        relation = item.get("relation", "")
+        if not isinstance(relation, str):
+            raise FewRelFormatError(f"{path}:{line_no}: 'relation' must be a relation id string")
+        out.append((line_no, parse_instance(item, f"{path}:{line_no}", relation)))
     if not out:
         raise FewRelFormatError(f"{path}: no query sentence")
     return out
@@ -159,10 +172,10 @@ def load_fewrel(path: str | Path, pid2name: str | Path | None = None) -> FewRelD
     instances: dict[str, list[FewRelInstance]] = {}
     for relation, items in raw.items():
         if not isinstance(items, list):
-            raise FewRelFormatError(f"{path}: relation {relation}: instances must be a list")
+            raise FewRelFormatError(f"{path}: relation {quote(relation)}: instances must be a list")
         parsed = []
         for index, item in enumerate(items):
-            parsed.append(parse_instance(item, f"{path}: relation {relation}, instance {index}", relation))
+            parsed.append(parse_instance(item, f"{path}: relation {quote(relation)}, instance {index}", relation))
         instances[relation] = parsed
     names: dict[str, str] = {}
     descriptions: dict[str, str] = {}
@@ -171,9 +184,11 @@ def load_fewrel(path: str | Path, pid2name: str | Path | None = None) -> FewRelD
         if not isinstance(table, dict):
             raise FewRelFormatError(f"{pid2name}: the top level must be an object relation_id -> [name, description]")
         for pid, value in table.items():
-            if isinstance(value, list) and value:
-                names[pid] = str(value[0])
-                descriptions[pid] = str(value[1]) if len(value) > 1 else ""
+            if not (isinstance(value, list) and 1 <= len(value) <= 2 and all(isinstance(v, str) for v in value)):
+                raise FewRelFormatError(f"{pid2name}: relation {quote(pid)}: expected [name] or [name, description] "
+                                        "(strings)")
+            names[pid] = value[0]
+            descriptions[pid] = value[1] if len(value) > 1 else ""
     for relation in instances:
         names.setdefault(relation, relation)
         descriptions.setdefault(relation, names[relation])

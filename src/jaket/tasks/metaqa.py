@@ -30,7 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.jsonio import quote
+from jaket.kg.errors import Problem
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.readers import read_lines
 from jaket.kg.sources.metaqa import MetaQAFormatError, MetaQAKB, kb_to_kg, read_kb
 
 __all__ = ["MetaQAFormatError", "QAExample", "MetaQAData", "read_questions", "load_metaqa",
@@ -86,34 +89,43 @@ def read_questions(path: str | Path, lookup: Mapping[str, int], hops: int = 1, *
     path = Path(path)
     out: list[QAExample] = []
     skipped = 0
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line.strip():
-                continue
-            if "\t" not in line and not strict:
-                raise MetaQAFormatError(f"{path}:{line_no}: expected question<TAB>answers")
-            question, _, answer_field = line.partition("\t")
-            match = _TOPIC.search(question)
-            if match is None:
-                raise MetaQAFormatError(f"{path}:{line_no}: no [topic entity] in the question")
-            topic_name = match.group(1).strip()
-            text = question[: match.start()] + topic_name + question[match.end():]
-            topic = lookup.get(topic_name, lookup.get(topic_name.lower()))
-            named = [a for a in answer_field.split("|") if a.strip()]
-            found = [lookup.get(a, lookup.get(a.lower())) for a in named]
-            absent = [a for a, index in zip(named, found) if index is None]
-            if missing is not None:
-                missing.extend((str(path), line_no, a) for a in absent)
-            answers = sorted({int(a) for a in found if a is not None})
-            if strict and topic is None:
-                raise MetaQAFormatError(f"{path}:{line_no}: topic entity [{topic_name}] is not in the KG")
-            if topic is None or (not answers and not strict):
-                skipped += 1
-                continue
-            out.append(QAExample(text, int(topic), match.start(), match.start() + len(topic_name), answers, hops,
-                                 line_no, absent))
+    for line_no, line in _lines(path):
+        if "\t" not in line and not strict:
+            raise MetaQAFormatError(f"{path}:{line_no}: expected question<TAB>answers")
+        question, _, answer_field = line.partition("\t")
+        match = _TOPIC.search(question)
+        if match is None:
+            raise MetaQAFormatError(f"{path}:{line_no}: no [topic entity] in the question")
+        topic_name = match.group(1).strip()
+        text = question[: match.start()] + topic_name + question[match.end():]
+        topic = lookup.get(topic_name, lookup.get(topic_name.lower()))
+        named = [a for a in answer_field.split("|") if a.strip()]
+        found = [lookup.get(a, lookup.get(a.lower())) for a in named]
+        absent = [a for a, index in zip(named, found) if index is None]
+        if missing is not None:
+            missing.extend((str(path), line_no, a) for a in absent)
+        answers = sorted({int(a) for a in found if a is not None})
+        if strict and topic is None:
+            raise MetaQAFormatError(f"{path}:{line_no}: topic entity {quote(topic_name)} is not in the KG")
+        if topic is None or (not answers and not strict):
+            skipped += 1
+            continue
+        out.append(QAExample(text, int(topic), match.start(), match.start() + len(topic_name), answers, hops,
+                             line_no, absent))
     return out, skipped
+
+
+def _lines(path: Path) -> list[tuple[int, str]]:
+    """The non-blank lines of a question file (:func:`jaket.kg.readers.read_lines`); the first
+    line that is not UTF-8, or a file that cannot be read, is a :class:`MetaQAFormatError`."""
+    problems: list[Problem] = []
+    try:
+        lines = read_lines(path, problems)
+    except OSError as error:
+        raise MetaQAFormatError(f"{path}: cannot read ({error.strerror or error})") from None
+    if problems:
+        raise MetaQAFormatError(str(problems[0]))
+    return lines
 
 
 def question_file(root: Path, split: str, hops: int) -> Path:
@@ -231,4 +243,4 @@ def missing_answer_report(missing: Sequence[tuple[str, int, str]]) -> dict:
     """``{"answers", "questions", "examples"}``: how many gold answers are not in the KG, in how
     many questions, and the first :data:`MAX_EXAMPLES` as ``path:line: 'answer'``."""
     return {"answers": len(missing), "questions": len({(path, line) for path, line, _ in missing}),
-            "examples": [f"{path}:{line}: {answer!r}" for path, line, answer in missing[:MAX_EXAMPLES]]}
+            "examples": [f"{path}:{line}: {quote(answer)}" for path, line, answer in missing[:MAX_EXAMPLES]]}

@@ -33,10 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-from jaket.kg.errors import KGFormatError
+from jaket.jsonio import quote
+from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import save_kg
-from jaket.kg.readers import read_triples
+from jaket.kg.readers import read_field_lines, read_triples
 from jaket.kg.sources.registry import build_source
 from jaket.kg.sources.wordnet import load_wordnet_data
 from jaket.output import print_json
@@ -85,7 +86,7 @@ def evaluation_triples_mask(kg: KnowledgeGraph, wn18rr_dir: str | Path) -> tuple
     """``(mask, report)``: True for every triple of the full-WordNet ``kg`` that joins two WN18RR
     entities and is not one of WN18RR's training triples (see the module docstring)."""
     folder = Path(wn18rr_dir)
-    problems: list = []
+    problems: list[Problem] = []
     train = read_triples(folder / "train.txt", problems)
     if problems:
         raise KGFormatError(problems)
@@ -94,14 +95,18 @@ def evaluation_triples_mask(kg: KnowledgeGraph, wn18rr_dir: str | Path) -> tuple
         raise ValueError("evaluation_triples_mask needs the full WordNet KG (build_wordnet() without a subset)")
     offsets = sorted({e for _, h, _, t in train for e in (h, t)})
     dict_path = folder / "entities.dict"
-    if dict_path.is_file():  # every WN18RR entity, also those only in valid/test
-        for line in dict_path.read_text(encoding="utf-8").splitlines():
+    if dict_path.is_file():  # every WN18RR entity, also those only in valid/test: index<TAB>offset
+        for number, line in read_field_lines(dict_path, problems):
             parts = line.split("\t")
-            if len(parts) == 2:
-                offsets.append(parts[1].strip())
+            if len(parts) != 2 or not parts[1].strip():
+                problems.append(Problem(str(dict_path), number, f"expected index<TAB>entity, got {quote(line)}"))
+                continue
+            offsets.append(parts[1].strip())
     for split in ("valid.txt", "test.txt"):
         if (folder / split).is_file():
             offsets.extend(e for _, h, _, t in read_triples(folder / split, problems) for e in (h, t))
+    if problems:
+        raise KGFormatError(problems)
     offsets = sorted(set(offsets))
     synsets = dict(zip(offsets, wn18rr_synsets(wordnet, offsets)))
     is_wn18rr = np.zeros(kg.num_entities, dtype=bool)

@@ -20,8 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.jsonio import quote
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import KGFormatError, Problem
+from jaket.kg.readers import read_lines
 
 SPLIT_NAMES = ("train", "dev", "test")
 
@@ -62,22 +64,15 @@ def read_entity_file(path, kg: KnowledgeGraph, problems: list[Problem]) -> list[
     """The rows of one split (or entity list) file; problems are appended, bad lines left out."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        lines = read_lines(path, problems)  # blank lines left out, a line that is not UTF-8 named
     except OSError as error:
         problems.append(Problem(str(path), None, f"cannot read: {error.strerror or error}"))
         return []
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
     rows: list[EntityRow] = []
     seen: dict[int, int] = {}
     labelled: bool | None = None
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            line = raw.decode("utf-8").rstrip("\r")
-        except UnicodeDecodeError as error:
-            problems.append(Problem(str(path), number, f"invalid UTF-8 (byte {error.start} of the line)"))
-            continue
-        if not line.strip() or line.lstrip().startswith("#"):
+    for number, line in lines:
+        if line.lstrip().startswith("#"):
             continue
         fields = line.split("\t")
         if len(fields) > 2:
@@ -100,10 +95,10 @@ def read_entity_file(path, kg: KnowledgeGraph, problems: list[Problem]) -> list[
         try:
             index = kg.entity_index(entity_id)
         except KeyError:
-            problems.append(Problem(str(path), number, f"unknown entity id {entity_id!r} (not in the KG)"))
+            problems.append(Problem(str(path), number, f"unknown entity id {quote(entity_id)} (not in the KG)"))
             continue
         if index in seen:
-            problems.append(Problem(str(path), number, f"entity {entity_id!r} is listed twice "
+            problems.append(Problem(str(path), number, f"entity {quote(entity_id)} is listed twice "
                                                        f"(first at line {seen[index]})"))
             continue
         seen[index] = number
@@ -138,7 +133,7 @@ def read_splits(kg: KnowledgeGraph, train, dev, test=None) -> EntitySplits:
             if row.entity in where:
                 other, line = where[row.entity]
                 problems.append(Problem(str(paths[name]), row.line,
-                                        f"entity {kg.entity_ids[row.entity]!r} is also in the {other} split "
+                                        f"entity {quote(kg.entity_ids[row.entity])} is also in the {other} split "
                                         f"({paths[other]}:{line}); splits must be disjoint"))
                 continue
             where[row.entity] = (name, row.line)
@@ -152,7 +147,7 @@ def read_splits(kg: KnowledgeGraph, train, dev, test=None) -> EntitySplits:
                                         "run uses the same form"))
             elif not has_label and kg.entity_category[row.entity] < 0:
                 problems.append(Problem(str(paths[name]), row.line,
-                                        f"entity {kg.entity_ids[row.entity]!r} has no category in the KG; give "
+                                        f"entity {quote(kg.entity_ids[row.entity])} has no category in the KG; give "
                                         "its label as 'id<TAB>label'"))
     for name in ("train", "dev"):
         if not rows[name] and not any(p.path == str(paths[name]) for p in problems):

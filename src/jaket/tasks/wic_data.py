@@ -27,6 +27,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from jaket.jsonio import quote
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph, name_key
 from jaket.kg.readers import json_objects, read_text_file
@@ -65,7 +66,7 @@ def _pos(value, path, line, problems) -> str | None:
         return None
     code = POS_CODES.get(str(value).strip().lower())
     if code is None:
-        problems.append(Problem(str(path), line, f"unknown part of speech {value!r} "
+        problems.append(Problem(str(path), line, f"unknown part of speech {quote(value)} "
                                                  f"(one of n, v, a, r or noun, verb, adj, adv)"))
     return code
 
@@ -98,13 +99,16 @@ def load_wic(data_path: str | Path, gold_path: str | Path | None = None) -> list
                                     f"(lemma, POS, i-j, sentence1, sentence2), got {len(parts)}"))
             continue
         lemma, pos, indices, first, second = parts
-        match = re.fullmatch(r"(\d+)-(\d+)", indices.strip())
+        match = re.fullmatch(r"(\d{1,9})-(\d{1,9})", indices.strip())
         if match is None:
-            problems.append(Problem(str(data_path), number, f"token positions {indices!r} are not i-j"))
+            problems.append(Problem(str(data_path), number, f"token positions {quote(indices)} are not i-j"))
             continue
         spans = [_token_span(s, int(i)) for s, i in ((first, match[1]), (second, match[2]))]
         if None in spans:
             problems.append(Problem(str(data_path), number, f"token position outside its sentence ({indices})"))
+            continue
+        if not lemma.strip():
+            problems.append(Problem(str(data_path), number, "empty lemma"))
             continue
         code = _pos(pos, data_path, number, problems)
         pairs.append(WordPair(lemma.strip(), code, first, spans[0][0], spans[0][1], second, spans[1][0],
@@ -114,7 +118,7 @@ def load_wic(data_path: str | Path, gold_path: str | Path | None = None) -> list
         labels = []
         for number, line in read_text_file(gold_path):
             if line.strip() not in ("T", "F"):
-                problems.append(Problem(str(gold_path), number, f"expected T or F, got {line.strip()!r}"))
+                problems.append(Problem(str(gold_path), number, f"expected T or F, got {quote(line.strip())}"))
             labels.append(line.strip() == "T")
         if not problems and len(labels) != len(pairs):
             problems.append(Problem(str(gold_path), None, f"{len(labels)} labels for the {len(pairs)} "
@@ -145,12 +149,12 @@ def load_pairs_jsonl(path: str | Path) -> list[WordPair]:
                                                            f"end{k} integers"))
                 bad = True
             elif not 0 <= start < end <= len(text):
-                problems.append(Problem(str(path), number, f"span [{start}, {end}) of text{k} is empty or "
-                                                           f"outside the text (length {len(text)})"))
+                problems.append(Problem(str(path), number, f"span [{quote(start)}, {quote(end)}) of text{k} is "
+                                                           f"empty or outside the text (length {len(text)})"))
                 bad = True
         label = row.get("label")
         if label is not None and not isinstance(label, bool):
-            problems.append(Problem(str(path), number, f"label must be true, false or absent, not {label!r}"))
+            problems.append(Problem(str(path), number, f"label must be true, false or absent, not {quote(label)}"))
             bad = True
         if not isinstance(row["lemma"], str) or not row["lemma"].strip():
             problems.append(Problem(str(path), number, "lemma must be a non-empty string"))

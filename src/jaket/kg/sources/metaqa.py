@@ -17,7 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.kg.errors import Problem
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.readers import read_triples
 
 #: hand-written relation descriptions for the nine MetaQA relations (the paper writes its own)
 RELATION_DESCRIPTIONS = {
@@ -60,19 +62,14 @@ def read_kb(path: str | Path) -> MetaQAKB:
             names.append(name)
         return index[name]
 
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            parts = line.split("|")
-            if len(parts) != 3 or not all(p.strip() for p in parts):
-                raise MetaQAFormatError(f"{path}:{line_no}: expected head|relation|tail, got {line!r}")
-            head, relation, tail = (p.strip() for p in parts)
-            if relation not in relation_index:
-                relation_index[relation] = len(relations)
-                relations.append(relation)
-            rows.append((entity(head), relation_index[relation], entity(tail)))
+    problems: list[Problem] = []
+    for _, head, relation, tail in read_triples(path, problems, separator="|"):
+        if relation not in relation_index:
+            relation_index[relation] = len(relations)
+            relations.append(relation)
+        rows.append((entity(head), relation_index[relation], entity(tail)))
+    if problems:  # the first line that is not UTF-8 or not head|relation|tail
+        raise MetaQAFormatError(str(problems[0]))
     if not rows:
         raise MetaQAFormatError(f"{path}: no triples")
     return MetaQAKB(names, relations, np.asarray(rows, dtype=np.int32), index)

@@ -34,7 +34,7 @@ import numpy as np
 
 from jaket.kg.corpus import MentionCorpus
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.io import CORPUS, load_corpus, load_kg
+from jaket.kg.io import CORPUS, SPLIT_NAMES, load_corpus, load_kg
 from jaket.kg.readers import index_triples, read_split, read_triples
 from jaket.kg.sources.pykeen_datasets import load_pykeen_dataset, read_splits
 from jaket.kg.sources.obo import load_obo
@@ -45,9 +45,6 @@ from jaket.kg.sources.wikidata5m import load_wikidata5m
 from jaket.kg.sources.wn18rr import load_wn18rr
 from jaket.kg.sources.wordnet import build_wordnet
 from jaket.kg.toy import toy_kg
-
-#: the evaluation splits a source may bring, in this order
-SPLIT_NAMES = ("valid", "test")
 
 
 @dataclass
@@ -199,12 +196,12 @@ def _directory(path: str | Path, corpus: str | Path | None = None, with_splits: 
     if corpus is not None:
         texts = load_corpus(corpus, kg)
         report["corpus"] = str(corpus)
-    elif (path / CORPUS).is_file():
+    elif (path / CORPUS).exists():  # a folder in its place is refused, not ignored (as kg validate does)
         texts = load_corpus(path, kg)
     splits = {}
     if with_splits:
         for name in SPLIT_NAMES:
-            if (path / f"{name}.txt").is_file():
+            if (path / f"{name}.txt").exists():
                 splits[name], skipped = read_split(path / f"{name}.txt", kg)
                 if skipped:
                     report.setdefault("split_triples_skipped", {})[name] = skipped
