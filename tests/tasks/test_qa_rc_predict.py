@@ -71,7 +71,7 @@ def test_kgqa_split_flags_save_and_predict(metaqa_splits_dir, tiny_bert_dir, tmp
 
     questions.write_text("who directed [Film 10]\nwho directed [Nobody]\n")
     assert main(["predict", "kgqa", "--model", str(model_dir), "--questions", str(questions)]) == 1
-    assert f"{questions}:2: topic entity [Nobody] is not in the KG" in capsys.readouterr().err
+    assert f"{questions}:2: topic entity 'Nobody' is not in the KG" in capsys.readouterr().err
     assert main(["predict", "relation-classification", "--model", str(model_dir), "--support", str(questions),
                  "--queries", str(questions)]) == 1
     assert "a fine-tuned kgqa model, not relation-classification" in capsys.readouterr().err

@@ -25,8 +25,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from jaket.jsonio import quote
+from jaket.kg.errors import Problem
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import load_kg
+from jaket.kg.readers import read_field_lines
 from jaket.tasks.finetuned import (FinetunedFormatError, backbone_model, prediction_memory, read_finetuned,
                                    write_finetuned)
 from jaket.tasks.link_prediction import LinkScorer, known_answers
@@ -54,12 +57,15 @@ def read_queries(path, kg: KnowledgeGraph) -> list[Query]:
     entity = {e: i for i, e in enumerate(kg.entity_ids)}
     relation = {r: i for i, r in enumerate(kg.relation_ids)}
     queries = []
+    problems: list[Problem] = []
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise QueryFormatError(f"{path}: not a UTF-8 text file") from None
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
+        lines = read_field_lines(path, problems)
+    except OSError as error:
+        raise QueryFormatError(f"{path}: cannot read ({error.strerror or error})") from None
+    if problems:  # the first line that is not UTF-8
+        raise QueryFormatError(str(problems[0]))
+    for number, line in lines:
+        if line.lstrip().startswith("#"):
             continue
         parts = [p.strip() for p in line.split("\t")]
         where = f"{path}:{number}"
@@ -70,10 +76,10 @@ def read_queries(path, kg: KnowledgeGraph) -> list[Query]:
         if (h == "?") == (t == "?"):
             raise QueryFormatError(f"{where}: exactly one of head and tail must be '?' (the entity to predict)")
         if r not in relation:
-            raise QueryFormatError(f"{where}: unknown relation id {r!r}")
+            raise QueryFormatError(f"{where}: unknown relation id {quote(r)}")
         for name in (h, t):
             if name != "?" and name not in entity:
-                raise QueryFormatError(f"{where}: unknown entity id {name!r}")
+                raise QueryFormatError(f"{where}: unknown entity id {quote(name)}")
         queries.append(Query(number, None if h == "?" else entity[h], relation[r], None if t == "?" else entity[t]))
     return queries
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from jaket.jsonio import quote
 from jaket.tasks.fewrel import FewRelData, load_fewrel, read_query_lines
 from jaket.tasks.finetuned import FinetunedFormatError, backbone_model, read_finetuned_setting, write_finetuned
 from jaket.tasks.relation_classification import PairEncoder
@@ -92,5 +93,5 @@ def predict_rows(model: FinetunedPairClassifier, args) -> list[dict]:
     supports = load_fewrel(args.support)
     if any(not items for items in supports.instances.values()):
         empty = [r for r, items in supports.instances.items() if not items]
-        raise ValueError(f"{args.support}: relation(s) {', '.join(empty)} have no support sentence")
+        raise ValueError(f"{args.support}: relation(s) {', '.join(map(quote, empty))} have no support sentence")
     return model.classify(supports, read_query_lines(args.queries))
