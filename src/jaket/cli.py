@@ -27,6 +27,7 @@ from jaket import __version__
 from jaket.errors import UsageError
 from jaket.kg.errors import KGFormatError
 from jaket.output import command_output
+from jaket.overrides import apply_flag_config, dump_flag_settings
 from jaket.paths import MissingResourceError, offline_environment, thread_environment
 
 #: modules that contribute subcommands, in the order they appear in ``jaket --help``
@@ -128,6 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     thread_environment()  # before the subcommand modules import torch
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:  # --config FILE / --set KEY=VALUE of a command whose settings are its flags
+        args = apply_flag_config(parser, args, argv)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if getattr(args, "_flag_parser", None) is not None and args.print_config:
+        print(dump_flag_settings(args), end="")
+        return 0
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",

@@ -119,7 +119,7 @@ def test_kgqa_on_the_fake_device(variant, subgraph, small_kg, tiny_bert_dir, tmp
     assert len(run["selection_curve"]) == 2 and 0 <= run["test"]["all"] <= 1
     answerer = FinetunedQuestionAnswerer.from_pretrained(tmp_path / "model").to(run_device)
     assert isinstance(answerer.model.question_projection.weight, strict_fake_device.Tensor)
-    rows = answerer.answer(small_kg, questions[:3], hops=2, top_k=3)
+    rows = answerer.predict(small_kg, questions[:3], hops=2, top_k=3)
     assert len(rows) == 3 and all(len(row["answers"]) <= 3 for row in rows)
 
 
@@ -140,5 +140,5 @@ def test_relation_classification_on_the_fake_device(fewrel_file, tiny_bert_dir, 
     assert torch.device(results["device"]).type == torch.device(run_device).type and 0 <= results["runs"]["lm"][0]["3-1"] <= 1
     classifier = FinetunedPairClassifier.from_pretrained(tmp_path / "model").to(run_device)
     assert isinstance(classifier.model.score.weight, strict_fake_device.Tensor)
-    rows = classifier.classify(data, [(1, data.instances[data.relations[3]][0])])
+    rows = classifier.predict(data, [(1, data.instances[data.relations[3]][0])])
     assert rows[0]["relation"] in data.relations and set(rows[0]["scores"]) == set(data.relations)

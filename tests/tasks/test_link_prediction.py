@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from jaket.tasks import link_prediction as lp
+from jaket.tasks import link_scoring
 from jaket.tasks.variants import Backbone
 
 
@@ -131,7 +132,7 @@ def test_training_never_shows_a_positive_as_an_edge(small_kg, tiny_bert_dir, mon
         seen.append((np.asarray(exclude_triples), sub.triple_id.numpy(), np.asarray(seeds)))
         return sub
 
-    monkeypatch.setattr(lp, "sample_neighbors", spy)  # the name train_scorer looks up
+    monkeypatch.setattr(link_scoring, "sample_neighbors", spy)  # the name train_scorer looks up
     backbone = load_backbone(VariantConfig("lm+g+m", encoder=tiny_bert_dir, km_heads=4))
     memory = kg_memory(backbone, small_kg, max_length=16)
     config = lp.LinkPredictionConfig(steps=4, batch_size=8, negatives=5, fanouts=(50, 50))
@@ -318,7 +319,7 @@ def test_in_batch_objective_trains_lm1_with_the_scorers_own_function(small_kg, t
         assert all(torch.equal(a, b) for a, b in zip(lm1, backbone.language.lm1_parameters()))
         return out
 
-    monkeypatch.setattr(lp, "train_scorer", frozen)
+    monkeypatch.setattr(link_training, "train_scorer", frozen)  # the warm-up's name for it
     warm = dataclasses.replace(config, steps=5, frozen_warmup_steps=7)
     results = lp.run_link_prediction(small_kg, train, {"valid": valid}, warm)
     run = results["runs"]["lm+g+m/rotate"][0]

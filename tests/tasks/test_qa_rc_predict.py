@@ -93,10 +93,10 @@ def test_kgqa_saved_model_scores_like_the_trained_one(metaqa_splits_dir, tiny_be
     _, model = kgqa.train_qa(backbone, memory, graph, data.questions, data.train, data.selection, data.test,
                              config, seed=0)
     FinetunedQuestionAnswerer(model, {"variant": "lm+g+m", "hops": [1, 2], "max_length": config.max_length},
-                              variant_config=config.variant_config("lm+g+m")).save_pretrained(tmp_path / "m", data.kg)
+                              variant_config=config.variant_config("lm+g+m"), kg=data.kg).save_pretrained(tmp_path / "m")
     loaded = FinetunedQuestionAnswerer.from_pretrained(tmp_path / "m")
     test = [data.questions[i] for i in data.test]
-    rows = loaded.answer(data.kg, test, hops=2, top_k=100)
+    rows = loaded.predict(data.kg, test, hops=2, top_k=100)
     cands = [graph.candidates(q.topic, 2, config.max_candidates) for q in test]
     for row, (cand, scores) in zip(rows, kgqa.rank_candidates(model, memory, graph, test, cands, config)):
         expected = {str(data.kg.entity_ids[c]): float(s) for c, s in zip(cand, scores)}
@@ -158,8 +158,8 @@ def test_relation_classification_save_and_predict(tiny_bert_dir, tmp_path, capsy
 
     loaded = FinetunedPairClassifier.from_pretrained(out / "model")
     fresh = FinetunedPairClassifier(PairEncoder("lm", tiny_bert_dir), {"max_length": 128})
-    a = loaded.classify(load_fewrel(support), read_query_lines(queries))
-    b = fresh.classify(load_fewrel(support), read_query_lines(queries))
+    a = loaded.predict(load_fewrel(support), read_query_lines(queries))
+    b = fresh.predict(load_fewrel(support), read_query_lines(queries))
     assert [r["scores"] for r in a] == [r["scores"] for r in rows]
     assert any(abs(a[0]["scores"][k] - b[0]["scores"][k]) > 1e-4 for k in a[0]["scores"])  # it was trained
 

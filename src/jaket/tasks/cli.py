@@ -15,74 +15,21 @@ import logging
 from pathlib import Path
 
 from jaket.kg.sources.registry import build_source
-from jaket.model.device import add_precision_argument, add_device_argument, choose_precision, resolve_device
-from jaket.output import check_run_folder, human_stream, print_json
+from jaket.model.device import add_device_argument, add_precision_argument, choose_precision
+from jaket.output import human_stream, print_json
+from jaket.overrides import add_config_arguments
+from jaket.tasks.cli_common import (add_common_arguments, add_relation_memory_argument, csv_list, finish, seed_range,
+                                    start_run, variants_of)
 from jaket.tasks.entity_classification_cli import add_arguments as add_entity_classification
 from jaket.tasks.fewrel import load_fewrel, merge_fewrel
 from jaket.tasks.link_prediction_cli import add_arguments as add_link_prediction
 from jaket.tasks.metaqa import load_metaqa_task
 from jaket.tasks.settings import KGQAConfig, RelationClassificationConfig
-from jaket.tasks.tracking import add_log_with_argument, check_trackers
 from jaket.tasks.word_in_context_cli import add_arguments as add_word_in_context
 
 logger = logging.getLogger(__name__)
 
 TASKS = ("entity-classification", "link-prediction", "kgqa", "relation-classification", "word-in-context")
-_DEFAULT_VARIANTS = {
-    "entity-classification": ("lm", "gnn", "lm+g+m", "jaket"),
-    "link-prediction": ("lm", "gnn", "lm+g+m", "jaket"),
-    "kgqa": ("lm", "lm+g", "lm+g+m", "jaket"),
-    "relation-classification": ("lm", "jaket"),
-    "word-in-context": ("lm", "lm+g+m", "jaket"),
-}
-
-
-#: finetune's setting without --model or --variant (relation classification has no KM setting)
-_FINETUNE_VARIANT = {"relation-classification": "lm"}
-
-
-def _csv(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
-
-
-def _floats(text: str) -> tuple[float, ...]:
-    return tuple(float(x) for x in _csv(text))
-
-
-def _add_common(parser: argparse.ArgumentParser, evaluate: bool) -> None:
-    parser.add_argument("--model", type=Path, help="jointly pre-trained model folder (enables 'jaket')")
-    parser.add_argument("--encoder", type=Path, help="base Hugging Face encoder (default: bundled MiniLM)")
-    if evaluate:
-        parser.add_argument("--variants", type=_csv,
-                            help="comma list of lm,gnn,lm+g,lm+g+m,jaket (default: all that apply)")
-    else:
-        parser.add_argument("--variant", help="one of lm,gnn,lm+g,lm+g+m,jaket")
-    parser.add_argument("--seeds", type=int, default=5 if evaluate else 1,
-                        help="number of seeds (--first-seed .. --first-seed + N - 1)")
-    parser.add_argument("--first-seed", type=int, default=0,
-                        help="first seed (default 0): a table can be built seed by seed in separate runs")
-    parser.add_argument("--out", type=Path, help="output folder (default runs/<task>)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace the results of an earlier run in --out (refused otherwise)")
-    parser.add_argument("--json", action="store_true", help="print metrics.json's summary as JSON")
-    parser.add_argument("--km-layers", type=int,
-                        help="layers of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 2)")
-    parser.add_argument("--km-heads", type=int,
-                        help="heads of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 8)")
-    add_device_argument(parser)
-    add_log_with_argument(parser)
-
-
-def seed_range(args: argparse.Namespace) -> tuple[int, ...]:
-    """The seeds of ``--seeds N --first-seed S``: S, S+1, ..., S+N-1."""
-    if args.seeds < 1 or args.first_seed < 0:
-        raise SystemExit("error: --seeds must be >= 1 and --first-seed >= 0")
-    return tuple(range(args.first_seed, args.first_seed + args.seeds))
-
-
-def _add_relation_memory(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--no-relation-memory", dest="relation_memory", action="store_false",
-                        help="R = 0 in the KM (ablation; default: R from relation descriptions, as the paper)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -92,26 +39,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser = subparsers.add_parser(command, help=help_text, description=__doc__)
         tasks = parser.add_subparsers(dest="task", metavar="TASK", required=True)
         ec = tasks.add_parser("entity-classification", help="categories of an unseen KG's entities (Table 3)")
-        _add_common(ec, evaluate)
+        add_common_arguments(ec, evaluate)
         add_entity_classification(ec, evaluate)  # its flags, --config/--set, user splits; func
 
         lp = tasks.add_parser("link-prediction", help="filtered MRR / Hits@k over descriptions + KM")
-        _add_common(lp, evaluate)
+        add_common_arguments(lp, evaluate)
         add_link_prediction(lp, evaluate)  # its flags (--train-encoder, ...); func
 
         qa = tasks.add_parser("kgqa", help="question answering over the KG, Hits@1 (Table 2)")
-        _add_common(qa, evaluate)
+        add_common_arguments(qa, evaluate)
         _add_kgqa_arguments(qa)
         qa.set_defaults(func=_run_kgqa, evaluate=evaluate)
 
         rc = tasks.add_parser("relation-classification", help="few-shot relation classification, PAIR (Table 1)")
-        _add_common(rc, evaluate)
+        add_common_arguments(rc, evaluate)
         _add_relation_classification_arguments(rc)
         rc.set_defaults(func=_run_relation_classification, evaluate=evaluate)
 
         wic = tasks.add_parser("word-in-context",
                                help="does a target word mean the same in two texts? (WiC; senses from the KG)")
-        _add_common(wic, evaluate)
+        add_common_arguments(wic, evaluate)
         add_word_in_context(wic, evaluate)  # its flags, --config/--set; func
         if evaluate:
             sl = tasks.add_parser("sense-linking", help="choose a word's WordNet sense in context (WSD) on "
@@ -129,7 +76,7 @@ def _add_kgqa_arguments(qa: argparse.ArgumentParser) -> None:
     qa.add_argument("--eval-split", metavar="NAME",
                     help="MetaQA split that is only evaluated, e.g. test (default: none; --test-fraction of "
                          "the train split is held out as the test part)")
-    qa.add_argument("--hops", type=lambda t: tuple(int(x) for x in _csv(t)), default=(1, 2), metavar="LIST",
+    qa.add_argument("--hops", type=lambda t: tuple(int(x) for x in csv_list(t)), default=(1, 2), metavar="LIST",
                     help="MetaQA hop counts to read (default 1,2)")
     qa.add_argument("--selection-fraction", type=float, default=0.1, metavar="F",
                     help="share of the train split held out for model selection (default 0.1)")
@@ -139,7 +86,7 @@ def _add_kgqa_arguments(qa: argparse.ArgumentParser) -> None:
                     help="seed of the MetaQA question split, the same for every training seed (default 0)")
     qa.add_argument("--max-entities", type=int, default=2000, metavar="N", help="WordNet subset size (default KG)")
     qa.add_argument("--max-questions", type=int, default=1500, metavar="N", help="WordNet questions (default KG)")
-    qa.add_argument("--kg-settings", type=_csv, default=("full", "50%"), metavar="LIST",
+    qa.add_argument("--kg-settings", type=csv_list, default=("full", "50%"), metavar="LIST",
                     help="full (every triple) and/or 50%% (each triple dropped with p = 0.5, seeded)")
     qa.add_argument("--steps", type=int, default=d.steps, help=f"training steps (default {d.steps})")
     qa.add_argument("--batch-size", type=int, default=d.batch_size, help=f"questions per step (default {d.batch_size})")
@@ -157,7 +104,8 @@ def _add_kgqa_arguments(qa: argparse.ArgumentParser) -> None:
                          f"(default {d.select_every})")
     qa.add_argument("--max-selection", type=int, default=d.max_selection, metavar="N",
                     help=f"selection questions read at each check (default {d.max_selection})")
-    _add_relation_memory(qa)
+    add_relation_memory_argument(qa)
+    add_config_arguments(qa)
 
 
 def _add_relation_classification_arguments(rc: argparse.ArgumentParser) -> None:
@@ -169,7 +117,7 @@ def _add_relation_classification_arguments(rc: argparse.ArgumentParser) -> None:
     rc.add_argument("--drop-overlap", action="store_true",
                     help="with --train-data: train without the relations that --data evaluates")
     rc.add_argument("--max-entities", type=int, default=3000, help="WordNet subset size (default data)")
-    rc.add_argument("--settings", type=_csv, default=("5-1", "5-5"), help="N-K list, e.g. 5-1,5-5,10-1")
+    rc.add_argument("--settings", type=csv_list, default=("5-1", "5-5"), help="N-K list, e.g. 5-1,5-5,10-1")
     rc.add_argument("--train-relations", type=int, default=3,
                     help="without --train-data: the first N relations of --data train (default 3)")
     rc.add_argument("--train-steps", type=int, default=150, help="training episodes (default 150)")
@@ -177,6 +125,7 @@ def _add_relation_classification_arguments(rc: argparse.ArgumentParser) -> None:
     rc.add_argument("--train-shot", type=int, default=1, help="supports per relation in training (default 1)")
     rc.add_argument("--episodes", type=int, default=1000, help="evaluation episodes per setting (default 1000)")
     add_precision_argument(rc)
+    add_config_arguments(rc)
 
 
 def _add_sense_linking_arguments(parser: argparse.ArgumentParser) -> None:
@@ -195,16 +144,16 @@ def _add_sense_linking_arguments(parser: argparse.ArgumentParser) -> None:
                         help="replace the results of an earlier run in --out (refused otherwise)")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON on stdout (alone)")
     add_device_argument(parser)
+    add_config_arguments(parser)
     parser.set_defaults(func=_run_sense_linking)
 
 
 def _run_sense_linking(args) -> int:
     from jaket.tasks import sense_linking as sl  # the task, loaded when it runs
     from jaket.tasks.wic_data import SenseInventory
-    from jaket.tasks.word_in_context import load_sense_kg
+    from jaket.tasks.word_in_context_predict import load_sense_kg
 
-    device = resolve_device(args.device)
-    out = _out(args, "sense-linking")
+    device, out = start_run(args, "sense-linking")
     kg = load_sense_kg(args.kg)
     examples, info = sl.heldout_examples(args.heldout_of, kg, SenseInventory.for_wordnet(kg), args.max_examples)
     if not examples:
@@ -234,6 +183,20 @@ def add_kgqa_predict_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-k", type=int, default=5, metavar="K", help="answers listed per question (default 5)")
 
 
+def kgqa_predict_rows(model, args: argparse.Namespace) -> list[dict]:
+    """``jaket predict kgqa``: the flags as the library's typed arguments."""
+    from jaket.tasks.kgqa_predict import predict_rows  # the task, loaded when it runs
+
+    return predict_rows(model, args.questions, args.kg, args.hops, args.top_k)
+
+
+def relation_classification_predict_rows(model, args: argparse.Namespace) -> list[dict]:
+    """``jaket predict relation-classification``: the flags as the library's typed arguments."""
+    from jaket.tasks.relation_classification_predict import predict_rows  # the task, loaded when it runs
+
+    return predict_rows(model, args.support, args.queries)
+
+
 def add_relation_classification_predict_arguments(parser: argparse.ArgumentParser) -> None:
     """``jaket predict relation-classification`` arguments (beside ``--model`` and ``--out``)."""
     parser.add_argument("--support", type=Path, required=True, metavar="FILE",
@@ -243,54 +206,10 @@ def add_relation_classification_predict_arguments(parser: argparse.ArgumentParse
                         help="sentences to classify: one JSON object {\"tokens\", \"h\", \"t\"} a line")
 
 
-def _variants(args, task: str) -> tuple[str, ...]:
-    if args.evaluate:
-        chosen = args.variants or _DEFAULT_VARIANTS[task]
-        if args.model is None:
-            if args.variants and "jaket" in args.variants:
-                raise SystemExit("error: variant 'jaket' needs --model DIR (a pre-trained model folder)")
-            chosen = tuple(v for v in chosen if v != "jaket")
-        return chosen
-    variant = args.variant or ("jaket" if args.model is not None else _FINETUNE_VARIANT.get(task, "lm+g+m"))
-    if variant == "jaket" and args.model is None:
-        raise SystemExit("error: variant 'jaket' needs --model DIR (a pre-trained model folder)")
-    return (variant,)
-
-
-def _finish(args, results: dict, table: str, out: Path) -> int:
-    """Print the results table and where the report is; with ``--json`` those go to stderr and
-    stdout holds only metrics.json's summary as strict JSON (:func:`jaket.output.print_json`:
-    whatever the command prints after it goes to stderr too)."""
-    human = human_stream(args.json)
-    print(table, file=human)
-    print(f"report: {out / 'report.md'}  metrics: {out / 'metrics.json'}", file=human)
-    if args.json:
-        print_json(results.get("summary", {}))
-    return 0
-
-
-def _finish_saved(args, results: dict, table: str, out: Path, usage: str) -> int:
-    """:func:`_finish`, then where the fine-tuned model is and how to use it."""
-    status = _finish(args, results, table, out)
-    if "saved_model" in results:
-        print(f"fine-tuned model: {results['saved_model']}  (jaket predict {args.task} --model "
-              f"{results['saved_model']} {usage})", file=human_stream(args.json))
-    return status
-
-
-def _out(args, task: str) -> Path:
-    """``--out`` (default ``runs/<task>``), checked before any work (:func:`check_run_folder`)."""
-    out = args.out or Path("runs") / task
-    check_run_folder(out, getattr(args, "overwrite", False))
-    return out
-
-
 def _run_kgqa(args) -> int:
     from jaket.tasks import kgqa  # the task, loaded when it runs
 
-    device = resolve_device(args.device)  # a device this machine lacks is refused before any work
-    check_trackers(args.log_with)  # and so is a tracker that is not installed
-    out = _out(args, "kgqa")  # and so is an earlier run's folder
+    device, out = start_run(args, "kgqa")  # device, trackers and --out checked before any work
     splits = info = None
     if args.metaqa is not None:
         data = load_metaqa_task(args.metaqa, args.train_split, args.eval_split, args.hops,
@@ -303,8 +222,8 @@ def _run_kgqa(args) -> int:
     else:
         kg = build_source("wordnet", max_entities=args.max_entities, seed=0).kg
         questions = kgqa.wordnet_questions(kg, seed=0, max_questions=args.max_questions)
-    config = KGQAConfig(variants=_variants(args, "kgqa"), kg_settings=args.kg_settings,
-                             seeds=seed_range(args), steps=args.steps, batch_size=args.batch_size,
+    config = KGQAConfig(variants=variants_of(args, "kgqa"), kg_settings=args.kg_settings,
+                             seeds=seed_range(args.seeds, args.first_seed), steps=args.steps, batch_size=args.batch_size,
                              lr=args.lr, head_lr=args.head_lr, km_lr=args.km_lr,
                              max_candidates=args.max_candidates, km_fanout=args.km_fanout,
                              select_every=args.select_every,
@@ -314,15 +233,13 @@ def _run_kgqa(args) -> int:
     results = kgqa.run_kgqa(kg, questions, config, out, splits=splits, data_info=info,
                             save_dir=None if args.evaluate else out / "model", device=device,
                             log_with=args.log_with)
-    return _finish_saved(args, results, kgqa.results_table(results), out, "--questions FILE")
+    return finish(args.json, results, kgqa.results_table(results), out, args.task, "--questions FILE")
 
 
 def _run_relation_classification(args) -> int:
     from jaket.tasks import relation_classification as rc  # the task, loaded when it runs
 
-    device = resolve_device(args.device)  # a device this machine lacks is refused before any work
-    check_trackers(args.log_with)  # and so is a tracker that is not installed
-    out = _out(args, "relation-classification")  # and so is an earlier run's folder
+    device, out = start_run(args, "relation-classification")  # device, trackers, --out checked first
     if args.train_data and args.data is None:
         raise ValueError("--train-data needs --data FILE: the evaluation relations")
     if args.drop_overlap and not args.train_data:
@@ -340,12 +257,12 @@ def _run_relation_classification(args) -> int:
             raise ValueError(f"--settings: {item!r} is not N-K with N >= 2 ways and K >= 1 shots, e.g. 5-1")
         settings.append((int(way), int(shot)))
     config = RelationClassificationConfig(
-        variants=_variants(args, "relation-classification"), settings=tuple(settings),
-        seeds=seed_range(args), num_train_relations=args.train_relations,
+        variants=variants_of(args, "relation-classification"), settings=tuple(settings),
+        seeds=seed_range(args.seeds, args.first_seed), num_train_relations=args.train_relations,
         drop_overlap=args.drop_overlap, train_steps=args.train_steps, train_way=args.train_way,
         train_shot=args.train_shot, episodes=args.episodes, encoder=args.encoder, pretrained=args.model,
         bf16=choose_precision(args.precision, device) == "bf16")
     results = rc.run_relation_classification(data, config, out, train_data=train_data,
                                              save_dir=None if args.evaluate else out / "model", device=device,
                                              log_with=args.log_with)
-    return _finish_saved(args, results, rc.results_table(results), out, "--support FILE --queries FILE")
+    return finish(args.json, results, rc.results_table(results), out, args.task, "--support FILE --queries FILE")

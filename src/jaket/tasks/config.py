@@ -5,7 +5,7 @@ A task's config is a dataclass (e.g. :class:`jaket.tasks.entity_classification.E
 overrides, then values the command's own flags give, and validates the result with pydantic. The
 override syntax and the error format are those of :mod:`jaket.train.config`:
 ``FILE:LINE: key: message`` for a bad value in the file, ``--set key=value: key: message`` for an
-override.
+override (the machinery is :mod:`jaket.overrides`, shared with pre-training).
 """
 
 from __future__ import annotations
@@ -17,28 +17,9 @@ from typing import Any, TypeVar, get_type_hints
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from jaket.train.config import _describe, layer_overrides
+from jaket.overrides import describe_error, layer_overrides, read_yaml_mapping
 
 T = TypeVar("T")
-
-
-def read_yaml_mapping(path: Path) -> dict:
-    """The top-level mapping of a YAML file (``path:line: message`` on any problem)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ValueError(f"{path}: cannot read the config: {error.strerror or error}") from None
-    try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise ValueError(f"{path}:{mark.line + 1 if mark else 1}: invalid YAML: "
-                         f"{getattr(error, 'problem', None) or error}") from None
-    if loaded is None:
-        return {}
-    if not isinstance(loaded, dict):
-        raise ValueError(f"{path}:1: expected a mapping of config keys at the top level")
-    return loaded
 
 
 def load_task_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | None = None,
@@ -54,14 +35,14 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
     try:
         config = TypeAdapter(cls).validate_python(data)
     except ValidationError as error:
-        located = sorted((_describe(_known_key(e, cls), path, origins) for e in error.errors()),
+        located = sorted((describe_error(_known_key(e, cls), path, origins) for e in error.errors()),
                          key=lambda described: described[0])
         raise ValueError(f"invalid {what} config:\n" + "\n".join(text for _, text in located)) from None
     check = getattr(config, "check", None)
     problems = check() if callable(check) else []
     if problems:
         raise ValueError(f"invalid {what} config:\n" + "\n".join(
-            _describe({"loc": tuple(key.split(".")), "msg": message}, path, origins)[1] for key, message in problems))
+            describe_error({"loc": tuple(key.split(".")), "msg": message}, path, origins)[1] for key, message in problems))
     return config
 
 

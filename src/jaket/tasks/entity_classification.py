@@ -44,6 +44,7 @@ from jaket.tasks.entity_classifier import (EntityClassifier, FinetunedEntityClas
 from jaket.tasks.heldout import choose_heldout, label_leakage, split_pretraining, wordnet_protocol  # noqa: F401
 from jaket.tasks.settings import EntityClassificationConfig  # noqa: F401 (re-exported)
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, full_graph, kg_memory, load_backbone
+from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)
 
@@ -246,6 +247,84 @@ def zero_shot_accuracy(backbone: Backbone, memory: FrozenMemory, kg: KnowledgeGr
     return float((predicted[entities] == np.asarray(kg.entity_category)[entities]).mean())
 
 
+def _results_header(kg: KnowledgeGraph, config: EntityClassificationConfig, device, leakage: dict,
+                    unused_categories, splits, fixed) -> dict:
+    """What a run's ``metrics.json`` says before any setting runs: the task, KG, split and KMs."""
+    return {"task": "entity-classification", "device": str(torch.device(device)),
+            "config": _jsonable(asdict(config)),
+            "kg": {"entities": int(kg.num_entities), "relations": int(kg.num_relations),
+                   "triples": int(len(kg.triples)), "categories": int(len(kg.category_names)),
+                   "labelled": int((np.asarray(kg.entity_category) >= 0).sum()),
+                   "unused_categories_dropped": unused_categories},
+            "leakage": leakage, "runs": {}, "summary": {},
+            "split": ({"files": splits.files, "labels": "files" if splits.labelled_by_files else "categories",
+                       **{k: int(len(getattr(fixed, k))) for k in ("train", "dev", "test")}}
+                      if splits is not None else {"random": list(config.split)}),
+            "km": {v: config.variant_config(v).km_structure() for v in config.variants if variant_spec(v).has_km}}
+
+
+@dataclass
+class _RunContext:
+    """What every setting of one :func:`run_entity_classification` shares."""
+
+    kg: KnowledgeGraph
+    config: EntityClassificationConfig
+    labels: np.ndarray
+    edges: tuple
+    fixed: Split | None
+    splits: object
+    save_dir: Path | None
+    device: object
+    progress: object
+    results: dict
+
+
+def _run_setting(variant: str, ctx: _RunContext):
+    """Every (seed, training fraction) of one setting into ``ctx.results``; the confusion matrix of
+    the last setting's first run (None otherwise)."""
+    kg, config, labels, progress, results = ctx.kg, ctx.config, ctx.labels, ctx.progress, ctx.results
+    vconfig = config.variant_config(variant)
+    memory_cache: FrozenMemory | None = None
+    confusion = zero_shot = None
+    for seed in config.seeds:
+        progress.set_postfix_str(f"{variant} seed {seed}")
+        started = time.perf_counter()
+        backbone = load_backbone(vconfig, seed=seed, need_language=variant_spec(variant).needs_encoder,
+                                 device=ctx.device)
+        if memory_cache is None or variant_spec(variant).random_memory:
+            memory_cache = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
+                                     relation_memory=config.relation_memory)
+        for fraction in config.train_fractions:
+            progress.set_postfix_str(f"{variant} train {fraction:g} seed {seed}")  # names the run's curve
+            split = make_split(labels, seed, config, fraction, ctx.fixed)
+            first = fraction == config.train_fractions[0] and seed == config.seeds[0]
+            keep = ctx.save_dir is not None and first and variant == config.variants[0]
+            run = train_one(backbone, memory_cache, kg, split, config, seed, ctx.edges, progress, keep_model=keep)
+            if keep:
+                saved = FinetunedEntityClassifier(
+                    backbone, run.pop("model"), list(kg.category_names), vconfig,
+                    settings=_finetuned_settings(config, kg, seed, split, ctx.splits, run, fraction))
+                results["saved_model"] = str(saved.save_pretrained(ctx.save_dir))
+            if variant == config.variants[-1] and first and len(split.test):
+                confusion = rep.confusion_matrix(run["test_predictions"], labels[split.test],
+                                                 len(kg.category_names))
+            run.pop("test_predictions")
+            run["seconds"] = time.perf_counter() - started
+            run["train_size"] = int(len(split.train))
+            results["runs"].setdefault(variant, {}).setdefault(str(fraction), []).append({"seed": seed, **run})
+        if seed == config.seeds[0]:  # the pre-trained head and KM do not depend on the seed
+            zero_shot = zero_shot_predictions(backbone, memory_cache, kg, ctx.edges)
+        test = make_split(labels, seed, config, 1.0, ctx.fixed).test
+        if zero_shot is not None and len(test):
+            results.setdefault("zero_shot", {}).setdefault(variant, []).append(
+                {"seed": seed, "test_accuracy": float((zero_shot[test] == labels[test]).mean())})
+    for fraction in config.train_fractions:
+        runs = results["runs"][variant][str(fraction)]
+        results["summary"].setdefault(variant, {})[str(fraction)] = rep.summarize_seeds(
+            [{"test_accuracy": r["test_accuracy"], "dev_accuracy": r["dev_accuracy"]} for r in runs])
+    return confusion
+
+
 def run_entity_classification(kg: KnowledgeGraph, config: EntityClassificationConfig, out_dir: Path | None = None,
                               splits=None, save_dir: Path | None = None, device="cpu", log_with=()) -> dict:
     """Every (variant, training fraction, seed) on ``kg``; writes the report when ``out_dir``.
@@ -268,17 +347,7 @@ def run_entity_classification(kg: KnowledgeGraph, config: EntityClassificationCo
                        leakage["descriptions_with_full_category_name"], leakage["categories_spelled"])
     edges = full_graph(kg)
     labels = np.asarray(kg.entity_category)
-    results: dict = {"task": "entity-classification", "device": str(torch.device(device)),
-                     "config": _jsonable(asdict(config)),
-                     "kg": {"entities": int(kg.num_entities), "relations": int(kg.num_relations),
-                            "triples": int(len(kg.triples)), "categories": int(len(kg.category_names)),
-                            "labelled": int((np.asarray(kg.entity_category) >= 0).sum()),
-                            "unused_categories_dropped": unused_categories},
-                     "leakage": leakage, "runs": {}, "summary": {},
-                     "split": ({"files": splits.files, "labels": "files" if splits.labelled_by_files else "categories",
-                                **{k: int(len(getattr(fixed, k))) for k in ("train", "dev", "test")}}
-                               if splits is not None else {"random": list(config.split)}),
-                     "km": {v: config.variant_config(v).km_structure() for v in config.variants if v != "lm"}}
+    results = _results_header(kg, config, device, leakage, unused_categories, splits, fixed)
     warnings = identical_fractions(labels, config, fixed)
     for warning in warnings:
         logger.warning(warning)
@@ -293,47 +362,9 @@ def run_entity_classification(kg: KnowledgeGraph, config: EntityClassificationCo
         results["majority_baseline"] = {k: rep.summarize_seeds([{"acc": v} for v in vals])["acc"]
                                         for k, vals in majority.items() if None not in vals}
         for variant in config.variants:
-            vconfig = config.variant_config(variant)
-            memory_cache: FrozenMemory | None = None
-            for seed in config.seeds:
-                progress.set_postfix_str(f"{variant} seed {seed}")
-                started = time.perf_counter()
-                backbone = load_backbone(vconfig, seed=seed, need_language=variant in ("lm", "lm+g+m", "jaket"),
-                                         device=device)
-                if memory_cache is None or variant in ("gnn", "lm+g"):
-                    memory_cache = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
-                                             relation_memory=config.relation_memory)
-                for fraction in config.train_fractions:
-                    progress.set_postfix_str(f"{variant} train {fraction:g} seed {seed}")  # names the run's curve
-                    split = make_split(labels, seed, config, fraction, fixed)
-                    first = fraction == config.train_fractions[0] and seed == config.seeds[0]
-                    keep = save_dir is not None and first and variant == config.variants[0]
-                    run = train_one(backbone, memory_cache, kg, split, config, seed, edges, progress,
-                                    keep_model=keep)
-                    if keep:
-                        saved = FinetunedEntityClassifier(
-                            backbone, run.pop("model"), list(kg.category_names), vconfig,
-                            settings=_finetuned_settings(config, kg, seed, split, splits, run, fraction))
-                        results["saved_model"] = str(saved.save_pretrained(save_dir))
-                    if variant == config.variants[-1] and first and len(split.test):
-                        confusion = rep.confusion_matrix(run["test_predictions"],
-                                                         np.asarray(kg.entity_category)[split.test],
-                                                         len(kg.category_names))
-                    run.pop("test_predictions")
-                    run["seconds"] = time.perf_counter() - started
-                    run["train_size"] = int(len(split.train))
-                    results["runs"].setdefault(variant, {}).setdefault(str(fraction), []).append(
-                        {"seed": seed, **run})
-                if seed == config.seeds[0]:  # the pre-trained head and KM do not depend on the seed
-                    zero_shot = zero_shot_predictions(backbone, memory_cache, kg, edges)
-                test = make_split(labels, seed, config, 1.0, fixed).test
-                if zero_shot is not None and len(test):
-                    results.setdefault("zero_shot", {}).setdefault(variant, []).append(
-                        {"seed": seed, "test_accuracy": float((zero_shot[test] == labels[test]).mean())})
-            for fraction in config.train_fractions:
-                runs = results["runs"][variant][str(fraction)]
-                results["summary"].setdefault(variant, {})[str(fraction)] = rep.summarize_seeds(
-                    [{"test_accuracy": r["test_accuracy"], "dev_accuracy": r["dev_accuracy"]} for r in runs])
+            found = _run_setting(variant, _RunContext(kg, config, labels, edges, fixed, splits, save_dir, device,
+                                                      progress, results))
+            confusion = found if found is not None else confusion
     results["paired"] = paired_differences(results)
     if out_dir is not None:
         write_report(results, Path(out_dir), kg=kg, confusion=confusion)

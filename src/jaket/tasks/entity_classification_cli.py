@@ -18,12 +18,10 @@ from pathlib import Path
 from pydantic import ConfigDict
 
 from jaket.kg.io import load_kg
-from jaket.model.device import resolve_device
-from jaket.output import human_stream
 from jaket.tasks.config import dump_task_config, flag_values, load_task_config
+from jaket.tasks.cli_common import finish, float_list, start_run
 from jaket.tasks.settings import EntityClassificationConfig
 from jaket.tasks.splits import read_splits
-from jaket.tasks.tracking import check_trackers
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
                         help=f"share of the WordNet subset held out as KG' (default {data.heldout_fraction})")
     parser.add_argument("--data-seed", type=int, metavar="N",
                         help=f"seed of the WordNet subset and its held-out part (default {data.data_seed})")
-    parser.add_argument("--train-fractions", type=_floats, metavar="LIST",
+    parser.add_argument("--train-fractions", type=float_list, metavar="LIST",
                         help="comma list of shares of the training split to train on (default "
                              f"{','.join(f'{f:g}' for f in defaults.train_fractions)})")
     parser.add_argument("--epochs", type=int, metavar="N", help=f"training epochs (default {defaults.epochs})")
@@ -126,13 +124,6 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.set_defaults(seeds=None, relation_memory=None, func=run, evaluate=evaluate)
 
 
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a comma list of numbers, got {text!r}") from None
-
-
 def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
     """``jaket predict entity-classification`` arguments (beside ``--model`` and ``--out``)."""
     parser.add_argument("--kg", type=Path, required=True, metavar="DIR",
@@ -143,6 +134,14 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", help="label every entity of the KG")
     parser.add_argument("--top-k", type=int, default=1, metavar="K",
                         help="also list the K most probable labels per entity (default 1: only the best)")
+
+
+def predict_rows(model, args: argparse.Namespace) -> list[dict]:
+    """``jaket predict entity-classification``: the flags as the library's typed arguments."""
+    # --help: the model code (torch) is imported when it runs
+    from jaket.tasks.entity_classifier import predict_rows as rows
+
+    return rows(model, args.kg, args.entities, args.all, args.top_k)
 
 
 #: flag destination -> config key (flags given on the command line win over the file and --set)
@@ -188,14 +187,10 @@ def _resolve(job: EntityClassificationJob, evaluate: bool) -> EntityClassificati
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate entity-classification``."""
     job = job_from_args(args)  # a bad value is a ValueError: the CLI's error boundary names it
-    device = resolve_device(args.device)
-    check_trackers(args.log_with)  # a tracker that is not installed is refused before any work
     if args.print_config:
         print(dump_task_config(job), end="")
         return 0
-    from jaket.tasks.cli import _finish, _out  # cycle: tasks.cli registers this module
-
-    out = _out(args, "entity-classification")  # an earlier run's folder is refused before any work
+    device, out = start_run(args, "entity-classification")  # device, trackers, --out checked first
     kg, splits = load_data(job.data)
     from jaket.tasks import entity_classification as ec  # the task, loaded when it runs
 
@@ -205,11 +200,8 @@ def run(args: argparse.Namespace) -> int:
     for warning in results.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
     paired = ec.paired_table(results)
-    status = _finish(args, results, ec.results_table(results) + ("\n\n" + paired if paired else ""), out)
-    if "saved_model" in results:
-        print(f"fine-tuned model: {results['saved_model']}  (jaket predict entity-classification "
-              f"--model {results['saved_model']} --kg KG)", file=human_stream(args.json))
-    return status
+    return finish(args.json, results, ec.results_table(results) + ("\n\n" + paired if paired else ""), out,
+                  "entity-classification", "--kg KG")
 
 
 def load_data(data: EntityClassificationData):

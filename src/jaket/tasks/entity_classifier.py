@@ -14,10 +14,12 @@ from torch import nn
 
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import load_kg
-from jaket.tasks.finetuned import (FinetunedFormatError, backbone_model, prediction_memory, read_finetuned,
-                                   write_finetuned)
+from jaket.model.jaket import JaketModel
+from jaket.tasks.finetuned import (FinetunedFolder, FinetunedFormatError, FinetunedModel, backbone_model,
+                                   prediction_memory)
 from jaket.tasks.splits import read_entity_list
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, full_graph
+from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +83,7 @@ def category_prior(backbone: Backbone, category_names) -> nn.Linear | None:
     return prior
 
 
-class FinetunedEntityClassifier:
+class FinetunedEntityClassifier(FinetunedModel):
     """A fine-tuned entity classifier: the backbone (LM1 + the fine-tuned KM), the head and the
     label names, saved and loaded like a Transformers model (:meth:`save_pretrained`,
     :meth:`from_pretrained`; folder layout in :mod:`jaket.tasks.finetuned`).
@@ -106,19 +108,20 @@ class FinetunedEntityClassifier:
     def variant(self) -> str:
         return self.backbone.variant
 
-    def save_pretrained(self, directory) -> Path:
-        """Write the fine-tuned folder (replaced atomically)."""
+    def backbone_model(self) -> JaketModel:
         if self.variant_config is None:
             raise ValueError("this classifier was loaded from a folder; copy that folder instead of saving it again")
-        model = backbone_model(self.backbone, self.variant_config, self.classifier.knowledge)
-        task_config = {"variant": self.variant, "labels": self.labels, "hidden_size": int(self.backbone.hidden_size),
-                       **self.settings}
-        return write_finetuned(directory, self.task, model, self.classifier.head_state(), task_config)
+        return backbone_model(self.backbone, self.variant_config, self.classifier.knowledge)
+
+    def head_state(self) -> dict[str, torch.Tensor]:
+        return self.classifier.head_state()
+
+    def task_config(self) -> dict:
+        return {"variant": self.variant, "labels": self.labels, "hidden_size": int(self.backbone.hidden_size),
+                **self.settings}
 
     @classmethod
-    def from_pretrained(cls, directory) -> "FinetunedEntityClassifier":
-        """Read a folder written by :meth:`save_pretrained` (local files, safetensors and JSON only)."""
-        folder = read_finetuned(directory, cls.task)
+    def from_folder(cls, folder: FinetunedFolder, directory: Path) -> "FinetunedEntityClassifier":
         settings = dict(folder.task_config)
         variant, labels = settings.get("variant"), settings.get("labels")
         if variant not in VARIANT_LABELS or not isinstance(labels, list) or not labels:
@@ -126,7 +129,7 @@ class FinetunedEntityClassifier:
                                        "and a non-empty list 'labels'")
         model = folder.backbone.eval()
         hidden = int(model.hidden_size)
-        knowledge = model.knowledge if variant != "lm" else None
+        knowledge = model.knowledge if variant_spec(variant).has_km else None
         backbone = Backbone(variant, hidden, model.language, knowledge, model.fusion)
         classifier = EntityClassifier(knowledge, hidden, len(labels), float(settings.get("dropout", 0.0)))
         try:
@@ -181,19 +184,21 @@ class FinetunedEntityClassifier:
         return rows
 
 
-def predict_rows(model: FinetunedEntityClassifier, args) -> list[dict]:
-    """The rows ``jaket predict entity-classification`` prints (one per entity)."""
-    kg = load_kg(args.kg)
-    entities = None
-    if args.entities is not None:
-        entities = read_entity_list(args.entities, kg)
-    elif args.all:
-        entities = np.arange(kg.num_entities)
+def predict_rows(model: FinetunedEntityClassifier, kg_path: Path, entities: Path | None = None,
+                 all_entities: bool = False, top_k: int = 1) -> list[dict]:
+    """``jaket predict entity-classification``'s rows (one per entity) for the KG folder
+    ``kg_path``: the entities of the file ``entities``, or every one (``all_entities``), or (default)
+    those that had no label in fine-tuning."""
+    kg = load_kg(kg_path)
+    if entities is not None:
+        chosen = read_entity_list(entities, kg)
+    elif all_entities:
+        chosen = np.arange(kg.num_entities)
     else:
-        entities = model.unlabelled(kg)
-        if not len(entities):
-            logger.warning(_nothing_unlabelled(model, kg, args.kg))
-    return model.predict(kg, entities, top_k=args.top_k)
+        chosen = model.unlabelled(kg)
+        if not len(chosen):
+            logger.warning(_nothing_unlabelled(model, kg, kg_path))
+    return model.predict(kg, chosen, top_k=top_k)
 
 
 def _nothing_unlabelled(model: FinetunedEntityClassifier, kg: KnowledgeGraph, where) -> str:

@@ -16,10 +16,14 @@ sizes, the setting the backbone was used in) and a record of the fine-tuning run
 The memory is not stored: it is recomputed from the descriptions of the KG a prediction runs on
 (the paper's unseen-KG step), so a fine-tuned model also predicts on a KG it never saw.
 
-Every task registers its save / load / predict functions in :data:`jaket.tasks.registry.REGISTRY`
-under its command name (``"module:attribute"`` strings, imported on first use); ``jaket predict`` builds one
-subcommand per entry. Adding a task = a class with ``save_pretrained`` / ``from_pretrained`` and
-two functions (``add_predict_arguments(parser)``, ``predict_rows(model, args) -> rows``).
+Every fine-tuned model derives from :class:`FinetunedModel`: one ``save_pretrained(directory)``,
+one ``from_pretrained(directory, device=None)``, ``to(device)`` and ``predict(...)`` (rows of
+JSON-able dicts), as Transformers' ``PreTrainedModel``. A task says only what is its own (the
+backbone to save, its head, its ``task.json`` settings, how to rebuild itself from a read
+folder). :func:`load_finetuned` opens any fine-tuned folder as its task's class (the task read
+from ``task.json``). Every task registers its class and its two command-line functions in
+:data:`jaket.tasks.registry.REGISTRY` under its command name (``"module:attribute"`` strings,
+imported on first use); ``jaket predict`` builds one subcommand per entry.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from jaket.model.language import SplitLanguageModel
 from jaket.tasks.registry import REGISTRY, FinetunedFormatError  # noqa: F401 (re-exported)
 from jaket.tasks.settings import VARIANT_LABELS, VariantConfig
 from jaket.tasks.variants import Backbone, FrozenMemory, _encoder_path, kg_memory
+from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +86,70 @@ def write_finetuned(directory, task: str, backbone: JaketModel, head: dict[str, 
         if extra is not None:
             extra(tmp)
     return directory
+
+
+class FinetunedModel:
+    """The contract of every fine-tuned model (layout in the module docstring).
+
+    A task's class sets :attr:`task` and defines :meth:`backbone_model` (the
+    :class:`~jaket.model.jaket.JaketModel` of what it fine-tuned, see :func:`backbone_model`),
+    :meth:`head_state`, :meth:`task_config`, :meth:`from_folder`, :meth:`to` and ``predict``;
+    optionally :meth:`write_extra` (files of its own, e.g. KGQA's ``kg/``). A model read from a
+    folder keeps that folder in :attr:`directory`.
+    """
+
+    #: the task's command name (``jaket finetune|predict TASK``), written to ``task.json``
+    task: str = ""
+    #: the folder the model was read from (None for a model fine-tuned in this process)
+    directory: Path | None = None
+
+    # -- what a task defines
+    def backbone_model(self) -> JaketModel:
+        raise NotImplementedError
+
+    def head_state(self) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def task_config(self) -> dict:
+        raise NotImplementedError
+
+    def write_extra(self, folder: Path) -> None:
+        """Files of the task's own beside the standard ones (default: none)."""
+
+    @classmethod
+    def from_folder(cls, folder: FinetunedFolder, directory: Path) -> "FinetunedModel":
+        raise NotImplementedError
+
+    def to(self, device) -> "FinetunedModel":
+        raise NotImplementedError
+
+    def predict(self, *inputs, **options) -> list[dict]:
+        raise NotImplementedError
+
+    # -- the one save / load path
+    def save_pretrained(self, directory) -> Path:
+        """Write the fine-tuned folder (replaced atomically); returns it."""
+        return write_finetuned(directory, self.task, self.backbone_model(), self.head_state(), self.task_config(),
+                               extra=self.write_extra)
+
+    @classmethod
+    def from_pretrained(cls, directory, device=None) -> "FinetunedModel":
+        """Read a folder written by :meth:`save_pretrained` (local files, safetensors and JSON only),
+        on ``device`` when given; a folder of another task or a broken one is a
+        :class:`FinetunedFormatError` naming the file."""
+        directory = Path(directory)
+        model = cls.from_folder(read_finetuned(directory, cls.task), directory)
+        model.directory = directory
+        return model.to(device) if device is not None else model
+
+
+def load_finetuned(directory, device=None) -> FinetunedModel:
+    """Any fine-tuned folder as its task's :class:`FinetunedModel` (the task named by ``task.json``)."""
+    task = read_task_config(directory).get("task")
+    if task not in REGISTRY:
+        raise FinetunedFormatError(f"{Path(directory) / TASK_FILE}: unknown task {task!r}; "
+                                   f"known: {', '.join(REGISTRY)}")
+    return REGISTRY[task].resolve("model").from_pretrained(directory, device=device)
 
 
 def read_task_config(directory, task: str | None = None) -> dict:
@@ -134,7 +203,7 @@ def prediction_memory(backbone: Backbone, kg: KnowledgeGraph, settings: dict) ->
     as in fine-tuning (``settings`` = its ``task.json``); for ``gnn`` / ``lm+g`` (a random memory per
     entity index) a warning when ``kg`` is not the fine-tuning KG."""
     trained_on = settings.get("kg", {}).get("fingerprint")
-    if backbone.variant in ("gnn", "lm+g") and trained_on not in (None, kg.fingerprint()):
+    if variant_spec(backbone.variant).random_memory and trained_on not in (None, kg.fingerprint()):
         logger.warning("a %s model's memory is random per entity index: its predictions on another KG than "
                        "the one it was fine-tuned on mean nothing", backbone.variant)
     return kg_memory(backbone, kg, int(settings.get("memory_seed", 0)),
@@ -142,13 +211,12 @@ def prediction_memory(backbone: Backbone, kg: KnowledgeGraph, settings: dict) ->
                      relation_memory=bool(settings.get("relation_memory", True)))
 
 
-def read_finetuned_setting(directory, task: str) -> tuple[FinetunedFolder, str]:
-    """:func:`read_finetuned` and the comparison setting (``variant``) its ``task.json`` names."""
-    folder = read_finetuned(directory, task)
+def checked_variant(folder: FinetunedFolder, directory) -> str:
+    """The comparison setting (``variant``) a read folder's ``task.json`` names, checked."""
     variant = folder.task_config.get("variant")
     if variant not in VARIANT_LABELS:
         raise FinetunedFormatError(f"{directory}/{TASK_FILE}: 'variant' must be one of {', '.join(VARIANT_LABELS)}")
-    return folder, variant
+    return variant
 
 
 def backbone_model(backbone: Backbone, config: VariantConfig, knowledge: nn.Module | None = None) -> JaketModel:
@@ -167,7 +235,7 @@ def backbone_model(backbone: Backbone, config: VariantConfig, knowledge: nn.Modu
     if language is None:
         language = SplitLanguageModel.from_pretrained(_encoder_path(config), lm1_layers=config.lm1_layers)
     structure = config.km_structure()
-    if config.variant == "jaket":
+    if variant_spec(config.variant).pretrained:
         saved = read_json(Path(config.pretrained) / CONFIG_FILE)  # checked by JaketConfig.from_dict
         jconfig = JaketConfig.from_dict(saved)
         jconfig.encoder = None  # the folder's own encoder/ (the saved model carries it)
@@ -178,12 +246,12 @@ def backbone_model(backbone: Backbone, config: VariantConfig, knowledge: nn.Modu
     jconfig.description_max_length = config.description_max_length
     jconfig.use_relation_memory = config.relation_memory
     model = JaketModel(jconfig, language=language)
-    if config.variant == "jaket":
+    if variant_spec(config.variant).pretrained:
         state = load_file(str(Path(config.pretrained) / WEIGHTS_FILE))
         model.load_state_dict(state, strict=False)
     knowledge = knowledge if knowledge is not None else backbone.knowledge
     if knowledge is not None:
         model.knowledge.load_state_dict(knowledge.state_dict())
-    if backbone.fusion is not None and config.variant != "jaket":
+    if backbone.fusion is not None and not variant_spec(config.variant).pretrained:
         model.fusion.load_state_dict(backbone.fusion.state_dict())
     return model

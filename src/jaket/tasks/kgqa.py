@@ -36,21 +36,22 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
 
 from jaket.kg.graph import KnowledgeGraph
-from jaket.model.fusion import MentionFusion
 from jaket.tasks import report as rep
 from jaket.tasks.kgqa_graph import QAGraph, drop_triples_mask
+from jaket.tasks.kgqa_model import (SUPPORTED_VARIANTS, QuestionAnswerer, batch_logits,  # noqa: F401 (re-exported)
+                                   encode_questions, rank_candidates)
+from jaket.tasks.kgqa_predict import FinetunedQuestionAnswerer
 from jaket.tasks.metaqa import QAExample
 from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import fine_tuning_step
 from jaket.tasks.settings import KGQAConfig  # noqa: F401 (re-exported)
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, VariantError, kg_memory, load_backbone
+from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)
 
-SUPPORTED_VARIANTS = ("lm", "lm+g", "lm+g+m", "jaket")
 
 #: relation kinds used for WordNet questions: kind -> (forward template, inverse template)
 _TEMPLATES = {
@@ -147,123 +148,12 @@ def wordnet_questions(kg: KnowledgeGraph, seed: int = 0, max_questions: int = 20
 # ----------------------------------------------------------------------------- model
 
 
-class QuestionAnswerer(nn.Module):
-    """LM1 -> fusion of the topic's KM embedding at its mention (Eq. 8-9) -> LM2 (Eq. 10) -> a
-    linear map of [CLS]; candidates are scored by the inner product with their KM embedding."""
-
-    def __init__(self, backbone: Backbone):
-        super().__init__()
-        if backbone.variant not in SUPPORTED_VARIANTS or backbone.language is None:
-            raise VariantError(f"variant {backbone.variant!r} cannot read a question; KGQA supports "
-                               f"{', '.join(SUPPORTED_VARIANTS)}")
-        f = backbone.hidden_size
-        self.variant = backbone.variant
-        self.language = copy.deepcopy(backbone.language)
-        self.knowledge = copy.deepcopy(backbone.knowledge) if backbone.knowledge is not None else None
-        self.fusion = copy.deepcopy(backbone.fusion) if self.knowledge is not None else None
-        if self.knowledge is not None and self.fusion is None:
-            self.fusion = MentionFusion(f)
-        self.question_projection = nn.Linear(f, f)
-        self.entity_projection = nn.Linear(f, f) if self.knowledge is None else None
-        for p in self.language.lm1_parameters():  # LM1 made the frozen memory: keep them aligned
-            p.requires_grad_(False)
-
-    def entities(self, memory: FrozenMemory, edge_index, edge_type) -> torch.Tensor:
-        """The candidate embedding of every entity: ``E^KM`` over the whole graph (or, for ``lm``,
-        the projected description features)."""
-        if self.knowledge is not None:
-            return self.knowledge(memory.entities, edge_index, edge_type, memory.relations)
-        return self.entity_projection(memory.entities)
-
-    def entity_rows(self, memory: FrozenMemory, graph: QAGraph, seeds: np.ndarray, fanout: int = 0,
-                    generator: np.random.Generator | None = None) -> torch.Tensor:
-        """The rows of :meth:`entities` for ``seeds`` (sorted, unique), from one KM pass over their
-        computation subgraph only (:mod:`jaket.tasks.kgqa_graph`; ``fanout``: sampled)."""
-        device = memory.entities.device
-        if self.knowledge is None:
-            return self.entity_projection(memory.entities[torch.from_numpy(seeds).to(device)])
-        sub = graph.computation_subgraph(seeds, len(self.knowledge.layers), fanout, generator)
-        x = memory.entities.index_select(0, torch.from_numpy(sub.nodes).to(device))
-        return self.knowledge(x, sub.edge_index.to(device), sub.edge_type.to(device), memory.relations,
-                              hops=(sub.nodes_per_hop, sub.edges_per_hop))
-
-    def questions(self, ids, mask, span_start, span_end, topic_embedding) -> torch.Tensor:
-        """The question embeddings (Eq. 8-10); the token tensors move to the model's device."""
-        device = self.question_projection.weight.device
-        ids, mask, span_start, span_end = (t.to(device) for t in (ids, mask, span_start, span_end))
-        z = self.language.lm1(ids, mask)
-        if self.knowledge is not None:
-            batch = torch.arange(ids.shape[0], device=device)
-            z = self.fusion(z, batch, span_start, span_end, topic_embedding,
-                            torch.ones(ids.shape[0], dtype=torch.bool, device=device))
-        z = self.language.lm2(z, mask)
-        return self.question_projection(z[:, 0])
-
-    def head_state(self) -> dict[str, torch.Tensor]:
-        """What a fine-tuned folder stores beside the backbone: fusion and projections."""
-        return {k: v for k, v in self.state_dict().items() if not k.startswith(("language.", "knowledge."))}
-
-
-def encode_questions(tokenizer, questions: list[QAExample], max_length: int):
-    """Token ids, mask, and the first / last token of each topic mention."""
-    enc = tokenizer([q.text for q in questions], truncation=True, max_length=max_length, padding=True,
-                    return_offsets_mapping=True, return_tensors="pt")
-    starts, ends = [], []
-    for row, q in enumerate(questions):
-        offsets = enc["offset_mapping"][row].tolist()
-        tokens = [i for i, (a, b) in enumerate(offsets) if b > a and a < q.topic_end and b > q.topic_start]
-        starts.append(tokens[0] if tokens else 1)
-        ends.append(tokens[-1] if tokens else 1)
-    return enc["input_ids"], enc["attention_mask"], torch.tensor(starts), torch.tensor(ends)
-
-
 def split_indices(n: int, fractions, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A seeded train / selection / test division of ``n`` questions by ``fractions``."""
     order = np.random.default_rng(seed).permutation(n)
     a = int(round(fractions[0] * n))
     b = a + int(round(fractions[1] * n))
     return order[:a], order[a:b], order[b:]
-
-
-def batch_logits(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, chunk: list[QAExample],
-                 candidates: list[np.ndarray], config: KGQAConfig, *, whole_graph: bool = False,
-                 generator: np.random.Generator | None = None) -> list[torch.Tensor]:
-    """The candidate scores of each question of a batch (Eq. 10 then the inner products).
-
-    The KM runs once for the batch: over the computation subgraph of all its topics and
-    candidates, or with ``whole_graph`` over the whole KG (the reference the fast path is
-    tested against, and the cost ``docs/performance.md`` compares it with). ``config.km_fanout`` > 0
-    samples the subgraph's edges with ``generator``."""
-    topics = np.asarray([q.topic for q in chunk], dtype=np.int64)
-    seeds = np.unique(np.concatenate([topics] + [np.asarray(c, dtype=np.int64) for c in candidates]))
-    device = memory.entities.device
-    if whole_graph:
-        rows = model.entities(memory, *graph.full_edges(device))
-        rows = rows.index_select(0, torch.from_numpy(seeds).to(device))
-    else:
-        rows = model.entity_rows(memory, graph, seeds, config.km_fanout, generator)
-    position = lambda ids: torch.from_numpy(np.searchsorted(seeds, ids)).to(device)  # noqa: E731
-    ids, mask, s, o = encode_questions(model.language.tokenizer, chunk, config.max_length)
-    qv = model.questions(ids, mask, s, o, rows.index_select(0, position(topics)))
-    return [rows.index_select(0, position(np.asarray(c, dtype=np.int64))) @ qv[row]
-            for row, c in enumerate(candidates)]
-
-
-@torch.no_grad()
-def rank_candidates(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, questions: list[QAExample],
-                    candidates: list[np.ndarray], config: KGQAConfig, batch_size: int = 64):
-    """For each question, its candidates' scores (one KM pass over the whole graph, shared by all),
-    read back to the CPU as numpy."""
-    model.eval()
-    device = memory.entities.device
-    entities = model.entities(memory, *graph.full_edges(device))
-    for begin in range(0, len(questions), batch_size):
-        chunk = questions[begin:begin + batch_size]
-        ids, mask, s, o = encode_questions(model.language.tokenizer, chunk, config.max_length)
-        qv = model.questions(ids, mask, s, o, entities[torch.tensor([q.topic for q in chunk], device=device)])
-        for row in range(len(chunk)):
-            cand = np.asarray(candidates[begin + row], dtype=np.int64)
-            yield cand, (entities[torch.from_numpy(cand).to(device)] @ qv[row]).cpu().numpy()
 
 
 def hits_at_1(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, questions: list[QAExample],
@@ -372,7 +262,7 @@ def run_kgqa(kg: KnowledgeGraph, questions: list[QAExample], config: KGQAConfig,
             memory = None
             for seed in config.seeds:
                 backbone = load_backbone(config.variant_config(variant), seed=seed, device=device)
-                if memory is None or variant in ("gnn", "lm+g"):
+                if memory is None or variant_spec(variant).random_memory:
                     memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
                                        relation_memory=config.relation_memory)
                 train_idx, sel_idx, test_idx = splits if splits is not None else split_indices(
@@ -386,9 +276,6 @@ def run_kgqa(kg: KnowledgeGraph, questions: list[QAExample], config: KGQAConfig,
                     run["seconds"] = time.perf_counter() - started
                     results["runs"].setdefault(variant, {}).setdefault(setting, []).append(run)
                     if save_dir is not None and "saved_model" not in results:
-                        # cycle: kgqa_predict imports QuestionAnswerer and rank_candidates from here
-                        from jaket.tasks.kgqa_predict import FinetunedQuestionAnswerer
-
                         finetuned = FinetunedQuestionAnswerer(
                             model, settings={"variant": variant, "kg_setting": setting, "memory_seed": seed,
                                              "hops": sorted({q.hops for q in pick(train_idx)}),
@@ -398,8 +285,8 @@ def run_kgqa(kg: KnowledgeGraph, questions: list[QAExample], config: KGQAConfig,
                                              "relation_memory": config.relation_memory,
                                              "training": {"seed": seed, "steps": config.steps,
                                                           "selection": run["selection"], "test": run["test"]}},
-                            variant_config=config.variant_config(variant), backbone=backbone)
-                        results["saved_model"] = str(finetuned.save_pretrained(save_dir, kg))
+                            variant_config=config.variant_config(variant), backbone=backbone, kg=kg)
+                        results["saved_model"] = str(finetuned.save_pretrained(save_dir))
                     del model
             results["summary"][variant] = {
                 s: rep.summarize_seeds([r["test"] for r in runs]) for s, runs in results["runs"][variant].items()}

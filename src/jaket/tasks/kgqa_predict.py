@@ -16,15 +16,18 @@ import logging
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import load_kg, save_kg
-from jaket.tasks.finetuned import FinetunedFormatError, backbone_model, read_finetuned_setting, write_finetuned
-from jaket.tasks.kgqa import QuestionAnswerer, rank_candidates
+from jaket.model.jaket import JaketModel
+from jaket.tasks.finetuned import FinetunedFolder, FinetunedFormatError, FinetunedModel, backbone_model, checked_variant
+from jaket.tasks.kgqa_model import QuestionAnswerer, rank_candidates
 from jaket.tasks.kgqa_graph import QAGraph
 from jaket.tasks.metaqa import QAExample, entity_lookup, missing_answer_report, read_questions
 from jaket.tasks.settings import KGQAConfig, VariantConfig
 from jaket.tasks.variants import Backbone, kg_memory
+from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)
 
@@ -32,17 +35,19 @@ TASK = "kgqa"
 KG_DIR = "kg"
 
 
-class FinetunedQuestionAnswerer:
-    """A :class:`QuestionAnswerer` with the settings it was fine-tuned with."""
+class FinetunedQuestionAnswerer(FinetunedModel):
+    """A :class:`QuestionAnswerer` with the settings it was fine-tuned with and, to save, the KG it
+    was fine-tuned on (written to ``kg/``: the default KG of its predictions)."""
 
     task = TASK
 
     def __init__(self, model: QuestionAnswerer, settings: dict, variant_config: VariantConfig | None = None,
-                 backbone: Backbone | None = None):
+                 backbone: Backbone | None = None, kg: KnowledgeGraph | None = None):
         self.model = model.eval()
         self.settings = dict(settings)
         self.variant_config = variant_config
         self.backbone = backbone
+        self.kg = kg
 
     def to(self, device) -> "FinetunedQuestionAnswerer":
         """Move the model to ``device`` (in place; the memory and the questions follow it); returns self."""
@@ -53,24 +58,28 @@ class FinetunedQuestionAnswerer:
         m = self.model
         return Backbone(m.variant, int(m.language.hidden_size), m.language, m.knowledge, m.fusion)
 
-    def save_pretrained(self, directory, kg: KnowledgeGraph) -> Path:
-        """Write the fine-tuned folder with ``kg`` in ``kg/`` (replaced atomically)."""
-        if self.variant_config is None:
+    def backbone_model(self) -> JaketModel:
+        if self.variant_config is None or self.kg is None:
             raise ValueError("this model was loaded from a folder; copy that folder instead of saving it again")
-        model = backbone_model(self._backbone(), self.variant_config, self.model.knowledge)
-        settings = {**self.settings, "hidden_size": int(self.model.language.hidden_size),
-                    "kg": {"fingerprint": kg.fingerprint(), "entities": int(kg.num_entities),
-                           "triples": int(kg.num_triples)}}
-        return write_finetuned(directory, TASK, model, self.model.head_state(), settings,
-                               extra=lambda tmp: save_kg(kg, tmp / KG_DIR))
+        return backbone_model(self._backbone(), self.variant_config, self.model.knowledge)
+
+    def head_state(self) -> dict[str, torch.Tensor]:
+        return self.model.head_state()
+
+    def task_config(self) -> dict:
+        return {**self.settings, "hidden_size": int(self.model.language.hidden_size),
+                "kg": {"fingerprint": self.kg.fingerprint(), "entities": int(self.kg.num_entities),
+                       "triples": int(self.kg.num_triples)}}
+
+    def write_extra(self, folder: Path) -> None:
+        save_kg(self.kg, folder / KG_DIR)
 
     @classmethod
-    def from_pretrained(cls, directory) -> "FinetunedQuestionAnswerer":
-        """Read a folder written by :meth:`save_pretrained` (safetensors and JSON only)."""
-        folder, variant = read_finetuned_setting(directory, TASK)
+    def from_folder(cls, folder: FinetunedFolder, directory: Path) -> "FinetunedQuestionAnswerer":
+        variant = checked_variant(folder, directory)
         settings = dict(folder.task_config)
         saved = folder.backbone.eval()
-        knowledge = saved.knowledge if variant != "lm" else None
+        knowledge = saved.knowledge if variant_spec(variant).has_km else None
         model = QuestionAnswerer(Backbone(variant, int(saved.hidden_size), saved.language, knowledge,
                                           saved.fusion if knowledge is not None else None))
         missing, unexpected = model.load_state_dict(folder.head, strict=False)
@@ -78,14 +87,12 @@ class FinetunedQuestionAnswerer:
         if missing or unexpected:
             raise FinetunedFormatError(f"{directory}/head.safetensors: not a {variant} question-answering head "
                                        f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
-        finetuned = cls(model, settings)
-        finetuned.directory = Path(directory)
-        return finetuned
+        return cls(model, settings)
 
-    def answer(self, kg: KnowledgeGraph, questions: list[QAExample], hops: int, top_k: int = 5) -> list[dict]:
+    def predict(self, kg: KnowledgeGraph, questions: list[QAExample], hops: int, top_k: int = 5) -> list[dict]:
         """One row per question: the ``top_k`` candidates with their scores."""
         trained_on = self.settings.get("kg", {}).get("fingerprint")
-        if self.model.variant == "lm+g" and trained_on not in (None, kg.fingerprint()):
+        if variant_spec(self.model.variant).random_memory and trained_on not in (None, kg.fingerprint()):
             logger.warning("an lm+g model's memory is random per entity index: its answers on another KG than "
                            "the one it was fine-tuned on mean nothing")
         memory = kg_memory(self._backbone(), kg, int(self.settings.get("memory_seed", 0)),
@@ -109,20 +116,23 @@ class FinetunedQuestionAnswerer:
         return rows
 
 
-def predict_rows(model: FinetunedQuestionAnswerer, args) -> list[dict]:
-    """The rows ``jaket predict kgqa`` prints (one per question)."""
-    kg_dir = args.kg if args.kg is not None else getattr(model, "directory", Path(".")) / KG_DIR
+def predict_rows(model: FinetunedQuestionAnswerer, questions_path: Path, kg_path: Path | None = None,
+                 hops: int | None = None, top_k: int = 5) -> list[dict]:
+    """``jaket predict kgqa``'s rows (one per question of the file ``questions_path``) over the KG
+    folder ``kg_path`` (default: the model folder's ``kg/``, the fine-tuning KG), candidates within
+    ``hops`` hops (default: the largest hop count it was fine-tuned on)."""
+    kg_dir = kg_path if kg_path is not None else (model.directory or Path(".")) / KG_DIR
     kg = load_kg(kg_dir)
-    hops = args.hops if args.hops is not None else max(model.settings.get("hops") or [1])
-    if hops < 1 or args.top_k < 1:
-        raise ValueError(f"--hops and --top-k must be at least 1, got {hops} and {args.top_k}")
+    hops = hops if hops is not None else max(model.settings.get("hops") or [1])
+    if hops < 1 or top_k < 1:
+        raise ValueError(f"--hops and --top-k must be at least 1, got {hops} and {top_k}")
     missing: list[tuple[str, int, str]] = []
-    questions, _ = read_questions(args.questions, entity_lookup(kg.entity_names, kg.entity_ids), hops, strict=True,
+    questions, _ = read_questions(questions_path, entity_lookup(kg.entity_names, kg.entity_ids), hops, strict=True,
                                   missing=missing)
     if not questions:
-        raise ValueError(f"{args.questions}: no question")
+        raise ValueError(f"{questions_path}: no question")
     if missing:
         report = missing_answer_report(missing)
         logger.warning("%d gold answer(s) of %d question(s) are not entities of %s (listed as gold_not_in_kg), "
                        "e.g. %s", report["answers"], report["questions"], kg_dir, "; ".join(report["examples"]))
-    return model.answer(kg, questions, hops, args.top_k)
+    return model.predict(kg, questions, hops, top_k)

@@ -20,17 +20,12 @@ import numpy as np
 from jaket.kg.io import load_kg
 from jaket.kg.readers import read_split
 from jaket.kg.sources.registry import build_source
-from jaket.kg.sources.wn18rr import load_wn18rr
-from jaket.model.device import add_precision_argument, choose_precision, resolve_device
-from jaket.output import human_stream
+from jaket.model.device import add_precision_argument, choose_precision
+from jaket.overrides import add_config_arguments
+from jaket.tasks.cli_common import csv_list, finish, seed_range, start_run, variants_of
 from jaket.tasks.settings import OBJECTIVES, TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
-from jaket.tasks.tracking import check_trackers
 
 logger = logging.getLogger(__name__)
-
-
-def _csv(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
@@ -46,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
                         help="with --data: a quick trial on about N entities (those of random training triples) "
                              "and the triples among them; the memory is computed for these only")
     parser.add_argument("--max-eval", type=int, help="evaluate at most this many triples per file")
-    parser.add_argument("--scorers", type=_csv,
+    parser.add_argument("--scorers", type=csv_list,
                         help=f"comma list of distmult,transe,rotate (default {','.join(d.scorers)}; "
                              f"{','.join(t['scorers'])} with --train-encoder)")
     parser.add_argument("--steps", type=int,
@@ -55,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
                         help=f"shared negative entities per step, frozen mode (default {d.negatives})")
     parser.add_argument("--batch-size", type=int,
                         help=f"training triples per step (default {d.batch_size}; {t['batch_size']} with --train-encoder)")
-    parser.add_argument("--fanouts", type=lambda text: tuple(int(x) for x in _csv(text)),
+    parser.add_argument("--fanouts", type=lambda text: tuple(int(x) for x in csv_list(text)),
                         help=f"neighbours sampled per hop in training (default {','.join(map(str, d.fanouts))}; "
                              f"{','.join(map(str, t['fanouts']))} with --train-encoder)")
     parser.add_argument("--holdout-fraction", type=float, default=0.0,
@@ -96,6 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
                              f"included; default {t['budget_cpu_seconds']:g}; 0 = run every step)")
     parser.add_argument("--no-relation-memory", dest="relation_memory", action="store_false",
                         help="R = 0 in the KM (ablation; default: R from relation descriptions, as the paper)")
+    add_config_arguments(parser)
     parser.set_defaults(func=run, evaluate=evaluate)
 
 
@@ -110,17 +106,26 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="leave out answers whose triple is already in the KG")
 
 
+def predict_rows(model, args: argparse.Namespace) -> list[dict]:
+    """``jaket predict link-prediction``: the flags as the library's typed arguments."""
+    # --help: the model code (torch) is imported when it runs
+    from jaket.tasks.link_predictor import predict_rows as rows
+
+    return rows(model, args.kg, args.queries, args.top_k, args.exclude_known)
+
+
 def load_data(args) -> tuple:
     """``(kg, train triples, {name: evaluation triples})`` named by the flags."""
     rng = np.random.default_rng(0)
     evaluation: dict[str, np.ndarray] = {}
-    if args.data is not None:
-        kg, _report = load_wn18rr(args.data)
-        train, _ = read_split(args.data / "train.txt", kg)
-        for name in ("valid", "test"):
-            path = args.data / f"{name}.txt"
-            if path.exists():
-                evaluation[name], _ = read_split(path, kg)
+    if args.data is not None:  # the source registry's WN18RR: the KG = the training triples, valid/test splits
+        bundle = build_source("wn18rr", folder=args.data)
+        kg, evaluation = bundle.kg, dict(bundle.splits)
+        train = np.asarray(kg.triples, dtype=np.int64).reshape(-1, 3)
+        for name, skipped in bundle.report.get("split_triples_skipped", {}).items():
+            if skipped:
+                logger.warning("%s: %d triples name an entity or relation not in the KG and are skipped",
+                               args.data / f"{name}.txt", skipped)
         if getattr(args, "sample_entities", None):
             kg, train, evaluation = sample_entities(kg, train, evaluation, args.sample_entities, rng)
     elif args.kg is not None:
@@ -185,15 +190,12 @@ def mode_defaults(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate link-prediction``."""
     from jaket.tasks import link_prediction as lp  # the task, loaded when it runs
-    from jaket.tasks.cli import _finish, _out, _variants, seed_range  # cycle: tasks.cli registers this module
 
-    device = resolve_device(args.device)  # a device this machine lacks is refused before any work
-    check_trackers(args.log_with)  # and so is a tracker that is not installed
-    out = _out(args, "link-prediction")  # and so is an earlier run's folder
+    device, out = start_run(args, "link-prediction")  # device, trackers and --out checked before any work
     kg, train, evaluation = load_data(args)
     mode_defaults(args)
     config = LinkPredictionConfig(
-        variants=_variants(args, "link-prediction"), scorers=args.scorers, seeds=seed_range(args),
+        variants=variants_of(args, "link-prediction"), scorers=args.scorers, seeds=seed_range(args.seeds, args.first_seed),
         steps=args.steps, negatives=args.negatives, batch_size=args.batch_size, fanouts=args.fanouts,
         max_eval_triples=args.max_eval, holdout_fraction=args.holdout_fraction, encoder=args.encoder,
         pretrained=args.model, km_layers=args.km_layers, km_heads=args.km_heads,
@@ -206,8 +208,4 @@ def run(args: argparse.Namespace) -> int:
     save_dir = None if args.evaluate else out / "model"
     results = lp.run_link_prediction(kg, train, evaluation, config, out, save_dir=save_dir, device=device,
                                      log_with=args.log_with)
-    status = _finish(args, results, lp.results_table(results), out)
-    if "saved_model" in results:
-        print(f"fine-tuned model: {results['saved_model']}  (jaket predict link-prediction "
-              f"--model {results['saved_model']} --kg KG --queries FILE)", file=human_stream(args.json))
-    return status
+    return finish(args.json, results, lp.results_table(results), out, "link-prediction", "--kg KG --queries FILE")

@@ -30,11 +30,13 @@ from jaket.kg.errors import Problem
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import load_kg
 from jaket.kg.readers import read_field_lines
-from jaket.tasks.finetuned import (FinetunedFormatError, backbone_model, prediction_memory, read_finetuned,
-                                   write_finetuned)
-from jaket.tasks.link_prediction import LinkScorer, known_answers
+from jaket.model.jaket import JaketModel
+from jaket.tasks.finetuned import (FinetunedFolder, FinetunedFormatError, FinetunedModel, backbone_model,
+                                   prediction_memory)
+from jaket.tasks.link_scoring import LinkScorer, known_answers
 from jaket.tasks.settings import METRICS, SCORERS, LinkPredictionConfig
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, full_graph
+from jaket.tasks.settings import variant as variant_spec
 
 TASK = "link-prediction"
 
@@ -84,7 +86,7 @@ def read_queries(path, kg: KnowledgeGraph) -> list[Query]:
     return queries
 
 
-class FinetunedLinkPredictor:
+class FinetunedLinkPredictor(FinetunedModel):
     """A fine-tuned link predictor (:meth:`save_pretrained` / :meth:`from_pretrained`).
 
     :meth:`predict` ranks every entity of a KG for ``(h, r, ?)`` / ``(?, r, t)``: the memory is
@@ -101,23 +103,23 @@ class FinetunedLinkPredictor:
         self.variant = variant or backbone.variant
         self.settings = dict(settings or {})
 
-    def save_pretrained(self, directory) -> Path:
-        """Write the fine-tuned folder (replaced atomically)."""
+    def backbone_model(self) -> JaketModel:
         if self.config is None:
             raise ValueError("this predictor was loaded from a folder; copy that folder instead of saving it again")
-        model = backbone_model(self.backbone, self.config.variant_config(self.variant), self.scorer.knowledge)
-        head = {k: v for k, v in self.scorer.state_dict().items() if not k.startswith("knowledge.")}
-        task_config = {"variant": self.variant, "scorer": self.scorer.scorer, "metric": self.scorer.metric,
-                       "hidden_size": int(self.backbone.hidden_size),
-                       "description_max_length": int(self.config.description_max_length),
-                       "relation_memory": bool(self.config.relation_memory),
-                       "train_encoder": bool(self.config.train_encoder), **self.settings}
-        return write_finetuned(directory, self.task, model, head, task_config)
+        return backbone_model(self.backbone, self.config.variant_config(self.variant), self.scorer.knowledge)
+
+    def head_state(self) -> dict[str, torch.Tensor]:
+        return {k: v for k, v in self.scorer.state_dict().items() if not k.startswith("knowledge.")}
+
+    def task_config(self) -> dict:
+        return {"variant": self.variant, "scorer": self.scorer.scorer, "metric": self.scorer.metric,
+                "hidden_size": int(self.backbone.hidden_size),
+                "description_max_length": int(self.config.description_max_length),
+                "relation_memory": bool(self.config.relation_memory),
+                "train_encoder": bool(self.config.train_encoder), **self.settings}
 
     @classmethod
-    def from_pretrained(cls, directory) -> "FinetunedLinkPredictor":
-        """Read a folder written by :meth:`save_pretrained` (safetensors and JSON only)."""
-        folder = read_finetuned(directory, TASK)
+    def from_folder(cls, folder: FinetunedFolder, directory: Path) -> "FinetunedLinkPredictor":
         settings = dict(folder.task_config)
         variant, scorer, metric = settings.get("variant"), settings.get("scorer"), settings.get("metric", "native")
         if variant not in VARIANT_LABELS or scorer not in SCORERS or metric not in METRICS:
@@ -125,7 +127,7 @@ class FinetunedLinkPredictor:
                                        f"'scorer' (one of {', '.join(SCORERS)}) and 'metric' ({', '.join(METRICS)})")
         model = folder.backbone.eval()
         hidden = int(model.hidden_size)
-        backbone = Backbone(variant, hidden, model.language, model.knowledge if variant != "lm" else None,
+        backbone = Backbone(variant, hidden, model.language, model.knowledge if variant_spec(variant).has_km else None,
                             model.fusion)
         link = LinkScorer(backbone, scorer, 0, metric=metric)
         missing, unexpected = link.load_state_dict(folder.head, strict=False)
@@ -183,7 +185,9 @@ class FinetunedLinkPredictor:
         return rows
 
 
-def predict_rows(model: FinetunedLinkPredictor, args) -> list[dict]:
-    """The rows ``jaket predict link-prediction`` prints (one per query)."""
-    kg = load_kg(args.kg)
-    return model.predict(kg, read_queries(args.queries, kg), top_k=args.top_k, exclude_known=args.exclude_known)
+def predict_rows(model: FinetunedLinkPredictor, kg_path: Path, queries: Path, top_k: int = 10,
+                 exclude_known: bool = False) -> list[dict]:
+    """``jaket predict link-prediction``'s rows (one per query of the file ``queries``) on the KG
+    folder ``kg_path``."""
+    kg = load_kg(kg_path)
+    return model.predict(kg, read_queries(queries, kg), top_k=top_k, exclude_known=exclude_known)

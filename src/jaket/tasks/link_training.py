@@ -1,6 +1,6 @@
 """Link prediction with LM1 trained on the descriptions (``--train-encoder``).
 
-The frozen-memory mode (:func:`jaket.tasks.link_prediction.train_scorer`) reads every entity as
+The frozen-memory mode (:func:`jaket.tasks.link_scoring.train_scorer`) reads every entity as
 its fixed memory row ``E^context`` (Eq. 7 with the base or pre-trained LM1). Here LM1 itself is
 fine-tuned for the task, as text-based KG completion (SimKGC) fine-tunes its encoder:
 
@@ -25,7 +25,7 @@ fine-tuned for the task, as text-based KG completion (SimKGC) fine-tunes its enc
   entity differ only by LM1's updates since the refresh, and the evaluation reads rows of the
   kind training saw.
 * **Frozen warm-up** (``frozen_warmup_steps`` = n): the first n steps are the frozen mode's
-  (:func:`jaket.tasks.link_prediction.train_scorer` on the first fill's memory: only the KM and the
+  (:func:`jaket.tasks.link_scoring.train_scorer` on the first fill's memory: only the KM and the
   relation map learn), then LM1 joins. A KM and a relation map that already rank well give LM1's
   first gradients a meaning (linear probing before fine-tuning); the warm-up's CPU time counts in
   ``budget_cpu_seconds``.
@@ -57,9 +57,9 @@ with the in-batch objective, cosine with the contrastive one).
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 import math
 import time
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -71,12 +71,11 @@ from jaket.model.device import autocast, module_device
 from jaket.model.heads import span_mean
 from jaket.model.memory import EntityContextMemory, refresh_interval
 from jaket.model.language import SplitLanguageModel
+from jaket.tasks.link_scoring import LinkScorer, train_scorer
 from jaket.tasks.training import step_done
 from jaket.tasks.settings import LinkPredictionConfig
 from jaket.tasks.variants import Backbone, FrozenMemory
 
-if TYPE_CHECKING:  # link_prediction imports this module
-    from jaket.tasks.link_prediction import LinkScorer
 
 #: the largest 1/tau the learnable temperature may reach (SimKGC clamps likewise)
 MAX_INVERSE_TEMPERATURE = 100.0
@@ -156,17 +155,128 @@ def in_batch_loss(model: LinkScorer, queries: torch.Tensor, candidates: torch.Te
     return nn.functional.cross_entropy(logits, target)
 
 
+@dataclass
+class _StepData:
+    """What every step of :func:`train_with_encoder` reads: the descriptions' tokens, the known
+    triples (masked out of the negatives) and the hard-negative neighbourhoods."""
+
+    entity_tokens: object
+    relation_tokens: object
+    known: KnownTriples
+    neighbourhood: Neighbourhood | None
+
+
+def _step_loss(model: LinkScorer, language: SplitLanguageModel, memory: EntityContextMemory, graph: KnowledgeGraph,
+               train: np.ndarray, rows: np.ndarray, queue: list, data: _StepData, config: LinkPredictionConfig,
+               rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    """One step's loss on the training triples ``rows``: E^(0) of the step's entities by LM1 with
+    gradients (Eq. 7), the KM over their sampled neighbourhood with the batch's triples hidden
+    (Eq. 1-5), both sides' queries against the step's entities and the queued ones; returns
+    ``(loss, the step's entity embeddings, their ids)`` (the memory's rows of those entities are
+    updated to the fresh E^(0))."""
+    device = module_device(language)
+    in_batch = config.objective == "in-batch"
+    p = graph.num_relations
+    known, neighbourhood = data.known, data.neighbourhood
+    h, r, t = (train[rows, i] for i in range(3))
+    b = len(rows)
+    hard = (neighbourhood.sample(np.concatenate([h, t]), (config.hard_negatives + 1) // 2, rng)
+            if neighbourhood is not None else np.zeros(0, dtype=np.int64))
+    entities, where = np.unique(np.concatenate([h, t, hard]), return_inverse=True)
+    where = where[: 2 * b]
+    with autocast(device, config.bf16):
+        fresh = describe(language, data.entity_tokens, entities)  # E^(0) of the step's entities, with gradients
+        relations = (describe(language, data.relation_tokens, np.arange(p)) if config.relation_memory
+                     else fresh.new_zeros(p, fresh.shape[1]))
+    if model.knowledge is not None:
+        sub = sample_neighbors(graph, entities, config.fanouts, rng, exclude_triples=rows).to(device)
+        x = memory.entity_rows(sub.node_ids, device=device).index_put((sub.seed_local,), fresh)
+        out = model.knowledge(x, sub.edge_index, sub.edge_type, relations,
+                              hops=(sub.nodes_per_hop, sub.edges_per_hop))
+        embedded = out[sub.seed_local]
+    else:
+        embedded = model.entity_projection(fresh)
+    with torch.no_grad():  # the step's rows of the memory follow LM1 at once
+        stored = memory.entities.device
+        memory.entities[torch.from_numpy(entities).to(stored)] = fresh.detach().to(stored, memory.entities.dtype)
+    rel = model.relations(FrozenMemory(fresh.new_zeros(0), relations))
+    head_index, tail_index = (torch.from_numpy(x).to(device) for x in (where[:b], where[b:]))
+    heads, tails = embedded[head_index], embedded[tail_index]
+    r_index = torch.from_numpy(r).to(device)
+    candidates, ids = embedded, entities
+    if queue:
+        candidates = torch.cat([embedded] + [v for v, _ in queue])
+        ids = np.concatenate([entities] + [i for _, i in queue])
+    columns = np.arange(len(ids))
+    # tail side: (h, r, ?) against every candidate; head side: (?, r, t)
+    tail_masked = known.contains(h[:, None], r[:, None], ids[None, :]) & (columns[None] != where[b:, None])
+    head_masked = known.contains(ids[None, :], r[:, None], t[:, None]) & (columns[None] != where[:b, None])
+    if in_batch:  # the scorer's own function; the head query rotates (translates) t back
+        head_query = model.query(tails, rel[r_index], inverse=True)
+        side = lambda q, target, masked: in_batch_loss(model, q, candidates, target, masked)  # noqa: E731
+    else:  # the inverse relation's own query
+        head_query = model.query(tails, rel[r_index + p])
+        side = lambda q, target, masked: contrastive_loss(model, q, candidates, target, masked,  # noqa: E731
+                                                          config.margin)
+    loss = (side(model.query(heads, rel[r_index]), tail_index, tail_masked)
+            + side(head_query, head_index, head_masked)) / 2
+    return loss, embedded, entities
+
+
+def _refresh_all(memory: EntityContextMemory, language: SplitLanguageModel, graph: KnowledgeGraph,
+                 config: LinkPredictionConfig, record: dict, step: int) -> None:
+    """Recompute every memory row with the current LM1 (Eq. 11 without momentum), timed in
+    ``record`` (wall and CPU seconds, the step it ran at)."""
+    started, cpu = time.perf_counter(), time.process_time()
+    with autocast(module_device(language), config.bf16):
+        memory.refresh(language, graph, batch_size=128, max_length=config.description_max_length, momentum=0.0)
+    record["refresh_seconds"].append(time.perf_counter() - started)
+    record["refresh_cpu_seconds"].append(time.process_time() - cpu)
+    record["refresh_at_step"].append(step)
+
+
+def _optimizer(model: LinkScorer, language: SplitLanguageModel, config: LinkPredictionConfig):
+    """``(parameter groups, AdamW, linear warm-up over the first tenth)``: LM1 at ``encoder_lr``,
+    the scorer's head at ``lr``, the KM at ``km_lr``."""
+    head_params = [p for n, p in model.named_parameters() if not n.startswith("knowledge.")]
+    groups = [{"params": list(language.lm1_parameters()), "lr": config.encoder_lr},
+              {"params": head_params, "lr": config.lr}]
+    if model.knowledge is not None:
+        groups.append({"params": list(model.knowledge.parameters()), "lr": config.km_lr})
+    optimizer = torch.optim.AdamW(groups, weight_decay=0.0)
+    warmup = max(1, config.steps // 10)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup))
+    return groups, optimizer, schedule
+
+
+def _summarize(record: dict, model: LinkScorer, config: LinkPredictionConfig, steps: int, train_seconds: float,
+               train_cpu: float, refreshes: int) -> None:
+    """Add the run's shares and throughput to ``record``, in process CPU seconds (robust on a
+    shared machine)."""
+    first_fill, during = record["refresh_cpu_seconds"][0], sum(record["refresh_cpu_seconds"][1:-1])
+    stepping = max(1e-9, train_cpu - first_fill - during)
+    record.update(
+        train_seconds=train_seconds, train_cpu_seconds=train_cpu, first_fill_cpu_seconds=first_fill,
+        refresh_cpu_seconds_during_training=during, refreshes_during_training=refreshes,
+        refresh_share=(first_fill + during) / max(1e-9, train_cpu), refresh_share_without_first_fill=during / max(
+            1e-9, train_cpu - first_fill), steps=steps, step_cpu_seconds=stepping / max(1, steps),
+        triples_per_cpu_second=steps * config.batch_size / stepping,
+        evaluation_memory_cpu_seconds=record["refresh_cpu_seconds"][-1],
+        final_temperature=None if model.log_inverse_temperature is None else float(
+            1.0 / model.log_inverse_temperature.detach().clamp(max=math.log(MAX_INVERSE_TEMPERATURE)).exp()))
+
+
 def train_with_encoder(model: LinkScorer, backbone: Backbone, graph: KnowledgeGraph, train: np.ndarray,
                        config: LinkPredictionConfig, seed: int,
                        progress=None, on_refresh=None) -> tuple[list[float], dict, FrozenMemory]:
-    """Train ``model`` (a cosine-metric :class:`~jaket.tasks.link_prediction.LinkScorer`) and
+    """Train ``model`` (a cosine-metric :class:`~jaket.tasks.link_scoring.LinkScorer`) and
     ``backbone``'s LM1 together on ``train`` (module docstring).
 
     Returns the per-step losses, a record of the run (times, refreshes, throughput) and the memory
     recomputed by the trained LM1 (the evaluation's input). ``on_refresh(step, memory)``, if given,
     is called after the warm-up (step 0) and after every full refresh during training with the
     memory just recomputed (a :class:`FrozenMemory`): the points where the evaluation's input can
-    be read exactly mid-run (``benchmarks/lp_encoder_probe.py``)."""
+    be read exactly mid-run (``results/lp_encoder_probe.py``)."""
     language = backbone.language
     in_batch = config.objective == "in-batch"
     if language is None or (not in_batch and model.log_inverse_temperature is None):
@@ -181,27 +291,14 @@ def train_with_encoder(model: LinkScorer, backbone: Backbone, graph: KnowledgeGr
     memory.place(device)  # on LM1's device when it fits, else host memory (rows copied per step)
     record = {"refresh_seconds": [], "refresh_cpu_seconds": [], "refresh_at_step": []}
 
-    def refresh(step: int) -> None:
-        started, cpu = time.perf_counter(), time.process_time()
-        with autocast(device, config.bf16):
-            memory.refresh(language, graph, batch_size=128, max_length=length, momentum=0.0)
-        record["refresh_seconds"].append(time.perf_counter() - started)
-        record["refresh_cpu_seconds"].append(time.process_time() - cpu)
-        record["refresh_at_step"].append(step)
+    def refresh(step: int) -> None:  # every row from the current LM1 (Eq. 11, no momentum), timed
+        _refresh_all(memory, language, graph, config, record, step)
 
     refresh(0)  # the first fill: E^context of the (base or pre-trained) LM1
-    entity_tokens, relation_tokens = memory.description_tokens(language, graph, length)
-    known = KnownTriples(train, graph.num_entities, graph.num_relations)
-    neighbourhood = Neighbourhood(train, graph.num_entities) if config.hard_negatives > 0 else None
-    head_params = [p for n, p in model.named_parameters() if not n.startswith("knowledge.")]
-    groups = [{"params": list(language.lm1_parameters()), "lr": config.encoder_lr},
-              {"params": head_params, "lr": config.lr}]
-    if model.knowledge is not None:
-        groups.append({"params": list(model.knowledge.parameters()), "lr": config.km_lr})
-    optimizer = torch.optim.AdamW(groups, weight_decay=0.0)
-    warmup = max(1, config.steps // 10)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup))
-    p = graph.num_relations
+    tokens = _StepData(*memory.description_tokens(language, graph, length),
+                       KnownTriples(train, graph.num_entities, graph.num_relations),
+                       Neighbourhood(train, graph.num_entities) if config.hard_negatives > 0 else None)
+    groups, optimizer, schedule = _optimizer(model, language, config)
     queue: list[tuple[torch.Tensor, np.ndarray]] = []
     next_refresh = config.refresh_initial if config.refresh_initial > 0 else None
     refreshes = 0
@@ -212,63 +309,18 @@ def train_with_encoder(model: LinkScorer, backbone: Backbone, graph: KnowledgeGr
         return FrozenMemory(memory.entity_rows(torch.arange(graph.num_entities), device=device),
                             rows if config.relation_memory else torch.zeros_like(rows))
 
-    if config.frozen_warmup_steps > 0:
-        # cycle: link_prediction imports this module (train_with_encoder)
-        from jaket.tasks.link_prediction import train_scorer
-
-        # the frozen mode first: the KM and the relation map learn on the fixed memory, then LM1 joins
+    if config.frozen_warmup_steps > 0:  # the frozen mode first: the KM and the relation map learn, then LM1
         began_warmup = time.process_time()
         warm = dataclasses.replace(config, steps=config.frozen_warmup_steps)
-        record["frozen_warmup_losses"] = train_scorer(model, current_memory(), graph, train, warm, seed, progress)
-        record["frozen_warmup_cpu_seconds"] = time.process_time() - began_warmup
+        record.update(frozen_warmup_losses=train_scorer(model, current_memory(), graph, train, warm, seed, progress),
+                      frozen_warmup_cpu_seconds=time.process_time() - began_warmup)
     if on_refresh is not None:
         on_refresh(0, current_memory())
     language.train(config.encoder_dropout)  # without dropout the step's rows are the memory's (eval mode)
     model.train()
     for step in range(config.steps):
         rows = rng.integers(len(train), size=min(config.batch_size, len(train)))
-        h, r, t = (train[rows, i] for i in range(3))
-        b = len(rows)
-        hard = (neighbourhood.sample(np.concatenate([h, t]), (config.hard_negatives + 1) // 2, rng)
-                if neighbourhood is not None else np.zeros(0, dtype=np.int64))
-        entities, where = np.unique(np.concatenate([h, t, hard]), return_inverse=True)
-        where = where[: 2 * b]
-        with autocast(device, config.bf16):
-            fresh = describe(language, entity_tokens, entities)  # E^(0) of the step's entities, with gradients
-            relations = (describe(language, relation_tokens, np.arange(p)) if config.relation_memory
-                         else fresh.new_zeros(p, fresh.shape[1]))
-        if model.knowledge is not None:
-            sub = sample_neighbors(graph, entities, config.fanouts, rng, exclude_triples=rows).to(device)
-            x = memory.entity_rows(sub.node_ids, device=device).index_put((sub.seed_local,), fresh)
-            out = model.knowledge(x, sub.edge_index, sub.edge_type, relations,
-                                  hops=(sub.nodes_per_hop, sub.edges_per_hop))
-            embedded = out[sub.seed_local]
-        else:
-            embedded = model.entity_projection(fresh)
-        with torch.no_grad():  # the step's rows of the memory follow LM1 at once
-            stored = memory.entities.device
-            memory.entities[torch.from_numpy(entities).to(stored)] = fresh.detach().to(stored, memory.entities.dtype)
-        rel = model.relations(FrozenMemory(fresh.new_zeros(0), relations))
-        head_index, tail_index = (torch.from_numpy(x).to(device) for x in (where[:b], where[b:]))
-        heads, tails = embedded[head_index], embedded[tail_index]
-        r_index = torch.from_numpy(r).to(device)
-        candidates, ids = embedded, entities
-        if queue:
-            candidates = torch.cat([embedded] + [v for v, _ in queue])
-            ids = np.concatenate([entities] + [i for _, i in queue])
-        columns = np.arange(len(ids))
-        # tail side: (h, r, ?) against every candidate; head side: (?, r, t)
-        tail_masked = known.contains(h[:, None], r[:, None], ids[None, :]) & (columns[None] != where[b:, None])
-        head_masked = known.contains(ids[None, :], r[:, None], t[:, None]) & (columns[None] != where[:b, None])
-        if in_batch:  # the scorer's own function; the head query rotates (translates) t back
-            head_query = model.query(tails, rel[r_index], inverse=True)
-            side = lambda q, target, masked: in_batch_loss(model, q, candidates, target, masked)  # noqa: E731
-        else:  # the inverse relation's own query
-            head_query = model.query(tails, rel[r_index + p])
-            side = lambda q, target, masked: contrastive_loss(model, q, candidates, target, masked,  # noqa: E731
-                                                              config.margin)
-        loss = (side(model.query(heads, rel[r_index]), tail_index, tail_masked)
-                + side(head_query, head_index, head_masked)) / 2
+        loss, embedded, entities = _step_loss(model, language, memory, graph, train, rows, queue, tokens, config, rng)
         optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_([q for g in groups for q in g["params"]], 1.0)
@@ -292,16 +344,5 @@ def train_with_encoder(model: LinkScorer, backbone: Backbone, graph: KnowledgeGr
     train_seconds, train_cpu = time.perf_counter() - began, time.process_time() - cpu_began
     refresh(steps)  # the evaluation's memory: every row from the final LM1
     language.eval()
-    # shares and throughput in process CPU seconds (robust on a shared machine)
-    first_fill, during = record["refresh_cpu_seconds"][0], sum(record["refresh_cpu_seconds"][1:-1])
-    stepping = max(1e-9, train_cpu - first_fill - during)
-    record.update(
-        train_seconds=train_seconds, train_cpu_seconds=train_cpu, first_fill_cpu_seconds=first_fill,
-        refresh_cpu_seconds_during_training=during, refreshes_during_training=refreshes,
-        refresh_share=(first_fill + during) / max(1e-9, train_cpu), refresh_share_without_first_fill=during / max(
-            1e-9, train_cpu - first_fill), steps=steps, step_cpu_seconds=stepping / max(1, steps),
-        triples_per_cpu_second=steps * config.batch_size / stepping,
-        evaluation_memory_cpu_seconds=record["refresh_cpu_seconds"][-1],
-        final_temperature=None if model.log_inverse_temperature is None else float(
-            1.0 / model.log_inverse_temperature.detach().clamp(max=math.log(MAX_INVERSE_TEMPERATURE)).exp()))
+    _summarize(record, model, config, steps, train_seconds, train_cpu, refreshes)
     return losses, record, current_memory()

@@ -16,6 +16,7 @@ from jaket.atomic import json_text
 from jaket.kg.errors import KGFormatError
 from jaket.model.device import add_device_argument, resolve_device
 from jaket.output import refuse_same_file
+from jaket.overrides import add_config_arguments
 from jaket.tasks.registry import REGISTRY, FinetunedFormatError
 from jaket.tasks.report import write_text_atomic
 
@@ -36,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     refuse_same_file(args.out, [v for k, v in vars(args).items() if k != "out" and isinstance(v, Path)])
     try:
-        model = handlers.resolve("load")(args.model).to(device)
+        model = handlers.resolve("model").from_pretrained(args.model, device=device)
         count = _write_rows(handlers.resolve("predict_rows")(model, args), args.out)
     except (FinetunedFormatError, KGFormatError, FileNotFoundError, ValueError) as error:
         print(f"jaket predict: {error}", file=sys.stderr)
@@ -57,4 +58,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         task.add_argument("--out", type=Path, metavar="FILE", help="JSONL output file (default: stdout)")
         add_device_argument(task)
         handlers.resolve("add_predict_arguments")(task)
+        add_config_arguments(task)
         task.set_defaults(func=_run)

@@ -40,18 +40,15 @@ from tqdm.auto import tqdm
 
 from jaket.kg.graph import KnowledgeGraph
 from jaket.model.device import autocast, module_device
-from jaket.model.jaket import JaketModel
-from jaket.model.language import SplitLanguageModel
-from jaket.paths import default_model_path
 from jaket.tasks import report as rep
 from jaket.tasks.fewrel import FewRelData, FewRelInstance
+from jaket.tasks.pair_encoder import SUPPORTED_VARIANTS, PairEncoder  # noqa: F401 (re-exported)
+from jaket.tasks.relation_classification_predict import FinetunedPairClassifier
 from jaket.tasks.settings import VARIANT_LABELS, RelationClassificationConfig, VariantError  # noqa: F401
 from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import fine_tuning_step
 
 logger = logging.getLogger(__name__)
-
-SUPPORTED_VARIANTS = ("lm", "jaket")
 
 
 class RelationOverlapError(ValueError):
@@ -82,47 +79,6 @@ def relation_split(data: FewRelData, config: RelationClassificationConfig,
         train = relations[: config.num_train_relations]
     evaluation = [r for r in relations if r not in train]
     return train, evaluation
-
-
-class PairEncoder(nn.Module):
-    """An encoder over ``query [SEP] support`` and a linear "same relation" score from [CLS]."""
-
-    def __init__(self, variant: str, encoder: Path | None = None, pretrained: Path | None = None, *,
-                 language: SplitLanguageModel | None = None):
-        super().__init__()
-        if variant not in SUPPORTED_VARIANTS:
-            raise VariantError(
-                f"variant {variant!r} needs the FewRel entities in the KG; relation classification "
-                f"supports {', '.join(SUPPORTED_VARIANTS)} (see the module docstring)")
-        self.variant = variant
-        # Both settings read a pair through the same code path, LM2(LM1(x)) of a
-        # SplitLanguageModel, so that the rows differ only by their weights (in particular no
-        # setting gets segment embeddings the other does not: LM1 takes no token types).
-        if language is not None:  # a fine-tuned folder's (see FinetunedPairClassifier)
-            self.language = language
-        elif variant == "jaket":
-            if pretrained is None:
-                raise VariantError("variant 'jaket' needs a pre-trained model folder (--model DIR)")
-            self.language = JaketModel.from_pretrained(pretrained, load_memory=False).language
-        else:
-            if encoder is None:
-                encoder = default_model_path()
-            self.language = SplitLanguageModel.from_pretrained(encoder)
-        self.tokenizer = self.language.tokenizer
-        hidden = int(self.language.hidden_size)
-        self.score = nn.Linear(hidden, 1)
-
-    def forward(self, queries: list[str], supports: list[str], max_length: int) -> torch.Tensor:
-        batch = self.tokenizer(queries, supports, truncation=True, max_length=max_length,
-                               padding=True, return_tensors="pt")
-        device = self.score.weight.device
-        ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
-        hidden = self.language.lm2(self.language.lm1(ids, mask), mask)
-        with torch.autocast(device_type=hidden.device.type, enabled=False):  # scores in fp32 (no bf16 ties)
-            return self.score(hidden[:, 0].float()).squeeze(-1)
-
-    def encoder_parameters(self):
-        return self.language.parameters()
 
 
 def sample_episode(data: FewRelData, relations: list[str], way: int, shot: int, queries_per_class: int,
@@ -232,14 +188,11 @@ def run_relation_classification(data: FewRelData, config: RelationClassification
                 losses = train_pair(model, train_source, train_rel, config, seed, progress)
                 run = {"seed": seed, "train_loss": losses}
                 if save_dir is not None and "saved_model" not in results:
-                    # cycle: relation_classification_predict imports PairEncoder and the config from here
-                    from jaket.tasks.relation_classification_predict import FinetunedPairClassifier
-
                     finetuned = FinetunedPairClassifier(model, {
                         "variant": variant, "max_length": config.max_length,
                         "training": {"seed": seed, "steps": config.train_steps, "way": config.train_way,
-                                     "shot": config.train_shot, "relations": train_rel}})
-                    results["saved_model"] = str(finetuned.save_pretrained(save_dir, config))
+                                     "shot": config.train_shot, "relations": train_rel}}, config)
+                    results["saved_model"] = str(finetuned.save_pretrained(save_dir))
                 for way, shot in config.settings:
                     run[f"{way}-{shot}"] = evaluate_pair(model, data, eval_rel, way, shot, config.episodes,
                                                          seed, config.max_length, progress, config.bf16)

@@ -17,45 +17,51 @@ import torch
 
 from jaket.jsonio import quote
 from jaket.tasks.fewrel import FewRelData, load_fewrel, read_query_lines
-from jaket.tasks.finetuned import FinetunedFormatError, backbone_model, read_finetuned_setting, write_finetuned
-from jaket.tasks.relation_classification import PairEncoder
+from jaket.model.jaket import JaketModel
+from jaket.tasks.finetuned import FinetunedFolder, FinetunedFormatError, FinetunedModel, backbone_model, checked_variant
+from jaket.tasks.pair_encoder import PairEncoder
 from jaket.tasks.settings import RelationClassificationConfig, VariantConfig
 from jaket.tasks.variants import Backbone
 
 TASK = "relation-classification"
 
 
-class FinetunedPairClassifier:
-    """A :class:`PairEncoder` with the settings it was fine-tuned with."""
+class FinetunedPairClassifier(FinetunedModel):
+    """A :class:`PairEncoder` with the settings it was fine-tuned with (and, to save, the base
+    encoder or pre-trained model it started from: ``config``)."""
 
     task = TASK
 
-    def __init__(self, model: PairEncoder, settings: dict):
+    def __init__(self, model: PairEncoder, settings: dict, config: RelationClassificationConfig | None = None):
         self.model = model.eval()
         self.settings = dict(settings)
+        self.config = config
 
-    def save_pretrained(self, directory, config: RelationClassificationConfig) -> Path:
-        """Write the fine-tuned folder (replaced atomically)."""
+    def backbone_model(self) -> JaketModel:
+        if self.config is None:
+            raise ValueError("this classifier was loaded from a folder; copy that folder instead of saving it again")
         variant = self.settings["variant"]
         language = self.model.language
         backbone = Backbone(variant, int(language.hidden_size), language)
-        model = backbone_model(backbone, VariantConfig(variant=variant, encoder=config.encoder,
-                                                       pretrained=config.pretrained))
-        return write_finetuned(directory, TASK, model, self.model.score.state_dict(),
-                               {**self.settings, "hidden_size": int(language.hidden_size)})
+        return backbone_model(backbone, VariantConfig(variant=variant, encoder=self.config.encoder,
+                                                      pretrained=self.config.pretrained))
+
+    def head_state(self) -> dict[str, torch.Tensor]:
+        return self.model.score.state_dict()
+
+    def task_config(self) -> dict:
+        return {**self.settings, "hidden_size": int(self.model.language.hidden_size)}
 
     @classmethod
-    def from_pretrained(cls, directory) -> "FinetunedPairClassifier":
-        """Read a folder written by :meth:`save_pretrained` (safetensors and JSON only)."""
-        folder, variant = read_finetuned_setting(directory, TASK)
-        settings = dict(folder.task_config)
+    def from_folder(cls, folder: FinetunedFolder, directory: Path) -> "FinetunedPairClassifier":
+        variant = checked_variant(folder, directory)
         model = PairEncoder(variant, language=folder.backbone.language)
         try:
             model.score.load_state_dict(folder.head)
         except RuntimeError as error:
             first = str(error).strip().splitlines()[0]
             raise FinetunedFormatError(f"{directory}/head.safetensors: not a PAIR score head: {first}") from None
-        return cls(model, settings)
+        return cls(model, dict(folder.task_config))
 
     def to(self, device) -> "FinetunedPairClassifier":
         """Move the encoder and the score head to ``device`` (in place); returns self."""
@@ -63,7 +69,7 @@ class FinetunedPairClassifier:
         return self
 
     @torch.no_grad()
-    def classify(self, supports: FewRelData, queries, batch_size: int = 64) -> list[dict]:
+    def predict(self, supports: FewRelData, queries, batch_size: int = 64) -> list[dict]:
         """One row per query: the chosen relation and the mean pair score of every relation."""
         relations = supports.relations
         flat = [(r, s.marked_text()) for r in relations for s in supports.instances[r]]
@@ -88,10 +94,11 @@ class FinetunedPairClassifier:
         return rows
 
 
-def predict_rows(model: FinetunedPairClassifier, args) -> list[dict]:
-    """The rows ``jaket predict relation-classification`` prints (one per query sentence)."""
-    supports = load_fewrel(args.support)
+def predict_rows(model: FinetunedPairClassifier, support: Path, queries: Path) -> list[dict]:
+    """``jaket predict relation-classification``'s rows (one per query sentence of the file
+    ``queries``), the relations those of the FewRel-format file ``support``."""
+    supports = load_fewrel(support)
     if any(not items for items in supports.instances.values()):
         empty = [r for r, items in supports.instances.items() if not items]
-        raise ValueError(f"{args.support}: relation(s) {', '.join(map(quote, empty))} have no support sentence")
-    return model.classify(supports, read_query_lines(args.queries))
+        raise ValueError(f"{support}: relation(s) {', '.join(map(quote, empty))} have no support sentence")
+    return model.predict(supports, read_query_lines(queries))

@@ -43,7 +43,7 @@ from jaket.paths import default_model_path
 from jaket.tasks import report as rep
 from jaket.tasks.variants import FrozenMemory, description_features
 from jaket.tasks.wic_data import POS_CODES, SenseInventory, lemma_key
-from jaket.tasks.word_in_context import SenseGraph, km_embeddings, neighbourhood, target_spans
+from jaket.tasks.word_in_context_model import SenseGraph, km_embeddings, neighbourhood, target_spans
 from jaket.train.build import load_kg_and_corpus
 from jaket.train.config import load_config
 

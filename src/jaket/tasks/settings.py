@@ -15,9 +15,54 @@ from typing import Literal
 
 from jaket.jsonio import JSONInputError, read_json
 
-VARIANTS = ("lm", "gnn", "lm+g", "lm+g+m", "jaket")
-#: the label of each variant in reports, after the paper's tables
-VARIANT_LABELS = {"lm": "LM only", "gnn": "GNN", "lm+g": "LM+G", "lm+g+m": "LM+G+M", "jaket": "JAKET"}
+
+@dataclass(frozen=True)
+class Variant:
+    """What one comparison setting is made of (:mod:`jaket.tasks.variants` builds it)."""
+
+    name: str
+    #: its row label in reports, after the paper's tables
+    label: str
+    #: has a language module that reads the task's text (a question, a sentence)
+    reads_text: bool
+    #: has a knowledge module (Eq. 1-5)
+    has_km: bool
+    #: where the entity memory comes from: ``"encoder"`` (descriptions read by the full encoder,
+    #: LM only's entity features), ``"lm1"`` (E^context of the descriptions by LM1, Eq. 7) or
+    #: ``"random"`` (one fixed Gaussian vector per entity and relation)
+    memory: Literal["encoder", "lm1", "random"]
+    #: starts from a jointly pre-trained model folder (``--model``); else from the base encoder
+    pretrained: bool = False
+
+    @property
+    def needs_encoder(self) -> bool:
+        """The base (or pre-trained) encoder is loaded even for a KG-only task: the memory needs it."""
+        return self.memory != "random"
+
+    @property
+    def random_memory(self) -> bool:
+        return self.memory == "random"
+
+
+#: the paper's five settings, in the order of its tables
+VARIANT_REGISTRY: dict[str, Variant] = {v.name: v for v in (
+    Variant("lm", "LM only", reads_text=True, has_km=False, memory="encoder"),
+    Variant("gnn", "GNN", reads_text=False, has_km=True, memory="random"),
+    Variant("lm+g", "LM+G", reads_text=True, has_km=True, memory="random"),
+    Variant("lm+g+m", "LM+G+M", reads_text=True, has_km=True, memory="lm1"),
+    Variant("jaket", "JAKET", reads_text=True, has_km=True, memory="lm1", pretrained=True),
+)}
+VARIANTS = tuple(VARIANT_REGISTRY)
+#: the label of each variant in reports (:attr:`Variant.label`)
+VARIANT_LABELS = {name: v.label for name, v in VARIANT_REGISTRY.items()}
+
+
+def variant(name: str) -> Variant:
+    """The :class:`Variant` named ``name`` (a :class:`VariantError` listing the names otherwise)."""
+    try:
+        return VARIANT_REGISTRY[name]
+    except KeyError:
+        raise VariantError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}") from None
 
 
 class VariantError(ValueError):
@@ -48,7 +93,7 @@ class VariantConfig:
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise VariantError(f"unknown variant {self.variant!r}; choose from {', '.join(VARIANTS)}")
-        if self.variant == "jaket" and self.pretrained is None:
+        if variant(self.variant).pretrained and self.pretrained is None:
             raise VariantError("variant 'jaket' needs a pre-trained model folder (--model DIR)")
 
     def km_structure(self) -> dict:
@@ -62,7 +107,7 @@ class VariantConfig:
                 raise VariantError(f"{config_path}: cannot read the pre-trained model's config: {error}") from None
             if not isinstance(saved, dict):
                 raise VariantError(f"{config_path}: expected a JSON object, found {type(saved).__name__}")
-        if self.variant == "jaket":  # the saved KM, whatever was asked for
+        if variant(self.variant).pretrained:  # the saved KM, whatever was asked for
             return {"layers": int(saved.get("km_layers", 2)), "heads": int(saved.get("km_heads", 8)),
                     "composition": str(saved.get("composition", "add"))}
         return {"layers": int(self.km_layers if self.km_layers is not None else saved.get("km_layers", 2)),

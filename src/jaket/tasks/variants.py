@@ -46,6 +46,7 @@ from jaket.model.memory_cache import cached_rows
 from jaket.paths import default_model_path
 from jaket.tasks.settings import (VARIANT_LABELS, VARIANTS, BackboneSettings, VariantConfig,  # noqa: F401
                                   VariantError)
+from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class Backbone:
 
     @property
     def uses_memory_from_lm(self) -> bool:
-        return self.variant in ("lm+g+m", "jaket")
+        return variant_spec(self.variant).memory == "lm1"
 
     def to(self, device) -> "Backbone":
         """Move every part to ``device`` (in place); returns self."""
@@ -91,21 +92,22 @@ def load_backbone(config: VariantConfig, seed: int = 0, *, need_language: bool =
 
 def _load_backbone(config: VariantConfig, seed: int, need_language: bool) -> Backbone:
     torch.manual_seed(seed)
-    if config.variant == "jaket":
+    spec = variant_spec(config.variant)
+    if spec.pretrained:
         model = JaketModel.from_pretrained(config.pretrained).train()  # the tasks set the mode
         language = model.language
         return Backbone("jaket", int(language.hidden_size), language, model.knowledge,
                         model.fusion, category_head=model.category_head,
                         category_names=tuple(model.config.category_names or ()))
     language = None
-    if need_language or config.variant in ("lm", "lm+g+m"):
+    if need_language or spec.needs_encoder:
         language = SplitLanguageModel.from_pretrained(_encoder_path(config), lm1_layers=config.lm1_layers)
         hidden = int(language.hidden_size)
     else:
         from transformers import AutoConfig
 
         hidden = int(AutoConfig.from_pretrained(_encoder_path(config)).hidden_size)
-    if config.variant == "lm":
+    if not spec.has_km:
         return Backbone("lm", hidden, language, None, None)
     torch.manual_seed(seed)
     structure = config.km_structure()
@@ -114,7 +116,7 @@ def _load_backbone(config: VariantConfig, seed: int, need_language: bool) -> Bac
     fusion = None
     if language is not None:
         fusion = MentionFusion(hidden)
-    return Backbone(config.variant, hidden, language if config.variant != "gnn" else None, knowledge, fusion)
+    return Backbone(config.variant, hidden, language if spec.reads_text else None, knowledge, fusion)
 
 
 # ----------------------------------------------------------------------------- graph + memory
@@ -186,13 +188,13 @@ def kg_memory(backbone: Backbone, kg: KnowledgeGraph, seed: int = 0, *, max_leng
 
 def _kg_memory(backbone: Backbone, kg: KnowledgeGraph, seed: int, *, max_length: int, batch_size: int) -> FrozenMemory:
     n, p, f = int(kg.num_entities), int(kg.num_relations), backbone.hidden_size
-    if backbone.variant in ("gnn", "lm+g"):
+    if variant_spec(backbone.variant).random_memory:
         generator = torch.Generator().manual_seed(10_000 + seed)
         return FrozenMemory(torch.randn(n, f, generator=generator), torch.randn(p, f, generator=generator))
     language = backbone.language
     if language is None:
         raise VariantError(f"variant {backbone.variant!r} has no language module")
-    if backbone.variant != "lm":  # E^context / R^context by LM1, the code pre-training uses
+    if variant_spec(backbone.variant).memory == "lm1":  # E^context / R^context by LM1, the code pre-training uses
         memory = EntityContextMemory.from_kg(language, kg, batch_size=batch_size, max_length=max_length,
                                              progress=True)
         return FrozenMemory(memory.entity_rows(torch.arange(n)).clone(), memory.relation_rows().clone())

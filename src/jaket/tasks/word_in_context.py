@@ -38,268 +38,37 @@ import json
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.io import load_kg
-from jaket.kg.sampling import sample_neighbors
-from jaket.kg.sources.registry import build_source
 from jaket.model.device import autocast, cpu_description
-from jaket.model.heads import EntityHead, span_mean
-from jaket.model.config import JaketConfig
-from jaket.model.jaket import JaketModel
+from jaket.model.heads import span_mean
 from jaket.model.language import SplitLanguageModel
 from jaket.tasks import report as rep
-from jaket.tasks.finetuned import FinetunedFormatError, read_finetuned, write_finetuned
-from jaket.tasks.settings import VARIANT_LABELS, VariantError, WordInContextConfig
+from jaket.tasks.settings import VARIANT_LABELS, WordInContextConfig  # noqa: F401 (re-exported)
+from jaket.tasks.settings import variant as variant_spec
 from jaket.tasks.tracking import task_progress
 from jaket.tasks.training import step_done
-from jaket.tasks.variants import Backbone, FrozenMemory, kg_memory, load_backbone
-from jaket.tasks.wic_data import SenseInventory, WordPair, load_pairs
+from jaket.tasks.variants import load_backbone
+from jaket.tasks.wic_data import SenseInventory, WordPair
+from jaket.tasks.word_in_context_model import (SUPPORTED_VARIANTS, TASK, EncodedPairs,  # noqa: F401 (re-exported)
+                                               SenseGraph, WordInContextModel, build_model, encode_pairs,
+                                               predict_probabilities, restrict_to_candidates, sense_graph)
+from jaket.tasks.word_in_context_predict import FinetunedWordInContext, load_sense_kg, predict_rows  # noqa: F401
 from jaket.train.optim import warmup_linear
 
 logger = logging.getLogger(__name__)
-
-TASK = "word-in-context"
-SUPPORTED_VARIANTS = ("lm", "lm+g+m", "jaket")
 
 
 # ----------------------------------------------------------------------------- inputs
 
 
-@dataclass
-class EncodedPairs:
-    """The pairs tokenised: text ``i`` of pair ``j`` is row ``j`` (first texts) or ``n + j``
-    (second texts) of ``input_ids``; ``start`` / ``end`` the target's inclusive token span;
-    ``candidates`` (2n, K) the target's candidate entities (-1 pads); ``labels`` (n,) or None."""
-
-    input_ids: list[np.ndarray]
-    start: np.ndarray
-    end: np.ndarray
-    candidates: np.ndarray
-    labels: np.ndarray | None
-
-    def __len__(self) -> int:
-        return len(self.start) // 2
-
-    def batch(self, pairs: np.ndarray, pad_id: int) -> dict[str, torch.Tensor]:
-        rows = np.concatenate([pairs, pairs + len(self)])
-        width = max(len(self.input_ids[r]) for r in rows)
-        ids = np.full((len(rows), width), pad_id, dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for i, r in enumerate(rows):
-            ids[i, :len(self.input_ids[r])] = self.input_ids[r]
-            mask[i, :len(self.input_ids[r])] = 1
-        out = {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask),
-               "start": torch.from_numpy(self.start[rows]), "end": torch.from_numpy(self.end[rows]),
-               "candidates": torch.from_numpy(self.candidates[rows])}
-        if self.labels is not None:
-            out["labels"] = torch.from_numpy(self.labels[pairs].astype(np.float32))
-        return out
-
-
-def target_spans(tokenizer, texts: list[str], spans: list[tuple[int, int]], max_length: int,
-                 names: list[str] | None = None) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-    """Token ids (with special tokens, cut at ``max_length``) and the inclusive token span of each
-    character span; a target cut off by ``max_length`` is an error naming the text (``names[i]``)."""
-    encoded = tokenizer(texts, truncation=True, max_length=max_length, return_offsets_mapping=True)
-    starts, ends, ids = np.zeros(len(texts), np.int64), np.zeros(len(texts), np.int64), []
-    for i, (offsets, (a, b)) in enumerate(zip(encoded["offset_mapping"], spans)):
-        inside = [k for k, (s, e) in enumerate(offsets) if e > s and s < b and e > a]
-        if not inside:
-            name = names[i] if names is not None else f"text {i + 1}"
-            raise ValueError(f"{name}: the target [{a}, {b}) is not within the first {max_length} tokens; "
-                             f"raise max_length")
-        starts[i], ends[i] = inside[0], inside[-1]
-        ids.append(np.asarray(encoded["input_ids"][i], dtype=np.int64))
-    return ids, starts, ends
-
-
-def encode_pairs(pairs: list[WordPair], tokenizer, inventory: SenseInventory | None, max_length: int,
-                 max_candidates: int, where: str = "pairs") -> EncodedPairs:
-    """Tokenise the pairs and look up the candidates of their target words (none without an inventory)."""
-    texts = [p.text1 for p in pairs] + [p.text2 for p in pairs]
-    spans = [(p.start1, p.end1) for p in pairs] + [(p.start2, p.end2) for p in pairs]
-    names = [f"{where}: pair {i % len(pairs) + 1}, text {i // len(pairs) + 1}" for i in range(len(texts))]
-    ids, start, end = target_spans(tokenizer, texts, spans, max_length, names)
-    lists = [inventory.candidates(p.lemma, p.pos)[:max_candidates] if inventory is not None else []
-             for p in pairs]
-    width = max([len(c) for c in lists] + [1])
-    table = np.full((len(pairs), width), -1, dtype=np.int64)
-    for i, c in enumerate(lists):
-        table[i, :len(c)] = c
-    labels = None
-    if pairs and all(p.label is not None for p in pairs):
-        labels = np.asarray([bool(p.label) for p in pairs])
-    return EncodedPairs(ids, start, end, np.concatenate([table, table]), labels)
-
-
-@dataclass
-class SenseGraph:
-    """The sense KG as a setting sees it: its frozen memory and the neighbourhood sampling of the KM."""
-
-    kg: KnowledgeGraph
-    memory: FrozenMemory
-    fanouts: tuple[int, ...]
-
-
-def km_embeddings(knowledge: nn.Module, graph: SenseGraph, entities, generator: np.random.Generator) -> torch.Tensor:
-    """E^KM (Eq. 1-5) by ``knowledge`` of ``entities`` (unique indices of ``graph.kg``) over their
-    neighbourhoods sampled with ``graph.fanouts``, from the frozen memory rows."""
-    device = graph.memory.entities.device
-    seeds = entities.cpu().numpy() if isinstance(entities, torch.Tensor) else np.asarray(entities)
-    sub = sample_neighbors(graph.kg, seeds, graph.fanouts, generator)
-    x = graph.memory.entities.index_select(0, sub.node_ids.to(device))
-    out = knowledge(x, sub.edge_index.to(device), sub.edge_type.to(device), graph.memory.relations,
-                    num_relations=graph.kg.num_relations, hops=(sub.nodes_per_hop, sub.edges_per_hop))
-    return out[sub.seed_local.to(device)]
-
-
-def neighbourhood(kg: KnowledgeGraph, entities, hops: int) -> np.ndarray:
-    """The sorted entities within ``hops`` edges (either direction) of ``entities``."""
-    adjacency = kg.adjacency
-    reached = np.zeros(kg.num_entities, dtype=bool)
-    frontier = np.unique(np.asarray(list(entities), dtype=np.int64))
-    reached[frontier] = True
-    for _ in range(hops):
-        if not len(frontier):
-            break
-        starts, stops = adjacency.indptr[frontier], adjacency.indptr[frontier + 1]
-        found = np.concatenate([adjacency.neighbors[a:b] for a, b in zip(starts, stops)] or [np.zeros(0, np.int64)])
-        found = np.unique(found.astype(np.int64))
-        frontier = found[~reached[found]]
-        reached[frontier] = True
-    return np.flatnonzero(reached)
-
-
-def restrict_to_candidates(kg: KnowledgeGraph, datasets: list[EncodedPairs], hops: int) -> KnowledgeGraph:
-    """The part of ``kg`` a ``hops``-layer KM reads for the candidates of ``datasets``: the
-    induced graph on every entity within ``hops - 1`` edges of a candidate plus their neighbours,
-    i.e. within ``hops`` edges. A candidate's E^KM over it is the same as over ``kg`` (every node
-    the KM updates keeps all its edges), while the memory is computed for far fewer descriptions.
-    The datasets' candidates are renumbered in place."""
-    used = np.unique(np.concatenate([d.candidates[d.candidates >= 0] for d in datasets] + [np.zeros(0, np.int64)]))
-    sub, old = kg.induced_subgraph(neighbourhood(kg, used, hops))
-    new_of_old = np.full(kg.num_entities, -1, dtype=np.int64)
-    new_of_old[old] = np.arange(len(old))
-    for d in datasets:
-        d.candidates = np.where(d.candidates >= 0, new_of_old[np.maximum(d.candidates, 0)], -1)
-    return sub
-
-
 # ----------------------------------------------------------------------------- model
-
-
-class WordInContextModel(nn.Module):
-    """The language module (and, for ``lm+g+m`` / ``jaket``, the KM, the fusion and the
-    masked-entity head) with the pair head; design in the module docstring."""
-
-    def __init__(self, variant: str, language: SplitLanguageModel, knowledge: nn.Module | None = None,
-                 fusion: nn.Module | None = None, entity_head: EntityHead | None = None,
-                 dropout: float = 0.1, sense_fusion: str = "attention"):
-        super().__init__()
-        if variant not in SUPPORTED_VARIANTS:
-            raise VariantError(f"word-in-context runs {', '.join(SUPPORTED_VARIANTS)}, not {variant!r}")
-        f = int(language.hidden_size)
-        self.variant = variant
-        self.sense_fusion = sense_fusion
-        self.language = language
-        self.knowledge = knowledge
-        self.fusion = fusion
-        self.entity_head = entity_head
-        if self.uses_kg and (knowledge is None or fusion is None or entity_head is None):
-            raise VariantError(f"variant {variant!r} needs a KM, a fusion and a masked-entity head")
-        extra = 2 if self.uses_kg else 0
-        self.classifier = nn.Sequential(nn.Dropout(dropout), nn.Linear(4 * f + extra, f), nn.GELU(),
-                                        nn.Dropout(dropout), nn.Linear(f, 1))
-
-    @property
-    def uses_kg(self) -> bool:
-        return self.variant != "lm"
-
-    def km_rows(self, graph: SenseGraph, entities: torch.Tensor, generator: np.random.Generator) -> torch.Tensor:
-        """E^KM (Eq. 1-5) of ``entities`` (unique global indices) over their sampled neighbourhoods."""
-        return km_embeddings(self.knowledge, graph, entities, generator)
-
-    def sense_scores(self, hidden: torch.Tensor, rows: torch.Tensor, start: torch.Tensor, end: torch.Tensor,
-                     candidates: torch.Tensor, graph: SenseGraph) -> torch.Tensor:
-        """``p`` (n, K): the masked-entity head restricted to the candidates (0 where none)."""
-        valid = candidates >= 0
-        q = self.entity_head.query(hidden.float(), rows, start, end)
-        memory_rows = graph.memory.entities[candidates.clamp(min=0)]
-        scores = torch.einsum("nf,nkf->nk", q, memory_rows.float())
-        scores = scores.masked_fill(~valid, float("-inf"))
-        has = valid.any(dim=1, keepdim=True)
-        p = torch.softmax(torch.where(has, scores, torch.zeros_like(scores)), dim=1)
-        return p * valid
-
-    def forward(self, batch: dict[str, torch.Tensor], graph: SenseGraph | None = None,
-                generator: np.random.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``(logits (B,), p (2B, K) or None)`` of a batch of :meth:`EncodedPairs.batch`."""
-        device = self.classifier[1].weight.device
-        ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
-        start, end = batch["start"].to(device), batch["end"].to(device)
-        rows = torch.arange(ids.shape[0], device=device)
-        z = self.language.lm1(ids, mask)
-        p = None
-        if not self.uses_kg:
-            hidden = self.language.lm2(z, mask)
-        else:
-            if graph is None:
-                raise ValueError(f"variant {self.variant!r} needs the sense KG")
-            generator = generator if generator is not None else np.random.default_rng(0)
-            candidates = batch["candidates"].to(device)
-            valid = candidates >= 0
-            p = self.sense_scores(self.language.lm2(z, mask), rows, start, end, candidates, graph)
-            if self.sense_fusion != "none" and bool(valid.any()):
-                weights = p if self.sense_fusion == "attention" else F.one_hot(
-                    torch.zeros(len(candidates), dtype=torch.long, device=device), candidates.shape[1]) * valid
-                unique, inverse = torch.unique(candidates[valid], return_inverse=True)
-                km = self.km_rows(graph, unique, generator)
-                gathered = torch.zeros(*candidates.shape, km.shape[1], dtype=km.dtype, device=device)
-                gathered[valid] = km[inverse]
-                entity = torch.einsum("nk,nkf->nf", weights.to(km.dtype), gathered)
-                z = self.fusion(z, rows, start, end, entity, valid.any(dim=1))  # Eq. 8-9
-            hidden = self.language.lm2(z, mask)  # Eq. 10
-        t = span_mean(hidden.float(), rows, start, end)
-        half = len(t) // 2
-        t1, t2 = t[:half], t[half:]
-        features = [t1, t2, (t1 - t2).abs(), t1 * t2]
-        if p is not None:
-            both = (batch["candidates"][:half, 0] >= 0).to(device).float()[:, None]
-            features += [(p[:half] * p[half:]).sum(dim=1, keepdim=True), both]
-        return self.classifier(torch.cat(features, dim=1)).squeeze(-1), p
-
-
-def build_model(config: WordInContextConfig, variant: str, seed: int) -> WordInContextModel:
-    """One setting's model, seeded (fresh parts drawn on the CPU)."""
-    torch.manual_seed(seed)
-    if variant == "jaket":
-        if config.pretrained is None:
-            raise VariantError("variant 'jaket' needs a pre-trained model folder (--model DIR)")
-        pretrained = JaketModel.from_pretrained(config.pretrained, load_memory=False)
-        torch.manual_seed(seed)
-        return WordInContextModel("jaket", pretrained.language, pretrained.knowledge, pretrained.fusion,
-                                  pretrained.entity_head, config.dropout, config.sense_fusion)
-    backbone = load_backbone(config.variant_config(variant), seed)
-    head = EntityHead(backbone.hidden_size) if variant == "lm+g+m" else None
-    torch.manual_seed(seed)
-    return WordInContextModel(variant, backbone.language, backbone.knowledge, backbone.fusion, head,
-                              config.dropout, config.sense_fusion)
-
-
-def sense_graph(model: WordInContextModel, kg: KnowledgeGraph, config: WordInContextConfig) -> SenseGraph:
-    """The frozen memory of the sense KG by the model's LM1 (Eq. 7), for its KM settings."""
-    backbone = Backbone(model.variant, int(model.language.hidden_size), model.language, model.knowledge)
-    memory = kg_memory(backbone, kg, max_length=config.description_max_length,
-                       relation_memory=config.relation_memory)
-    return SenseGraph(kg, memory, tuple(config.fanouts))
 
 
 # ----------------------------------------------------------------------------- training
@@ -315,32 +84,6 @@ def _optimizer(model: WordInContextModel, config: WordInContextConfig, steps: in
     warmup = max(1, int(config.warmup_fraction * steps))
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear(warmup, steps))
     return optimizer, schedule
-
-
-@torch.no_grad()
-def predict_probabilities(model: WordInContextModel, data: EncodedPairs, graph: SenseGraph | None,
-                          batch_size: int = 64, bf16: bool = False, seed: int = 0
-                          ) -> tuple[np.ndarray, np.ndarray | None]:
-    """P(same meaning) of every pair, and the sense distributions ``p`` (2n, K) of the KM settings."""
-    model.eval()
-    device = model.classifier[1].weight.device
-    pad = int(model.language.tokenizer.pad_token_id)
-    generator = np.random.default_rng(seed)
-    probabilities, senses = [], []
-    for begin in range(0, len(data), batch_size):
-        pairs = np.arange(begin, min(begin + batch_size, len(data)))
-        with autocast(device, bf16):
-            logits, p = model(data.batch(pairs, pad), graph, generator)
-        probabilities.append(torch.sigmoid(logits.float()).cpu().numpy())
-        if p is not None:
-            senses.append(p.float().cpu().numpy().reshape(2, len(pairs), -1))
-    probability = np.concatenate(probabilities) if probabilities else np.zeros(0)
-    if not senses:
-        return probability, None
-    width = max(s.shape[2] for s in senses)
-    padded = [np.pad(s, ((0, 0), (0, 0), (0, width - s.shape[2]))) for s in senses]
-    stacked = np.concatenate(padded, axis=1)
-    return probability, np.concatenate([stacked[0], stacked[1]])
 
 
 def accuracy_of(probability: np.ndarray, labels: np.ndarray) -> float:
@@ -448,6 +191,32 @@ def frozen_feature_baseline(language: SplitLanguageModel, train: EncodedPairs, e
 # ----------------------------------------------------------------------------- the comparison
 
 
+def _finetuned_settings(config: WordInContextConfig, variant: str, uses_kg: bool, seed: int, pairs: int,
+                        history: dict) -> dict:
+    """The ``task.json`` settings of a saved run: what prediction needs to rebuild and read it."""
+    return {"variant": variant, "max_length": config.max_length, "max_candidates": config.max_candidates,
+            "fanouts": list(config.fanouts), "sense_fusion": config.sense_fusion,
+            "description_max_length": config.description_max_length, "relation_memory": config.relation_memory,
+            "dropout": config.dropout, "km": config.variant_config(variant).km_structure() if uses_kg else None,
+            "training": {"seed": seed, "epochs": config.epochs, "pairs": pairs, "best_epoch": history["best_epoch"]}}
+
+
+def _baselines(train_pairs: list[WordPair], eval_pairs: list[WordPair], config: WordInContextConfig, device,
+               frozen_baseline: bool) -> dict:
+    """The majority class of the training pairs and, with ``frozen_baseline``, a logistic regression
+    on the frozen base encoder's target-word features (:func:`frozen_feature_baseline`)."""
+    labels = np.asarray([p.label for p in eval_pairs], dtype=bool)
+    majority = bool(np.mean([p.label for p in train_pairs]) >= 0.5)
+    found = {"majority_class": float((labels == majority).mean())}
+    if frozen_baseline:
+        language = load_backbone(config.variant_config("lm"), 0, device=device).language
+        tokenizer = language.tokenizer
+        found["frozen_features"] = frozen_feature_baseline(
+            language, encode_pairs(train_pairs, tokenizer, None, config.max_length, 1),
+            encode_pairs(eval_pairs, tokenizer, None, config.max_length, 1))
+    return found
+
+
 def run_word_in_context(train_pairs: list[WordPair], eval_pairs: list[WordPair], config: WordInContextConfig,
                         kg: KnowledgeGraph | None, out_dir: Path | None = None, *, save_dir: Path | None = None,
                         device="cpu", log_with=(), data_info: dict | None = None,
@@ -460,7 +229,7 @@ def run_word_in_context(train_pairs: list[WordPair], eval_pairs: list[WordPair],
         raise ValueError("the training pairs need labels (WiC: the *.gold.txt beside the data file)")
     if not eval_pairs or any(p.label is None for p in eval_pairs):
         raise ValueError("the evaluation pairs need labels")
-    uses_kg = any(v != "lm" for v in config.variants)
+    uses_kg = any(variant_spec(v).has_km for v in config.variants)
     if uses_kg and kg is None:
         raise ValueError("the KM settings need a sense KG")
     inventory = SenseInventory.for_wordnet(kg) if kg is not None else None
@@ -503,16 +272,8 @@ def run_word_in_context(train_pairs: list[WordPair], eval_pairs: list[WordPair],
                             history["best_epoch"])
                 results["runs"].setdefault(variant, []).append(run)
                 if save_dir is not None and "saved_model" not in results:
-                    settings = {"variant": variant, "max_length": config.max_length,
-                                "max_candidates": config.max_candidates, "fanouts": list(config.fanouts),
-                                "sense_fusion": config.sense_fusion,
-                                "description_max_length": config.description_max_length,
-                                "relation_memory": config.relation_memory, "dropout": config.dropout,
-                                "km": config.variant_config(variant).km_structure() if model.uses_kg else None,
-                                "training": {"seed": seed, "epochs": config.epochs, "pairs": len(train_pairs),
-                                             "best_epoch": history["best_epoch"]}}
-                    finetuned = FinetunedWordInContext(model, settings, kg)
-                    results["saved_model"] = str(finetuned.save_pretrained(save_dir))
+                    settings = _finetuned_settings(config, variant, model.uses_kg, seed, len(train_pairs), history)
+                    results["saved_model"] = str(FinetunedWordInContext(model, settings, kg).save_pretrained(save_dir))
                 del model
             results["summary"][variant] = rep.summarize_seeds(
                 [{"accuracy": r["accuracy"]} for r in results["runs"][variant]])
@@ -521,15 +282,7 @@ def run_word_in_context(train_pairs: list[WordPair], eval_pairs: list[WordPair],
         if a in runs and b in runs and len(runs[a]) == len(runs[b]):
             results["paired"][f"{a} - {b}"] = rep.paired_difference(
                 [r["accuracy"] for r in runs[a]], [r["accuracy"] for r in runs[b]])
-    labels = np.asarray([p.label for p in eval_pairs], dtype=bool)
-    majority = bool(np.mean([p.label for p in train_pairs]) >= 0.5)
-    results["majority_class"] = float((labels == majority).mean())
-    if frozen_baseline:
-        language = load_backbone(config.variant_config("lm"), 0, device=device).language
-        tokenizer = language.tokenizer
-        results["frozen_features"] = frozen_feature_baseline(
-            language, encode_pairs(train_pairs, tokenizer, None, config.max_length, 1),
-            encode_pairs(eval_pairs, tokenizer, None, config.max_length, 1))
+    results.update(_baselines(train_pairs, eval_pairs, config, device, frozen_baseline))
     if out_dir is not None:
         write_report(results, Path(out_dir))
     return results
@@ -566,124 +319,6 @@ def write_report(results: dict, out_dir: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- the fine-tuned model
-
-
-class FinetunedWordInContext:
-    """A fine-tuned word-in-context model with its settings and sense KG (``jaket predict``)."""
-
-    task = TASK
-
-    def __init__(self, model: WordInContextModel, settings: dict, kg: KnowledgeGraph | None):
-        self.model = model.eval()
-        self.settings = dict(settings)
-        self.kg = kg
-        self._graph: SenseGraph | None = None
-
-    def save_pretrained(self, directory) -> Path:
-        """The fine-tuned folder (:mod:`jaket.tasks.finetuned`): the backbone as fine-tuned (the
-        masked-entity head among its pre-training heads) and the pair head."""
-        model = self.model
-        language = model.language
-        km = self.settings.get("km") or {}
-        jconfig = JaketConfig(lm1_layers=language.lm1_layers, km_layers=int(km.get("layers", 2)),
-                              km_heads=int(km.get("heads", 8)), composition=km.get("composition", "add"))
-        if model.fusion is not None:
-            jconfig.fusion_normalize = model.fusion.normalize
-        jconfig.description_max_length = int(self.settings.get("description_max_length", 32))
-        jconfig.use_relation_memory = bool(self.settings.get("relation_memory", True))
-        backbone = JaketModel(jconfig, language=language)
-        for name in ("knowledge", "fusion", "entity_head"):
-            part = getattr(model, name)
-            if part is not None:
-                getattr(backbone, name).load_state_dict(part.state_dict())
-        settings = {**self.settings, "hidden_size": int(language.hidden_size)}
-        if self.kg is not None:
-            settings["kg"] = {"fingerprint": self.kg.fingerprint(), "entities": self.kg.num_entities}
-        return write_finetuned(directory, TASK, backbone, model.classifier.state_dict(), settings)
-
-    @classmethod
-    def from_pretrained(cls, directory) -> "FinetunedWordInContext":
-        folder = read_finetuned(directory, TASK)
-        settings = folder.task_config
-        variant = settings.get("variant")
-        if variant not in SUPPORTED_VARIANTS:
-            raise FinetunedFormatError(f"{directory}/task.json: 'variant' must be one of {', '.join(SUPPORTED_VARIANTS)}")
-        b = folder.backbone
-        uses_kg = variant != "lm"
-        model = WordInContextModel(variant, b.language, b.knowledge if uses_kg else None,
-                                   b.fusion if uses_kg else None, b.entity_head if uses_kg else None,
-                                   float(settings.get("dropout", 0.1)), settings.get("sense_fusion", "attention"))
-        try:
-            model.classifier.load_state_dict(folder.head)
-        except RuntimeError as error:
-            first = str(error).strip().splitlines()[0]
-            raise FinetunedFormatError(f"{directory}/head.safetensors: not a word-in-context head: {first}") from None
-        return cls(model, settings, None)
-
-    def to(self, device) -> "FinetunedWordInContext":
-        self.model.to(device)
-        if self._graph is not None:
-            self._graph = SenseGraph(self._graph.kg, self._graph.memory.to(device), self._graph.fanouts)
-        return self
-
-    def _sense_graph(self, kg: KnowledgeGraph) -> SenseGraph:
-        if self._graph is None or self._graph.kg is not kg:
-            config = WordInContextConfig(description_max_length=int(self.settings.get("description_max_length", 32)),
-                                         relation_memory=bool(self.settings.get("relation_memory", True)),
-                                         fanouts=tuple(self.settings.get("fanouts", (5, 5))))
-            self._graph = sense_graph(self.model, kg, config)
-        return self._graph
-
-    def predict(self, pairs: list[WordPair], kg: KnowledgeGraph | None = None, batch_size: int = 64) -> list[dict]:
-        """One row per pair: ``same`` (bool), ``probability``, and with a KM the most likely sense of
-        the target in each text (entity id and its probability)."""
-        inventory = None
-        graph = None
-        if self.model.uses_kg:
-            if kg is None:
-                raise ValueError(f"a {self.settings['variant']} model reads the target's senses: give the sense KG")
-            inventory = SenseInventory.for_wordnet(kg)
-        data = encode_pairs(pairs, self.model.language.tokenizer, inventory, int(self.settings.get("max_length", 96)),
-                            int(self.settings.get("max_candidates", 64)))
-        if self.model.uses_kg:
-            kg = restrict_to_candidates(kg, [data], len(self.model.knowledge.layers))
-            graph = self._sense_graph(kg)
-        probability, senses = predict_probabilities(self.model, data, graph, batch_size)
-        rows = []
-        for i, (pair, prob) in enumerate(zip(pairs, probability)):
-            row = {"lemma": pair.lemma, "same": bool(prob >= 0.5), "probability": round(float(prob), 6)}
-            if pair.label is not None:
-                row["label"] = pair.label
-            if senses is not None:
-                for k, r in (("sense1", i), ("sense2", len(pairs) + i)):
-                    valid = data.candidates[r] >= 0
-                    if valid.any():
-                        best = int(np.argmax(np.where(valid, senses[r, :len(valid)], -1)))
-                        row[k] = {"entity": kg.entity_ids[int(data.candidates[r, best])],
-                                  "probability": round(float(senses[r, best]), 6)}
-            rows.append(row)
-        return rows
-
-
-def predict_rows(finetuned: FinetunedWordInContext, pairs_path: Path, gold: Path | None = None,
-                 kg_path: Path | None = None) -> list[dict]:
-    """``jaket predict word-in-context``: the rows of :meth:`FinetunedWordInContext.predict` for a
-    pairs file (WiC or JSONL) over the sense KG (default: WordNet 3.0)."""
-    pairs = load_pairs(pairs_path, gold)
-    kg = None
-    if finetuned.model.uses_kg:
-        kg = load_sense_kg(kg_path)
-        trained_on = finetuned.settings.get("kg", {}).get("fingerprint")
-        if trained_on not in (None, kg.fingerprint()):
-            logger.info("predicting over another sense KG than the fine-tuning one (its memory is recomputed)")
-    return finetuned.predict(pairs, kg)
-
-
-def load_sense_kg(path: Path | None = None) -> KnowledgeGraph:
-    """The sense KG: a KG folder, or (None) the whole of WordNet 3.0 (117,659 synsets)."""
-    if path is None:
-        return build_source("wordnet", max_entities=None, seed=0).kg
-    return load_kg(path)
 
 
 __all__ = ["EncodedPairs", "FinetunedWordInContext", "WordInContextConfig", "WordInContextModel",

@@ -99,7 +99,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
 def predict_rows(finetuned, args: argparse.Namespace):
     """The rows of ``jaket predict word-in-context``."""
     # --help: the task (torch, the model) is imported when it runs
-    from jaket.tasks.word_in_context import predict_rows as rows
+    from jaket.tasks.word_in_context_predict import predict_rows as rows
 
     return rows(finetuned, args.pairs, args.gold, args.kg)
 

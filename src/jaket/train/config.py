@@ -22,8 +22,9 @@ from pydantic_core import PydanticCustomError
 
 from jaket.errors import UsageError
 from jaket.fields import (Bool, Int, NonEmptyText, NonNegativeFloat, NonNegativeInt, PositiveFloat,
-                          PositiveInt, UnitFraction, error_text)
+                          PositiveInt, UnitFraction)
 from jaket.model.config import KG_FIELDS, JaketConfig
+from jaket.overrides import describe_error, layer_overrides, read_yaml_mapping, set_value
 
 
 class ConfigError(UsageError):
@@ -222,70 +223,6 @@ def upgrade_keys(data: dict, where: str) -> dict:
     return data
 
 
-def set_value(data: dict, key: str, value: Any, origin: str) -> None:
-    """Set ``data[a][b][c] = value`` for ``key = "a.b.c"`` (sections created as needed)."""
-    node = data
-    parts = key.strip().split(".")
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-        if not isinstance(node, dict):
-            raise ValueError(f"{origin}: {part!r} is not a section (it holds a value)")
-    node[parts[-1]] = value
-
-
-def apply_overrides(data: dict, overrides: list[str], moved: dict[str, str] | None = None) -> dict:
-    """Apply ``a.b.c=value`` overrides (values parsed as YAML) to a nested dict in place; a key of
-    ``moved`` is set at its new place."""
-    for item in overrides:
-        if "=" not in item:
-            raise ValueError(f"--set {item}: expected KEY=VALUE")
-        key, value = item.split("=", 1)
-        try:
-            parsed = yaml.safe_load(value)
-        except yaml.YAMLError as error:
-            raise ValueError(f"--set {item}: invalid YAML value: {error}") from None
-        set_value(data, (moved or {}).get(key.strip(), key), parsed, f"--set {item}")
-    return data
-
-
-def layer_overrides(data: dict, overrides: list[str] | None, values: dict[str, Any] | None,
-                    value_origin=lambda key, value: f"{key}={value}",
-                    moved: dict[str, str] | None = None) -> dict[str, str]:
-    """Apply ``overrides`` (``"a.b=value"``; a key of ``moved`` at its new place), then ``values``
-    (``{"a.b": value}``) to ``data`` in place; returns the origin of each key set (``--set
-    a.b=value``, or ``value_origin(key, value)``) for the error messages of :func:`_describe`."""
-    origins: dict[str, str] = {}
-    for item in overrides or []:
-        key = item.split("=", 1)[0].strip()
-        origins[(moved or {}).get(key, key)] = f"--set {item}"
-    apply_overrides(data, list(overrides or []), moved)
-    for key, value in (values or {}).items():
-        key = (moved or {}).get(key, key)
-        set_value(data, key, value, key)
-        origins[key] = value_origin(key, value)
-    return origins
-
-
-def _yaml_line(path: Path, loc: tuple) -> int | None:
-    """The line of ``path`` holding the key at ``loc`` (or its deepest existing parent)."""
-    try:
-        node = yaml.compose(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None
-    line = None
-    for part in loc:
-        if not isinstance(node, yaml.MappingNode):
-            break
-        for key, value in node.value:
-            if key.value == str(part):
-                line = key.start_mark.line + 1
-                node = value
-                break
-        else:
-            break
-    return line
-
-
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None,
                 values: dict[str, Any] | None = None) -> PretrainConfig:
     """The embedded default, updated by the YAML file at ``path``, then by ``overrides``
@@ -295,24 +232,9 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     if path is not None:
         path = Path(path)
         try:
-            raw = path.read_bytes()
-        except OSError as error:
-            raise ConfigError([f"{path}: cannot read the config: {error.strerror}"]) from None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            line = raw[:error.start].count(b"\n") + 1
-            raise ConfigError([f"{path}:{line}: not UTF-8 text (byte {error.start} of the file)"]) from None
-        try:
-            loaded = yaml.safe_load(text) or {}
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            line = mark.line + 1 if mark else 1
-            problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-            raise ConfigError([f"{path}:{line}: invalid YAML: {problem}"]) from None
-        if not isinstance(loaded, dict):
-            raise ConfigError([f"{path}:1: expected a mapping (key: value lines) at the top level"])
-        data = loaded
+            data = read_yaml_mapping(path)
+        except ValueError as error:
+            raise ConfigError([str(error)]) from None
     try:
         upgrade_keys(data, str(path))
         origins = layer_overrides(data, overrides, values, moved=MOVED_KEYS)
@@ -321,7 +243,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     try:
         return PretrainConfig.model_validate(data)
     except ValidationError as error:
-        located = sorted((_describe(_model_key(e), path, origins) for e in error.errors()),
+        located = sorted((describe_error(_model_key(e), path, origins) for e in error.errors()),
                          key=lambda d: d[0])
         raise ConfigError([text for _, text in located]) from None
 
@@ -335,23 +257,6 @@ def _model_key(error: dict) -> dict:
         names = ", ".join(f.name for f in dataclass_fields(JaketConfig) if f.name not in KG_FIELDS)
         return {**error, "msg": f"unknown key; the model keys are: {names}"}
     return error
-
-
-def _describe(error: dict, path: Path | None, origins: dict[str, str]) -> tuple[tuple, str]:
-    """(sort key: the file's problems in line order, then the flags'), ``where: key: problem``."""
-    loc = tuple(str(p) for p in error["loc"])
-    key = ".".join(loc)
-    message = error_text(error)
-    for depth in range(len(loc), 0, -1):
-        origin = origins.get(".".join(loc[:depth]))
-        if origin:
-            return (1, 0), f"{origin}: {key}: {message}"
-    if path is not None:
-        line = _yaml_line(path, loc)
-        if line is not None:
-            return (0, line), f"{path}:{line}: {key}: {message}"
-        return (0, 0), f"{path}: {key or '<config>'}: {message}"
-    return (2, 0), f"{key or '<config>'}: {message}"
 
 
 def dump_config(config: PretrainConfig) -> str:

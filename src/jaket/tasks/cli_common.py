@@ -1,0 +1,129 @@
+"""What every ``jaket finetune|evaluate TASK`` command shares: its common flags, its preamble
+(device, trackers and ``--out`` checked before any work), the settings it compares and the way
+it ends (the table, where the report is, ``--json``'s summary, the fine-tuned model's folder).
+
+The task command modules (:mod:`jaket.tasks.cli`, ``*_cli.py``) import from here; nothing here
+imports them, so the command line has no import cycle.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from jaket.model.device import add_device_argument, resolve_device
+from jaket.output import check_run_folder, human_stream, print_json
+from jaket.tasks.tracking import add_log_with_argument, check_trackers
+from jaket.tasks.settings import variant as variant_spec
+
+#: evaluate's settings per task when --variants is not given (``jaket`` only with --model)
+DEFAULT_VARIANTS = {
+    "entity-classification": ("lm", "gnn", "lm+g+m", "jaket"),
+    "link-prediction": ("lm", "gnn", "lm+g+m", "jaket"),
+    "kgqa": ("lm", "lm+g", "lm+g+m", "jaket"),
+    "relation-classification": ("lm", "jaket"),
+    "word-in-context": ("lm", "lm+g+m", "jaket"),
+}
+#: finetune's setting without --model or --variant (relation classification has no KM setting)
+FINETUNE_VARIANT = {"relation-classification": "lm"}
+
+
+def csv_list(text: str) -> tuple[str, ...]:
+    """A comma list flag: ``"a, b,"`` -> ``("a", "b")``."""
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def float_list(text: str) -> tuple[float, ...]:
+    """A comma list of numbers (``argparse``'s error names the flag when one is not a number)."""
+    try:
+        return tuple(float(x) for x in csv_list(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a comma list of numbers, got {text!r}") from None
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
+    """The flags of every ``finetune`` / ``evaluate`` task command."""
+    parser.add_argument("--model", type=Path, help="jointly pre-trained model folder (enables 'jaket')")
+    parser.add_argument("--encoder", type=Path, help="base Hugging Face encoder (default: bundled MiniLM)")
+    if evaluate:
+        parser.add_argument("--variants", type=csv_list,
+                            help="comma list of lm,gnn,lm+g,lm+g+m,jaket (default: all that apply)")
+    else:
+        parser.add_argument("--variant", help="one of lm,gnn,lm+g,lm+g+m,jaket")
+    parser.add_argument("--seeds", type=int, default=5 if evaluate else 1,
+                        help="number of seeds (--first-seed .. --first-seed + N - 1)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="first seed (default 0): a table can be built seed by seed in separate runs")
+    parser.add_argument("--out", type=Path, help="output folder (default runs/<task>)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the results of an earlier run in --out (refused otherwise)")
+    parser.add_argument("--json", action="store_true", help="print metrics.json's summary as JSON")
+    parser.add_argument("--km-layers", type=int,
+                        help="layers of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 2)")
+    parser.add_argument("--km-heads", type=int,
+                        help="heads of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 8)")
+    add_device_argument(parser)
+    add_log_with_argument(parser)
+
+
+def add_relation_memory_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-relation-memory", dest="relation_memory", action="store_false",
+                        help="R = 0 in the KM (ablation; default: R from relation descriptions, as the paper)")
+
+
+def seed_range(seeds: int, first_seed: int = 0) -> tuple[int, ...]:
+    """The seeds of ``--seeds N --first-seed S``: S, S+1, ..., S+N-1."""
+    if seeds < 1 or first_seed < 0:
+        raise SystemExit("error: --seeds must be >= 1 and --first-seed >= 0")
+    return tuple(range(first_seed, first_seed + seeds))
+
+
+def chosen_variants(task: str, evaluate: bool, pretrained: Path | None, variants: tuple[str, ...] | None = None,
+                    variant: str | None = None) -> tuple[str, ...]:
+    """The settings a run compares: ``evaluate``'s ``variants`` (default: every one of the task that
+    applies: ``jaket`` only with a pre-trained model), ``finetune``'s one ``variant``."""
+    if evaluate:
+        chosen = variants or DEFAULT_VARIANTS[task]
+        if pretrained is None:
+            if variants and "jaket" in variants:
+                raise SystemExit("error: variant 'jaket' needs --model DIR (a pre-trained model folder)")
+            chosen = tuple(v for v in chosen if v != "jaket")
+        return tuple(chosen)
+    variant = variant or ("jaket" if pretrained is not None else FINETUNE_VARIANT.get(task, "lm+g+m"))
+    if variant_spec(variant).pretrained and pretrained is None:
+        raise SystemExit("error: variant 'jaket' needs --model DIR (a pre-trained model folder)")
+    return (variant,)
+
+
+def variants_of(args: argparse.Namespace, task: str) -> tuple[str, ...]:
+    """:func:`chosen_variants` of a task command's flags."""
+    return chosen_variants(task, args.evaluate, args.model, getattr(args, "variants", None),
+                           getattr(args, "variant", None))
+
+
+def start_run(args: argparse.Namespace, task: str):
+    """The preamble of every run, before any work: ``(device, out)`` once the device exists here,
+    the trackers are installed and ``--out`` (default ``runs/<task>``) is not an earlier run's
+    folder (:func:`jaket.output.check_run_folder`; ``--overwrite`` replaces it)."""
+    device = resolve_device(args.device)
+    check_trackers(getattr(args, "log_with", None) or ())
+    out = args.out or Path("runs") / task
+    check_run_folder(out, getattr(args, "overwrite", False))
+    return device, out
+
+
+def finish(json_output: bool, results: dict, table: str, out: Path, task: str | None = None,
+           usage: str | None = None) -> int:
+    """Print the results table and where the report is (and, when the run saved one, where the
+    fine-tuned model is and how to use it: ``jaket predict TASK --model DIR USAGE``); with
+    ``--json`` those go to stderr and stdout holds only metrics.json's summary as strict JSON
+    (:func:`jaket.output.print_json`)."""
+    human = human_stream(json_output)
+    print(table, file=human)
+    print(f"report: {out / 'report.md'}  metrics: {out / 'metrics.json'}", file=human)
+    if json_output:
+        print_json(results.get("summary", {}))
+    if task is not None and "saved_model" in results:
+        print(f"fine-tuned model: {results['saved_model']}  (jaket predict {task} --model "
+              f"{results['saved_model']} {usage or ''})".replace(" )", ")"), file=human_stream(json_output))
+    return 0

@@ -1,0 +1,134 @@
+"""The question-answering model of :mod:`jaket.tasks.kgqa` and how it ranks candidates.
+
+A question is read by LM1, its topic entity's KM embedding fused at its mention (Eq. 8-9), LM2
+reads the result (Eq. 10) and the [CLS] output, linearly mapped, is the question embedding; each
+candidate is scored by the inner product with its KM embedding. Training and the comparison of
+settings are there; the fine-tuned model (:mod:`jaket.tasks.kgqa_predict`)
+uses only this module, so neither imports the other's caller.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+from torch import nn
+
+from jaket.model.fusion import MentionFusion
+from jaket.tasks.kgqa_graph import QAGraph
+from jaket.tasks.metaqa import QAExample
+from jaket.tasks.settings import KGQAConfig  # noqa: F401 (re-exported)
+from jaket.tasks.variants import Backbone, FrozenMemory, VariantError
+
+
+#: the settings that can answer a question (``gnn`` cannot read one)
+SUPPORTED_VARIANTS = ("lm", "lm+g", "lm+g+m", "jaket")
+
+
+class QuestionAnswerer(nn.Module):
+    """LM1 -> fusion of the topic's KM embedding at its mention (Eq. 8-9) -> LM2 (Eq. 10) -> a
+    linear map of [CLS]; candidates are scored by the inner product with their KM embedding."""
+
+    def __init__(self, backbone: Backbone):
+        super().__init__()
+        if backbone.variant not in SUPPORTED_VARIANTS or backbone.language is None:
+            raise VariantError(f"variant {backbone.variant!r} cannot read a question; KGQA supports "
+                               f"{', '.join(SUPPORTED_VARIANTS)}")
+        f = backbone.hidden_size
+        self.variant = backbone.variant
+        self.language = copy.deepcopy(backbone.language)
+        self.knowledge = copy.deepcopy(backbone.knowledge) if backbone.knowledge is not None else None
+        self.fusion = copy.deepcopy(backbone.fusion) if self.knowledge is not None else None
+        if self.knowledge is not None and self.fusion is None:
+            self.fusion = MentionFusion(f)
+        self.question_projection = nn.Linear(f, f)
+        self.entity_projection = nn.Linear(f, f) if self.knowledge is None else None
+        for p in self.language.lm1_parameters():  # LM1 made the frozen memory: keep them aligned
+            p.requires_grad_(False)
+
+    def entities(self, memory: FrozenMemory, edge_index, edge_type) -> torch.Tensor:
+        """The candidate embedding of every entity: ``E^KM`` over the whole graph (or, for ``lm``,
+        the projected description features)."""
+        if self.knowledge is not None:
+            return self.knowledge(memory.entities, edge_index, edge_type, memory.relations)
+        return self.entity_projection(memory.entities)
+
+    def entity_rows(self, memory: FrozenMemory, graph: QAGraph, seeds: np.ndarray, fanout: int = 0,
+                    generator: np.random.Generator | None = None) -> torch.Tensor:
+        """The rows of :meth:`entities` for ``seeds`` (sorted, unique), from one KM pass over their
+        computation subgraph only (:mod:`jaket.tasks.kgqa_graph`; ``fanout``: sampled)."""
+        device = memory.entities.device
+        if self.knowledge is None:
+            return self.entity_projection(memory.entities[torch.from_numpy(seeds).to(device)])
+        sub = graph.computation_subgraph(seeds, len(self.knowledge.layers), fanout, generator)
+        x = memory.entities.index_select(0, torch.from_numpy(sub.nodes).to(device))
+        return self.knowledge(x, sub.edge_index.to(device), sub.edge_type.to(device), memory.relations,
+                              hops=(sub.nodes_per_hop, sub.edges_per_hop))
+
+    def questions(self, ids, mask, span_start, span_end, topic_embedding) -> torch.Tensor:
+        """The question embeddings (Eq. 8-10); the token tensors move to the model's device."""
+        device = self.question_projection.weight.device
+        ids, mask, span_start, span_end = (t.to(device) for t in (ids, mask, span_start, span_end))
+        z = self.language.lm1(ids, mask)
+        if self.knowledge is not None:
+            batch = torch.arange(ids.shape[0], device=device)
+            z = self.fusion(z, batch, span_start, span_end, topic_embedding,
+                            torch.ones(ids.shape[0], dtype=torch.bool, device=device))
+        z = self.language.lm2(z, mask)
+        return self.question_projection(z[:, 0])
+
+    def head_state(self) -> dict[str, torch.Tensor]:
+        """What a fine-tuned folder stores beside the backbone: fusion and projections."""
+        return {k: v for k, v in self.state_dict().items() if not k.startswith(("language.", "knowledge."))}
+
+def encode_questions(tokenizer, questions: list[QAExample], max_length: int):
+    """Token ids, mask, and the first / last token of each topic mention."""
+    enc = tokenizer([q.text for q in questions], truncation=True, max_length=max_length, padding=True,
+                    return_offsets_mapping=True, return_tensors="pt")
+    starts, ends = [], []
+    for row, q in enumerate(questions):
+        offsets = enc["offset_mapping"][row].tolist()
+        tokens = [i for i, (a, b) in enumerate(offsets) if b > a and a < q.topic_end and b > q.topic_start]
+        starts.append(tokens[0] if tokens else 1)
+        ends.append(tokens[-1] if tokens else 1)
+    return enc["input_ids"], enc["attention_mask"], torch.tensor(starts), torch.tensor(ends)
+
+def batch_logits(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, chunk: list[QAExample],
+                 candidates: list[np.ndarray], config: KGQAConfig, *, whole_graph: bool = False,
+                 generator: np.random.Generator | None = None) -> list[torch.Tensor]:
+    """The candidate scores of each question of a batch (Eq. 10 then the inner products).
+
+    The KM runs once for the batch: over the computation subgraph of all its topics and
+    candidates, or with ``whole_graph`` over the whole KG (the reference the fast path is
+    tested against, and the cost ``docs/performance.md`` compares it with). ``config.km_fanout`` > 0
+    samples the subgraph's edges with ``generator``."""
+    topics = np.asarray([q.topic for q in chunk], dtype=np.int64)
+    seeds = np.unique(np.concatenate([topics] + [np.asarray(c, dtype=np.int64) for c in candidates]))
+    device = memory.entities.device
+    if whole_graph:
+        rows = model.entities(memory, *graph.full_edges(device))
+        rows = rows.index_select(0, torch.from_numpy(seeds).to(device))
+    else:
+        rows = model.entity_rows(memory, graph, seeds, config.km_fanout, generator)
+    position = lambda ids: torch.from_numpy(np.searchsorted(seeds, ids)).to(device)  # noqa: E731
+    ids, mask, s, o = encode_questions(model.language.tokenizer, chunk, config.max_length)
+    qv = model.questions(ids, mask, s, o, rows.index_select(0, position(topics)))
+    return [rows.index_select(0, position(np.asarray(c, dtype=np.int64))) @ qv[row]
+            for row, c in enumerate(candidates)]
+
+@torch.no_grad()
+def rank_candidates(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGraph, questions: list[QAExample],
+                    candidates: list[np.ndarray], config: KGQAConfig, batch_size: int = 64):
+    """For each question, its candidates' scores (one KM pass over the whole graph, shared by all),
+    read back to the CPU as numpy."""
+    model.eval()
+    device = memory.entities.device
+    entities = model.entities(memory, *graph.full_edges(device))
+    for begin in range(0, len(questions), batch_size):
+        chunk = questions[begin:begin + batch_size]
+        ids, mask, s, o = encode_questions(model.language.tokenizer, chunk, config.max_length)
+        qv = model.questions(ids, mask, s, o, entities[torch.tensor([q.topic for q in chunk], device=device)])
+        for row in range(len(chunk)):
+            cand = np.asarray(candidates[begin + row], dtype=np.int64)
+            yield cand, (entities[torch.from_numpy(cand).to(device)] @ qv[row]).cpu().numpy()

@@ -1,0 +1,109 @@
+"""A typed view of what ``jaket finetune|evaluate TASK`` measured, one row per run, for pandas.
+
+Every task writes its runs to ``metrics.json`` under ``"runs"``: per setting (and, depending on
+the task, per budget: a training fraction, a KG setting, a scorer), a list with one entry per
+seed. :class:`TaskResult` reads any of them into the same shape, one :class:`SeedRun` per
+(setting, budget, seed) with its numeric metrics flattened to dotted names (``test.mrr``,
+``valid.unseen.hits@10``), as PyKEEN's ``metric_results.to_df()`` gives a flat table::
+
+    result = TaskResult.from_metrics("runs/wic/metrics.json")
+    result.to_dataframe().groupby("variant")["accuracy"].mean()
+
+The summaries and the paired differences the task computed are kept as they are
+(:attr:`TaskResult.summary`, :attr:`TaskResult.paired`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jaket.jsonio import read_json
+
+#: per-run entries that are curves or bookkeeping, not metrics (left out of the rows)
+_NOT_METRICS = {"seed", "train_loss", "selection_curve", "selection_accuracy", "frozen_warmup_losses",
+                "test_predictions", "ranks"}
+
+
+@dataclass(frozen=True)
+class SeedRun:
+    """One fine-tuning run: the setting, its budget (None when the task has one), the seed, and
+    every numeric metric of the run (dotted names for nested ones)."""
+
+    variant: str
+    budget: str | None
+    seed: int
+    metrics: dict[str, float]
+
+    def row(self) -> dict:
+        return {"variant": self.variant, "budget": self.budget, "seed": self.seed, **self.metrics}
+
+
+@dataclass
+class TaskResult:
+    """What one ``jaket finetune|evaluate`` run measured (:mod:`jaket.tasks.results`)."""
+
+    task: str
+    runs: list[SeedRun]
+    summary: dict = field(default_factory=dict)
+    paired: dict = field(default_factory=dict)
+    #: ``metrics.json`` as written (configs, data reports, baselines)
+    raw: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_metrics(cls, metrics: dict | str | Path) -> "TaskResult":
+        """From a run's ``metrics.json`` (its path, its folder, or the dict a ``run_*`` returned)."""
+        if not isinstance(metrics, dict):
+            path = Path(metrics)
+            metrics = read_json(path / "metrics.json" if path.is_dir() else path)
+        if not isinstance(metrics, dict) or not isinstance(metrics.get("runs"), dict):
+            raise ValueError("not a task's metrics (no 'runs' mapping)")
+        runs = [run for variant, value in metrics["runs"].items() for run in _seed_runs(variant, None, value)]
+        return cls(str(metrics.get("task", "")), runs, dict(metrics.get("summary") or {}),
+                   dict(metrics.get("paired") or {}), metrics)
+
+    @property
+    def variants(self) -> list[str]:
+        return list(dict.fromkeys(run.variant for run in self.runs))
+
+    def rows(self) -> list[dict]:
+        """One plain dict per run: ``variant``, ``budget``, ``seed`` and the metrics."""
+        return [run.row() for run in self.runs]
+
+    def to_dataframe(self):
+        """:meth:`rows` as a pandas ``DataFrame`` (pandas is imported here: an optional dependency)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("to_dataframe needs pandas: pip install pandas (or use .rows())") from None
+        return pd.DataFrame(self.rows())
+
+
+def _seed_runs(variant: str, budget: str | None, value) -> list[SeedRun]:
+    """The runs under one setting: a list of per-seed dicts, or a mapping budget -> such a list
+    (``"lm+g+m/transe"`` keys of link prediction name the setting and the scorer)."""
+    if "/" in variant and budget is None:
+        variant, budget = variant.split("/", 1)
+    if isinstance(value, list):
+        return [SeedRun(variant, budget, int(entry.get("seed", i)), _flat(entry))
+                for i, entry in enumerate(value) if isinstance(entry, dict)]
+    if isinstance(value, dict):
+        return [run for key, inner in value.items()
+                for run in _seed_runs(variant, str(key) if budget is None else f"{budget}/{key}", inner)]
+    return []
+
+
+def _flat(entry: dict, prefix: str = "") -> dict[str, float]:
+    """The numeric leaves of a run's entry, nested names joined by dots (curves left out)."""
+    found: dict[str, float] = {}
+    for key, value in entry.items():
+        if key in _NOT_METRICS:
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)):
+            found[name] = float(value)
+        elif isinstance(value, dict):
+            found.update(_flat(value, f"{name}."))
+    return found

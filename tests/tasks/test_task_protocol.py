@@ -1,0 +1,221 @@
+"""One shape for every task: one fine-tuned model base with one save/load signature (each task
+round-trips through it), and ``--config`` / ``--set`` / ``--print-config`` on every task command."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+import yaml
+
+from jaket.cli import main
+from jaket.tasks.registry import REGISTRY
+
+
+def test_every_task_model_derives_from_the_one_base_with_one_signature():
+    from jaket.tasks.finetuned import FinetunedModel
+
+    for name, handlers in REGISTRY.items():
+        cls = handlers.resolve("model")
+        assert issubclass(cls, FinetunedModel) and cls.task == name
+        assert list(inspect.signature(cls.save_pretrained).parameters) == ["self", "directory"], name
+        assert list(inspect.signature(cls.from_pretrained).parameters) == ["directory", "device"], name
+        for method in ("backbone_model", "head_state", "task_config", "from_folder", "to", "predict"):
+            assert getattr(cls, method) is not getattr(FinetunedModel, method), f"{name} lacks {method}"
+
+
+def _entity_classification(small_kg, tiny_bert_dir, tmp_path):
+    from jaket.tasks import entity_classification as ec
+
+    config = ec.EntityClassificationConfig(variants=("lm+g+m",), seeds=(0,), epochs=2, train_fractions=(1.0,),
+                                           encoder=tiny_bert_dir, km_heads=4, description_max_length=16)
+    results = ec.run_entity_classification(small_kg, config, save_dir=tmp_path / "model")
+    return results, lambda model: model.predict(small_kg, list(range(5)), top_k=2)
+
+
+def _link_prediction(small_kg, tiny_bert_dir, tmp_path):
+    import numpy as np
+
+    from jaket.tasks import link_prediction as lp
+    from jaket.tasks.link_predictor import Query
+
+    triples = np.asarray(small_kg.triples, dtype=np.int64)
+    config = lp.LinkPredictionConfig(variants=("lm+g+m",), scorers=("transe",), seeds=(0,), steps=2, negatives=4,
+                                     batch_size=4, encoder=tiny_bert_dir, km_heads=4, description_max_length=16)
+    results = lp.run_link_prediction(small_kg, triples[:-5], {"valid": triples[-5:]}, config,
+                                     save_dir=tmp_path / "model")
+    return results, lambda model: model.predict(small_kg, [Query(1, 0, 0, None), Query(2, None, 0, 0)], top_k=3)
+
+
+def _kgqa(small_kg, tiny_bert_dir, tmp_path):
+    from jaket.tasks import kgqa
+
+    questions = kgqa.wordnet_questions(small_kg, seed=0, max_questions=24)
+    config = kgqa.KGQAConfig(variants=("lm+g+m",), kg_settings=("full",), seeds=(0,), steps=2, batch_size=4,
+                             select_every=0, encoder=tiny_bert_dir, km_heads=4, description_max_length=16)
+    results = kgqa.run_kgqa(small_kg, questions, config, save_dir=tmp_path / "model")
+    return results, lambda model: model.predict(small_kg, questions[:3], hops=2, top_k=3)
+
+
+def _relation_classification(fewrel_file, tiny_bert_dir, tmp_path):
+    from jaket.tasks import relation_classification as rc
+    from jaket.tasks.fewrel import load_fewrel
+
+    data = load_fewrel(fewrel_file)
+    config = rc.RelationClassificationConfig(variants=("lm",), settings=((3, 1),), seeds=(0,), train_steps=2,
+                                             train_way=2, episodes=2, max_length=32, encoder=tiny_bert_dir)
+    results = rc.run_relation_classification(data, config, save_dir=tmp_path / "model")
+    return results, lambda model: model.predict(data, [(1, data.instances[data.relations[3]][0])])
+
+
+@pytest.mark.parametrize("task", ["entity-classification", "link-prediction", "kgqa", "relation-classification"])
+def test_each_task_round_trips_through_the_base(task, small_kg, fewrel_file, tiny_bert_dir, tmp_path):
+    """Fine-tuned and saved by the task's run, the folder opens through the one generic loader as
+    the task's class, on a device, and predicts the same rows as a second load."""
+    from jaket.tasks.finetuned import load_finetuned
+
+    build = {"entity-classification": _entity_classification, "link-prediction": _link_prediction,
+             "kgqa": _kgqa, "relation-classification": _relation_classification}[task]
+    results, predict = build(fewrel_file if task == "relation-classification" else small_kg, tiny_bert_dir, tmp_path)
+    folder = tmp_path / "model"
+    assert json.loads((folder / "task.json").read_text())["task"] == task
+    cls = REGISTRY[task].resolve("model")
+    first = load_finetuned(folder)
+    second = cls.from_pretrained(folder, device="cpu")
+    assert type(first) is cls and first.directory == folder
+    rows = predict(first)
+    assert rows and rows == predict(second)
+    with pytest.raises(ValueError, match="copy that folder"):  # a loaded model is not saved a second time
+        first.save_pretrained(tmp_path / "again")
+    # the run's results as typed rows: one per (setting, budget, seed), the metric among them
+    from jaket.tasks.results import TaskResult
+
+    typed = TaskResult.from_metrics(results)
+    metric = {"entity-classification": "test_accuracy", "link-prediction": "valid.mrr", "kgqa": "test.all",
+              "relation-classification": "3-1"}[task]
+    assert typed.task == task and typed.variants == list(results["runs"] if task != "link-prediction"
+                                                         else ["lm+g+m"])
+    assert [r["seed"] for r in typed.rows()] == [0] and 0 <= typed.rows()[0][metric] <= 1
+    frame = typed.to_dataframe()
+    assert list(frame[["variant", "seed"]].itertuples(index=False, name=None)) == [(typed.variants[0], 0)]
+
+
+def test_the_generic_loader_names_a_folder_of_no_known_task(tmp_path):
+    from jaket.tasks.finetuned import FinetunedFormatError, load_finetuned
+
+    (tmp_path / "task.json").write_text(json.dumps({"format": "jaket-finetuned", "format_version": 1,
+                                                    "task": "poetry"}))
+    with pytest.raises(FinetunedFormatError, match="unknown task 'poetry'"):
+        load_finetuned(tmp_path)
+
+
+# ----------------------------------------------------------------------------- one command-line path
+
+#: per command: the arguments it needs, a key it has and a value for it
+_COMMANDS = {
+    ("finetune", "entity-classification"): ([], "epochs", 7),
+    ("evaluate", "entity-classification"): ([], "epochs", 7),
+    ("finetune", "word-in-context"): ([], "epochs", 7),
+    ("evaluate", "word-in-context"): ([], "epochs", 7),
+    ("finetune", "link-prediction"): ([], "steps", 7),
+    ("evaluate", "link-prediction"): ([], "steps", 7),
+    ("finetune", "kgqa"): ([], "steps", 7),
+    ("evaluate", "kgqa"): ([], "steps", 7),
+    ("finetune", "relation-classification"): ([], "train_steps", 7),
+    ("evaluate", "relation-classification"): ([], "train_steps", 7),
+    ("evaluate", "sense-linking"): (["--heldout-of", "RUN"], "max_examples", 7),
+    ("predict", "entity-classification"): (["--model", "M", "--kg", "K"], "top_k", 7),
+    ("predict", "link-prediction"): (["--model", "M", "--kg", "K", "--queries", "Q"], "top_k", 7),
+    ("predict", "kgqa"): (["--model", "M", "--questions", "Q"], "top_k", 7),
+    ("predict", "relation-classification"): (["--model", "M", "--support", "S", "--queries", "Q"], "out",
+                                             "rows.jsonl"),
+    ("predict", "word-in-context"): (["--model", "M", "--pairs", "P"], "gold", "gold.txt"),
+}
+
+
+def test_every_task_command_is_covered():
+    from jaket.tasks.cli import TASKS
+
+    covered = {task for (command, task) in _COMMANDS if command == "predict"}
+    assert covered == set(REGISTRY)
+    for command in ("finetune", "evaluate"):
+        assert {task for (c, task) in _COMMANDS if c == command} >= set(TASKS)
+
+
+@pytest.mark.parametrize("command,task", sorted(_COMMANDS), ids=lambda x: x)
+def test_config_set_and_print_config_on_every_task_command(command, task, tmp_path, capsys):
+    """A value from --config FILE, overridden by --set, is what --print-config shows; an unknown key
+    is refused naming it."""
+    needed, key, value = _COMMANDS[(command, task)]
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({key: value}))
+    assert main([command, task, *needed, "--config", str(config), "--print-config"]) == 0
+    shown = yaml.safe_load(capsys.readouterr().out)
+    assert str(shown[key]) == str(value)
+    assert main([command, task, *needed, "--config", str(config), "--set", f"{key}={value}9", "--print-config"]) == 0
+    assert str(yaml.safe_load(capsys.readouterr().out)[key]) == f"{value}9"
+    status = main([command, task, *needed, "--set", "no_such_key=1", "--print-config"])
+    assert status != 0 and "no_such_key" in capsys.readouterr().err
+
+
+def test_a_flag_on_the_command_line_wins_over_the_config_file(tmp_path, capsys):
+    config = tmp_path / "run.yaml"
+    config.write_text("steps: 5\nlr: 0.5\n")
+    assert main(["finetune", "kgqa", "--config", str(config), "--steps", "9", "--print-config"]) == 0
+    shown = yaml.safe_load(capsys.readouterr().out)
+    assert shown["steps"] == 9 and shown["lr"] == 0.5
+
+
+def test_a_config_value_is_checked_as_its_flag_checks_it(tmp_path, capsys):
+    config = tmp_path / "run.yaml"
+    config.write_text("top_k: many\n")
+    status = main(["predict", "kgqa", "--model", "M", "--questions", "Q", "--config", str(config)])
+    err = capsys.readouterr().err
+    assert status == 2 and f"{config}:1: top_k" in err
+
+
+# ----------------------------------------------------------------------------- typed variants
+
+@pytest.mark.parametrize("name", ["lm", "gnn", "lm+g", "lm+g+m"])
+def test_each_variant_builds_what_its_registry_entry_says(name, tiny_bert_dir):
+    """The typed registry is what the backbone builder reads: a KM exactly when ``has_km``, a
+    language module for a KG-only task exactly when the memory needs the encoder (or the text is
+    read), and the memory source the settings' docs name."""
+    from jaket.tasks.settings import VARIANT_LABELS, VariantConfig, variant
+    from jaket.tasks.variants import load_backbone
+
+    spec = variant(name)
+    assert spec.label == VARIANT_LABELS[name]
+    kg_only = load_backbone(VariantConfig(variant=name, encoder=tiny_bert_dir, km_heads=4), need_language=False)
+    assert (kg_only.knowledge is not None) == spec.has_km
+    assert (kg_only.language is not None) == spec.needs_encoder
+    with_text = load_backbone(VariantConfig(variant=name, encoder=tiny_bert_dir, km_heads=4))
+    assert (with_text.language is not None) == spec.reads_text
+    assert with_text.uses_memory_from_lm == (spec.memory == "lm1")
+
+
+def test_an_unknown_variant_lists_the_known_ones():
+    from jaket.tasks.settings import VariantError, variant
+
+    with pytest.raises(VariantError, match="lm, gnn, lm\\+g, lm\\+g\\+m, jaket"):
+        variant("bert")
+
+
+# ----------------------------------------------------------------------------- the Python entry point
+
+def test_pipeline_runs_a_comparison_and_returns_typed_rows(small_kg, tiny_bert_dir, tmp_path):
+    """``pipeline`` goes through the command's path (settings by --set name, a dotted key with
+    ``__``) and returns the run's rows; a bad setting raises the command's error."""
+    from jaket.kg.io import save_kg
+    from jaket.pipeline import pipeline
+
+    kg_dir = save_kg(small_kg, tmp_path / "kg")
+    result = pipeline("entity-classification", out=tmp_path / "ec", encoder=tiny_bert_dir, variants=["lm+g+m"],
+                      seeds=2, epochs=1, train_fractions=[1.0], km_heads=4, data__kg=kg_dir)
+    frame = result.to_dataframe()
+    assert result.task == "entity-classification" and sorted(frame["seed"]) == [0, 1]
+    assert set(frame["variant"]) == {"lm+g+m"} and frame["test_accuracy"].between(0, 1).all()
+    assert (tmp_path / "ec" / "report.md").is_file()
+    with pytest.raises(ValueError, match="epochs"):
+        pipeline("entity-classification", out=tmp_path / "bad", encoder=tiny_bert_dir, epochs="many", data__kg=kg_dir)
