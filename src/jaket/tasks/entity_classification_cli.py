@@ -19,6 +19,7 @@ from pydantic import ConfigDict
 
 from jaket.kg.io import load_kg
 from jaket.tasks.config import dump_task_config, flag_values, load_task_config
+from jaket.model.device import resolve_device
 from jaket.tasks.cli_common import finish, float_list, start_run
 from jaket.tasks.settings import EntityClassificationConfig
 from jaket.tasks.splits import read_splits
@@ -187,6 +188,7 @@ def _resolve(job: EntityClassificationJob, evaluate: bool) -> EntityClassificati
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate entity-classification``."""
     job = job_from_args(args)  # a bad value is a ValueError: the CLI's error boundary names it
+    resolve_device(args.device)  # a device this machine lacks is refused even for --print-config
     if args.print_config:
         print(dump_task_config(job), end="")
         return 0
