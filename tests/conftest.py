@@ -79,6 +79,23 @@ def tiny_roberta_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def toy_jaket(tiny_bert_dir):
+    """``toy_jaket(**config) -> (model, kg)``: a seeded JaketModel over the toy KG (its categories and
+    relations) with the tiny BERT, the model most model tests start from (``config``: JaketConfig
+    fields, e.g. ``fanouts=(3, 3)``; two KM heads unless given)."""
+    from jaket.kg.toy import toy_kg
+    from jaket.model.jaket import JaketConfig, JaketModel
+
+    def build(**config):
+        kg, _ = toy_kg()
+        torch.manual_seed(0)
+        return JaketModel(JaketConfig(encoder=str(tiny_bert_dir), num_categories=kg.num_categories,
+                                      num_relations=kg.num_relations, **{"km_heads": 2, **config})), kg
+
+    return build
+
+
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The public benchmark data beside the repo; tests using it skip when it is absent."""
     if not SHARED_DATA.is_dir():

@@ -138,16 +138,23 @@ _NOT_KEYS = {"help", "config", "overrides", "print_config", "func", "evaluate", 
              "_flag_parser"}
 
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--config FILE``, ``--set KEY=VALUE`` and ``--print-config`` for a command whose settings are
-    its flags: a key is a flag's name (``top_k`` or ``top-k``), a value what the flag takes (a list
-    for a list flag); flags given on the command line win. :func:`apply_flag_config` applies them
-    (``jaket``'s entry point calls it before the command runs)."""
-    parser.add_argument("--config", type=Path, metavar="FILE",
-                        help="YAML file of this command's settings: its flags' names as keys (flags given win)")
+def add_config_flags(parser: argparse.ArgumentParser, config_help: str, set_example: str) -> None:
+    """``--config FILE``, ``--set KEY=VALUE`` (repeatable, into ``overrides``) and ``--print-config``:
+    the three flags of every command whose settings layer (pre-training, the tasks' jobs and
+    :func:`add_config_arguments`'s flag configs)."""
+    parser.add_argument("--config", type=Path, metavar="FILE", help=config_help)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one setting, e.g. --set top_k=3 (value parsed as YAML)")
+                        help=f"override a setting (value parsed as YAML), e.g. {set_example}")
     parser.add_argument("--print-config", action="store_true", help="print the resolved settings as YAML and exit")
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """:func:`add_config_flags` for a command whose settings are its flags: a key is a flag's name
+    (``top_k`` or ``top-k``), a value what the flag takes (a list for a list flag); flags given on
+    the command line win. :func:`apply_flag_config` applies them (``jaket``'s entry point calls it
+    before the command runs)."""
+    add_config_flags(parser, "YAML file of this command's settings: its flags' names as keys (flags given win)",
+                     "--set top_k=3")
     parser.set_defaults(_flag_parser=parser)
 
 

@@ -2,25 +2,20 @@
 no tensor on the model's device read with ``.numpy()`` (the fake accelerator of conftest.py: its
 tensors refuse ``.numpy()`` as CUDA tensors do, so these runs fail wherever a GPU run would)."""
 
-import json
 
 import numpy as np
 import pytest
 import torch
 
 from jaket.cli import main
-from jaket.kg.io import save_kg
 from jaket.kg.toy import toy_kg
 from jaket.model.device import resolve_device
-from jaket.model.jaket import JaketConfig, JaketModel
+from jaket.model.jaket import JaketModel
 
 
 @pytest.fixture(scope="module")
-def model_folder(tiny_bert_dir, tmp_path_factory):
-    kg, _ = toy_kg()
-    torch.manual_seed(0)
-    model = JaketModel(JaketConfig(encoder=str(tiny_bert_dir), km_heads=2, km_layers=1, fanouts=(3, 3),
-                                   num_categories=kg.num_categories, num_relations=kg.num_relations))
+def model_folder(toy_jaket, tmp_path_factory):
+    model, kg = toy_jaket(km_layers=1, fanouts=(3, 3))
     model.attach_memory(model.memory_for(kg, progress=False), kg)
     return model.save_pretrained(tmp_path_factory.mktemp("m") / "model")
 

@@ -13,19 +13,15 @@ from jaket.kg.io import save_kg
 from jaket.kg.linking import EntityLinker
 from jaket.kg.sampling import sample_neighbors
 from jaket.kg.toy import toy_kg
-from jaket.model.jaket import JaketConfig, JaketModel, KGMismatchError
+from jaket.model.jaket import JaketModel, KGMismatchError
 
 TEXTS = ["The wolf hunts in the forest near the river.", "A cow eats grass on the farm.",
          "Nothing to link here."]
 
 
 @pytest.fixture()
-def model(tiny_bert_dir):
-    kg, _ = toy_kg()
-    torch.manual_seed(0)
-    model = JaketModel(JaketConfig(encoder=str(tiny_bert_dir), km_heads=2, fanouts=(10, 10),
-                                   description_max_length=32, num_categories=kg.num_categories,
-                                   num_relations=kg.num_relations))
+def model(toy_jaket):
+    model, _ = toy_jaket(fanouts=(10, 10), description_max_length=32)
     return model.eval()
 
 

@@ -10,17 +10,13 @@ from jaket.kg.corpus import collate_texts
 from jaket.kg.io import save_kg
 from jaket.kg.sampling import sample_neighbors
 from jaket.kg.toy import toy_kg
-from jaket.model.jaket import JaketConfig, JaketModel
+from jaket.model.jaket import JaketModel
 from jaket.model.memory import EntityContextMemory
 
 
 @pytest.fixture()
-def model(tiny_bert_dir):
-    kg, _ = toy_kg()
-    torch.manual_seed(0)
-    model = JaketModel(JaketConfig(encoder=str(tiny_bert_dir), km_heads=2, fanouts=(3, 3),
-                                   description_max_length=32, num_categories=kg.num_categories,
-                                   num_relations=kg.num_relations))
+def model(toy_jaket):
+    model, kg = toy_jaket(fanouts=(3, 3), description_max_length=32)
     model.attach_memory(EntityContextMemory.from_kg(model.language, kg, max_length=32), kg)
     return model.eval()
 

@@ -9,17 +9,13 @@ import pytest
 import torch
 
 from jaket import fields
-from jaket.kg.toy import toy_kg
 from jaket.model.jaket import JaketConfig, JaketModel, ModelFolderError
 from jaket.model.language import EncoderLoadError
 
 
 @pytest.fixture(scope="module")
-def folder(tiny_bert_dir, tmp_path_factory):
-    kg, _ = toy_kg()
-    torch.manual_seed(0)
-    model = JaketModel(JaketConfig(encoder=str(tiny_bert_dir), km_heads=2, km_layers=1, fanouts=(3, 3),
-                                   num_categories=kg.num_categories, num_relations=kg.num_relations))
+def folder(toy_jaket, tmp_path_factory):
+    model, _ = toy_jaket(km_layers=1, fanouts=(3, 3))
     return model.save_pretrained(tmp_path_factory.mktemp("m") / "model")
 
 

@@ -18,9 +18,10 @@ from pathlib import Path
 from pydantic import ConfigDict
 
 from jaket.kg.io import load_kg
-from jaket.tasks.config import dump_task_config, flag_values, load_task_config
 from jaket.model.device import resolve_device
+from jaket.overrides import add_config_flags
 from jaket.tasks.cli_common import finish, float_list, start_run
+from jaket.tasks.config import dump_task_config, flag_values, load_task_config
 from jaket.tasks.settings import EntityClassificationConfig
 from jaket.tasks.splits import read_splits
 
@@ -86,10 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     """The entity-classification flags (beside the common ones of :mod:`jaket.tasks.cli`)."""
     defaults = EntityClassificationJob()
     data = defaults.data
-    parser.add_argument("--config", type=Path, metavar="FILE",
-                        help="YAML config (see configs/finetune-entity-classification.yaml)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value, e.g. --set epochs=50 --set data.kg=my_kg/")
+    add_config_flags(parser, "YAML config (see configs/finetune-entity-classification.yaml)",
+                     "--set epochs=50 --set data.kg=my_kg/")
     parser.add_argument("--kg", type=Path, metavar="DIR",
                         help="KG' folder (default: the held-out part of the WordNet subset)")
     parser.add_argument("--train", type=Path, metavar="FILE",
@@ -121,7 +120,6 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--head-init", choices=("fresh", "category"),
                         help="the jaket setting's classifier: 'fresh' (the paper) or 'category' = start from the "
                              f"pre-trained category head for the categories it knows (default {defaults.head_init})")
-    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.set_defaults(seeds=None, relation_memory=None, func=run, evaluate=evaluate)
 
 

@@ -20,6 +20,7 @@ from pydantic import ConfigDict
 
 from jaket.model.device import add_precision_argument, choose_precision, resolve_device
 from jaket.output import check_run_folder, human_stream, print_json
+from jaket.overrides import add_config_flags
 from jaket.tasks.config import dump_task_config, flag_values, load_task_config
 from jaket.tasks.settings import WordInContextConfig
 from jaket.tasks.tracking import check_trackers
@@ -70,9 +71,7 @@ class WordInContextJob(WordInContextConfig):
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     """The word-in-context flags (beside the common ones of :mod:`jaket.tasks.cli`)."""
     defaults = WordInContextJob()
-    parser.add_argument("--config", type=Path, metavar="FILE", help="YAML config (keys of WordInContextJob)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value, e.g. --set epochs=4 --set sense_fusion=first")
+    add_config_flags(parser, "YAML config (keys of WordInContextJob)", "--set epochs=4 --set sense_fusion=first")
     parser.add_argument("--train", type=Path, metavar="FILE",
                         help="training pairs: WiC *.data.txt (labels from the *.gold.txt beside it) or JSONL")
     parser.add_argument("--eval", type=Path, metavar="FILE", help="evaluation pairs, same formats (e.g. WiC dev)")
@@ -83,7 +82,6 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--sense-fusion", choices=("attention", "first", "none"),
                         help=f"how the KM settings fuse the target's senses (default {defaults.sense_fusion})")
     add_precision_argument(parser, default_help="the config's bf16")
-    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.set_defaults(seeds=None, func=run, evaluate=evaluate)
 
 

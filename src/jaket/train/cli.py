@@ -14,6 +14,7 @@ from pathlib import Path
 from jaket.errors import UsageError
 from jaket.model.device import add_device_argument, add_precision_argument, choose_precision, resolve_device
 from jaket.output import print_json
+from jaket.overrides import add_config_flags
 from jaket.train.config import dump_config, load_config
 
 log = logging.getLogger(__name__)
@@ -25,9 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Pre-train JAKET. Without arguments: the embedded default (WordNet subset of "
                     "10,000 entities and their usage examples, bundled MiniLM, 120 steps: 2-3 minutes "
                     "on 2 idle CPU cores). Under torchrun every rank trains on its share; rank 0 writes.")
-    parser.add_argument("--config", type=Path, help="YAML config (see configs/pretrain-default.yaml)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value, e.g. --set steps=100 --set optim.lm_lr=1e-5")
+    add_config_flags(parser, "YAML config (see configs/pretrain-default.yaml)",
+                     "--set steps=100 --set optim.lm_lr=1e-5")
     parser.add_argument("--kg", type=Path, metavar="DIR",
                         help="a KG directory (jaket.kg.io format; without corpus.jsonl the KG tasks only): "
                              "data.source=dir")
@@ -59,7 +59,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "checkpoints are removed); without it such a start is refused")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_device_argument(parser)
-    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.set_defaults(func=_run)
 
 
