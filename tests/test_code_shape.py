@@ -1,4 +1,5 @@
-"""The shape of the code in src/ (docs/contributing.md): no function longer than 80 lines.
+"""The shape of the code in src/ (docs/contributing.md): no function longer than 80 lines, no file
+longer than 600.
 
 A function's length runs from its ``def`` line to its last line (docstring and comments included).
 :data:`BEING_SPLIT` lists, by name, the functions still over the limit while they are being
@@ -70,3 +71,14 @@ def test_the_measure_counts_from_def_to_the_last_line():
               f"        def inner():\n            return 1\n        return inner\n")
     # short: 80 lines (the limit); A.long from line 83: its def, 80 lines, inner's 2, its return
     assert long_functions(source) == [("A.long", 83, 84)]
+
+
+#: docs/contributing.md: no file in src/ grows past this; a longer one is split by concern
+MAX_FILE_LINES = 600
+
+
+def test_no_file_in_src_is_longer_than_600_lines():
+    over = [f"src/{path.relative_to(SRC).as_posix()}: {n} lines (at most {MAX_FILE_LINES}: split it by concern)"
+            for path in sorted(SRC.rglob("*.py")) if (n := len(path.read_text(encoding="utf-8").splitlines()))
+            > MAX_FILE_LINES]
+    assert not over, "\n".join(over)

@@ -11,6 +11,7 @@ import pytest
 from jaket.cli import main
 from jaket.kg.io import load_corpus, load_kg, save_kg, validate_kg_dir
 from jaket.kg.sources import wordnet as wn
+from jaket.kg.sources import wordnet_db, wordnet_forms
 from jaket.kg.sources.wordnet import (WordNetError, build_wordnet, find_mention, lemma_forms,
                                       synset_offsets_index)
 
@@ -101,7 +102,7 @@ def test_regular_inflections(lemma, pos, expected):
 
 
 def test_irregular_forms_come_from_the_exception_lists():
-    exceptions = wn._read_exceptions(wn.load_wordnet_data().directory)
+    exceptions = wordnet_db._read_exceptions(wn.load_wordnet_data().directory)
     assert {"went", "gone"} <= lemma_forms("go", "v", exceptions["v"])
     assert "mice" in lemma_forms("mouse", "n", exceptions["n"])
     assert "better" in lemma_forms("good", "a", exceptions["a"])
@@ -169,12 +170,12 @@ def test_example_without_any_lemma_form_is_reported():
 
 def test_mentions_are_lemma_forms_of_their_entity():
     kg, corpus, _ = build_wordnet(max_entities=1500, seed=2)
-    exceptions = wn._read_exceptions(wn.load_wordnet_data().directory)
+    exceptions = wordnet_db._read_exceptions(wn.load_wordnet_data().directory)
     assert len(corpus) > 300
     kinds = set()
     for text, ms in zip(corpus.texts, corpus.mentions):
         (m,) = ms
-        surface = wn._normalise(text[m.start:m.end])
+        surface = wordnet_forms._normalise(text[m.start:m.end])
         pos = kg.entity_ids[m.entity].split(".")[-2]
         kinds.add(pos)
         table = exceptions["a" if pos == "s" else pos]
