@@ -219,3 +219,43 @@ def test_pipeline_runs_a_comparison_and_returns_typed_rows(small_kg, tiny_bert_d
     assert (tmp_path / "ec" / "report.md").is_file()
     with pytest.raises(ValueError, match="epochs"):
         pipeline("entity-classification", out=tmp_path / "bad", encoder=tiny_bert_dir, epochs="many", data__kg=kg_dir)
+
+
+# ----------------------------------------------------------------------------- one loading path
+
+def _broken(kind: str, tiny_jaket_dir, tmp_path):
+    """A model folder broken in one way, and the line every command must print for it."""
+    import shutil
+
+    folder = tmp_path / "broken"
+    shutil.copytree(tiny_jaket_dir, folder)
+    if kind == "truncated weights":
+        data = (folder / "jaket.safetensors").read_bytes()
+        (folder / "jaket.safetensors").write_bytes(data[:100])
+        return folder, f"{folder / 'jaket.safetensors'}: not a readable safetensors file"
+    if kind == "config is a list":
+        (folder / "config.json").write_text("[1, 2]")
+        return folder, f"{folder / 'config.json'}: expected a JSON object, found list"
+    (folder / "config.json").unlink()  # a fine-tuned folder where a pre-trained one is expected
+    (folder / "task.json").write_text(json.dumps({"format": "jaket-finetuned", "task": "entity-classification"}))
+    return folder, f"{folder}: a fine-tuned model folder, not a pre-trained one"
+
+
+@pytest.mark.parametrize("kind", ["truncated weights", "config is a list", "a fine-tuned folder"])
+def test_a_broken_pretrained_folder_is_the_same_line_in_every_command(kind, small_kg, tiny_jaket_dir, tmp_path,
+                                                                     capsys):
+    """One loading path for a pre-trained folder: embed, fine-tuning with the jaket setting (the
+    KM structure is read before any work) and evaluation name the same file and problem."""
+    from jaket.kg.io import save_kg
+
+    kg_dir = save_kg(small_kg, tmp_path / "kg")
+    folder, line = _broken(kind, tiny_jaket_dir, tmp_path)
+    commands = [["embed", "--model", str(folder), "--kg", str(kg_dir), "--out", str(tmp_path / "e.npy")],
+                ["finetune", "entity-classification", "--model", str(folder), "--kg", str(kg_dir), "--out",
+                 str(tmp_path / "ec")],
+                ["evaluate", "link-prediction", "--model", str(folder), "--kg", str(kg_dir), "--eval",
+                 str(kg_dir / "triples.tsv"), "--variants", "jaket", "--out", str(tmp_path / "lp")]]
+    for command in commands:
+        assert main(command) == 1, command
+        err = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]
+        assert err and err[-1].startswith(f"error: {line}"), (command, err)

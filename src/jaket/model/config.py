@@ -26,7 +26,7 @@ from pydantic import Field
 from jaket.fields import (Activation, Bool, Composition, Fanouts, FusionNormalize, Int, KMLayers,
                           MemoryDtype, NonEmptyText, NonNegativeInt, PositiveInt, Text, UnitFraction,
                           describe_errors)
-from jaket.jsonio import read_json
+from jaket.jsonio import JSONInputError, read_json
 from jaket.kg.graph import KnowledgeGraph
 
 #: the format :meth:`JaketConfig.to_dict` writes; 1 = the files written before it was recorded
@@ -42,6 +42,32 @@ _FILE_KEYS = ("model_type", "jaket_version", "config_version")
 
 class ModelFolderError(ValueError):
     """A model folder (or its ``config.json``) cannot be loaded; the message names the file."""
+
+
+def read_model_config(directory) -> dict:
+    """The ``config.json`` of a pre-trained jaket folder as a dict: the one reading every command
+    goes through (``JaketModel.from_pretrained``, the ``jaket`` setting's KM structure), so a
+    missing, unreadable or foreign config is the same one line everywhere; a fine-tuned folder
+    given instead says where its pre-trained part is."""
+    directory = Path(directory)
+    path = directory / "config.json"
+    if not path.is_file():
+        if (directory / "task.json").is_file():
+            raise ModelFolderError(f"{directory}: a fine-tuned model folder, not a pre-trained one (its backbone is "
+                                   f"{directory / 'backbone'}; jaket predict TASK --model {directory} uses it)")
+        raise ModelFolderError(f"{directory}: not a jaket model folder (no config.json)")
+    try:
+        data = read_json(path)
+    except JSONInputError as error:
+        raise ModelFolderError(f"{path}:{error.line or 1}: {error.reason}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ModelFolderError(f"{path}: unreadable ({error})") from None
+    if not isinstance(data, dict):
+        raise ModelFolderError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    if data.get("model_type") != "jaket":
+        raise ModelFolderError(f"{path}: model_type is {data.get('model_type')!r}, not 'jaket' (a plain Transformers "
+                               "folder is loaded as an encoder: JaketModel(JaketConfig(encoder=...)))")
+    return data
 
 
 @dataclass

@@ -30,13 +30,13 @@ from torch import nn
 
 from jaket import __version__
 from jaket.atomic import atomic_directory
-from jaket.jsonio import JSONInputError, read_json
+from jaket.jsonio import read_json
 from jaket.kg.corpus import Mention, collate_texts
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.linking import EntityLinker
 from jaket.kg.sampling import sample_neighbors
 from jaket.model.config import (JaketConfig, ModelFolderError, check_fits_encoder,  # noqa: F401 (re-exported)
-                                encoder_shape)
+                                encoder_shape, read_model_config)
 from jaket.model.device import resolve_device
 from jaket.model.fusion import MentionFusion
 from jaket.model.heads import CategoryHead, EntityHead, RelationHead, span_mean
@@ -451,20 +451,7 @@ class JaketModel(nn.Module):
         directory = resolve_folder(directory, revision=revision, cache_dir=cache_dir,
                                    local_files_only=local_files_only, token=token)
         config_path = directory / CONFIG_FILE
-        if not config_path.is_file():
-            raise ModelFolderError(f"{directory}: not a jaket model folder (no {CONFIG_FILE})")
-        try:
-            data = read_json(config_path)
-        except JSONInputError as error:
-            raise ModelFolderError(f"{config_path}:{error.line or 1}: {error.reason}") from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise ModelFolderError(f"{config_path}: unreadable ({error})") from None
-        if not isinstance(data, dict):
-            raise ModelFolderError(f"{config_path}: expected a JSON object, found {type(data).__name__}")
-        if data.get("model_type") != "jaket":
-            raise ModelFolderError(f"{config_path}: model_type is {data.get('model_type')!r}, not 'jaket' "
-                                   f"(a plain Transformers folder is loaded as an encoder: "
-                                   f"JaketModel(JaketConfig(encoder=...)))")
+        data = read_model_config(directory)  # the one reading of a pre-trained folder's config
         config = JaketConfig.from_dict(data, where=str(config_path))
         config.encoder = str(directory / ENCODER_DIR)
         check_fits_encoder(config, *encoder_shape(config.encoder), where=str(config_path))

@@ -13,11 +13,10 @@ import sys
 from pathlib import Path
 
 from jaket.atomic import json_text
-from jaket.kg.errors import KGFormatError
 from jaket.model.device import add_device_argument, resolve_device
 from jaket.output import refuse_same_file
 from jaket.overrides import add_config_arguments
-from jaket.tasks.registry import REGISTRY, FinetunedFormatError
+from jaket.tasks.registry import REGISTRY
 from jaket.tasks.report import write_text_atomic
 
 
@@ -36,12 +35,9 @@ def _run(args: argparse.Namespace) -> int:
     handlers = REGISTRY[args.task]
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     refuse_same_file(args.out, [v for k, v in vars(args).items() if k != "out" and isinstance(v, Path)])
-    try:
-        model = handlers.resolve("model").from_pretrained(args.model, device=device)
-        count = _write_rows(handlers.resolve("predict_rows")(model, args), args.out)
-    except (FinetunedFormatError, KGFormatError, FileNotFoundError, ValueError) as error:
-        print(f"jaket predict: {error}", file=sys.stderr)
-        return 1
+    # a broken or wrong folder, a bad input file: the command line's one error boundary names it
+    model = handlers.resolve("model").from_pretrained(args.model, device=device)
+    count = _write_rows(handlers.resolve("predict_rows")(model, args), args.out)
     where = f" -> {args.out}" if args.out is not None else ""
     print(f"{count} prediction(s){where}", file=sys.stderr)
     return 0

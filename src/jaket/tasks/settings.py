@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from jaket.jsonio import JSONInputError, read_json
+from jaket.model.config import read_model_config
 
 
 @dataclass(frozen=True)
@@ -100,13 +100,7 @@ class VariantConfig:
         """``{"layers", "heads", "composition"}`` of the KM this setting uses."""
         saved: dict = {}
         if self.pretrained is not None:
-            config_path = Path(self.pretrained) / "config.json"
-            try:
-                saved = read_json(config_path)
-            except (OSError, JSONInputError) as error:
-                raise VariantError(f"{config_path}: cannot read the pre-trained model's config: {error}") from None
-            if not isinstance(saved, dict):
-                raise VariantError(f"{config_path}: expected a JSON object, found {type(saved).__name__}")
+            saved = read_model_config(self.pretrained)  # the same reading (and messages) as from_pretrained
         if variant(self.variant).pretrained:  # the saved KM, whatever was asked for
             return {"layers": int(saved.get("km_layers", 2)), "heads": int(saved.get("km_heads", 8)),
                     "composition": str(saved.get("composition", "add"))}
