@@ -40,6 +40,8 @@ TASK_RUNS = {
     "sense_linking_reference_wic_homonyms": "sense-linking/homonyms/metrics.json",
     "sense_linking_reference_wic_homonyms_step_600": "sense-linking/homonyms-600/metrics.json",
     "sense_linking_reference_wic_lm_lr_2e-5": "sense-linking/lmlr2e5/metrics.json",
+    "sense_linking_reference_wic_sense_task": "sense-linking/sense/metrics.json",
+    "sense_linking_reference_wic_sense_task_no_mlm": "sense-linking/sense-nomlm/metrics.json",
 }
 
 #: results.json key -> metrics.json of a word-in-context run whose baselines (the frozen base
@@ -68,6 +70,16 @@ PRETRAINING_RUNS = {
         "reference-wic-lmlr2e5", "jaket pretrain --config configs/pretrain-wordnet.yaml --exclude-texts "
         "../shared/data/wic/train.data.txt ../shared/data/wic/dev.data.txt ../shared/data/wic/test.data.txt "
         "--set optim.lm_lr=2e-5 --bf16 --out runs/reference-wic-lmlr2e5"),
+    "pretraining_wic_excluded_sense_task": (
+        "reference-wic-sense", "jaket pretrain --config configs/pretrain-wordnet.yaml --exclude-texts "
+        "../shared/data/wic/train.data.txt ../shared/data/wic/dev.data.txt ../shared/data/wic/test.data.txt "
+        "--set optim.lm_lr=2e-5 --set tasks.entity_mask_probability=0.8 --set tasks.entity_homonym_negatives=16 "
+        "--precision auto --out runs/reference-wic-sense"),
+    "pretraining_wic_excluded_sense_task_no_mlm": (
+        "reference-wic-sense-nomlm", "jaket pretrain --config configs/pretrain-wordnet.yaml --exclude-texts "
+        "../shared/data/wic/train.data.txt ../shared/data/wic/dev.data.txt ../shared/data/wic/test.data.txt "
+        "--set optim.lm_lr=2e-5 --set tasks.entity_mask_probability=0.8 --set tasks.entity_homonym_negatives=16 "
+        "--set tasks.weight_mlm=0 --precision auto --out runs/reference-wic-sense-nomlm"),
 }
 
 #: results.json key -> table.json of ``results.seed_tables`` (per-seed runs joined and paired)
@@ -81,6 +93,9 @@ SEED_TABLES = {
     "word_in_context_wic_dev_homonyms_table": "wic/table-homonyms/table.json",
     "word_in_context_wic_dev_sense_fusion_first_table": "wic/table-first/table.json",
     "word_in_context_wic_dev_lm_lr_2e-5_table": "wic/table-lmlr2e5/table.json",
+    "word_in_context_wic_dev_sense_task_no_mlm_table": "wic/table-sense-nomlm/table.json",
+    "word_in_context_wic_dev_sense_task_no_mlm_table_against_lmgm": "wic/table-sense-nomlm-lmgm/table.json",
+    "word_in_context_wic_dev_sense_task_no_mlm_fusion_none_table": "wic/table-sense-nomlm-nofusion/table.json",
 }
 
 
