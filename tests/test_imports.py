@@ -18,8 +18,8 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "jaket"
 #: the layers, lowest first; a module imports only from its own layer and the ones before it
 LAYERS = {"base": 0, "kg": 1, "model": 2, "train": 3, "tasks": 4, "bench": 5, "command": 6}
-BASE = {"jaket", "jaket.atomic", "jaket.errors", "jaket.fields", "jaket.jsonio", "jaket.output", "jaket.overrides",
-        "jaket.paths"}
+BASE = {"jaket", "jaket.atomic", "jaket.errors", "jaket.fields", "jaket.flags", "jaket.jsonio", "jaket.output",
+        "jaket.overrides", "jaket.paths"}
 COMMAND = {"jaket.cli", "jaket.demo", "jaket.__main__", "jaket.pipeline"}
 REASONS = ("# cycle:", "# --help:")  # a cycle: marker is refused (test below)
 

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaket.kg.io import save_kg
-from jaket.model.device import add_device_argument, machine_description, resolve_device
+from jaket.flags import add_device_argument
+from jaket.model.device import machine_description, resolve_device
 from jaket.tasks import report as rep
 from jaket.train.config import load_config
 from jaket.train.metrics import read_metrics

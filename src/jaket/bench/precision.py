@@ -29,8 +29,9 @@ import time
 import torch
 from torch import nn
 
-from jaket.model.device import (BF16_SLOWDOWN_LIMIT, add_device_argument, autocast, bf16_slowdown,
-                                choose_precision, native_bf16, resolve_device)
+from jaket.flags import add_device_argument
+from jaket.model.device import (BF16_SLOWDOWN_LIMIT, autocast, bf16_slowdown, choose_precision, native_bf16,
+                                resolve_device)
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
 from jaket.tasks.training import fine_tuning_step

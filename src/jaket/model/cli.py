@@ -37,7 +37,8 @@ from pathlib import Path
 from jaket.atomic import atomic_open, write_lines, write_text
 from jaket.kg.io import load_kg
 from jaket.kg.linking import read_texts
-from jaket.model.device import add_device_argument, resolve_device
+from jaket.flags import add_device_argument
+from jaket.model.device import resolve_device
 from jaket.output import print_json, refuse_same_file
 from jaket.paths import require_package
 

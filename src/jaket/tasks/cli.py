@@ -15,7 +15,8 @@ import logging
 from pathlib import Path
 
 from jaket.kg.sources.registry import build_source
-from jaket.model.device import add_device_argument, add_precision_argument, choose_precision
+from jaket.flags import add_device_argument, add_precision_argument
+from jaket.model.device import choose_precision
 from jaket.output import human_stream, print_json
 from jaket.overrides import add_config_arguments
 from jaket.tasks.cli_common import (add_common_arguments, add_relation_memory_argument, csv_list, finish, seed_range,

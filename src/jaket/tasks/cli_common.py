@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from jaket.model.device import add_device_argument, resolve_device
+from jaket.flags import add_device_argument
+from jaket.model.device import resolve_device
 from jaket.output import check_run_folder, human_stream, print_json
 from jaket.tasks.tracking import add_log_with_argument, check_trackers
 from jaket.tasks.settings import variant as variant_spec

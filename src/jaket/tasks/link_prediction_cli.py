@@ -20,7 +20,8 @@ import numpy as np
 from jaket.kg.io import load_kg
 from jaket.kg.readers import read_split
 from jaket.kg.sources.registry import build_source
-from jaket.model.device import add_precision_argument, choose_precision
+from jaket.flags import add_precision_argument
+from jaket.model.device import choose_precision
 from jaket.overrides import add_config_arguments
 from jaket.tasks.cli_common import csv_list, finish, seed_range, start_run, variants_of
 from jaket.tasks.settings import OBJECTIVES, TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig

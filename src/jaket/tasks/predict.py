@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from jaket.atomic import json_text
-from jaket.model.device import add_device_argument, resolve_device
+from jaket.flags import add_device_argument
+from jaket.model.device import resolve_device
 from jaket.output import refuse_same_file
 from jaket.overrides import add_config_arguments
 from jaket.tasks.registry import REGISTRY

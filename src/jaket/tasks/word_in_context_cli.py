@@ -18,7 +18,8 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
-from jaket.model.device import add_precision_argument, choose_precision, resolve_device
+from jaket.flags import add_precision_argument
+from jaket.model.device import choose_precision, resolve_device
 from jaket.output import check_run_folder, human_stream, print_json
 from jaket.overrides import add_config_flags
 from jaket.tasks.config import dump_task_config, flag_values, load_task_config

@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 
 from jaket.errors import UsageError
-from jaket.model.device import add_device_argument, add_precision_argument, choose_precision, resolve_device
+from jaket.flags import add_device_argument, add_precision_argument
+from jaket.model.device import choose_precision, resolve_device
 from jaket.output import print_json
 from jaket.overrides import add_config_flags
 from jaket.train.config import dump_config, load_config
