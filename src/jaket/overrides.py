@@ -185,8 +185,7 @@ def _convert_one(action: argparse.Action, value: Any, where: str) -> Any:
     converted = value
     if action.type is not None and isinstance(value, (str, int, float)) and not isinstance(value, bool):
         try:
-            converted = action.type(str(value)) if action.type in (Path, str) else action.type(
-                value if isinstance(value, str) else str(value))
+            converted = action.type(str(value))  # as the flag would parse the same text
         except (ValueError, TypeError, argparse.ArgumentTypeError) as error:
             raise ValueError(f"{where}: {key}: {error}") from None
     elif action.type is not None and not isinstance(value, (str, int, float)):

@@ -18,10 +18,9 @@ and ``--set`` keys as ``jaket evaluate TASK``, the same checks before any work, 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from jaket.cli import build_parser
 from jaket.overrides import apply_flag_config
@@ -53,8 +52,8 @@ def pipeline(task: str, *, out: str | Path, evaluate: bool = True, model: str | 
     if overwrite:
         argv.append("--overwrite")
     for key, value in settings.items():
-        text = str(value) if isinstance(value, Path) else yaml.safe_dump(value, default_flow_style=True).strip()
-        argv += ["--set", f"{key.replace('__', '.')}={text.removesuffix(chr(10) + '...').strip()}"]
+        text = str(value) if isinstance(value, Path) else json.dumps(value)  # JSON is YAML: --set reads it back
+        argv += ["--set", f"{key.replace('__', '.')}={text}"]
     parser = build_parser()
     args = apply_flag_config(parser, parser.parse_args(argv), argv)
     status = args.func(args)

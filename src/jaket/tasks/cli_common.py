@@ -125,6 +125,7 @@ def finish(json_output: bool, results: dict, table: str, out: Path, task: str | 
     if json_output:
         print_json(results.get("summary", {}))
     if task is not None and "saved_model" in results:
+        inputs = f" {usage}" if usage else ""
         print(f"fine-tuned model: {results['saved_model']}  (jaket predict {task} --model "
-              f"{results['saved_model']} {usage or ''})".replace(" )", ")"), file=human_stream(json_output))
+              f"{results['saved_model']}{inputs})", file=human_stream(json_output))
     return 0
