@@ -13,6 +13,13 @@ def _metrics(out):
     return json.loads((out / "metrics.json").read_text())
 
 
+def _embedded_default(command, task, encoder, out, *flags):
+    """``jaket COMMAND TASK`` on a 300-entity subset of the embedded default with the tiny encoder
+    (FLAGS between those and ``--out OUT``); its metrics."""
+    assert main([command, task, "--encoder", str(encoder), "--max-entities", "300", *flags, "--out", str(out)]) == 0
+    return _metrics(out)
+
+
 def test_finetune_entity_classification_on_kg_dir(small_kg, tiny_bert_dir, tmp_path, capsys):
     save_kg(small_kg, tmp_path / "kg")
     out = tmp_path / "out"
@@ -35,11 +42,8 @@ def test_evaluate_without_model_drops_jaket_and_refuses_it(small_kg, tiny_bert_d
 
 @pytest.mark.slow
 def test_evaluate_entity_classification_embedded_default(tiny_bert_dir, tmp_path):
-    out = tmp_path / "ec"
-    assert main(["evaluate", "entity-classification", "--encoder", str(tiny_bert_dir), "--max-entities", "300",
-                 "--seeds", "2", "--epochs", "3", "--km-heads", "4", "--train-fractions", "1.0,0.05",
-                 "--out", str(out)]) == 0
-    metrics = _metrics(out)
+    metrics = _embedded_default("evaluate", "entity-classification", tiny_bert_dir, tmp_path / "ec", "--seeds", "2",
+                                "--epochs", "3", "--km-heads", "4", "--train-fractions", "1.0,0.05")
     assert set(metrics["summary"]) == {"lm", "gnn", "lm+g+m"}
     assert metrics["leakage"]["descriptions_with_full_category_name"] == 0
     assert metrics["leakage"]["categories_spelled"] == []
@@ -54,10 +58,8 @@ def test_evaluate_entity_classification_embedded_default(tiny_bert_dir, tmp_path
 @pytest.mark.slow
 def test_link_prediction_embedded_default(tiny_bert_dir, tmp_path):
     out = tmp_path / "lp"
-    assert main(["finetune", "link-prediction", "--encoder", str(tiny_bert_dir), "--max-entities", "300",
-                 "--steps", "3", "--km-heads", "4", "--max-eval", "20", "--scorers", "distmult,rotate",
-                 "--out", str(out)]) == 0
-    metrics = _metrics(out)
+    metrics = _embedded_default("finetune", "link-prediction", tiny_bert_dir, out, "--steps", "3", "--km-heads", "4",
+                                "--max-eval", "20", "--scorers", "distmult,rotate")
     assert set(metrics["summary"]) == {"lm+g+m/distmult", "lm+g+m/rotate"}
     # the embedded default holds out 10% of the subset's triples; 20 of them are evaluated
     for runs in metrics["runs"].values():
@@ -69,10 +71,8 @@ def test_link_prediction_embedded_default(tiny_bert_dir, tmp_path):
 
 @pytest.mark.slow
 def test_kgqa_embedded_default(tiny_bert_dir, tmp_path):
-    out = tmp_path / "qa"
-    assert main(["finetune", "kgqa", "--encoder", str(tiny_bert_dir), "--max-entities", "300", "--steps", "2",
-                 "--km-heads", "4", "--max-questions", "60", "--out", str(out)]) == 0
-    metrics = _metrics(out)
+    metrics = _embedded_default("finetune", "kgqa", tiny_bert_dir, tmp_path / "qa", "--steps", "2", "--km-heads", "4",
+                                "--max-questions", "60")
     assert metrics["data"]["questions"] == 60 and set(metrics["runs"]["lm+g+m"]) == {"full", "50%"}
     assert metrics["data"]["1-hop"] > 0 and metrics["data"]["2-hop"] > 0
     full, half = metrics["runs"]["lm+g+m"]["full"][0], metrics["runs"]["lm+g+m"]["50%"][0]
@@ -89,11 +89,8 @@ def test_kgqa_on_metaqa_files(metaqa_dir, tiny_bert_dir, tmp_path):
 
 @pytest.mark.slow
 def test_relation_classification_embedded_default(tiny_bert_dir, tmp_path):
-    out = tmp_path / "rc"
-    assert main(["evaluate", "relation-classification", "--encoder", str(tiny_bert_dir), "--max-entities", "300",
-                 "--seeds", "1", "--train-steps", "2", "--episodes", "5", "--settings", "2-1",
-                 "--train-relations", "1", "--out", str(out)]) == 0
-    metrics = _metrics(out)
+    metrics = _embedded_default("evaluate", "relation-classification", tiny_bert_dir, tmp_path / "rc", "--seeds", "1",
+                                "--train-steps", "2", "--episodes", "5", "--settings", "2-1", "--train-relations", "1")
     assert list(metrics["summary"]) == ["lm"]
     assert len(metrics["train_relations"]) == 1 and len(metrics["eval_relations"]) >= 2
     assert not set(metrics["train_relations"]) & set(metrics["eval_relations"])

@@ -29,6 +29,7 @@ import time
 import numpy as np
 import torch
 
+from jaket.bench.common import apply_threads_and_seed
 from jaket.kg.sources.wordnet import build_wordnet
 from jaket.kg.toy import synthetic_kg
 from jaket.model.language import SplitLanguageModel
@@ -196,12 +197,10 @@ def _storage_figures(memory: EntityContextMemory, kg, hidden: int, rows: np.ndar
 
 
 def run(args: argparse.Namespace) -> dict:
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    apply_threads_and_seed(args)
     repeats = args.repeats or (2 if args.quick else 3)
     entities = args.entities or (600 if args.quick else 4000)
     path = args.encoder or default_model_path()
-    torch.manual_seed(args.random_seed)
     language = SplitLanguageModel.from_pretrained(path).eval()
     baseline = _baseline_model(path, language.lm1_layers)
     kg, source = _load_kg(args, entities)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from jaket.bench.common import apply_threads_and_seed
 from jaket.kg.corpus import TextBatch
 from jaket.kg.sampling import Subgraph, sample_neighbors
 from jaket.kg.toy import synthetic_kg
@@ -320,13 +321,11 @@ def run(args: argparse.Namespace) -> dict:
     # --help: `jaket bench` registers this module; torch_geometric (seconds) loads when it runs
     from jaket.model.knowledge import KnowledgeModule
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    apply_threads_and_seed(args)
     batch = args.batch or (8 if args.quick else 32)
     repeats = args.repeats or (3 if args.quick else 7)
     entities = args.entities if not args.quick or args.entities != 100_000 else 20_000
     rng = np.random.default_rng(args.random_seed)
-    torch.manual_seed(args.random_seed)
     language, hidden, vocab, cfg = _language(args)
 
     began = time.perf_counter()
