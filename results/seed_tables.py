@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from jaket.tasks import report as rep
+from jaket.tasks.grid import paired_differences
 from jaket.tasks.variants import VARIANT_LABELS
 
 #: configuration keys allowed to differ between the joined files
@@ -86,16 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = [[f"{label(s)} ({len(next(iter(by_column.values())))} seeds)"] + [
         rep.format_mean_std(list(by_column[c].values()), scale=1.0) if c in by_column else "-" for c in columns]
         for s, by_column in scaled.items()]
-    paired: dict = {}
-    for setting, by_column in scaled.items():
-        if setting == args.against:
-            continue
-        for column, cell in by_column.items():
-            base = scaled[args.against].get(column, {})
-            seeds = sorted(set(cell) & set(base))
-            if len(seeds) >= 2:
-                paired.setdefault(setting, {})[column] = rep.paired_difference(
-                    [cell[s] for s in seeds], [base[s] for s in seeds]) | {"seeds": seeds}
+    found = paired_differences(scaled, [(s, args.against) for s in scaled if s != args.against])
+    paired = {name.split(" - ")[0]: {c: d for c, d in by_column.items() if len(d["seeds"]) >= 2}
+              for name, by_column in found.items()}
+    paired = {s: d for s, d in paired.items() if d}
     prow = [[f"{label(s)} − {label(args.against)}"] + [
         f"{d[c]['mean']:+.1f} [{d[c]['ci_low']:+.1f}, {d[c]['ci_high']:+.1f}]" if c in d else "-"
         for c in columns] for s, d in paired.items()]

@@ -60,9 +60,9 @@ def test_link_prediction_embedded_default(tiny_bert_dir, tmp_path):
     out = tmp_path / "lp"
     metrics = _embedded_default("finetune", "link-prediction", tiny_bert_dir, out, "--steps", "3", "--km-heads", "4",
                                 "--max-eval", "20", "--scorers", "distmult,rotate")
-    assert set(metrics["summary"]) == {"lm+g+m/distmult", "lm+g+m/rotate"}
+    assert set(metrics["summary"]["lm+g+m"]) == {"distmult", "rotate"}
     # the embedded default holds out 10% of the subset's triples; 20 of them are evaluated
-    for runs in metrics["runs"].values():
+    for runs in metrics["runs"]["lm+g+m"].values():
         valid = runs[0]["valid"]
         assert valid["count"] == 40 and 0.0 < valid["mrr"] <= 1.0
         assert valid["hits@1"] <= valid["hits@3"] <= valid["hits@10"]

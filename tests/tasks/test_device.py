@@ -90,7 +90,7 @@ def test_link_prediction_on_the_fake_device(variant, train_encoder, small_kg, ti
     results = lp.run_link_prediction(small_kg, triples[6:], {"valid": triples[:6]}, config,
                                      save_dir=tmp_path / "model", device=run_device)
     assert torch.device(results["device"]).type == torch.device(run_device).type
-    run = results["runs"][f"{variant}/rotate"][0]
+    run = results["runs"][variant]["rotate"][0]
     assert len(run["train_loss"]) == 3 and np.isfinite(run["train_loss"]).all()
     assert 0 < run["valid"]["mrr"] <= 1
     predictor = FinetunedLinkPredictor.from_pretrained(tmp_path / "model").to(run_device)

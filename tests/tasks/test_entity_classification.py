@@ -155,9 +155,10 @@ def test_zero_shot_matches_categories_by_name(small_kg):
     wrong_on_half = np.where(everyone % 2 == 0, as_head_index, 0)  # 0 = the unknown name
     assert accuracy(wrong_on_half, head_names) == pytest.approx(0.5, abs=0.02)
     assert accuracy(as_head_index, ["x.a", "x.b", "x.c", "x.d"]) is None
-    row = ec.results_table({"config": {"train_fractions": [1.0]}, "summary": {},
-                            "zero_shot": {"jaket": [{"test_accuracy": 0.25}, {"test_accuracy": 0.35}]}})
-    assert "zero-shot" in row and "30.0 ± 7.1" in row  # sample std (ddof 1)
+    runs = [{"seed": s, "test_accuracy": 0.5, "dev_accuracy": 0.5} for s in (0, 1)]
+    table = ec.results_table({"config": {"train_fractions": [1.0]}, "runs": {"jaket": {"1.0": runs}},
+                              "zero_shot": {"jaket": [{"test_accuracy": 0.25}, {"test_accuracy": 0.35}]}})
+    assert "| JAKET, zero-shot (pre-trained category head, no label) | 30.0 ± 7.1 |" in table  # ddof 1
 
 
 def test_category_head_init_starts_at_the_zero_shot_predictions(small_kg):

@@ -43,7 +43,8 @@ def test_finetune_then_predict_reproduces_the_evaluation(mode, small_kg, lp_data
     assert not list(model_dir.rglob("*.bin")) and not list(model_dir.rglob("*.pt"))
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["device"] == "cpu"
-    run = next(iter(metrics["runs"].values()))[0]
+    (by_scorer,) = metrics["runs"].values()  # the one setting fine-tuned
+    run = by_scorer["rotate"][0]
     # one tail query and one head query per valid triple, with every entity as an answer
     e, r = small_kg.entity_ids, small_kg.relation_ids
     queries = tmp_path / "queries.tsv"

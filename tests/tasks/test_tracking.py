@@ -24,7 +24,7 @@ def test_link_prediction_logs_each_runs_loss_curve(train_encoder, small_kg, tiny
     for scorer in ("distmult", "transe"):
         logged = curves[f"lm+g+m_{scorer}_seed_0/train_loss"]
         assert [s for s, _ in logged] == [1, 2, 3]
-        assert [v for _, v in logged] == results["runs"][f"lm+g+m/{scorer}"][0]["train_loss"]
+        assert [v for _, v in logged] == results["runs"]["lm+g+m"][scorer][0]["train_loss"]
     assert recorder.config["steps"] == 3 and recorder.config["train_encoder"] is train_encoder
     assert recorder.finished
 

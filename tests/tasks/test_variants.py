@@ -42,7 +42,7 @@ def test_jaket_link_prediction_and_kgqa(small_kg, tiny_jaket_dir, tmp_path):
     config = lp.LinkPredictionConfig(variants=("jaket",), scorers=("transe",), steps=3, batch_size=8,
                                      negatives=4, pretrained=tiny_jaket_dir, description_max_length=16)
     results = lp.run_link_prediction(small_kg, triples[:-6], {"valid": triples[-6:]}, config)
-    assert results["runs"]["jaket/transe"][0]["valid"]["count"] == 12
+    assert results["runs"]["jaket"]["transe"][0]["valid"]["count"] == 12
     questions = kgqa.wordnet_questions(small_kg, seed=0, max_questions=30)
     qa = kgqa.KGQAConfig(variants=("jaket",), kg_settings=("full",), seeds=(0,), steps=2, batch_size=4,
                          pretrained=tiny_jaket_dir, description_max_length=16)

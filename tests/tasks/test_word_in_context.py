@@ -234,9 +234,9 @@ def test_evaluate_pairs_the_settings_and_prints_pure_json(tiny_bert_dir, tiny_ja
     for name in ("jaket - lm", "jaket - lm+g+m", "lm+g+m - lm"):
         a, b = name.split(" - ")
         expected = [x["accuracy"] - y["accuracy"] for x, y in zip(metrics["runs"][a], metrics["runs"][b])]
-        assert np.allclose(metrics["paired"][name]["values"], expected)
+        assert np.allclose(metrics["paired"][name]["accuracy"]["values"], expected)
     assert 0 <= metrics["frozen_features"]["accuracy"] <= 1 and 0 <= metrics["majority_class"] <= 1
-    assert (out / "report.md").is_file() and (out / "train_loss.png").is_file()
+    assert (out / "report.md").is_file() and (out / "learning_curves.png").is_file()
 
 
 def test_config_set_and_print_config(tmp_path, capsys, pair_files):

@@ -26,7 +26,6 @@ Protocol
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -37,13 +36,14 @@ from tqdm.auto import tqdm
 
 from jaket.kg.graph import KnowledgeGraph
 from jaket.tasks import report as rep
-from jaket.tasks.tracking import task_progress
+from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
+from jaket.tasks.results import TaskResult
 from jaket.tasks.training import step_done
 from jaket.tasks.entity_classifier import (EntityClassifier, FinetunedEntityClassifier,  # noqa: F401
                                           category_prior, predict_rows)
 from jaket.tasks.heldout import choose_heldout, label_leakage, split_pretraining, wordnet_protocol  # noqa: F401
 from jaket.tasks.settings import EntityClassificationConfig  # noqa: F401 (re-exported)
-from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, full_graph, kg_memory, load_backbone
+from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, SettingCache, full_graph
 from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)
@@ -263,70 +263,121 @@ def _results_header(kg: KnowledgeGraph, config: EntityClassificationConfig, devi
             "km": {v: config.variant_config(v).km_structure() for v in config.variants if variant_spec(v).has_km}}
 
 
-@dataclass
-class _RunContext:
-    """What every setting of one :func:`run_entity_classification` shares."""
+class EntityClassificationRuns(GridTask):
+    """The runs of one comparison on ``kg`` (:mod:`jaket.tasks.grid`): the budgets are the
+    training fractions; a run is :func:`train_one` on the seed's split. Without ``kg`` (reading
+    a finished run's results) only the tables and the report are available."""
 
-    kg: KnowledgeGraph
-    config: EntityClassificationConfig
-    labels: np.ndarray
-    edges: tuple
-    fixed: Split | None
-    splits: object
-    save_dir: Path | None
-    device: object
-    progress: object
-    results: dict
+    name = "entity-classification"
+    title = "Entity classification on an unseen KG"
+    progress_name = "entity classification"
+    progress_unit = "epoch"
+    curve_xlabel = "epoch"
+    curve_ylabel = "cross-entropy"
+    bars_file = "accuracy.png"
 
+    def __init__(self, kg: KnowledgeGraph | None = None, config: EntityClassificationConfig | None = None, *,
+                 fixed: Split | None = None, splits=None, device="cpu"):
+        self.kg, self.config, self.fixed, self.splits = kg, config, fixed, splits
+        if kg is not None:
+            self.labels = np.asarray(kg.entity_category)
+            self.edges = full_graph(kg)
+            self.units_per_run = config.epochs
+            self.fractions = {str(f): f for f in config.train_fractions}
+            self.cache = SettingCache(config, kg, device, max_length=config.description_max_length,
+                                      relation_memory=config.relation_memory)
+        self.confusion = self.zero_shot = None
 
-def _run_setting(variant: str, ctx: _RunContext):
-    """Every (seed, training fraction) of one setting into ``ctx.results``; the confusion matrix of
-    the last setting's first run (None otherwise)."""
-    kg, config, labels, progress, results = ctx.kg, ctx.config, ctx.labels, ctx.progress, ctx.results
-    vconfig = config.variant_config(variant)
-    memory_cache: FrozenMemory | None = None
-    confusion = zero_shot = None
-    for seed in config.seeds:
-        progress.set_postfix_str(f"{variant} seed {seed}")
-        started = time.perf_counter()
-        backbone = load_backbone(vconfig, seed=seed, need_language=variant_spec(variant).needs_encoder,
-                                 device=ctx.device)
-        if memory_cache is None or variant_spec(variant).random_memory:
-            memory_cache = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
-                                     relation_memory=config.relation_memory)
-        for fraction in config.train_fractions:
-            progress.set_postfix_str(f"{variant} train {fraction:g} seed {seed}")  # names the run's curve
-            split = make_split(labels, seed, config, fraction, ctx.fixed)
-            first = fraction == config.train_fractions[0] and seed == config.seeds[0]
-            keep = ctx.save_dir is not None and first and variant == config.variants[0]
-            run = train_one(backbone, memory_cache, kg, split, config, seed, ctx.edges, progress, keep_model=keep)
-            if keep:
-                saved = FinetunedEntityClassifier(
-                    backbone, run.pop("model"), list(kg.category_names), vconfig,
-                    settings=_finetuned_settings(config, kg, seed, split, ctx.splits, run, fraction))
-                results["saved_model"] = str(saved.save_pretrained(ctx.save_dir))
-            if variant == config.variants[-1] and first and len(split.test):
-                confusion = rep.confusion_matrix(run["test_predictions"], labels[split.test],
-                                                 len(kg.category_names))
-            run.pop("test_predictions")
-            run["seconds"] = time.perf_counter() - started
-            run["train_size"] = int(len(split.train))
-            results["runs"].setdefault(variant, {}).setdefault(str(fraction), []).append({"seed": seed, **run})
-        if seed == config.seeds[0]:  # the pre-trained head and KM do not depend on the seed
-            zero_shot = zero_shot_predictions(backbone, memory_cache, kg, ctx.edges)
-        test = make_split(labels, seed, config, 1.0, ctx.fixed).test
-        if zero_shot is not None and len(test):
+    def describe(self, cell: Cell) -> str:
+        return f"{cell.variant} train {self.fractions[cell.budget]:g} seed {cell.seed}"  # names the run's curve
+
+    def run(self, cell: Cell, progress, keep: bool) -> dict:
+        config, fraction = self.config, self.fractions[cell.budget]
+        backbone = self.cache.backbone(cell.variant, cell.seed)
+        memory = self.cache.memory(cell.variant, cell.seed)
+        split = make_split(self.labels, cell.seed, config, fraction, self.fixed)
+        run = train_one(backbone, memory, self.kg, split, config, cell.seed, self.edges, progress, keep_model=keep)
+        first = fraction == config.train_fractions[0] and cell.seed == config.seeds[0]
+        if cell.variant == config.variants[-1] and first and len(split.test):
+            self.confusion = rep.confusion_matrix(run["test_predictions"], self.labels[split.test],
+                                                  len(self.kg.category_names))
+        run.pop("test_predictions")
+        run["train_size"] = int(len(split.train))
+        if keep:
+            run.update(_model=run.pop("model"), _backbone=backbone, _split=split, _fraction=fraction)
+        return run
+
+    def save(self, cell: Cell, run: dict, held: dict, directory: Path) -> Path:
+        settings = _finetuned_settings(self.config, self.kg, cell.seed, held["_split"], self.splits, run,
+                                       held["_fraction"])
+        return FinetunedEntityClassifier(held["_backbone"], held["_model"], list(self.kg.category_names),
+                                         self.config.variant_config(cell.variant), settings=settings
+                                         ).save_pretrained(directory)
+
+    def after_seed(self, variant: str, seed: int, results: dict) -> None:
+        """The pre-trained category head's accuracy without a label (``jaket`` only): the head and
+        the KM do not depend on the seed, the test split does."""
+        backbone, memory = self.cache.backbone(variant, seed), self.cache.memory(variant, seed)
+        if seed == self.config.seeds[0]:
+            self.zero_shot = zero_shot_predictions(backbone, memory, self.kg, self.edges)
+        test = make_split(self.labels, seed, self.config, 1.0, self.fixed).test
+        if self.zero_shot is not None and len(test):
             results.setdefault("zero_shot", {}).setdefault(variant, []).append(
-                {"seed": seed, "test_accuracy": float((zero_shot[test] == labels[test]).mean())})
-    for fraction in config.train_fractions:
-        runs = results["runs"][variant][str(fraction)]
-        results["summary"].setdefault(variant, {})[str(fraction)] = rep.summarize_seeds(
-            [{"test_accuracy": r["test_accuracy"], "dev_accuracy": r["dev_accuracy"]} for r in runs])
-    return confusion
+                {"seed": seed, "test_accuracy": float((self.zero_shot[test] == self.labels[test]).mean())})
+
+    def curve(self, run: dict) -> list[float]:
+        return run["history"]["train_loss"]
+
+    def scores(self, run: dict) -> dict[str, float]:
+        if run.get("test_accuracy") is None:  # a user split without test entities: the dev figure
+            return {"dev_accuracy": run["dev_accuracy"]}
+        return {"test_accuracy": run["test_accuracy"]}
+
+    def metrics(self, run: dict) -> dict[str, float]:
+        return {"test_accuracy": run["test_accuracy"], "dev_accuracy": run["dev_accuracy"]}
+
+    def header(self, budget: str | None, score: str) -> str:
+        return f"{float(budget) * 100:g}%" + (" (dev)" if score == "dev_accuracy" else "")
+
+    def extra_rows(self, results: dict, columns: list[str]) -> list[list[str]]:
+        rows = []
+        for variant, runs in results.get("zero_shot", {}).items():
+            value = rep.format_mean_std([r["test_accuracy"] for r in runs])
+            rows.append([f"{VARIANT_LABELS.get(variant, variant)}, zero-shot (pre-trained category head, no label)"]
+                        + [value] * len(columns))
+        majority = results.get("majority_baseline")
+        if majority:
+            rows.append(["(majority class)"] + [rep.format_mean_std(majority[c]["values"]) if c in majority
+                                                else "-" for c in columns])
+        return rows
+
+    def intro(self, results: dict) -> list[str]:
+        kg = results["kg"]
+        return [f"KG': {kg['entities']} entities, {kg['relations']} relations, {kg['triples']} triples, "
+                f"{kg['labelled']} labelled entities in {kg['categories']} categories. {_split_sentence(results)}; "
+                f"seeds {results['config']['seeds']}; test accuracy (%) at the best dev epoch, mean ± std.", ""]
+
+    def epilogue(self, results: dict) -> list[str]:
+        leak = results["leakage"]
+        return [*[f"Warning: {w}" for w in results.get("warnings", [])],
+                f"Leakage check: {leak['descriptions_with_full_category_name']} of {leak['descriptions_checked']} "
+                f"descriptions contain a category name; {leak['labelled_descriptions_containing_own_category_word']} "
+                f"of {leak['labelled_entities']} labelled descriptions contain the last word of their "
+                "category as an ordinary word.", ""]
+
+    def plots(self, results: dict, out_dir: Path) -> list[str]:
+        names = []
+        dev_curves = {v: next(iter(b.values()))[0]["history"]["dev_accuracy"] for v, b in results["runs"].items()}
+        rep.plot_curves(dev_curves, out_dir / "dev_accuracy.png", xlabel="epoch", ylabel="dev accuracy")
+        names.append("dev_accuracy.png")
+        if self.confusion is not None and self.kg is not None:
+            rep.plot_confusion(self.confusion, list(self.kg.category_names), out_dir / "confusion.png")
+            names.append("confusion.png")
+        return names
 
 
 def run_entity_classification(kg: KnowledgeGraph, config: EntityClassificationConfig, out_dir: Path | None = None,
-                              splits=None, save_dir: Path | None = None, device="cpu", log_with=()) -> dict:
+                              splits=None, save_dir: Path | None = None, device="cpu", log_with=()) -> TaskResult:
     """Every (variant, training fraction, seed) on ``kg``; writes the report when ``out_dir``.
     Categories no entity of ``kg`` has are not classes (:func:`present_categories`).
 
@@ -345,70 +396,29 @@ def run_entity_classification(kg: KnowledgeGraph, config: EntityClassificationCo
     if leakage["descriptions_with_full_category_name"]:
         logger.warning("label leakage: %d entity description(s) spell a category name as whole words: %s",
                        leakage["descriptions_with_full_category_name"], leakage["categories_spelled"])
-    edges = full_graph(kg)
     labels = np.asarray(kg.entity_category)
     results = _results_header(kg, config, device, leakage, unused_categories, splits, fixed)
-    warnings = identical_fractions(labels, config, fixed)
-    for warning in warnings:
+    results["warnings"] = identical_fractions(labels, config, fixed)
+    for warning in results["warnings"]:
         logger.warning(warning)
-    results["warnings"] = warnings
-    total = len(config.variants) * len(config.train_fractions) * len(config.seeds) * config.epochs
-    confusion = None
-    with task_progress(total, "entity classification", "epoch", log_with, out_dir, results["config"]) as progress:
-        majority = {}
-        for fraction in config.train_fractions:
-            majority[str(fraction)] = [majority_baseline(kg, make_split(labels, s, config, fraction, fixed))
-                                       for s in config.seeds]
-        results["majority_baseline"] = {k: rep.summarize_seeds([{"acc": v} for v in vals])["acc"]
-                                        for k, vals in majority.items() if None not in vals}
-        for variant in config.variants:
-            found = _run_setting(variant, _RunContext(kg, config, labels, edges, fixed, splits, save_dir, device,
-                                                      progress, results))
-            confusion = found if found is not None else confusion
-    results["paired"] = paired_differences(results)
-    if out_dir is not None:
-        write_report(results, Path(out_dir), kg=kg, confusion=confusion)
-    return results
+    majority = {str(f): [majority_baseline(kg, make_split(labels, s, config, f, fixed)) for s in config.seeds]
+                for f in config.train_fractions}
+    results["majority_baseline"] = {k: rep.summarize_seeds([{"acc": v} for v in vals])["acc"]
+                                    for k, vals in majority.items() if None not in vals}
+    task = EntityClassificationRuns(kg, config, fixed=fixed, splits=splits, device=device)
+    grid = Grid(tuple(config.variants), tuple(config.seeds), tuple(str(f) for f in config.train_fractions))
+    return run_grid(task, grid, results, out_dir=out_dir, save_dir=save_dir, log_with=log_with)
 
 
-#: the paired comparisons reported when both settings ran: (setting, reference setting)
-PAIRS = (("jaket", "lm+g+m"), ("lm+g+m", "lm"), ("lm+g+m", "gnn"))
+def results_table(results) -> str:
+    """Table 3's shape: one row per setting, one column per training size (test accuracy %), the
+    zero-shot and majority-class rows below."""
+    return EntityClassificationRuns().scores_table(results)
 
 
-def paired_differences(results: dict) -> dict:
-    """``{"jaket-lm+g+m": {fraction: {"mean", "ci_low", "ci_high", "values"}}}``: test-accuracy
-    differences of runs with the same split and seed (:func:`jaket.tasks.report.paired_difference`,
-    95% Student-t interval over the seeds)."""
-    out: dict = {}
-    runs = results["runs"]
-    for a, b in PAIRS:
-        if a not in runs or b not in runs:
-            continue
-        for fraction, rows in runs[a].items():
-            other = {r["seed"]: r["test_accuracy"] for r in runs[b].get(fraction, [])}
-            pairs = [(r["test_accuracy"], other[r["seed"]]) for r in rows if r["seed"] in other]
-            if pairs:
-                out.setdefault(f"{a}-{b}", {})[fraction] = rep.paired_difference(
-                    [p[0] for p in pairs], [p[1] for p in pairs])
-    return out
-
-
-def paired_table(results: dict) -> str:
+def paired_table(results) -> str:
     """Paired differences in points (mean [95% CI]) per training size."""
-    fractions = [str(f) for f in results["config"]["train_fractions"]]
-    rows = []
-    for name, by_fraction in results.get("paired", {}).items():
-        a, b = name.split("-", 1)
-        cells = []
-        for f in fractions:
-            d = by_fraction.get(f)
-            cells.append("-" if d is None else
-                         f"{100 * d['mean']:+.1f} [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]")
-        rows.append([f"{VARIANT_LABELS.get(a, a)} − {VARIANT_LABELS.get(b, b)}"] + cells)
-    if not rows:
-        return ""
-    return rep.markdown_table(["Paired difference (points, 95% CI)"] +
-                              [f"{float(f) * 100:g}%" for f in fractions], rows)
+    return EntityClassificationRuns().paired_table(results)
 
 
 def _jsonable(value):
@@ -419,64 +429,6 @@ def _jsonable(value):
     if isinstance(value, Path):
         return str(value)
     return value
-
-
-def results_table(results: dict) -> str:
-    """Table 3's shape: one row per setting, one column per training size (test accuracy %)."""
-    fractions = [str(f) for f in results["config"]["train_fractions"]]
-    headers = ["Model"] + [f"{float(f) * 100:g}%" for f in fractions]
-    rows = []
-    for variant, by_fraction in results["summary"].items():
-        rows.append([VARIANT_LABELS.get(variant, variant)] + [
-            rep.format_mean_std(by_fraction[f]["test_accuracy"]["values"])
-            if "test_accuracy" in by_fraction.get(f, {}) else "-" for f in fractions])
-    for variant, runs in results.get("zero_shot", {}).items():
-        value = rep.format_mean_std([r["test_accuracy"] for r in runs])
-        rows.append([f"{VARIANT_LABELS.get(variant, variant)}, zero-shot (pre-trained category head, no label)"]
-                    + [value] * len(fractions))
-    if results.get("majority_baseline"):
-        rows.append(["(majority class)"] + [
-            rep.format_mean_std(results["majority_baseline"][f]["values"]) if f in results["majority_baseline"]
-            else "-" for f in fractions])
-    return rep.markdown_table(headers, rows)
-
-
-def write_report(results: dict, out_dir: Path, kg: KnowledgeGraph | None = None, confusion=None) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rep.write_metrics(out_dir, results)
-    curves = {}
-    for variant, by_fraction in results["runs"].items():
-        first = next(iter(by_fraction.values()))[0]
-        curves[f"{variant} train loss"] = first["history"]["train_loss"]
-    rep.plot_curves(curves, out_dir / "learning_curves.png", title="entity classification (seed 0, first size)",
-                    xlabel="epoch", ylabel="cross-entropy")
-    dev_curves = {v: next(iter(b.values()))[0]["history"]["dev_accuracy"] for v, b in results["runs"].items()}
-    rep.plot_curves(dev_curves, out_dir / "dev_accuracy.png", xlabel="epoch", ylabel="dev accuracy")
-    fractions = [str(f) for f in results["config"]["train_fractions"]]
-    metric = "test_accuracy" if all("test_accuracy" in s[f] for s in results["summary"].values() for f in fractions) \
-        else "dev_accuracy"
-    series = {VARIANT_LABELS.get(v, v): ([100 * s[f][metric]["mean"] for f in fractions],
-                                         [100 * s[f][metric]["std"] for f in fractions])
-              for v, s in results["summary"].items()}
-    rep.plot_grouped_bars([f"{float(f) * 100:g}% train" for f in fractions], series,
-                          out_dir / "accuracy.png", title=f"entity classification ({metric.replace('_', ' ')})")
-    if confusion is not None and kg is not None:
-        rep.plot_confusion(confusion, list(kg.category_names), out_dir / "confusion.png")
-    leak = results["leakage"]
-    text = ["# Entity classification on an unseen KG", "",
-            f"KG': {results['kg']['entities']} entities, {results['kg']['relations']} relations, "
-            f"{results['kg']['triples']} triples, {results['kg']['labelled']} labelled entities in "
-            f"{results['kg']['categories']} categories. {_split_sentence(results)}; "
-            f"seeds {results['config']['seeds']}; test accuracy (%) at the best dev epoch, mean ± std.", "",
-            results_table(results), "", paired_table(results), "",
-            *[f"Warning: {w}" for w in results.get("warnings", [])],
-            f"Leakage check: {leak['descriptions_with_full_category_name']} of {leak['descriptions_checked']} "
-            f"descriptions contain a category name; {leak['labelled_descriptions_containing_own_category_word']} "
-            f"of {leak['labelled_entities']} labelled descriptions contain the last word of their "
-            "category as an ordinary word.", "",
-            "![accuracy](accuracy.png)", "", "![learning curves](learning_curves.png)", "",
-            "![dev accuracy](dev_accuracy.png)", ""]
-    rep.write_text_atomic(out_dir / "report.md", "\n".join(text))
 
 
 def _split_sentence(results: dict) -> str:

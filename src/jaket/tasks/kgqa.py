@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -38,17 +37,16 @@ import numpy as np
 import torch
 
 from jaket.kg.graph import KnowledgeGraph
-from jaket.tasks import report as rep
 from jaket.tasks.kgqa_graph import QAGraph, drop_triples_mask
 from jaket.tasks.kgqa_model import (SUPPORTED_VARIANTS, QuestionAnswerer, batch_logits,  # noqa: F401 (re-exported)
                                    encode_questions, rank_candidates)
 from jaket.tasks.kgqa_predict import FinetunedQuestionAnswerer
 from jaket.tasks.metaqa import QAExample
-from jaket.tasks.tracking import task_progress
+from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
+from jaket.tasks.results import TaskResult
 from jaket.tasks.training import fine_tuning_step
 from jaket.tasks.settings import KGQAConfig  # noqa: F401 (re-exported)
-from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, VariantError, kg_memory, load_backbone
-from jaket.tasks.settings import variant as variant_spec
+from jaket.tasks.variants import Backbone, FrozenMemory, SettingCache, VariantError
 
 logger = logging.getLogger(__name__)
 
@@ -222,9 +220,92 @@ def train_qa(backbone: Backbone, memory: FrozenMemory, graph: QAGraph, questions
     return run, model
 
 
+class QuestionAnsweringRuns(GridTask):
+    """The runs of one comparison (:mod:`jaket.tasks.grid`): the budgets are the KG settings (full,
+    50%: a different half dropped per seed); a run is :func:`train_qa`. Without ``kg`` (reading a
+    finished run's results) only the tables and the report are available."""
+
+    name = "kgqa"
+    title = "Question answering over the KG"
+    progress_name = "kgqa"
+    curve_ylabel = "cross-entropy"
+    bars_file = "hits_at_1.png"
+    bars_ylabel = "Hits@1 (%)"
+
+    def __init__(self, kg: KnowledgeGraph | None = None, questions: list[QAExample] | None = None,
+                 config: KGQAConfig | None = None, *, splits=None, device="cpu"):
+        self.kg, self.questions, self.config, self.splits = kg, questions, config, splits
+        self.graphs: dict[tuple[str, int], QAGraph] = {}
+        if kg is not None:
+            self.units_per_run = config.steps
+            self.cache = SettingCache(config, kg, device, max_length=config.description_max_length,
+                                      relation_memory=config.relation_memory, need_language=True)
+
+    def graph(self, setting: str, seed: int) -> QAGraph:
+        """The KG a run answers over: the whole KG, or KG-50% (a different half dropped per seed)."""
+        key = (setting, 0 if setting == "full" else seed)
+        if key not in self.graphs:
+            mask = None if setting == "full" else drop_triples_mask(self.kg.num_triples, 0.5, seed)
+            self.graphs[key] = QAGraph(self.kg, mask)
+        return self.graphs[key]
+
+    def describe(self, cell: Cell) -> str:
+        return f"{cell.variant} KG-{cell.budget} seed {cell.seed}"
+
+    def run(self, cell: Cell, progress, keep: bool) -> dict:
+        backbone = self.cache.backbone(cell.variant, cell.seed)
+        memory = self.cache.memory(cell.variant, cell.seed)
+        train_idx, sel_idx, test_idx = self.splits if self.splits is not None else split_indices(
+            len(self.questions), self.config.split, cell.seed)
+        run, model = train_qa(backbone, memory, self.graph(cell.budget, cell.seed), self.questions, train_idx,
+                              sel_idx, test_idx, self.config, cell.seed, progress)
+        if keep:
+            run.update(_model=model, _backbone=backbone, _hops=sorted({self.questions[i].hops for i in train_idx}))
+        return run
+
+    def save(self, cell: Cell, run: dict, held: dict, directory: Path) -> Path:
+        config = self.config
+        finetuned = FinetunedQuestionAnswerer(
+            held["_model"], settings={"variant": cell.variant, "kg_setting": cell.budget, "memory_seed": cell.seed,
+                                      "hops": held["_hops"], "max_candidates": config.max_candidates,
+                                      "max_length": config.max_length,
+                                      "description_max_length": config.description_max_length,
+                                      "relation_memory": config.relation_memory,
+                                      "training": {"seed": cell.seed, "steps": config.steps,
+                                                   "selection": run["selection"], "test": run["test"]}},
+            variant_config=config.variant_config(cell.variant), backbone=held["_backbone"], kg=self.kg)
+        return finetuned.save_pretrained(directory)
+
+    def scores(self, run: dict) -> dict[str, float]:
+        """Hits@1 on the test questions, per hop count and over all."""
+        return dict(run["test"])
+
+    def header(self, budget: str | None, score: str) -> str:
+        return f"KG-{'Full' if budget == 'full' else budget} {score}"
+
+    def intro(self, results: dict) -> list[str]:
+        d = results["data"]
+        lines = [f"{d['questions']} questions ({d['1-hop']} 1-hop, {d['2-hop']} 2-hop) over {d['entities']} "
+                 f"entities and {d['triples']} triples. Hits@1 (%) on the test questions, mean ± std over seeds "
+                 f"{results['config']['seeds']}.", ""]
+        missing = {split: r for split, r in (d.get("missing_answers") or {}).items() if r.get("answers")}
+        if missing:
+            lines += ["Gold answers not in the KG (not scored; a question left with none is skipped): " +
+                      "; ".join(f"{r['answers']} in {r['questions']} {split} question(s), e.g. {r['examples'][0]}"
+                                for split, r in missing.items()) + ".", ""]
+        if "split" in d:
+            split = d["split"]
+            source = (f"the {d['eval_split']} split" if d.get("eval_split") else
+                      f"a held-out part of the {d.get('train_split', 'given')} questions")
+            lines += [f"Questions: {split['train']} train, {split['selection']} model selection, {split['test']} "
+                      f"test ({source}; {split['test 1-hop']} 1-hop, {split['test 2-hop']} 2-hop); split seed "
+                      f"{d.get('split_seed', 0)}, the same for every training seed.", ""]
+        return lines
+
+
 def run_kgqa(kg: KnowledgeGraph, questions: list[QAExample], config: KGQAConfig, out_dir: Path | None = None, *,
              splits: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, data_info: dict | None = None,
-             save_dir: Path | None = None, device="cpu", log_with=()) -> dict:
+             save_dir: Path | None = None, device="cpu", log_with=()) -> TaskResult:
     """Every setting x KG setting x seed. ``splits`` (train, selection, test indices) fixes the
     question split for every seed; without it each seed divides the questions by ``config.split``.
     ``save_dir``: the first run's model is written there (:class:`FinetunedQuestionAnswerer`).
@@ -235,101 +316,23 @@ def run_kgqa(kg: KnowledgeGraph, questions: list[QAExample], config: KGQAConfig,
     for v in config.variants:
         if v not in SUPPORTED_VARIANTS:
             raise VariantError(f"variant {v!r} cannot read a question; KGQA supports {', '.join(SUPPORTED_VARIANTS)}")
-    pick = lambda idx: [questions[i] for i in idx]  # noqa: E731
     results: dict = {"task": "kgqa", "device": str(torch.device(device)),
                      "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
                      "data": {"entities": int(kg.num_entities), "triples": int(len(kg.triples)),
                               "questions": len(questions),
                               "1-hop": sum(q.hops == 1 for q in questions),
                               "2-hop": sum(q.hops == 2 for q in questions), **(data_info or {})},
-                     "runs": {}, "summary": {},
                      "km": {v: config.variant_config(v).km_structure() for v in config.variants if v != "lm"}}
     if splits is not None:
+        test = [questions[i] for i in splits[2]]
         results["data"]["split"] = {"train": len(splits[0]), "selection": len(splits[1]), "test": len(splits[2]),
-                                    "test 1-hop": sum(q.hops == 1 for q in pick(splits[2])),
-                                    "test 2-hop": sum(q.hops == 2 for q in pick(splits[2]))}
-    graphs: dict[tuple[str, int], QAGraph] = {}
-
-    def graph(setting: str, seed: int) -> QAGraph:  # KG-50% drops a different half per seed
-        key = (setting, 0 if setting == "full" else seed)
-        if key not in graphs:
-            graphs[key] = QAGraph(kg, None if setting == "full" else drop_triples_mask(kg.num_triples, 0.5, seed))
-        return graphs[key]
-
-    total = len(config.variants) * len(config.kg_settings) * len(config.seeds) * config.steps
-    with task_progress(total, "kgqa", "step", log_with, out_dir, results["config"]) as progress:
-        for variant in config.variants:
-            memory = None
-            for seed in config.seeds:
-                backbone = load_backbone(config.variant_config(variant), seed=seed, device=device)
-                if memory is None or variant_spec(variant).random_memory:
-                    memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
-                                       relation_memory=config.relation_memory)
-                train_idx, sel_idx, test_idx = splits if splits is not None else split_indices(
-                    len(questions), config.split, seed)
-                for setting in config.kg_settings:
-                    progress.set_postfix_str(f"{variant} KG-{setting} seed {seed}")
-                    started = time.perf_counter()
-                    run, model = train_qa(backbone, memory, graph(setting, seed), questions, train_idx, sel_idx,
-                                          test_idx, config, seed, progress)
-                    run["seed"] = seed
-                    run["seconds"] = time.perf_counter() - started
-                    results["runs"].setdefault(variant, {}).setdefault(setting, []).append(run)
-                    if save_dir is not None and "saved_model" not in results:
-                        finetuned = FinetunedQuestionAnswerer(
-                            model, settings={"variant": variant, "kg_setting": setting, "memory_seed": seed,
-                                             "hops": sorted({q.hops for q in pick(train_idx)}),
-                                             "max_candidates": config.max_candidates,
-                                             "max_length": config.max_length,
-                                             "description_max_length": config.description_max_length,
-                                             "relation_memory": config.relation_memory,
-                                             "training": {"seed": seed, "steps": config.steps,
-                                                          "selection": run["selection"], "test": run["test"]}},
-                            variant_config=config.variant_config(variant), backbone=backbone, kg=kg)
-                        results["saved_model"] = str(finetuned.save_pretrained(save_dir))
-                    del model
-            results["summary"][variant] = {
-                s: rep.summarize_seeds([r["test"] for r in runs]) for s, runs in results["runs"][variant].items()}
-    if out_dir is not None:
-        write_report(results, Path(out_dir))
-    return results
+                                    "test 1-hop": sum(q.hops == 1 for q in test),
+                                    "test 2-hop": sum(q.hops == 2 for q in test)}
+    task = QuestionAnsweringRuns(kg, questions, config, splits=splits, device=device)
+    grid = Grid(tuple(config.variants), tuple(config.seeds), tuple(config.kg_settings))
+    return run_grid(task, grid, results, out_dir=out_dir, save_dir=save_dir, log_with=log_with)
 
 
-def results_table(results: dict) -> str:
-    settings = results["config"]["kg_settings"]
-    headers = ["Model"] + [f"KG-{s.capitalize() if s == 'full' else s} {h}" for s in settings for h in ("1-hop", "2-hop")]
-    rows = []
-    for variant, by_setting in results["summary"].items():
-        row = [VARIANT_LABELS.get(variant, variant)]
-        for s in settings:
-            for h in ("1-hop", "2-hop"):
-                m = by_setting.get(s, {}).get(h)
-                row.append(rep.format_mean_std(m["values"]) if m else "-")
-        rows.append(row)
-    return rep.markdown_table(headers, rows)
-
-
-def write_report(results: dict, out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rep.write_metrics(out_dir, results)
-    curves = {f"{v} KG-{s}": runs[0]["train_loss"] for v, by in results["runs"].items() for s, runs in by.items()}
-    rep.plot_curves(curves, out_dir / "learning_curves.png", title="KGQA training loss", ylabel="cross-entropy")
-    d = results["data"]
-    text = ["# Question answering over the KG", "",
-            f"{d['questions']} questions ({d['1-hop']} 1-hop, {d['2-hop']} 2-hop) over {d['entities']} entities and "
-            f"{d['triples']} triples. Hits@1 (%) on the test questions, mean ± std over seeds "
-            f"{results['config']['seeds']}.", "", results_table(results), "",
-            "![learning curves](learning_curves.png)", ""]
-    if "split" in d:
-        split = d["split"]
-        source = (f"the {d['eval_split']} split" if d.get("eval_split") else
-                  f"a held-out part of the {d.get('train_split', 'given')} questions")
-        text[3:3] = [f"Questions: {split['train']} train, {split['selection']} model selection, {split['test']} test "
-                     f"({source}; {split['test 1-hop']} 1-hop, {split['test 2-hop']} 2-hop); split seed "
-                     f"{d.get('split_seed', 0)}, the same for every training seed.", ""]
-    missing = {split: r for split, r in (d.get("missing_answers") or {}).items() if r.get("answers")}
-    if missing:
-        text[3:3] = ["Gold answers not in the KG (not scored; a question left with none is skipped): " +
-                     "; ".join(f"{r['answers']} in {r['questions']} {split} question(s), e.g. {r['examples'][0]}"
-                               for split, r in missing.items()) + ".", ""]
-    rep.write_text_atomic(out_dir / "report.md", "\n".join(text))
+def results_table(results) -> str:
+    """Hits@1 (%) per KG setting and hop count, mean ± std over seeds; the paired differences below."""
+    return QuestionAnsweringRuns().table(results)

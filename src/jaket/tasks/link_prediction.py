@@ -40,13 +40,14 @@ from jaket.kg.errors import KGFormatError
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.readers import read_split  # noqa: F401  (the split reader of every task)
 from jaket.tasks import report as rep
-from jaket.tasks.tracking import task_progress
+from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
+from jaket.tasks.results import TaskResult
 from jaket.tasks.link_predictor import FinetunedLinkPredictor
 from jaket.tasks.link_scoring import LinkScorer, known_answers, train_scorer, train_view  # noqa: F401 (re-exported)
 from jaket.tasks.link_training import train_with_encoder
 from jaket.tasks.settings import (METRICS, SCORERS, TRAIN_ENCODER_DEFAULTS,  # noqa: F401 (re-exported)
                                   LinkPredictionConfig)
-from jaket.tasks.variants import VARIANT_LABELS, full_graph, kg_memory, load_backbone
+from jaket.tasks.variants import VARIANT_LABELS, SettingCache, full_graph
 from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)
@@ -115,14 +116,122 @@ def _inductive_holdout(train: np.ndarray, evaluation: np.ndarray, fraction: floa
     return train[~touches]
 
 
+class LinkPredictionRuns(GridTask):
+    """The runs of one comparison (:mod:`jaket.tasks.grid`): the budgets are the scoring functions;
+    a run trains a :class:`LinkScorer` on ``train`` and ranks each evaluation split. Without
+    ``kg`` (reading a finished run's results) only the tables and the report are available."""
+
+    name = "link-prediction"
+    title = "Link prediction"
+    progress_name = "link prediction"
+    curve_ylabel = "cross-entropy"
+    scale, digits = 1.0, 3
+    bars_file = "mrr.png"
+    bars_ylabel = "MRR"
+
+    def __init__(self, kg: KnowledgeGraph | None = None, train: np.ndarray | None = None,
+                 eval_sets: dict[str, np.ndarray] | None = None, config: LinkPredictionConfig | None = None, *,
+                 all_true: np.ndarray | None = None, seen: np.ndarray | None = None, device="cpu"):
+        self.kg, self.train, self.eval_sets, self.config = kg, train, eval_sets or {}, config
+        self.all_true, self.seen, self.device = all_true, seen, torch.device(device)
+        self.histograms: dict[str, np.ndarray] = {}
+        if kg is not None:
+            self.units_per_run = config.steps
+            self.edges = tuple(t.to(self.device) for t in _edges(kg, train))
+            self.graph = train_view(kg, train)
+            self.cache = SettingCache(config, kg, self.device, max_length=config.description_max_length,
+                                      relation_memory=config.relation_memory)
+
+    def run(self, cell: Cell, progress, keep: bool) -> dict:
+        config, seed = self.config, cell.seed
+        backbone = self.cache.backbone(cell.variant, seed, fresh=config.train_encoder)  # a trained LM1 is not reused
+        memory = None if config.train_encoder else self.cache.memory(cell.variant, seed)
+        started, cpu_started = time.perf_counter(), time.process_time()
+        torch.manual_seed(seed)
+        model = LinkScorer(backbone, cell.budget, self.kg.num_relations, metric=config.metric,
+                           temperature=config.temperature).to(self.device)  # built on the CPU: seeded alike
+        run: dict = {}
+        if config.train_encoder:
+            losses, run["encoder_training"], memory = train_with_encoder(
+                model, backbone, self.graph, self.train, config, seed, progress)
+        else:
+            losses = train_scorer(model, memory, self.graph, self.train, config, seed, progress)
+        run.update(train_loss=losses, train_seconds=time.perf_counter() - started,
+                   train_cpu_seconds=time.process_time() - cpu_started)
+        model.eval()
+        with torch.no_grad():
+            entities = model.entities(memory, *self.edges)
+            relations = model.relations(memory)
+        for name, triples in self.eval_sets.items():
+            run[name] = _evaluate(model, entities, relations, triples, self.all_true, self.seen, config)
+            self.histograms[f"{cell.variant} {cell.budget}"] = run[name].pop("ranks")
+        run["seconds"] = time.perf_counter() - started
+        if keep:
+            run.update(_model=model, _backbone=backbone)
+        return run
+
+    def save(self, cell: Cell, run: dict, held: dict, directory: Path) -> Path:
+        settings = {"memory_seed": cell.seed, "kg": {"entities": int(self.kg.num_entities),
+                                                     "relations": int(self.kg.num_relations),
+                                                     "fingerprint": self.kg.fingerprint()},
+                    "training": {k: v for k, v in run.items() if k != "train_loss"}}
+        FinetunedLinkPredictor(held["_backbone"], held["_model"], self.config, cell.variant,
+                               settings).save_pretrained(directory)
+        return directory
+
+    def scores(self, run: dict) -> dict[str, float]:
+        """MRR of each evaluation split (the paired differences' figure)."""
+        return {f"{name} MRR": run[name]["mrr"] for name in run if isinstance(run[name], dict) and "mrr" in run[name]}
+
+    def summarize(self, runs: list[dict]) -> dict:
+        """Mean and spread over seeds of each split's metrics, and of its seen / unseen triples apart
+        when the split has both kinds."""
+        summary = {}
+        for name in [k for k in runs[0] if isinstance(runs[0][k], dict) and "mrr" in runs[0][k]]:
+            summary[name] = rep.summarize_seeds([{m: r[name][m] for m in RANKING_METRICS} for r in runs])
+            for part in ("seen", "unseen"):
+                if all(part in r[name] and r[name][part]["count"] for r in runs) and \
+                        all(r[name][part]["count"] < r[name]["count"] for r in runs):
+                    summary[f"{name} ({part})"] = rep.summarize_seeds(
+                        [{m: r[name][part][m] for m in RANKING_METRICS} for r in runs])
+        return summary
+
+    def scores_table(self, results) -> str:
+        """One row per (setting, scorer, split), the four ranking metrics as columns."""
+        rows = []
+        for variant, by_scorer in results["summary"].items():
+            for scorer, by_split in by_scorer.items():
+                for split, metrics in by_split.items():
+                    rows.append([VARIANT_LABELS.get(variant, variant), scorer, split] + [
+                        rep.format_mean_std(metrics[m]["values"], scale=1.0, digits=3) for m in RANKING_METRICS])
+        return rep.markdown_table(["Model", "Scorer", "Split", "MRR", "Hits@1", "Hits@3", "Hits@10"], rows)
+
+    def intro(self, results: dict) -> list[str]:
+        d = results["data"]
+        return [f"{d['entities']} entities, {d['relations']} relations, {d['train_triples']} training triples. "
+                "Filtered ranking against every entity, head and tail prediction averaged; mean ± std over "
+                f"seeds {results['config']['seeds']}.", ""]
+
+    def plots(self, results: dict, out_dir: Path) -> list[str]:
+        if not self.histograms:
+            return []
+        rep.plot_histogram(self.histograms, out_dir / "rank_histogram.png", title="filtered ranks (last seed)")
+        return ["rank_histogram.png"]
+
+
+#: the ranking metrics each split reports
+RANKING_METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
+
+
 def run_link_prediction(kg: KnowledgeGraph, train: np.ndarray, evaluation: dict[str, np.ndarray],
                         config: LinkPredictionConfig,
                         out_dir: Path | None = None, save_dir: Path | None = None, device="cpu",
-                        log_with=()) -> dict:
+                        log_with=()) -> TaskResult:
     """Train on ``train`` (indices of ``kg``), evaluate on each named split; with ``save_dir``
     the first run's model is saved there (a fine-tuned folder, :mod:`jaket.tasks.link_predictor`).
     ``device``: where the backbone, the memory, the scorer and every batch run. ``log_with``:
-    trackers of each step's loss (:mod:`jaket.tasks.tracking`)."""
+    trackers of each step's loss (:mod:`jaket.tasks.tracking`). ``runs[setting][scorer]`` holds
+    one entry per seed (:mod:`jaket.tasks.grid`)."""
     if len(train) == 0:
         raise ValueError("no training triples")
     all_true = np.concatenate([train] + [v for v in evaluation.values()])
@@ -131,83 +240,20 @@ def run_link_prediction(kg: KnowledgeGraph, train: np.ndarray, evaluation: dict[
     seen = np.zeros(kg.num_entities, dtype=bool)
     seen[train[:, 0]] = True
     seen[train[:, 2]] = True
-    device = torch.device(device)
-    edges = tuple(t.to(device) for t in _edges(kg, train))
-    graph = train_view(kg, train)
-    results: dict = {"task": "link-prediction", "device": str(device),
+    eval_sets = {k: (v[: config.max_eval_triples] if config.max_eval_triples else v) for k, v in evaluation.items()}
+    results: dict = {"task": "link-prediction", "device": str(torch.device(device)),
                      "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
                      "data": {"entities": int(kg.num_entities), "relations": int(kg.num_relations),
                               "train_triples": int(len(train)),
-                              **{f"{k}_triples": int(len(v)) for k, v in evaluation.items()}},
-                     "runs": {}, "summary": {},
+                              **{f"{k}_triples": int(len(v)) for k, v in evaluation.items()},
+                              "eval_seen_triples": {name: int((seen[v[:, 0]] & seen[v[:, 2]]).sum())
+                                                    for name, v in eval_sets.items()}},
                      "km": {v: config.variant_config(v).km_structure() for v in config.variants if variant_spec(v).has_km}}
-    eval_sets = {k: (v[: config.max_eval_triples] if config.max_eval_triples else v) for k, v in evaluation.items()}
-    total = len(config.variants) * len(config.scorers) * len(config.seeds) * config.steps
-    histograms: dict[str, np.ndarray] = {}
-    with task_progress(total, "link prediction", "step", log_with, out_dir, results["config"]) as progress:
-        for variant in config.variants:
-            memory = None
-            for seed in config.seeds:
-                backbone = None
-                for scorer in config.scorers:
-                    if backbone is None or config.train_encoder:  # a trained LM1 is not reused
-                        backbone = load_backbone(config.variant_config(variant), seed=seed,
-                                                 need_language=variant_spec(variant).needs_encoder, device=device)
-                    if not config.train_encoder and (memory is None or variant_spec(variant).random_memory):
-                        memory = kg_memory(backbone, kg, seed, max_length=config.description_max_length,
-                                           relation_memory=config.relation_memory)
-                    progress.set_postfix_str(f"{variant} {scorer} seed {seed}")
-                    started, cpu_started = time.perf_counter(), time.process_time()
-                    torch.manual_seed(seed)
-                    model = LinkScorer(backbone, scorer, kg.num_relations,
-                                       metric=config.metric,
-                                       temperature=config.temperature).to(device)  # built on the CPU: seeded alike
-                    run: dict = {"seed": seed}
-                    if config.train_encoder:
-                        losses, run["encoder_training"], memory = train_with_encoder(
-                            model, backbone, graph, train, config, seed, progress)
-                    else:
-                        losses = train_scorer(model, memory, graph, train, config, seed, progress)
-                    run.update(train_loss=losses, train_seconds=time.perf_counter() - started,
-                               train_cpu_seconds=time.process_time() - cpu_started)
-                    model.eval()
-                    with torch.no_grad():
-                        entities = model.entities(memory, *edges)
-                        relations = model.relations(memory)
-                    for name, triples in eval_sets.items():
-                        run[name] = _evaluate(model, entities, relations, triples, all_true, seen, config)
-                        histograms[f"{variant} {scorer}"] = run[name].pop("ranks")
-                    run["seconds"] = time.perf_counter() - started
-                    results["runs"].setdefault(f"{variant}/{scorer}", []).append(run)
-                    if save_dir is not None and "saved_model" not in results:
-                        settings = {"memory_seed": seed, "kg": {"entities": int(kg.num_entities),
-                                                                "relations": int(kg.num_relations),
-                                                                "fingerprint": kg.fingerprint()},
-                                    "training": {k: v for k, v in run.items() if k != "train_loss"}}
-                        FinetunedLinkPredictor(backbone, model, config, variant, settings).save_pretrained(save_dir)
-                        results["saved_model"] = str(save_dir)
-    results["summary"] = {key: _summary(runs, eval_sets) for key, runs in results["runs"].items()}
-    results["data"]["eval_seen_triples"] = {
-        name: int((seen[v[:, 0]] & seen[v[:, 2]]).sum()) for name, v in eval_sets.items()}
+    task = LinkPredictionRuns(kg, train, eval_sets, config, all_true=all_true, seen=seen, device=device)
     if out_dir is not None:
         write_split(kg, train, eval_sets, Path(out_dir) / "split")
-        write_report(results, Path(out_dir), histograms)
-    return results
-
-
-def _summary(runs: list[dict], eval_sets: dict) -> dict:
-    """Mean and spread over seeds of each split's metrics, and of its seen / unseen triples apart
-    when the split has both kinds."""
-    metric_names = ("mrr", "hits@1", "hits@3", "hits@10")
-    summary = {}
-    for name in eval_sets:
-        summary[name] = rep.summarize_seeds([{m: r[name][m] for m in metric_names} for r in runs])
-        for part in ("seen", "unseen"):
-            if all(part in r[name] and r[name][part]["count"] for r in runs) and \
-                    all(r[name][part]["count"] < r[name]["count"] for r in runs):
-                summary[f"{name} ({part})"] = rep.summarize_seeds(
-                    [{m: r[name][part][m] for m in metric_names} for r in runs])
-    return summary
+    return run_grid(task, Grid(tuple(config.variants), tuple(config.seeds), tuple(config.scorers)), results,
+                    out_dir=out_dir, save_dir=save_dir, log_with=log_with)
 
 
 def _evaluate(model: LinkScorer, entities, relations, triples: np.ndarray, all_true: np.ndarray,
@@ -245,29 +291,6 @@ def _edges(kg: KnowledgeGraph, train: np.ndarray):
     return full_graph(view)
 
 
-def results_table(results: dict) -> str:
-    rows = []
-    for key, by_split in results["summary"].items():
-        variant, scorer = key.split("/")
-        for split, metrics in by_split.items():
-            rows.append([VARIANT_LABELS.get(variant, variant), scorer, split] + [
-                rep.format_mean_std(metrics[m]["values"], scale=1.0, digits=3)
-                for m in ("mrr", "hits@1", "hits@3", "hits@10")])
-    return rep.markdown_table(["Model", "Scorer", "Split", "MRR", "Hits@1", "Hits@3", "Hits@10"], rows)
-
-
-def write_report(results: dict, out_dir: Path, histograms: dict | None = None) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rep.write_metrics(out_dir, results)
-    curves = {key: runs[0]["train_loss"] for key, runs in results["runs"].items()}
-    rep.plot_curves(curves, out_dir / "learning_curves.png", title="link prediction training loss",
-                    ylabel="cross-entropy")
-    if histograms:
-        rep.plot_histogram(histograms, out_dir / "rank_histogram.png", title="filtered ranks (last seed)")
-    d = results["data"]
-    text = ["# Link prediction", "",
-            f"{d['entities']} entities, {d['relations']} relations, {d['train_triples']} training triples. "
-            "Filtered ranking against every entity, head and tail prediction averaged; mean ± std over "
-            f"seeds {results['config']['seeds']}.", "", results_table(results), "",
-            "![learning curves](learning_curves.png)", "", "![ranks](rank_histogram.png)", ""]
-    rep.write_text_atomic(out_dir / "report.md", "\n".join(text))
+def results_table(results) -> str:
+    """One row per (setting, scorer, split): MRR and Hits@k, mean ± std over seeds."""
+    return LinkPredictionRuns().table(results)

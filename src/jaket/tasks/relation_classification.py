@@ -29,7 +29,6 @@ fusion). ``gnn``, ``lm+g`` and ``lm+g+m`` need entity links into the KG and are 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -40,12 +39,12 @@ from tqdm.auto import tqdm
 
 from jaket.kg.graph import KnowledgeGraph
 from jaket.model.device import autocast, module_device
-from jaket.tasks import report as rep
 from jaket.tasks.fewrel import FewRelData, FewRelInstance
 from jaket.tasks.pair_encoder import SUPPORTED_VARIANTS, PairEncoder  # noqa: F401 (re-exported)
 from jaket.tasks.relation_classification_predict import FinetunedPairClassifier
 from jaket.tasks.settings import VARIANT_LABELS, RelationClassificationConfig, VariantError  # noqa: F401
-from jaket.tasks.tracking import task_progress
+from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
+from jaket.tasks.results import TaskResult
 from jaket.tasks.training import fine_tuning_step
 
 logger = logging.getLogger(__name__)
@@ -156,9 +155,61 @@ def evaluate_pair(model: PairEncoder, data: FewRelData, relations: list[str], wa
     return correct / max(1, episodes)
 
 
+class RelationClassificationRuns(GridTask):
+    """The runs of one comparison (:mod:`jaket.tasks.grid`): no budget; a run trains PAIR on the
+    training relations and scores each N-way K-shot setting on the evaluation relations. Without
+    ``data`` (reading a finished run's results) only the tables and the report are available."""
+
+    name = "relation-classification"
+    title = "Few-shot relation classification (FewRel, PAIR)"
+    progress_name = "relation classification"
+    curve_ylabel = "BCE"
+
+    def __init__(self, data: FewRelData | None = None, config: RelationClassificationConfig | None = None, *,
+                 train_source: FewRelData | None = None, relations: tuple[list[str], list[str]] = ([], []),
+                 device="cpu"):
+        self.data, self.config, self.train_source, self.device = data, config, train_source, device
+        self.train_rel, self.eval_rel = relations
+        if config is not None:
+            self.units_per_run = config.train_steps + config.episodes * len(config.settings)
+
+    def run(self, cell: Cell, progress, keep: bool) -> dict:
+        config = self.config
+        torch.manual_seed(cell.seed)
+        model = PairEncoder(cell.variant, config.encoder, config.pretrained).to(self.device)
+        run: dict = {"train_loss": train_pair(model, self.train_source, self.train_rel, config, cell.seed, progress)}
+        for way, shot in config.settings:
+            run[f"{way}-{shot}"] = evaluate_pair(model, self.data, self.eval_rel, way, shot, config.episodes,
+                                                 cell.seed, config.max_length, progress, config.bf16)
+        if keep:
+            run["_model"] = model
+        return run
+
+    def save(self, cell: Cell, run: dict, held: dict, directory: Path) -> Path:
+        config = self.config
+        return FinetunedPairClassifier(held["_model"], {
+            "variant": cell.variant, "max_length": config.max_length,
+            "training": {"seed": cell.seed, "steps": config.train_steps, "way": config.train_way,
+                         "shot": config.train_shot, "relations": self.train_rel}}, config).save_pretrained(directory)
+
+    def scores(self, run: dict) -> dict[str, float]:
+        """Accuracy of each N-way K-shot setting (``"5-1"``)."""
+        return {k: v for k, v in run.items() if k.count("-") == 1 and k.replace("-", "").isdigit()}
+
+    def header(self, budget: str | None, score: str) -> str:
+        way, shot = score.split("-")
+        return f"{way}-way {shot}-shot"
+
+    def intro(self, results: dict) -> list[str]:
+        return ["Training relations: " + ", ".join(f"{k} ({v})" for k, v in results["train_relations"].items()),
+                "", "Evaluation relations: " + ", ".join(f"{k} ({v})" for k, v in results["eval_relations"].items()),
+                "", f"Accuracy (%) over {results['config']['episodes']} episodes per seed, mean ± std over "
+                f"seeds {results['config']['seeds']}.", ""]
+
+
 def run_relation_classification(data: FewRelData, config: RelationClassificationConfig,
                                 out_dir: Path | None = None, *, train_data: FewRelData | None = None,
-                                save_dir: Path | None = None, device="cpu", log_with=()) -> dict:
+                                save_dir: Path | None = None, device="cpu", log_with=()) -> TaskResult:
     """Train PAIR on the training relations and evaluate N-way K-shot episodes of the evaluation
     relations, per setting and seed. ``train_data``: separate training relations (module
     docstring). ``save_dir``: the first run's model is written there (FinetunedPairClassifier).
@@ -174,58 +225,16 @@ def run_relation_classification(data: FewRelData, config: RelationClassification
     results: dict = {"task": "relation-classification", "device": str(torch.device(device)),
                      "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
                      "train_relations": {r: train_source.relation_names[r] for r in train_rel},
-                     "eval_relations": {r: data.relation_names[r] for r in eval_rel},
-                     "runs": {}, "summary": {}}
-    total = len(config.variants) * len(config.seeds) * (
-        config.train_steps + config.episodes * len(config.settings))
-    with task_progress(total, "relation classification", "step", log_with, out_dir, results["config"]) as progress:
-        for variant in config.variants:
-            for seed in config.seeds:
-                progress.set_postfix_str(f"{variant} seed {seed}")
-                torch.manual_seed(seed)
-                started = time.perf_counter()
-                model = PairEncoder(variant, config.encoder, config.pretrained).to(device)
-                losses = train_pair(model, train_source, train_rel, config, seed, progress)
-                run = {"seed": seed, "train_loss": losses}
-                if save_dir is not None and "saved_model" not in results:
-                    finetuned = FinetunedPairClassifier(model, {
-                        "variant": variant, "max_length": config.max_length,
-                        "training": {"seed": seed, "steps": config.train_steps, "way": config.train_way,
-                                     "shot": config.train_shot, "relations": train_rel}}, config)
-                    results["saved_model"] = str(finetuned.save_pretrained(save_dir))
-                for way, shot in config.settings:
-                    run[f"{way}-{shot}"] = evaluate_pair(model, data, eval_rel, way, shot, config.episodes,
-                                                         seed, config.max_length, progress, config.bf16)
-                run["seconds"] = time.perf_counter() - started
-                results["runs"].setdefault(variant, []).append(run)
-            keys = [f"{w}-{s}" for w, s in config.settings]
-            results["summary"][variant] = rep.summarize_seeds(
-                [{k: r[k] for k in keys} for r in results["runs"][variant]])
-    if out_dir is not None:
-        write_report(results, Path(out_dir))
-    return results
+                     "eval_relations": {r: data.relation_names[r] for r in eval_rel}}
+    task = RelationClassificationRuns(data, config, train_source=train_source, relations=(train_rel, eval_rel),
+                                      device=device)
+    return run_grid(task, Grid(tuple(config.variants), tuple(config.seeds)), results, out_dir=out_dir,
+                    save_dir=save_dir, log_with=log_with)
 
 
-def results_table(results: dict) -> str:
-    keys = [f"{w}-{s}" for w, s in results["config"]["settings"]]
-    headers = ["Model"] + [f"{k.split('-')[0]}-way {k.split('-')[1]}-shot" for k in keys]
-    rows = [[VARIANT_LABELS.get(v, v)] + [rep.format_mean_std(s[k]["values"]) for k in keys]
-            for v, s in results["summary"].items()]
-    return rep.markdown_table(headers, rows)
-
-
-def write_report(results: dict, out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rep.write_metrics(out_dir, results)
-    curves = {f"{v} seed {runs[0]['seed']}": runs[0]["train_loss"] for v, runs in results["runs"].items()}
-    rep.plot_curves(curves, out_dir / "learning_curves.png", title="PAIR training loss", ylabel="BCE")
-    text = ["# Few-shot relation classification (FewRel, PAIR)", "",
-            "Training relations: " + ", ".join(f"{k} ({v})" for k, v in results["train_relations"].items()),
-            "", "Evaluation relations: " + ", ".join(f"{k} ({v})" for k, v in results["eval_relations"].items()),
-            "", f"Accuracy (%) over {results['config']['episodes']} episodes per seed, mean ± std over "
-            f"seeds {results['config']['seeds']}.", "", results_table(results), "",
-            "![learning curves](learning_curves.png)", ""]
-    rep.write_text_atomic(out_dir / "report.md", "\n".join(text))
+def results_table(results) -> str:
+    """Accuracy (%) per N-way K-shot setting, mean ± std over seeds; the paired differences below."""
+    return RelationClassificationRuns().table(results)
 
 
 def kg_relation_instances(kg: KnowledgeGraph, per_relation: int = 100, min_per_relation: int = 20, seed: int = 0,

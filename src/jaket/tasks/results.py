@@ -10,11 +10,15 @@ seed. :class:`TaskResult` reads any of them into the same shape, one :class:`See
     result.to_dataframe().groupby("variant")["accuracy"].mean()
 
 The summaries and the paired differences the task computed are kept as they are
-(:attr:`TaskResult.summary`, :attr:`TaskResult.paired`).
+(:attr:`TaskResult.summary`, :attr:`TaskResult.paired`). As Transformers' ``ModelOutput`` is
+both a dataclass and a dict, a :class:`TaskResult` also reads as the ``metrics.json`` mapping it
+came from (``result["summary"]``, ``result.get("saved_model")``), so code written against the
+dicts the ``run_*`` functions used to return keeps working.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,9 +43,10 @@ class SeedRun:
         return {"variant": self.variant, "budget": self.budget, "seed": self.seed, **self.metrics}
 
 
-@dataclass
-class TaskResult:
-    """What one ``jaket finetune|evaluate`` run measured (:mod:`jaket.tasks.results`)."""
+@dataclass(eq=False)
+class TaskResult(Mapping):
+    """What one ``jaket finetune|evaluate`` run measured (:mod:`jaket.tasks.results`); a read-only
+    mapping of its ``metrics.json``."""
 
     task: str
     runs: list[SeedRun]
@@ -51,9 +56,13 @@ class TaskResult:
     raw: dict = field(default_factory=dict)
 
     @classmethod
-    def from_metrics(cls, metrics: dict | str | Path) -> "TaskResult":
+    def from_metrics(cls, metrics: Mapping | str | Path) -> "TaskResult":
         """From a run's ``metrics.json`` (its path, its folder, or the dict a ``run_*`` returned)."""
-        if not isinstance(metrics, dict):
+        if isinstance(metrics, TaskResult):
+            return metrics
+        if isinstance(metrics, Mapping):
+            metrics = dict(metrics)
+        else:
             path = Path(metrics)
             metrics = read_json(path / "metrics.json" if path.is_dir() else path)
         if not isinstance(metrics, dict) or not isinstance(metrics.get("runs"), dict):
@@ -61,6 +70,15 @@ class TaskResult:
         runs = [run for variant, value in metrics["runs"].items() for run in _seed_runs(variant, None, value)]
         return cls(str(metrics.get("task", "")), runs, dict(metrics.get("summary") or {}),
                    dict(metrics.get("paired") or {}), metrics)
+
+    def __getitem__(self, key: str):
+        return self.raw[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
 
     @property
     def variants(self) -> list[str]:

@@ -209,3 +209,36 @@ def _kg_memory(backbone: Backbone, kg: KnowledgeGraph, seed: int, *, max_length:
 
     entities, relations = cached_rows(language, kg, max_length, compute, kind="full")  # the disk cache
     return FrozenMemory(entities, relations)
+
+
+class SettingCache:
+    """The backbone and the memory the runs of a comparison share (:mod:`jaket.tasks.grid`): one
+    backbone per (setting, seed), loaded when a cell of a new pair comes; one memory per setting,
+    computed by the setting's first backbone (per seed for the random-memory settings, ``gnn`` and
+    ``lm+g``: each seed draws its own). ``fresh=True`` loads a new backbone for the cell (a task that
+    trains LM1 must not reuse it)."""
+
+    def __init__(self, settings: BackboneSettings, kg: KnowledgeGraph, device, *, max_length: int = 64,
+                 relation_memory: bool = True, need_language: bool | None = None):
+        self.settings, self.kg, self.device = settings, kg, device
+        self.max_length, self.relation_memory, self.need_language = max_length, relation_memory, need_language
+        self._backbone_key = self._memory_key = None
+        self._backbone: Backbone | None = None
+        self._memory: FrozenMemory | None = None
+
+    def backbone(self, variant: str, seed: int, *, fresh: bool = False) -> Backbone:
+        if fresh or self._backbone_key != (variant, seed):
+            need = variant_spec(variant).needs_encoder if self.need_language is None else self.need_language
+            self._backbone = load_backbone(self.settings.variant_config(variant), seed=seed, need_language=need,
+                                           device=self.device)
+            self._backbone_key = (variant, seed)
+        return self._backbone
+
+    def memory(self, variant: str, seed: int) -> FrozenMemory:
+        """The memory of ``variant`` (computed by :meth:`backbone`'s current backbone when new)."""
+        key = (variant, seed if variant_spec(variant).random_memory else None)
+        if self._memory_key != key:
+            self._memory = kg_memory(self.backbone(variant, seed), self.kg, seed, max_length=self.max_length,
+                                     relation_memory=self.relation_memory)
+            self._memory_key = key
+        return self._memory

@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -52,7 +51,8 @@ from jaket.model.language import SplitLanguageModel
 from jaket.tasks import report as rep
 from jaket.tasks.settings import VARIANT_LABELS, WordInContextConfig  # noqa: F401 (re-exported)
 from jaket.tasks.settings import variant as variant_spec
-from jaket.tasks.tracking import task_progress
+from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
+from jaket.tasks.results import TaskResult
 from jaket.tasks.training import step_done
 from jaket.tasks.variants import load_backbone
 from jaket.tasks.wic_data import SenseInventory, WordPair
@@ -217,10 +217,92 @@ def _baselines(train_pairs: list[WordPair], eval_pairs: list[WordPair], config: 
     return found
 
 
+class WordInContextRuns(GridTask):
+    """The runs of one comparison (:mod:`jaket.tasks.grid`): no budget; a run fine-tunes one
+    setting on the training pairs (epoch chosen on a held-out part of them) and scores the
+    evaluation pairs. Without pairs (reading a finished run's results) only the tables and the
+    report are available."""
+
+    name = TASK
+    title = "Word in context"
+    progress_name = "word in context"
+    curve_xlabel = "epoch"
+
+    def __init__(self, train_pairs: list[WordPair] | None = None, eval_pairs: list[WordPair] | None = None,
+                 config: WordInContextConfig | None = None, kg: KnowledgeGraph | None = None, *, device="cpu",
+                 frozen_baseline: bool = True):
+        self.train_pairs, self.eval_pairs, self.config, self.kg = train_pairs, eval_pairs, config, kg
+        self.device, self.frozen_baseline = device, frozen_baseline
+        self.inventory = SenseInventory.for_wordnet(kg) if kg is not None else None
+        self.graph: SenseGraph | None = None
+        self.graph_of: str | None = None
+        #: what the KM settings read: the candidates per evaluation pair, the part of the KG read
+        self.senses: dict = {}
+        if config is not None:
+            self.units_per_run = math.ceil(len(train_pairs) * (1 - config.selection_fraction)
+                                           / config.batch_size) * config.epochs
+
+    def run(self, cell: Cell, progress, keep: bool) -> dict:
+        config, seed = self.config, cell.seed
+        model = build_model(config, cell.variant, seed).to(self.device)
+        tokenizer = model.language.tokenizer
+        train_all = encode_pairs(self.train_pairs, tokenizer, self.inventory, config.max_length,
+                                 config.max_candidates, "training pairs")
+        evaluation = encode_pairs(self.eval_pairs, tokenizer, self.inventory, config.max_length,
+                                  config.max_candidates, "evaluation pairs")
+        if model.uses_kg and self.graph_of != cell.variant:  # the same LM1 every seed: one memory a setting
+            sense_kg = restrict_to_candidates(self.kg, [train_all, evaluation], len(model.knowledge.layers))
+            self.graph, self.graph_of = sense_graph(model, sense_kg, config), cell.variant
+            self.senses["sense_kg_entities"] = {"kg": self.kg.num_entities, "read": sense_kg.num_entities}
+        if model.uses_kg and "candidates" not in self.senses:
+            counts = [len(self.inventory.candidates(p.lemma, p.pos)) for p in self.eval_pairs]
+            self.senses["candidates"] = {"evaluation_pairs_without_candidates": int(sum(c == 0 for c in counts)),
+                                         "mean_candidates": float(np.mean(counts)), "max_candidates": int(max(counts))}
+        graph = self.graph if model.uses_kg else None
+        fit_rows, select_rows = selection_split(len(train_all), config.selection_fraction, seed)
+        selection = _subset(train_all, select_rows) if len(select_rows) else None
+        history = fit(model, _subset(train_all, fit_rows), selection, graph, config, seed, progress)
+        probability, _ = predict_probabilities(model, evaluation, graph, bf16=config.bf16, seed=seed)
+        run = {"accuracy": accuracy_of(probability, evaluation.labels), **history}
+        logger.info("%s seed %d: accuracy %.4f (epoch %d)", cell.variant, seed, run["accuracy"], history["best_epoch"])
+        if keep:
+            run["_model"] = model
+        return run
+
+    def save(self, cell: Cell, run: dict, held: dict, directory: Path) -> Path:
+        model = held["_model"]
+        settings = _finetuned_settings(self.config, cell.variant, model.uses_kg, cell.seed, len(self.train_pairs), run)
+        return FinetunedWordInContext(model, settings, self.kg).save_pretrained(directory)
+
+    def scores(self, run: dict) -> dict[str, float]:
+        return {"accuracy": run["accuracy"]}
+
+    def header(self, budget: str | None, score: str) -> str:
+        return "accuracy %"
+
+    def after_grid(self, results: dict) -> None:
+        results["senses"] = self.senses
+        results.update(_baselines(self.train_pairs, self.eval_pairs, self.config, self.device, self.frozen_baseline))
+
+    def extra_rows(self, results: dict, columns: list[str]) -> list[list[str]]:
+        rows = []
+        if "frozen_features" in results:
+            rows.append(["(frozen base encoder + logistic regression)",
+                         f"{100 * results['frozen_features']['accuracy']:.1f}"])
+        if "majority_class" in results:
+            rows.append(["(majority class)", f"{100 * results['majority_class']:.1f}"])
+        return rows
+
+    def intro(self, results: dict) -> list[str]:
+        return [f"Accuracy on {results['data'].get('eval', 'the evaluation pairs')}, mean ± std over seeds "
+                f"{results['config']['seeds']}; the epoch of each run chosen on "
+                f"{results['config']['selection_fraction']:.0%} of the training pairs.", ""]
+
+
 def run_word_in_context(train_pairs: list[WordPair], eval_pairs: list[WordPair], config: WordInContextConfig,
                         kg: KnowledgeGraph | None, out_dir: Path | None = None, *, save_dir: Path | None = None,
                         device="cpu", log_with=(), data_info: dict | None = None,
-                        frozen_baseline: bool = True) -> dict:
+                        frozen_baseline: bool = True) -> TaskResult:
     """Fine-tune each setting of ``config.variants`` for each seed on ``train_pairs`` and measure
     accuracy on ``eval_pairs``; paired differences between settings (same seed, same selection
     split), the frozen-feature baseline and the majority class beside them. ``save_dir``: the
@@ -229,93 +311,19 @@ def run_word_in_context(train_pairs: list[WordPair], eval_pairs: list[WordPair],
         raise ValueError("the training pairs need labels (WiC: the *.gold.txt beside the data file)")
     if not eval_pairs or any(p.label is None for p in eval_pairs):
         raise ValueError("the evaluation pairs need labels")
-    uses_kg = any(variant_spec(v).has_km for v in config.variants)
-    if uses_kg and kg is None:
+    if any(variant_spec(v).has_km for v in config.variants) and kg is None:
         raise ValueError("the KM settings need a sense KG")
-    inventory = SenseInventory.for_wordnet(kg) if kg is not None else None
     config_json = json.loads(json.dumps(asdict(config), default=str))
     results: dict = {"task": TASK, "device": str(torch.device(device)), "cpu": cpu_description(), "config": config_json,
-                     "data": dict(data_info or {}), "senses": {}, "runs": {}, "summary": {}, "paired": {}}
-    steps = math.ceil(len(train_pairs) * (1 - config.selection_fraction) / config.batch_size) * config.epochs
-    total = len(config.variants) * len(config.seeds) * steps
-    with task_progress(total, "word in context", "step", log_with, out_dir, config_json) as progress:
-        for variant in config.variants:
-            graph = None
-            for seed in config.seeds:
-                started = time.perf_counter()
-                progress.set_postfix_str(f"{variant} seed {seed}")
-                model = build_model(config, variant, seed).to(device)
-                tokenizer = model.language.tokenizer
-                train_all = encode_pairs(train_pairs, tokenizer, inventory, config.max_length,
-                                         config.max_candidates, "training pairs")
-                evaluation = encode_pairs(eval_pairs, tokenizer, inventory, config.max_length,
-                                          config.max_candidates, "evaluation pairs")
-                if model.uses_kg:  # the KM reads the candidates' neighbourhoods only
-                    sense_kg = restrict_to_candidates(kg, [train_all, evaluation], len(model.knowledge.layers))
-                if "candidates" not in results["senses"] and model.uses_kg:
-                    counts = [len(inventory.candidates(p.lemma, p.pos)) for p in eval_pairs]
-                    results["senses"]["candidates"] = {
-                        "evaluation_pairs_without_candidates": int(sum(c == 0 for c in counts)),
-                        "mean_candidates": float(np.mean(counts)), "max_candidates": int(max(counts))}
-                if model.uses_kg and graph is None:  # the same LM1 every seed: one memory a setting
-                    graph = sense_graph(model, sense_kg, config)
-                    results["senses"]["sense_kg_entities"] = {"kg": kg.num_entities, "read": sense_kg.num_entities}
-                fit_rows, select_rows = selection_split(len(train_all), config.selection_fraction, seed)
-                train = _subset(train_all, fit_rows)
-                selection = _subset(train_all, select_rows) if len(select_rows) else None
-                history = fit(model, train, selection, graph if model.uses_kg else None, config, seed, progress)
-                probability, _ = predict_probabilities(model, evaluation, graph if model.uses_kg else None,
-                                                       bf16=config.bf16, seed=seed)
-                run = {"seed": seed, "accuracy": accuracy_of(probability, evaluation.labels), **history,
-                       "seconds": round(time.perf_counter() - started, 1)}
-                logger.info("%s seed %d: accuracy %.4f (epoch %d)", variant, seed, run["accuracy"],
-                            history["best_epoch"])
-                results["runs"].setdefault(variant, []).append(run)
-                if save_dir is not None and "saved_model" not in results:
-                    settings = _finetuned_settings(config, variant, model.uses_kg, seed, len(train_pairs), history)
-                    results["saved_model"] = str(FinetunedWordInContext(model, settings, kg).save_pretrained(save_dir))
-                del model
-            results["summary"][variant] = rep.summarize_seeds(
-                [{"accuracy": r["accuracy"]} for r in results["runs"][variant]])
-    runs = results["runs"]
-    for a, b in (("jaket", "lm"), ("jaket", "lm+g+m"), ("lm+g+m", "lm")):
-        if a in runs and b in runs and len(runs[a]) == len(runs[b]):
-            results["paired"][f"{a} - {b}"] = rep.paired_difference(
-                [r["accuracy"] for r in runs[a]], [r["accuracy"] for r in runs[b]])
-    results.update(_baselines(train_pairs, eval_pairs, config, device, frozen_baseline))
-    if out_dir is not None:
-        write_report(results, Path(out_dir))
-    return results
+                     "data": dict(data_info or {}), "senses": {}}
+    task = WordInContextRuns(train_pairs, eval_pairs, config, kg, device=device, frozen_baseline=frozen_baseline)
+    return run_grid(task, Grid(tuple(config.variants), tuple(config.seeds)), results, out_dir=out_dir,
+                    save_dir=save_dir, log_with=log_with)
 
 
-def results_table(results: dict) -> str:
-    rows = [[VARIANT_LABELS.get(v, v), rep.format_mean_std(s["accuracy"]["values"])]
-            for v, s in results["summary"].items()]
-    if "frozen_features" in results:
-        rows.append(["(frozen base encoder + logistic regression)", f"{100 * results['frozen_features']['accuracy']:.1f}"])
-    rows.append(["(majority class)", f"{100 * results['majority_class']:.1f}"])
-    table = rep.markdown_table(["Model", "accuracy %"], rows)
-    if results["paired"]:
-        diff_rows = [[name.replace("jaket", "JAKET").replace("lm+g+m", "LM+G+M").replace("lm", "LM only"),
-                      f"{100 * d['mean']:+.1f}",
-                      f"[{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]" if not math.isnan(d["ci_low"]) else "-"]
-                     for name, d in results["paired"].items()]
-        table += "\n\n" + rep.markdown_table(["Paired difference", "points", "95% CI"], diff_rows)
-    return table
-
-
-def write_report(results: dict, out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rep.write_metrics(out_dir, results)
-    text = ["# Word in context", "", f"Accuracy on {results['data'].get('eval', 'the evaluation pairs')}, "
-            f"mean ± std over seeds {results['config']['seeds']}; the epoch of each run chosen on "
-            f"{results['config']['selection_fraction']:.0%} of the training pairs.", "", results_table(results), ""]
-    rep.write_text_atomic(out_dir / "report.md", "\n".join(text))
-    curves = {f"{VARIANT_LABELS.get(v, v)} seed {r['seed']}": r["train_loss"]
-              for v, rs in results["runs"].items() for r in rs[:1]}
-    if curves:
-        rep.plot_curves(curves, out_dir / "train_loss.png", title="word in context: training loss per epoch",
-                        xlabel="epoch", ylabel="loss")
+def results_table(results) -> str:
+    """Accuracy (%) per setting, mean ± std over seeds, the baselines below; the paired differences."""
+    return WordInContextRuns().table(results)
 
 
 # ----------------------------------------------------------------------------- the fine-tuned model
