@@ -17,9 +17,9 @@ from pathlib import Path
 from jaket.kg.sources.registry import build_source
 from jaket.flags import add_device_argument, add_precision_argument
 from jaket.model.device import choose_precision
-from jaket.output import human_stream, print_json
 from jaket.overrides import add_config_arguments
-from jaket.tasks.cli_common import (add_common_arguments, add_relation_memory_argument, csv_list, finish, seed_range,
+from jaket.tasks.cli_common import (add_common_arguments, add_relation_memory_argument, add_sense_kg_argument,
+                                    csv_list, finish, seed_range,
                                     start_run, variants_of)
 from jaket.tasks.entity_classification_cli import add_arguments as add_entity_classification
 from jaket.tasks.fewrel import load_fewrel, merge_fewrel
@@ -135,7 +135,7 @@ def _add_sense_linking_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heldout-of", type=Path, required=True, metavar="RUN",
                         help="a pre-training run folder: its held-out linked texts (rebuilt from RUN/config.yaml) "
                              "are the examples")
-    parser.add_argument("--kg", type=Path, metavar="DIR", help="the sense KG (default: WordNet 3.0)")
+    add_sense_kg_argument(parser)
     parser.add_argument("--max-examples", type=int, metavar="N", help="use the first N examples only")
     parser.add_argument("--seeds", type=int, default=3, help="fresh KMs of the lm+g+m scorer (default 3)")
     parser.add_argument("--no-baselines", dest="baselines", action="store_false",
@@ -163,12 +163,7 @@ def _run_sense_linking(args) -> int:
                                         seeds=tuple(range(args.seeds)), device=device, baselines=args.baselines)
     results["data"] = {**info, "examples_used": len(examples)}
     sl.write_report(results, out)
-    human = human_stream(args.json)
-    print(sl.results_table(results), file=human)
-    print(f"report: {out / 'report.md'}  metrics: {out / 'metrics.json'}", file=human)
-    if args.json:
-        print_json(results["scorers"])
-    return 0
+    return finish(args.json, results, sl.results_table(results), out, json_summary=results["scorers"])
 
 
 def add_kgqa_predict_arguments(parser: argparse.ArgumentParser) -> None:

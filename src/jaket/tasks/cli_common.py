@@ -9,6 +9,7 @@ imports them, so the command line has no import cycle.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 
 from jaket.flags import add_device_argument
@@ -67,6 +68,11 @@ def add_common_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> Non
     add_log_with_argument(parser)
 
 
+def add_sense_kg_argument(parser: argparse.ArgumentParser) -> None:
+    """``--kg DIR``: the KG whose entities are word senses (word in context, sense linking)."""
+    parser.add_argument("--kg", type=Path, metavar="DIR", help="the sense KG (default: WordNet 3.0)")
+
+
 def add_relation_memory_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-relation-memory", dest="relation_memory", action="store_false",
                         help="R = 0 in the KM (ablation; default: R from relation descriptions, as the paper)")
@@ -113,17 +119,17 @@ def start_run(args: argparse.Namespace, task: str):
     return device, out
 
 
-def finish(json_output: bool, results: dict, table: str, out: Path, task: str | None = None,
-           usage: str | None = None) -> int:
+def finish(json_output: bool, results: Mapping, table: str, out: Path, task: str | None = None,
+           usage: str | None = None, json_summary: dict | None = None) -> int:
     """Print the results table and where the report is (and, when the run saved one, where the
     fine-tuned model is and how to use it: ``jaket predict TASK --model DIR USAGE``); with
-    ``--json`` those go to stderr and stdout holds only metrics.json's summary as strict JSON
-    (:func:`jaket.output.print_json`)."""
+    ``--json`` those go to stderr and stdout holds only metrics.json's summary (or the task's
+    ``json_summary``) as strict JSON (:func:`jaket.output.print_json`)."""
     human = human_stream(json_output)
     print(table, file=human)
     print(f"report: {out / 'report.md'}  metrics: {out / 'metrics.json'}", file=human)
     if json_output:
-        print_json(results.get("summary", {}))
+        print_json(json_summary if json_summary is not None else results.get("summary", {}))
     if task is not None and "saved_model" in results:
         inputs = f" {usage}" if usage else ""
         print(f"fine-tuned model: {results['saved_model']}  (jaket predict {task} --model "

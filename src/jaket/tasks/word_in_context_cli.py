@@ -20,11 +20,10 @@ from pydantic import ConfigDict
 
 from jaket.flags import add_precision_argument
 from jaket.model.device import choose_precision, resolve_device
-from jaket.output import check_run_folder, human_stream, print_json
 from jaket.overrides import add_config_flags
+from jaket.tasks.cli_common import add_sense_kg_argument, finish, start_run
 from jaket.tasks.config import dump_task_config, flag_values, load_task_config
 from jaket.tasks.settings import WordInContextConfig
-from jaket.tasks.tracking import check_trackers
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--train", type=Path, metavar="FILE",
                         help="training pairs: WiC *.data.txt (labels from the *.gold.txt beside it) or JSONL")
     parser.add_argument("--eval", type=Path, metavar="FILE", help="evaluation pairs, same formats (e.g. WiC dev)")
-    parser.add_argument("--kg", type=Path, metavar="DIR", help="the sense KG (default: WordNet 3.0)")
+    add_sense_kg_argument(parser)
     parser.add_argument("--epochs", type=int, metavar="N", help=f"epochs (default {defaults.epochs})")
     parser.add_argument("--lr", type=float, metavar="LR", help=f"language-module learning rate (default {defaults.lr:g})")
     parser.add_argument("--batch-size", type=int, metavar="N", help=f"pairs per step (default {defaults.batch_size})")
@@ -92,7 +91,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pairs to judge: WiC *.data.txt or JSONL ({lemma, pos, text1, start1, end1, text2, "
                              "start2, end2}); labels, when present, are echoed")
     parser.add_argument("--gold", type=Path, metavar="FILE", help="WiC labels for --pairs (default: none)")
-    parser.add_argument("--kg", type=Path, metavar="DIR", help="the sense KG (default: WordNet 3.0)")
+    add_sense_kg_argument(parser)
 
 
 def predict_rows(finetuned, args: argparse.Namespace):
@@ -129,14 +128,12 @@ def job_from_args(args: argparse.Namespace) -> WordInContextJob:
 
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate word-in-context``."""
-    job = job_from_args(args)
-    device = resolve_device(args.device)
-    check_trackers(args.log_with)
+    job = job_from_args(args)  # a bad value is a ValueError: the CLI's error boundary names it
+    resolve_device(args.device)  # a device this machine lacks is refused even for --print-config
     if args.print_config:
         print(dump_task_config(job), end="")
         return 0
-    out = args.out or Path("runs") / "word-in-context"
-    check_run_folder(out, args.overwrite)  # an earlier run's folder is refused before any work
+    device, out = start_run(args, "word-in-context")  # device, trackers, --out checked first
     # --help: the task (torch, the model) is imported when it runs
     from jaket.tasks import word_in_context as wic
     from jaket.tasks.wic_data import load_pairs, wordnet_pairs  # --help: reads WordNet
@@ -153,13 +150,7 @@ def run(args: argparse.Namespace) -> int:
     results = wic.run_word_in_context(train, evaluation, job, kg if needs_kg else None, out,
                                       save_dir=None if args.evaluate else out / "model", device=device,
                                       log_with=args.log_with, data_info=info)
-    human = human_stream(args.json)  # --json: stdout holds the JSON alone
-    print(wic.results_table(results), file=human)
-    print(f"report: {out / 'report.md'}  metrics: {out / 'metrics.json'}", file=human)
-    if "saved_model" in results:
-        print(f"fine-tuned model: {results['saved_model']}  (jaket predict word-in-context --model "
-              f"{results['saved_model']} --pairs FILE)", file=human)
-    if args.json:
-        print_json({"summary": results["summary"], "paired": results["paired"],
-                    "majority_class": results["majority_class"], "frozen_features": results.get("frozen_features")})
-    return 0
+    return finish(args.json, results, wic.results_table(results), out, "word-in-context", "--pairs FILE",
+                  json_summary={"summary": results["summary"], "paired": results["paired"],
+                                "majority_class": results["majority_class"],
+                                "frozen_features": results.get("frozen_features")})
