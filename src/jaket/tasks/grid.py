@@ -275,7 +275,7 @@ def write_report(task: GridTask, results: dict, out_dir: Path) -> None:
     images = [name for name in (_curves(task, results, out_dir), _bars(task, results, out_dir)) if name]
     images += task.plots(results, out_dir)
     text = [f"# {task.title}", "", *task.intro(results), task.table(results), "", *task.epilogue(results),
-            *[f"![{Path(name).stem.replace('_', ' ')}]({name})" for name in images], ""]
+            *[f"![{Path(name).stem.replace('_', ' ')}]({name})\n" for name in images]]
     rep.write_text_atomic(out_dir / "report.md", "\n".join(text))
 
 
