@@ -59,6 +59,9 @@ def load(paths: list[Path], ignore: tuple[str, ...] = ()) -> tuple[dict, dict]:
                              f"{': ' + ', '.join(changed) if changed else ''})")
         seeds = data["config"]["seeds"]
         for setting, summary in data["summary"].items():
+            if "/" in setting:  # link prediction before 2026-11-26: "lm+g+m/rotate" keys, now [setting][scorer]
+                setting, scorer = setting.split("/", 1)
+                summary = {scorer: summary}
             for column, per_seed in _leaves(summary).items():
                 cell = values.setdefault(setting, {}).setdefault(column, {})
                 for seed, value in zip(seeds, per_seed):
@@ -78,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="configuration keys that may differ between the files (settings added later)")
     args = parser.parse_args(argv)
     values, config = load(args.metrics, tuple(k for k in args.ignore.split(",") if k))
+    args.against = args.against.split("/", 1)[0]  # the older "lm+g+m/rotate" spelling names the setting
     if args.against not in values:
         raise SystemExit(f"--against {args.against}: no such setting ({', '.join(values)})")
     columns = list(dict.fromkeys(c for by_column in values.values() for c in by_column))

@@ -52,3 +52,22 @@ def test_ignore_also_covers_facts_of_one_settings_data(tmp_path):
     with pytest.raises(SystemExit, match="not comparable"):
         seed_tables.main([str(a), str(b), "--against", "lm"])
     assert seed_tables.main([str(a), str(b), "--against", "lm", "--ignore", "candidates"]) == 0
+
+
+def test_link_prediction_files_of_both_layouts_join_into_one_table(tmp_path):
+    """Link prediction's summary was keyed "lm+g+m/rotate" before the grid runner and is
+    [setting][scorer] since: files of both layouts join, and --against takes either spelling."""
+    def lp(path, variant, seed, mrr, old):
+        cell = {"valid": {"mrr": {"mean": mrr, "std": 0.0, "values": [mrr]}}}
+        summary = {f"{variant}/rotate": cell} if old else {variant: {"rotate": cell}}
+        data = {"task": "link-prediction", "config": {"seeds": [seed], "variants": [variant]}, "summary": summary}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data))
+        return str(path)
+
+    files = [lp(tmp_path / f"{v}{s}" / "metrics.json", v, s, mrr, old=s == 0)
+             for v, s, mrr in (("jaket", 0, 0.37), ("jaket", 1, 0.38), ("lm+g+m", 0, 0.35), ("lm+g+m", 1, 0.35))]
+    for against in ("lm+g+m", "lm+g+m/rotate"):
+        assert seed_tables.main(files + ["--against", against, "--out", str(tmp_path / against.replace("/", "_"))]) == 0
+        table = json.loads((tmp_path / against.replace("/", "_") / "table.json").read_text())
+        assert table["paired"]["jaket"]["rotate valid mrr"]["values"] == pytest.approx([2.0, 3.0])
