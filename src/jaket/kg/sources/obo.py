@@ -8,35 +8,81 @@ JAKET KG, read with ``pronto`` (``pip install jaket[obo]``) and mapped as OWL on
 - ``is_a`` -> ``subclass of`` edges; each ``relationship: part_of GO:...`` line -> an edge of that
   relation (named by the typedef's name when the file has one);
 - categories from the ``is_a`` hierarchy, as for OWL (``category_depth``, ``category_root``).
+
+A file pronto cannot read, or a ``relationship`` whose relation has no ``[Typedef]``, is a
+``ValueError`` naming ``path:line``. A term given by several ``[Term]`` stanzas is merged by pronto
+(a second name or definition replaces the first): such terms are listed in the report and logged.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from collections import Counter
 from pathlib import Path
 
+from jaket.jsonio import quote
+from jaket.kg.errors import Problem
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.readers import read_lines
 from jaket.kg.sources.owl import BUILT_IN, SUBCLASS, assemble, words
+
+logger = logging.getLogger(__name__)
+
+
+def _where(path: Path, line: int | None) -> str:
+    return f"{path}:{line}" if line else str(path)
+
+
+def _read(path: Path):
+    """``pronto.Ontology`` of the file; ValueError ``path:line: ...`` when pronto refuses it."""
+    import warnings
+
+    try:
+        import pronto
+    except ModuleNotFoundError:
+        raise ValueError("reading .obo files needs pronto: pip install jaket[obo]") from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pronto warns about every non-standard header line
+        try:
+            return pronto.Ontology(str(path))
+        except Exception as error:  # fastobo's own SyntaxError and friends: name the file
+            problems: list[Problem] = []
+            read_lines(path, problems)  # invalid UTF-8: pronto does not say where
+            match = re.search(r"line (\d+)", str(error))
+            line = problems[0].line if problems else int(match.group(1)) if match else None
+            raise ValueError(f"{_where(path, line)}: not a readable OBO file "
+                             f"({type(error).__name__}: {' '.join(str(error).split())[:300]})") from None
+
+
+def _undeclared(path: Path, relation: str) -> ValueError:
+    """The error of a ``relationship: RELATION ...`` line whose relation has no ``[Typedef]``."""
+    pattern = re.compile(rf"relationship:\s*{re.escape(relation)}(\s|$)")
+    line = next((n for n, text in read_lines(path, []) if pattern.match(text.strip())), None)
+    return ValueError(f"{_where(path, line)}: relationship {quote(relation)} has no [Typedef] stanza "
+                      "(declare it, or leave its lines out)")
+
+
+def _repeated_terms(path: Path) -> dict[str, list[int]]:
+    """Term id -> the lines of its ``id:`` tags, for the terms given by several ``[Term]`` stanzas."""
+    lines_of: dict[str, list[int]] = {}
+    in_term = False
+    for number, text in read_lines(path, []):
+        text = text.strip()
+        if text.startswith("["):
+            in_term = text == "[Term]"
+        elif in_term and text.startswith("id:"):
+            lines_of.setdefault(text[3:].split("!")[0].strip(), []).append(number)
+    return {term: lines for term, lines in lines_of.items() if len(lines) > 1}
 
 
 def load_obo(path, category_depth: int | None = None, category_root: str | None = None
              ) -> tuple[KnowledgeGraph, dict]:
     """``(KnowledgeGraph, report)`` of an OBO file (module docstring)."""
-    try:
-        import pronto
-    except ModuleNotFoundError:
-        raise ValueError("reading .obo files needs pronto: pip install jaket[obo]") from None
-    import warnings
-
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # pronto warns about every non-standard header line
-        try:
-            ontology = pronto.Ontology(str(path))
-        except Exception as error:  # fastobo's own SyntaxError and friends: name the file
-            raise ValueError(f"{path}: not a readable OBO file ({type(error).__name__}: {error})") from None
+    ontology = _read(path)
     terms = {t.id: t for t in ontology.terms() if not t.obsolete}
     obsolete = sum(1 for t in ontology.terms() if t.obsolete)
     edges, counts = [], Counter()
@@ -46,7 +92,11 @@ def load_obo(path, category_depth: int | None = None, category_root: str | None 
             if parent.id in terms:
                 edges.append((term_id, SUBCLASS, parent.id))
                 counts["is_a"] += 1
-        for relation, targets in term.relationships.items():
+        try:
+            relationships = dict(term.relationships.items())
+        except KeyError as error:  # pronto: a relation without its [Typedef]
+            raise _undeclared(path, str(error.args[0])) from None
+        for relation, targets in relationships.items():
             name = relation.name or words(relation.id)
             relations.setdefault(relation.id, (name, relation.definition or name))
             for target in targets:
@@ -67,5 +117,11 @@ def load_obo(path, category_depth: int | None = None, category_root: str | None 
     definitions = {t: (str(terms[t].definition) if terms[t].definition else None) for t in entity_ids}
     edges = list(dict.fromkeys(edges))
     kg, report = assemble(entity_ids, name_of, definitions, edges, relations, category_depth, category_root)
+    repeated = _repeated_terms(path)
+    if repeated:
+        term, lines = next(iter(repeated.items()))
+        logger.warning("%s: %d terms are given by several [Term] stanzas, merged (a second name or definition "
+                       "replaces the first), e.g. %s at lines %s", path, len(repeated), term, lines)
     return kg, {"source": "obo", "file": str(path), "terms": len(terms), "obsolete_terms_skipped": obsolete,
+                "terms_in_several_stanzas": dict(list(repeated.items())[:50]),
                 **report, "patterns": dict(sorted(counts.items()))}

@@ -22,6 +22,7 @@ properties                                                (the others relate pro
                                                           entities)
 ========================================================  =====================================
 
+A named class is one declared ``owl:Class`` or at either end of a named ``subClassOf``.
 **Names**: the ``rdfs:label`` (or ``skos:prefLabel``) in ``lang`` (default English), else an
 untagged one, else the IRI's local name split into words (``MozzarellaTopping`` -> ``Mozzarella
 Topping``); every other label and synonym (``skos:altLabel``, ``oboInOwl:has*Synonym``) is an alias.
@@ -44,8 +45,9 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.jsonio import quote
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.sources.rdf import local_name, parse_rdf
+from jaket.kg.sources.rdf import RDFImportError, local_name, parse_rdf
 
 OWL = "http://www.w3.org/2002/07/owl#"
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
@@ -68,6 +70,7 @@ BUILT_IN = {SUBCLASS: ("subclass of", "the head is a kind of the tail"),
 SCHEMA_AXIOMS = (OWL + "disjointWith", RDFS + "domain", RDFS + "range", OWL + "inverseOf",
                  RDFS + "subPropertyOf", OWL + "propertyDisjointWith", OWL + "equivalentProperty")
 ONLY = " (only)"
+MAX_NESTING = 100  # class expressions nested deeper are refused (recursion; no real ontology nests so)
 
 
 def words(name: str) -> str:
@@ -89,15 +92,15 @@ def _lang_pick(literals, lang: str) -> tuple[str | None, list[str]]:
 class _Ontology:
     """The parts of an rdflib graph the mapping reads."""
 
-    def __init__(self, graph, lang: str, definitions: tuple[str, ...] = DEFINITIONS):
+    def __init__(self, graph, lang: str, definitions: tuple[str, ...] = DEFINITIONS, path: Path | None = None):
         from rdflib import BNode, URIRef
 
-        self.graph, self.lang, self.definitions = graph, lang, tuple(definitions)
+        self.graph, self.lang, self.definitions, self.path = graph, lang, tuple(definitions), path
         self.BNode, self.URIRef = BNode, URIRef
         self.classes = {str(c) for c in graph.subjects(URIRef(RDF + "type"), URIRef(OWL + "Class"))
                         if isinstance(c, URIRef)} - {OWL + "Thing"}
-        self.classes |= {str(c) for c in graph.objects(None, URIRef(SUBCLASS))
-                         if isinstance(c, URIRef)} - {OWL + "Thing"}
+        self.classes |= {str(c) for pair in graph.subject_objects(URIRef(SUBCLASS)) for c in pair
+                         if isinstance(c, URIRef)} - {OWL + "Thing"}  # both ends of subClassOf are classes
         kinds = ("ObjectProperty", "DatatypeProperty", "AnnotationProperty", "TransitiveProperty",
                  "FunctionalProperty", "SymmetricProperty", "InverseFunctionalProperty")
         self.properties = {str(p) for kind in kinds
@@ -129,25 +132,38 @@ class _Ontology:
                 return best
         return None
 
-    def members(self, node) -> list:
-        """The items of an RDF list (``owl:unionOf`` / ``intersectionOf``)."""
-        from rdflib.collection import Collection
+    def members(self, node, subject: str) -> list:
+        """The items of an RDF list (``owl:unionOf`` / ``intersectionOf`` in a class expression of
+        ``subject``)."""
+        try:
+            return list(self.graph.items(node))
+        except ValueError:  # rdflib: "List contains a recursive rdf:rest reference"
+            raise RDFImportError(f"{self.path}: a class expression of {quote(subject)} has an RDF list that "
+                                 "runs back into itself (through rdf:rest)") from None
 
-        return list(Collection(self.graph, node))
+    def enter(self, node, within: tuple, subject: str) -> tuple:
+        """``within`` (the class expressions of ``subject`` being read, outermost first) and
+        ``node``, refused when ``node`` is already one of them or they nest too deep."""
+        if node in within or len(within) >= MAX_NESTING:
+            problem = "contains itself" if node in within else f"nests more than {MAX_NESTING} deep"
+            raise RDFImportError(f"{self.path}: a class expression of {quote(subject)} {problem}")
+        return (*within, node)
 
 
-def _targets(onto: _Ontology, node) -> list[str]:
+def _targets(onto: _Ontology, subject: str, node, within: tuple = ()) -> list[str]:
     """The named classes or individuals a class expression ``node`` names: itself, or the members
     of a union (nested expressions of other shapes are not edges)."""
     if isinstance(node, onto.URIRef):
         return [str(node)] if str(node) != OWL + "Thing" else []
     union = onto.graph.value(node, onto.uri(OWL + "unionOf"))
     if union is not None:
-        return [t for member in onto.members(union) for t in _targets(onto, member)]
+        within = onto.enter(node, within, subject)
+        return [t for member in onto.members(union, subject) for t in _targets(onto, subject, member, within)]
     return []
 
 
-def _expression_edges(onto: _Ontology, subject: str, node, counts: Counter) -> list[tuple[str, str, str]]:
+def _expression_edges(onto: _Ontology, subject: str, node, counts: Counter,
+                      within: tuple = ()) -> list[tuple[str, str, str]]:
     """Edges of ``subject subClassOf node`` (``node`` named, a restriction or an intersection)."""
     if isinstance(node, onto.URIRef):
         counts["subclass_of_named"] += 1
@@ -156,7 +172,9 @@ def _expression_edges(onto: _Ontology, subject: str, node, counts: Counter) -> l
     intersection = graph.value(node, onto.uri(OWL + "intersectionOf"))
     if intersection is not None:
         counts["intersections"] += 1
-        return [e for member in onto.members(intersection) for e in _expression_edges(onto, subject, member, counts)]
+        within = onto.enter(node, within, subject)
+        return [e for member in onto.members(intersection, subject)
+                for e in _expression_edges(onto, subject, member, counts, within)]
     prop = graph.value(node, onto.uri(OWL + "onProperty"))
     if prop is None or not isinstance(prop, onto.URIRef):
         counts["other_class_expressions_skipped"] += 1
@@ -164,7 +182,7 @@ def _expression_edges(onto: _Ontology, subject: str, node, counts: Counter) -> l
     for quantifier, suffix in (("someValuesFrom", ""), ("hasValue", ""), ("allValuesFrom", ONLY)):
         filler = graph.value(node, onto.uri(OWL + quantifier))
         if filler is not None:
-            targets = _targets(onto, filler)
+            targets = _targets(onto, subject, filler)
             counts[f"restrictions_{quantifier}"] += 1
             if not targets:
                 counts["restrictions_without_named_filler_skipped"] += 1
@@ -227,7 +245,8 @@ def _categories(entities: list[str], parents: dict[str, str], instance_class: di
         def useful(d: int) -> int:
             return sum(1 for n in Counter(x for x in at(d) if x is not None).values() if n >= floor)
 
-        depth = max(range(0 if root is None else 1, max(1, deepest)), key=lambda d: (useful(d), -d))
+        top = 0 if root is None else 1  # (a root without subclasses: depth 1, no category)
+        depth = max(range(top, max(top + 1, deepest)), key=lambda d: (useful(d), -d))
     labels = at(depth)
     return labels, depth, dict(Counter(x for x in labels if x is not None))
 
@@ -239,7 +258,7 @@ def load_owl(path, fmt: str | None = None, lang: str = "en", category_depth: int
     ``definitions``: the annotation properties read as descriptions, in order (default
     :data:`DEFINITIONS`)."""
     path = Path(path)
-    onto = _Ontology(parse_rdf(path, fmt), lang.lower(), definitions or DEFINITIONS)
+    onto = _Ontology(parse_rdf(path, fmt), lang.lower(), definitions or DEFINITIONS, path)
     counts: Counter = Counter()
     edges = _edges(onto, keep_axioms, counts)
     entity_ids = sorted(onto.classes | onto.individuals)

@@ -21,7 +21,9 @@ Mapping (``rdfs:`` = RDF Schema, ``skos:`` = SKOS, ``schema:`` = schema.org, htt
 - Other literal-valued triples are ignored and counted per predicate in the report; triples with
   a blank node are ignored and counted too (blank nodes have no stable id to give an entity).
 
-Parse errors become :class:`RDFImportError` naming the file and, when known, the line.
+Parse errors become :class:`RDFImportError` naming the file and, when known, the line; so does a
+term no KG can hold (an IRI with a tab, a line break or a NUL; text with a lone surrogate, which
+escapes such as ``"\uD800"`` can write). A UTF-8 byte order mark at the start is dropped.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from urllib.parse import unquote
 
 import numpy as np
 
+from jaket.jsonio import quote
 from jaket.kg.graph import KnowledgeGraph
 from jaket.paths import require_package
 
@@ -55,6 +58,9 @@ _ANNOTATIONS = set(LABELS) | set(ALT_LABELS) | set(DESCRIPTIONS)
 _FORMATS = {".ttl": "turtle", ".turtle": "turtle", ".nt": "nt", ".ntriples": "nt", ".n3": "n3",
             ".rdf": "xml", ".xml": "xml", ".owl": "xml", ".jsonld": "json-ld", ".json": "json-ld",
             ".trig": "trig", ".nq": "nquads", ".trix": "trix"}
+_NOT_IN_IDS = re.compile("[\t\n\r\x00]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class RDFImportError(ValueError):
@@ -88,25 +94,73 @@ def guess_format(path: Path) -> str:
     return fmt
 
 
+def _source(path: Path):
+    """A binary handle on the file (decompressed when ``.gz``), past a UTF-8 byte order mark."""
+    import gzip
+
+    handle = gzip.open(path, "rb") if path.suffix.lower() == ".gz" else path.open("rb")
+    if handle.read(len(_UTF8_BOM)) != _UTF8_BOM:
+        handle.seek(0)
+    return handle
+
+
+def _first_line(path: Path, reject) -> int | None:
+    """The number of the first line of the file that ``reject`` (given its bytes) is true of."""
+    with _source(path) as handle:
+        for number, raw in enumerate(handle, 1):
+            if reject(raw):
+                return number
+    return None
+
+
+def _line_graph(raw: bytes, fmt: str):
+    """The graph of one line of a line-based file (N-Triples, N-Quads); None when rdflib rejects it."""
+    import rdflib
+
+    graph = rdflib.Graph() if fmt == "nt" else rdflib.Dataset()
+    try:
+        graph.parse(data=raw.decode("utf-8"), format=fmt)
+    except Exception:  # noqa: BLE001 - any rejection pinpoints the line
+        return None
+    return graph
+
+
+def _bad_term(triples) -> str | None:
+    """Why a term of ``triples`` cannot go into a KG, or None: an IRI holding a tab, a line break
+    or a NUL (no id can), text holding a lone surrogate (not Unicode: it cannot be written)."""
+    from rdflib import URIRef
+
+    for triple in triples:
+        for term in triple:
+            if isinstance(term, URIRef) and _NOT_IN_IDS.search(term):
+                return f"the IRI {quote(str(term))} holds a tab, a line break or a NUL"
+            if not term.isascii() and _SURROGATE.search(term):
+                return f"{quote(str(term))} holds a lone surrogate, which is not Unicode text"
+    return None
+
+
 def _error_line(error: Exception, path: Path, fmt: str) -> int | None:
     line = getattr(error, "lines", None)  # rdflib's notation3 BadSyntax: 0-based line
     if isinstance(line, int):
         return line + 1
+    if callable(getattr(error, "getLineNumber", None)) and isinstance(error.getLineNumber(), int):
+        return error.getLineNumber()  # xml.sax's SAXParseException (RDF/XML)
+    if isinstance(error, UnicodeDecodeError):
+        return _first_line(path, lambda raw: not _decodes(raw))
     match = re.search(r"line (\d+)", str(error))
     if match:
         return int(match.group(1))
     if fmt in ("nt", "nquads"):  # line-based: find the first line rdflib rejects on its own
-        import rdflib
-
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            for number, text in enumerate(handle, 1):
-                if not text.strip() or text.lstrip().startswith("#"):
-                    continue
-                try:
-                    rdflib.Graph().parse(data=text, format="nt")
-                except Exception:  # noqa: BLE001 - any rejection pinpoints the line
-                    return number
+        return _first_line(path, lambda raw: raw.strip() and _line_graph(raw, fmt) is None)
     return None
+
+
+def _decodes(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _message(error: Exception) -> str:
@@ -116,27 +170,34 @@ def _message(error: Exception) -> str:
 
 
 def parse_rdf(path, fmt: str | None = None):
-    """An ``rdflib.Graph`` of the file; :class:`RDFImportError` (``path:line: message``) when
-    the file is missing or malformed."""
+    """An ``rdflib.Graph`` of the file (of N-Quads, TriG, TriX: the triples of all its graphs);
+    :class:`RDFImportError` (``path:line: message``) when the file is missing or malformed."""
     rdflib = require_package("rdflib", "rdf")  # one line naming jaket[rdf] when it is missing
 
     path = Path(path)
     if not path.is_file():
         raise RDFImportError(f"{path}: no such file")
     fmt = fmt or guess_format(path)
-    graph = rdflib.Graph()
+    quads = fmt in ("nquads", "trig", "trix")  # named graphs (a Graph would keep none of their triples)
+    dataset = rdflib.Dataset() if quads else rdflib.Graph()
     try:
-        if path.suffix.lower() == ".gz":
-            import gzip
-
-            with gzip.open(path, "rb") as handle:
-                graph.parse(file=handle, format=fmt)
-        else:
-            graph.parse(str(path), format=fmt)
+        with _source(path) as handle:
+            dataset.parse(file=handle, format=fmt, publicID=path.absolute().as_uri())
     except Exception as error:  # noqa: BLE001 - rdflib raises many types; all are the file's fault
         line = _error_line(error, path, fmt)
         where = f"{path}:{line}" if line else str(path)
         raise RDFImportError(f"{where}: malformed {fmt} ({_message(error)})") from None
+    graph = dataset
+    if quads:  # the triples of every graph, as one graph
+        graph = rdflib.Graph()
+        for s, p, o, _ in dataset.quads((None, None, None, None)):
+            graph.add((s, p, o))
+    problem = _bad_term(graph)
+    if problem:
+        line = None
+        if fmt in ("nt", "nquads"):
+            line = _first_line(path, lambda raw: _bad_term(_line_graph(raw, fmt) or ()) is not None)
+        raise RDFImportError(f"{path}:{line}: {problem}" if line else f"{path}: {problem}")
     return graph
 
 
@@ -168,11 +229,12 @@ class _Statements:
         """(name, aliases, whether the name comes from a label) of ``iri``."""
         annotations = self.labels.get(iri, {})
         values: list[str] = []
+        has_label = False  # a label that is not blank
         for predicate in LABELS + ALT_LABELS:
             best, others = _pick(annotations.get(predicate, []))
             if best is not None:
                 values += [best, *others]
-        has_label = any(annotations.get(predicate) for predicate in LABELS)
+                has_label = has_label or predicate in LABELS
         name = values[0] if has_label else local_name(iri).replace("_", " ")
         return name, [v for v in dict.fromkeys(values) if v != name], has_label
 

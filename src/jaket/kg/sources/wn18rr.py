@@ -5,7 +5,7 @@ A WN18RR folder holds ``entities.dict`` and ``relations.dict`` (``index<TAB>id``
 KG is every entity of ``entities.dict`` plus the **training** triples; the valid and test files
 are evaluation splits, read with :func:`jaket.kg.readers.read_split` against this KG
 (entity ids stay WN18RR's 8-digit offsets, relation ids its ``_hypernym``-style names). Without
-the ``.dict`` files, entities and relations are collected from the three triple files in order of
+a ``.dict`` file, its entities (or relations) are collected from the three triple files in order of
 first appearance.
 
 **Resolving offsets.** WN18RR entities are byte offsets into the WordNet 3.0 data files without
@@ -34,9 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.jsonio import quote
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.readers import read_lines, read_triples
+from jaket.kg.readers import read_field_lines, read_triples
 from jaket.kg.sources.wordnet import load_wordnet_data
 
 logger = logging.getLogger(__name__)
@@ -77,16 +78,17 @@ def _read_dict(path: Path, problems: list[Problem]) -> list[str]:
     """The ids of an ``index<TAB>id`` file, in index order."""
     rows: dict[int, str] = {}
     seen: dict[str, int] = {}
-    for number, line in read_lines(path, problems):
+    for number, line in read_field_lines(path, problems):
         parts = line.split("\t")
-        if len(parts) != 2 or not parts[0].strip().isdigit() or not parts[1].strip():
-            problems.append(Problem(str(path), number, f"expected index<TAB>id, got {line[:80]!r}"))
+        index = parts[0].strip()
+        if len(parts) != 2 or not (index.isascii() and index.isdigit()) or not parts[1].strip():
+            problems.append(Problem(str(path), number, f"expected index<TAB>id, got {quote(line)}"))
             continue
         index, value = int(parts[0]), parts[1].strip()
         if index in rows:
             problems.append(Problem(str(path), number, f"index {index} given twice"))
         elif value in seen:
-            problems.append(Problem(str(path), number, f"id {value!r} given twice "
+            problems.append(Problem(str(path), number, f"id {quote(value)} given twice "
                                                        f"(first at line {seen[value]})"))
         else:
             rows[index] = value
@@ -96,20 +98,19 @@ def _read_dict(path: Path, problems: list[Problem]) -> list[str]:
     return [rows[i] for i in sorted(rows)]
 
 
-def _read_ids(folder: Path, train: list, split_paths: list[Path],
-              problems: list[Problem]) -> tuple[list[str], list[str], str]:
+def _read_ids(folder: Path, triple_files: list[list], problems: list[Problem]) -> tuple[list[str], list[str], str]:
     """Entity and relation ids in index order: from ``entities.dict`` / ``relations.dict``, or
-    without them every id met in the triple files in order of first appearance; and which."""
-    entities_path, relations_path = folder / "entities.dict", folder / "relations.dict"
-    if entities_path.is_file() and relations_path.is_file():
-        return (_read_dict(entities_path, problems), _read_dict(relations_path, problems),
-                "entities.dict, relations.dict")
-    entity_ids, relation_ids = [], []
-    for rows in [train] + [read_triples(path, problems) for path in split_paths]:
-        for _, h, r, t in rows:
-            entity_ids.extend((h, t))
-            relation_ids.append(r)
-    return list(dict.fromkeys(entity_ids)), list(dict.fromkeys(relation_ids)), "collected from the triple files"
+    without one every id of its kind met in the ``triple_files`` (their rows) in order of first
+    appearance; and which."""
+    tables, how = [], []
+    for name, fields in (("entities.dict", (1, 3)), ("relations.dict", (2,))):
+        if (folder / name).is_file():
+            tables.append(_read_dict(folder / name, problems))
+            how.append(name)
+        else:
+            tables.append(list(dict.fromkeys(row[f] for rows in triple_files for row in rows for f in fields)))
+            how.append(f"{name.split('.')[0]} collected from the triple files")
+    return tables[0], tables[1], ", ".join(how)
 
 
 def _index_triples(train_path: Path, train: list, entity_ids: list[str], relation_ids: list[str],
@@ -120,7 +121,7 @@ def _index_triples(train_path: Path, train: list, entity_ids: list[str], relatio
     relation_index = {r: i for i, r in enumerate(relation_ids)}
     rows = []
     for number, h, r, t in train:
-        missing = [f"{what} {value!r}" for what, value, table in
+        missing = [f"{what} {quote(value)}" for what, value, table in
                    (("head", h, entity_index), ("relation", r, relation_index), ("tail", t, entity_index))
                    if value not in table]
         if missing:
@@ -146,7 +147,7 @@ def _resolve_offsets(entity_ids: list[str], rows: list[tuple[int, int, int]], wo
     supported, else undecided, both named by the first in noun, verb, adjective, adverb order)."""
     candidates: list[list[int]] = []
     for entity in entity_ids:
-        if not (entity.isdigit() and len(entity) <= 8):
+        if not (entity.isascii() and entity.isdigit() and len(entity) <= 8):
             candidates.append([])
             continue
         offset = int(entity)
@@ -208,7 +209,7 @@ def _entity_tables(entity_ids: list[str], resolution: _Resolution, wordnet):
 def _log_resolution(folder: Path, resolution: _Resolution, unresolved: list[str]) -> None:
     if unresolved:
         logger.warning("%s: %d entities are not WordNet 3.0 synset offsets (kept with placeholder "
-                       "descriptions), e.g. %s", folder, len(unresolved), unresolved[0])
+                       "descriptions), e.g. %s", folder, len(unresolved), quote(unresolved[0]))
     if resolution.conflated:
         logger.info("%s: %d entities stand for several synsets at the same offset (their triples "
                     "support each one); their descriptions combine them", folder, len(resolution.conflated))
@@ -233,7 +234,8 @@ def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
     problems: list[Problem] = []
     split_paths = [p for p in (folder / "valid.txt", folder / "test.txt") if p.is_file()]
     train = read_triples(train_path, problems)
-    entity_ids, relation_ids, dictionaries = _read_ids(folder, train, split_paths, problems)
+    splits = [read_triples(path, problems) for path in split_paths]  # every bad line at once
+    entity_ids, relation_ids, dictionaries = _read_ids(folder, [train, *splits], problems)
     rows = _index_triples(train_path, train, entity_ids, relation_ids, problems)
     if problems:
         raise KGFormatError(problems)
