@@ -9,12 +9,14 @@ imports them, so the command line has no import cycle.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
 from jaket.flags import add_device_argument
 from jaket.model.device import resolve_device
 from jaket.output import check_run_folder, human_stream, print_json
+from jaket.tasks.config import dump_task_config, flag_values, load_task_config
 from jaket.tasks.tracking import add_log_with_argument, check_trackers
 from jaket.tasks.settings import variant as variant_spec
 
@@ -27,7 +29,7 @@ DEFAULT_VARIANTS = {
     "word-in-context": ("lm", "lm+g+m", "jaket"),
 }
 #: finetune's setting without --model or --variant (relation classification has no KM setting)
-FINETUNE_VARIANT = {"relation-classification": "lm"}
+FINETUNE_VARIANT = {"relation-classification": "lm", "word-in-context": "lm"}
 
 
 def csv_list(text: str) -> tuple[str, ...]:
@@ -102,6 +104,22 @@ def chosen_variants(task: str, evaluate: bool, pretrained: Path | None, variants
     return (variant,)
 
 
+def resolve_job(job, task: str, evaluate: bool):
+    """A typed job (entity classification, word in context: ``variants``, ``seeds``, ``pretrained``)
+    with what it left empty filled as the other tasks' flags are: the settings of
+    :func:`chosen_variants`, seeds 0-4 to evaluate and 0 to fine-tune. ``ValueError`` (the CLI names
+    it): ``jaket`` without a pre-trained model, or several settings to fine-tune."""
+    if "jaket" in job.variants and job.pretrained is None:
+        raise ValueError("variant 'jaket' needs --model DIR (a pre-trained model folder)")
+    if not evaluate and len(job.variants) > 1:
+        raise ValueError(f"finetune runs one setting, got variants {list(job.variants)}; use jaket evaluate "
+                         "to compare several")
+    variants = chosen_variants(task, evaluate, job.pretrained, tuple(job.variants) or None,
+                               job.variants[0] if job.variants and not evaluate else None)
+    seeds = job.seeds or ((0, 1, 2, 3, 4) if evaluate else (0,))
+    return dataclasses.replace(job, variants=tuple(variants), seeds=tuple(seeds))
+
+
 def variants_of(args: argparse.Namespace, task: str) -> tuple[str, ...]:
     """:func:`chosen_variants` of a task command's flags."""
     return chosen_variants(task, args.evaluate, args.model, getattr(args, "variants", None),
@@ -117,6 +135,23 @@ def start_run(args: argparse.Namespace, task: str):
     out = args.out or Path("runs") / task
     check_run_folder(out, getattr(args, "overwrite", False))
     return device, out
+
+
+def start_job(args: argparse.Namespace, job_type: type, flag_keys: dict[str, str], task: str,
+              values: dict | None = None):
+    """The preamble of a command with a typed job (entity classification, word in context):
+    ``(job, device, out)``, the job being what the flags describe (file < ``--set`` < the flags of
+    ``flag_keys``, destination -> config key, and ``values``; :func:`resolve_job`) and ``(device,
+    out)`` :func:`start_run`'s; None once ``--print-config`` has printed the job (a device this
+    machine lacks is refused first, even then). A bad value is a ``ValueError`` naming the key."""
+    values = {**flag_values(args, flag_keys), **(values or {})}
+    job = resolve_job(load_task_config(job_type, args.config, list(args.overrides), values, what=task),
+                      task, args.evaluate)
+    resolve_device(args.device)
+    if args.print_config:
+        print(dump_task_config(job), end="")
+        return None
+    return (job, *start_run(args, task))
 
 
 def finish(json_output: bool, results: Mapping, table: str, out: Path, task: str | None = None,

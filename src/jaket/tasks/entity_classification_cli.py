@@ -18,18 +18,12 @@ from pathlib import Path
 from pydantic import ConfigDict
 
 from jaket.kg.io import load_kg
-from jaket.model.device import resolve_device
 from jaket.overrides import add_config_flags
-from jaket.tasks.cli_common import finish, float_list, start_run
-from jaket.tasks.config import dump_task_config, flag_values, load_task_config
+from jaket.tasks.cli_common import finish, float_list, start_job
 from jaket.tasks.settings import EntityClassificationConfig
 from jaket.tasks.splits import read_splits
 
 logger = logging.getLogger(__name__)
-
-#: evaluate: the settings of the paper's Table 3 (``jaket`` only with --model)
-EVALUATE_VARIANTS = ("lm", "gnn", "lm+g+m", "jaket")
-
 
 @dataclass(kw_only=True)
 class EntityClassificationData:
@@ -153,44 +147,15 @@ _FLAG_KEYS = {"kg": "data.kg", "train": "data.train", "dev": "data.dev", "test":
               "description_max_length": "description_max_length", "head_init": "head_init"}
 
 
-def job_from_args(args: argparse.Namespace) -> EntityClassificationJob:
-    """The typed job the flags describe (file < --set < flags); ``ValueError`` names the bad key."""
-    values = flag_values(args, _FLAG_KEYS)
-    job = load_task_config(EntityClassificationJob, args.config, list(args.overrides), values,
-                           what="entity-classification")
-    return _resolve(job, args.evaluate)
-
-
-def _resolve(job: EntityClassificationJob, evaluate: bool) -> EntityClassificationJob:
-    """Fill ``variants`` and ``seeds`` left empty (see :class:`EntityClassificationJob`)."""
-    import dataclasses
-
-    variants = job.variants
-    if "jaket" in variants and job.pretrained is None:
-        raise ValueError("variant 'jaket' needs --model DIR (a pre-trained model folder)")
-    if not variants:
-        if evaluate:
-            variants = tuple(v for v in EVALUATE_VARIANTS if v != "jaket" or job.pretrained is not None)
-        else:
-            variants = ("jaket",) if job.pretrained is not None else ("lm+g+m",)
-    if not evaluate and len(variants) > 1:
-        raise ValueError(f"finetune runs one setting, got variants {list(variants)}; use jaket evaluate "
-                         "to compare several")
-    seeds = job.seeds or ((0, 1, 2, 3, 4) if evaluate else (0,))
-    return dataclasses.replace(job, variants=tuple(variants), seeds=tuple(seeds))
-
-
 # ----------------------------------------------------------------------------- running
 
 
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate entity-classification``."""
-    job = job_from_args(args)  # a bad value is a ValueError: the CLI's error boundary names it
-    resolve_device(args.device)  # a device this machine lacks is refused even for --print-config
-    if args.print_config:
-        print(dump_task_config(job), end="")
+    started = start_job(args, EntityClassificationJob, _FLAG_KEYS, "entity-classification")
+    if started is None:  # --print-config
         return 0
-    device, out = start_run(args, "entity-classification")  # device, trackers, --out checked first
+    job, device, out = started
     kg, splits = load_data(job.data)
     from jaket.tasks import entity_classification as ec  # the task, loaded when it runs
 

@@ -11,7 +11,6 @@ pre-trained on those examples). The sense KG is ``--kg DIR`` or the whole of Wor
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,13 +20,10 @@ from pydantic import ConfigDict
 from jaket.flags import add_precision_argument
 from jaket.model.device import choose_precision, resolve_device
 from jaket.overrides import add_config_flags
-from jaket.tasks.cli_common import add_sense_kg_argument, finish, start_run
-from jaket.tasks.config import dump_task_config, flag_values, load_task_config
+from jaket.tasks.cli_common import add_sense_kg_argument, finish, start_job
 from jaket.tasks.settings import WordInContextConfig
 
 logger = logging.getLogger(__name__)
-
-EVALUATE_VARIANTS = ("lm", "lm+g+m", "jaket")
 
 
 @dataclass(kw_only=True)
@@ -108,32 +104,15 @@ _FLAG_KEYS = {"train": "data.train", "eval": "data.eval", "kg": "data.kg", "epoc
               "encoder": "encoder", "km_layers": "km_layers", "km_heads": "km_heads"}
 
 
-def job_from_args(args: argparse.Namespace) -> WordInContextJob:
-    """The typed job the flags describe (file < --set < flags); ``ValueError`` names the bad key."""
-    values = flag_values(args, _FLAG_KEYS)
-    if getattr(args, "precision", None) is not None:  # --precision / --bf16 win over the file's bf16
-        values["bf16"] = choose_precision(args.precision, resolve_device(args.device)) == "bf16"
-    job = load_task_config(WordInContextJob, args.config, list(args.overrides), values, what="word-in-context")
-    variants = job.variants
-    if "jaket" in variants and job.pretrained is None:
-        raise ValueError("variant 'jaket' needs --model DIR (a pre-trained model folder)")
-    if not variants:
-        variants = (tuple(v for v in EVALUATE_VARIANTS if v != "jaket" or job.pretrained is not None)
-                    if args.evaluate else (("jaket",) if job.pretrained is not None else ("lm",)))
-    if not args.evaluate and len(variants) > 1:
-        raise ValueError(f"finetune runs one setting, got variants {list(variants)}; use jaket evaluate")
-    seeds = job.seeds or ((0, 1, 2, 3, 4) if args.evaluate else (0,))
-    return dataclasses.replace(job, variants=tuple(variants), seeds=tuple(seeds))
-
-
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate word-in-context``."""
-    job = job_from_args(args)  # a bad value is a ValueError: the CLI's error boundary names it
-    resolve_device(args.device)  # a device this machine lacks is refused even for --print-config
-    if args.print_config:
-        print(dump_task_config(job), end="")
+    values = {}
+    if getattr(args, "precision", None) is not None:  # --precision / --bf16 win over the file's bf16
+        values["bf16"] = choose_precision(args.precision, resolve_device(args.device)) == "bf16"
+    started = start_job(args, WordInContextJob, _FLAG_KEYS, "word-in-context", values)
+    if started is None:  # --print-config
         return 0
-    device, out = start_run(args, "word-in-context")  # device, trackers, --out checked first
+    job, device, out = started
     # --help: the task (torch, the model) is imported when it runs
     from jaket.tasks import word_in_context as wic
     from jaket.tasks.wic_data import load_pairs, wordnet_pairs  # --help: reads WordNet
