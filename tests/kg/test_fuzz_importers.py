@@ -733,3 +733,13 @@ def test_obo_files_found_by_fuzzing(tmp_path):
     # a term given twice: pronto merged the stanzas, the first name was lost without a word
     path.write_bytes(base + b"\n[Term]\nid: MINI:0000002\nname: metabolism again\n")
     assert build_source("obo", file=path).report["terms_in_several_stanzas"] == {"MINI:0000002": [10, 39]}
+
+
+def test_wn18rr_split_that_is_a_folder_is_named(tmp_path):
+    """A folder where valid.txt should be was read as "no valid split", without a word."""
+    folder = tmp_path / "wn18rr"
+    (folder / "valid.txt").mkdir(parents=True)
+    (folder / "train.txt").write_text("02084071\t_hypernym\t02083346\n", encoding="utf-8")
+    with mock.patch("jaket.kg.sources.wn18rr.load_wordnet_data", return_value=STUB_WORDNET):
+        with pytest.raises(KGFormatError, match=r"valid\.txt: not a file"):
+            build_source("wn18rr", folder=folder)

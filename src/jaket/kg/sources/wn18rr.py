@@ -233,6 +233,9 @@ def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
         raise KGFormatError([Problem(str(train_path), None, "missing file (a WN18RR folder has train.txt)")])
     problems: list[Problem] = []
     split_paths = [p for p in (folder / "valid.txt", folder / "test.txt") if p.is_file()]
+    for other in (folder / "valid.txt", folder / "test.txt"):
+        if other.exists() and not other.is_file():  # not silently read as "no such split"
+            problems.append(Problem(str(other), None, "not a file (a WN18RR split is a triples file)"))
     train = read_triples(train_path, problems)
     splits = [read_triples(path, problems) for path in split_paths]  # every bad line at once
     entity_ids, relation_ids, dictionaries = _read_ids(folder, [train, *splits], problems)
