@@ -679,7 +679,9 @@ def test_rdf_files_found_by_fuzzing(tmp_path, name, content, said):
 @needs_rdflib
 @pytest.mark.parametrize("name, content", [
     ("graph.nq", b"<http://x.org/a> <http://x.org/p> <http://x.org/b> <http://x.org/g> .\n"),
-    ("graph.trig", b"<http://x.org/g> { <http://x.org/a> <http://x.org/p> <http://x.org/b> . }\n")])
+    ("graph.trig", b"<http://x.org/g> { <http://x.org/a> <http://x.org/p> <http://x.org/b> . }\n"),
+    ("graph.jsonld", b'{"@graph": [{"@id": "http://x.org/g", "@graph": [{"@id": "http://x.org/a", '
+                     b'"http://x.org/p": {"@id": "http://x.org/b"}}]}]}')])
 def test_rdf_named_graphs_found_by_fuzzing(tmp_path, name, content):
     path = tmp_path / name
     path.write_bytes(content)

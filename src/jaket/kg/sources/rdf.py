@@ -170,7 +170,7 @@ def _message(error: Exception) -> str:
 
 
 def parse_rdf(path, fmt: str | None = None):
-    """An ``rdflib.Graph`` of the file (of N-Quads, TriG, TriX: the triples of all its graphs);
+    """An ``rdflib.Graph`` of the file (of N-Quads, TriG, TriX, JSON-LD: the triples of all its graphs);
     :class:`RDFImportError` (``path:line: message``) when the file is missing or malformed."""
     rdflib = require_package("rdflib", "rdf")  # one line naming jaket[rdf] when it is missing
 
@@ -178,7 +178,7 @@ def parse_rdf(path, fmt: str | None = None):
     if not path.is_file():
         raise RDFImportError(f"{path}: no such file")
     fmt = fmt or guess_format(path)
-    quads = fmt in ("nquads", "trig", "trix")  # named graphs (a Graph would keep none of their triples)
+    quads = fmt in ("nquads", "trig", "trix", "json-ld")  # named graphs (a Graph would keep none of their triples)
     dataset = rdflib.Dataset() if quads else rdflib.Graph()
     try:
         with _source(path) as handle:
