@@ -25,6 +25,7 @@ prediction). Relation classification's N-way K-shot settings and word-in-context
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -178,6 +179,8 @@ def run_grid(task: GridTask, grid: Grid, results: dict, *, out_dir: Path | None 
     """Run every cell of ``grid`` into ``results`` (the task's header: config, data, …), then
     the summaries, the paired differences and, with ``out_dir``, the report; see the module."""
     runs, summary = results.setdefault("runs", {}), results.setdefault("summary", {})
+    if "config" in results:  # as metrics.json will hold it (lists, paths as text): the report reads it
+        results["config"] = json.loads(json.dumps(results["config"], default=str))
     total = len(grid) * task.units_per_run
     with task_progress(total, task.progress_name, task.progress_unit, log_with, out_dir,
                        results.get("config")) as progress:
