@@ -107,3 +107,14 @@ def test_every_task_runs_on_the_grid():
         assert issubclass(cls, GridTask) and cls.name
         source = inspect.getsource(run)
         assert "run_grid(" in source and "for seed in" not in source
+
+
+def test_one_seed_gives_a_difference_without_an_interval(tmp_path, caplog):
+    """One pair has no interval: null in metrics.json (no NaN to warn about), the mean alone in the table."""
+    task = _Counting()
+    result = run_grid(task, Grid(("lm", "jaket"), (0,)), {"task": "toy"}, out_dir=tmp_path)
+    d = result["paired"]["jaket - lm"]["accuracy"]
+    assert d["mean"] == pytest.approx(0.3) and d["ci_low"] is None and d["ci_high"] is None
+    assert "could not be computed" not in caplog.text
+    assert json.loads((tmp_path / "metrics.json").read_text())["paired"]["jaket - lm"]["accuracy"]["ci_low"] is None
+    assert "| JAKET − LM only | +30.0 |" in task.table(result)

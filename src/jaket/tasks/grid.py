@@ -236,15 +236,17 @@ def score_values(task: GridTask, results: Mapping) -> tuple[dict, dict[str, str]
 def paired_differences(values: dict, pairs: Sequence[tuple[str, str]]) -> dict:
     """``{"a - b": {column: {"mean", "ci_low", "ci_high", "values", "seeds"}}}`` of the settings of
     ``pairs`` that both have a column, over the seeds both ran (``values[setting][column][seed]``);
-    :func:`jaket.tasks.report.paired_difference`."""
+    :func:`jaket.tasks.report.paired_difference` (the interval None for a single seed)."""
     out: dict = {}
     for a, b in pairs:
         for column, cell in values.get(a, {}).items():
             other = values.get(b, {}).get(column, {})
             seeds = [s for s in cell if s in other]
             if seeds:
-                out.setdefault(f"{a} - {b}", {})[column] = rep.paired_difference(
-                    [cell[s] for s in seeds], [other[s] for s in seeds]) | {"seeds": seeds}
+                found = rep.paired_difference([cell[s] for s in seeds], [other[s] for s in seeds])
+                if len(seeds) < 2:  # no interval from one pair: said as null, not as a NaN to warn about
+                    found.update(ci_low=None, ci_high=None)
+                out.setdefault(f"{a} - {b}", {})[column] = found | {"seeds": seeds}
     return out
 
 
@@ -263,7 +265,7 @@ def paired_table(paired: dict, headers: dict[str, str], scale: float = 100.0, di
 
 def _difference(d: dict, scale: float, digits: int) -> str:
     mean = f"{scale * d['mean']:+.{digits}f}"
-    if math.isnan(d["ci_low"]):
+    if d["ci_low"] is None or math.isnan(d["ci_low"]):
         return mean
     return f"{mean} [{scale * d['ci_low']:+.{digits}f}, {scale * d['ci_high']:+.{digits}f}]"
 
