@@ -116,6 +116,15 @@ def _inductive_holdout(train: np.ndarray, evaluation: np.ndarray, fraction: floa
     return train[~touches]
 
 
+#: the ranking metrics each split reports
+RANKING_METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
+
+
+def _ranked_splits(run: dict) -> list[str]:
+    """The evaluation splits of one run's entry (those holding ranking metrics)."""
+    return [name for name, value in run.items() if isinstance(value, dict) and "mrr" in value]
+
+
 class LinkPredictionRuns(GridTask):
     """The runs of one comparison (:mod:`jaket.tasks.grid`): the budgets are the scoring functions;
     a run trains a :class:`LinkScorer` on ``train`` and ranks each evaluation split. Without
@@ -181,13 +190,13 @@ class LinkPredictionRuns(GridTask):
 
     def scores(self, run: dict) -> dict[str, float]:
         """MRR of each evaluation split (the paired differences' figure)."""
-        return {f"{name} MRR": run[name]["mrr"] for name in run if isinstance(run[name], dict) and "mrr" in run[name]}
+        return {f"{name} MRR": run[name]["mrr"] for name in _ranked_splits(run)}
 
     def summarize(self, runs: list[dict]) -> dict:
         """Mean and spread over seeds of each split's metrics, and of its seen / unseen triples apart
         when the split has both kinds."""
         summary = {}
-        for name in [k for k in runs[0] if isinstance(runs[0][k], dict) and "mrr" in runs[0][k]]:
+        for name in _ranked_splits(runs[0]):
             summary[name] = rep.summarize_seeds([{m: r[name][m] for m in RANKING_METRICS} for r in runs])
             for part in ("seen", "unseen"):
                 if all(part in r[name] and r[name][part]["count"] for r in runs) and \
@@ -217,10 +226,6 @@ class LinkPredictionRuns(GridTask):
             return []
         rep.plot_histogram(self.histograms, out_dir / "rank_histogram.png", title="filtered ranks (last seed)")
         return ["rank_histogram.png"]
-
-
-#: the ranking metrics each split reports
-RANKING_METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
 
 
 def run_link_prediction(kg: KnowledgeGraph, train: np.ndarray, evaluation: dict[str, np.ndarray],

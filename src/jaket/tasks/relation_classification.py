@@ -29,6 +29,7 @@ fusion). ``gnn``, ``lm+g`` and ``lm+g+m`` need entity links into the KG and are 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import asdict
 from pathlib import Path
 
@@ -155,6 +156,10 @@ def evaluate_pair(model: PairEncoder, data: FewRelData, relations: list[str], wa
     return correct / max(1, episodes)
 
 
+#: a run's entry for an N-way K-shot setting: ``"5-1"``
+_SETTING_KEY = re.compile(r"\d+-\d+")
+
+
 class RelationClassificationRuns(GridTask):
     """The runs of one comparison (:mod:`jaket.tasks.grid`): no budget; a run trains PAIR on the
     training relations and scores each N-way K-shot setting on the evaluation relations. Without
@@ -194,7 +199,7 @@ class RelationClassificationRuns(GridTask):
 
     def scores(self, run: dict) -> dict[str, float]:
         """Accuracy of each N-way K-shot setting (``"5-1"``)."""
-        return {k: v for k, v in run.items() if k.count("-") == 1 and k.replace("-", "").isdigit()}
+        return {k: v for k, v in run.items() if _SETTING_KEY.fullmatch(k)}
 
     def header(self, budget: str | None, score: str) -> str:
         way, shot = score.split("-")
