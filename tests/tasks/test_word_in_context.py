@@ -179,13 +179,37 @@ def test_restricting_the_sense_kg_keeps_every_candidate_embedding(tiny_jaket_dir
     model, data, graph = _model_and_data(tiny_jaket_dir, sense_kg, "jaket", fanouts=(50, 50))
     full = model.km_rows(graph, torch.tensor([3, 4]), np.random.default_rng(0))
     small = dataclasses.replace(data, candidates=np.where(data.candidates >= 3, data.candidates, -1))
-    sub = restrict_to_candidates(sense_kg, [small], 2)
+    sub, index_of = restrict_to_candidates(sense_kg, [small], 2)
     assert sub.num_entities < sense_kg.num_entities  # the bank senses' neighbourhood is gone
+    assert [sub.entity_ids[i] for i in index_of[index_of >= 0]] == \
+        [e for e, i in zip(sense_kg.entity_ids, index_of) if i >= 0]
     keep = [sense_kg.entity_ids.index(e) for e in sub.entity_ids]
     memory = type(graph.memory)(graph.memory.entities[keep], graph.memory.relations)
     local = torch.tensor([sub.entity_ids.index("run.v.01"), sub.entity_ids.index("run.v.02")])
     restricted = model.km_rows(SenseGraph(sub, memory, (50, 50)), local, np.random.default_rng(0))
     torch.testing.assert_close(restricted, full, rtol=1e-5, atol=1e-5)
+
+
+def test_a_restricted_sense_graph_renumbers_a_copy_every_time(tiny_jaket_dir, sense_kg):
+    """The graph of a setting is shared by its seeds, each of which encodes its pairs anew in the
+    whole KG's numbering: every seed must read the same senses (#36: the renumbering was done in
+    place once, so from the second seed on whole-KG ids indexed the subgraph's memory)."""
+    import dataclasses
+
+    from jaket.tasks.word_in_context import SenseGraph, restrict_to_candidates
+
+    model, data, graph = _model_and_data(tiny_jaket_dir, sense_kg, "jaket")
+    small = dataclasses.replace(data, candidates=np.where(data.candidates >= 3, data.candidates, -1))
+    before = small.candidates.copy()
+    sub, index_of = restrict_to_candidates(sense_kg, [small], 2)
+    assert np.array_equal(small.candidates, before)  # the encoded pairs are not touched
+    shared = SenseGraph(sub, graph.memory, graph.fanouts, index_of)
+    first, second = shared.localise(small), shared.localise(small)
+    assert np.array_equal(first.candidates, second.candidates) and np.array_equal(small.candidates, before)
+    named = [[sense_kg.entity_ids[c] if c >= 0 else None for c in row] for row in before]
+    assert [[sub.entity_ids[c] if c >= 0 else None for c in row] for row in first.candidates] == named
+    with pytest.raises(ValueError, match="outside the sense graph"):
+        shared.localise(dataclasses.replace(small, candidates=np.zeros_like(small.candidates)))
 
 
 # ----------------------------------------------------------------------------- commands

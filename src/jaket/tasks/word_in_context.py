@@ -251,9 +251,11 @@ class WordInContextRuns(GridTask):
         evaluation = encode_pairs(self.eval_pairs, tokenizer, self.inventory, config.max_length,
                                   config.max_candidates, "evaluation pairs")
         if model.uses_kg and self.graph_of != cell.variant:  # the same LM1 every seed: one memory a setting
-            sense_kg = restrict_to_candidates(self.kg, [train_all, evaluation], len(model.knowledge.layers))
-            self.graph, self.graph_of = sense_graph(model, sense_kg, config), cell.variant
+            sense_kg, index_of = restrict_to_candidates(self.kg, [train_all, evaluation], len(model.knowledge.layers))
+            self.graph, self.graph_of = sense_graph(model, sense_kg, config, index_of), cell.variant
             self.senses["sense_kg_entities"] = {"kg": self.kg.num_entities, "read": sense_kg.num_entities}
+        if model.uses_kg:  # this seed's pairs in the shared graph's numbering (a copy: nothing cached changes)
+            train_all, evaluation = self.graph.localise(train_all), self.graph.localise(evaluation)
         if model.uses_kg and "candidates" not in self.senses:
             counts = [len(self.inventory.candidates(p.lemma, p.pos)) for p in self.eval_pairs]
             self.senses["candidates"] = {"evaluation_pairs_without_candidates": int(sum(c == 0 for c in counts)),

@@ -8,7 +8,7 @@ model (:mod:`jaket.tasks.word_in_context_predict`) both import this module; it i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -97,11 +97,30 @@ def encode_pairs(pairs: list[WordPair], tokenizer, inventory: SenseInventory | N
 
 @dataclass
 class SenseGraph:
-    """The sense KG as a setting sees it: its frozen memory and the neighbourhood sampling of the KM."""
+    """The sense KG as a setting sees it: its frozen memory and the neighbourhood sampling of the KM.
+
+    ``index_of`` maps the whole KG's entity indices (the numbering :func:`encode_pairs` writes the
+    candidates in) to ``kg``'s, -1 outside it; None when ``kg`` is the whole KG. A graph is built
+    once and shared by every seed of a setting, so it is never changed afterwards, and neither are
+    the encoded pairs: :meth:`localise` renumbers a copy on every use."""
 
     kg: KnowledgeGraph
     memory: FrozenMemory
     fanouts: tuple[int, ...]
+    index_of: np.ndarray | None = None
+
+    def localise(self, data: EncodedPairs) -> EncodedPairs:
+        """A copy of ``data`` whose candidates are indices of :attr:`kg` (``data`` is unchanged)."""
+        if self.index_of is None:
+            return data
+        candidates = data.candidates
+        if len(candidates) and candidates.max() >= len(self.index_of):
+            raise ValueError(f"candidate {int(candidates.max())} is beyond the {len(self.index_of)} entities "
+                             f"of the KG the sense graph was cut from")
+        local = np.where(candidates >= 0, self.index_of[np.maximum(candidates, 0)], -1)
+        if np.any(local[candidates >= 0] < 0):
+            raise ValueError("a candidate lies outside the sense graph: it was cut for other pairs")
+        return replace(data, candidates=local)
 
 def km_embeddings(knowledge: nn.Module, graph: SenseGraph, entities, generator: np.random.Generator) -> torch.Tensor:
     """E^KM (Eq. 1-5) by ``knowledge`` of ``entities`` (unique indices of ``graph.kg``) over their
@@ -130,19 +149,19 @@ def neighbourhood(kg: KnowledgeGraph, entities, hops: int) -> np.ndarray:
         reached[frontier] = True
     return np.flatnonzero(reached)
 
-def restrict_to_candidates(kg: KnowledgeGraph, datasets: list[EncodedPairs], hops: int) -> KnowledgeGraph:
+def restrict_to_candidates(kg: KnowledgeGraph, datasets: list[EncodedPairs],
+                           hops: int) -> tuple[KnowledgeGraph, np.ndarray]:
     """The part of ``kg`` a ``hops``-layer KM reads for the candidates of ``datasets``: the
     induced graph on every entity within ``hops - 1`` edges of a candidate plus their neighbours,
     i.e. within ``hops`` edges. A candidate's E^KM over it is the same as over ``kg`` (every node
     the KM updates keeps all its edges), while the memory is computed for far fewer descriptions.
-    The datasets' candidates are renumbered in place."""
+    Returns the subgraph and the index of each of ``kg``'s entities in it (-1 outside), the
+    :attr:`SenseGraph.index_of` of the graph built on it; ``datasets`` are not changed."""
     used = np.unique(np.concatenate([d.candidates[d.candidates >= 0] for d in datasets] + [np.zeros(0, np.int64)]))
     sub, old = kg.induced_subgraph(neighbourhood(kg, used, hops))
-    new_of_old = np.full(kg.num_entities, -1, dtype=np.int64)
-    new_of_old[old] = np.arange(len(old))
-    for d in datasets:
-        d.candidates = np.where(d.candidates >= 0, new_of_old[np.maximum(d.candidates, 0)], -1)
-    return sub
+    index_of = np.full(kg.num_entities, -1, dtype=np.int64)
+    index_of[old] = np.arange(len(old))
+    return sub, index_of
 
 class WordInContextModel(nn.Module):
     """The language module (and, for ``lm+g+m`` / ``jaket``, the KM, the fusion and the
@@ -240,12 +259,14 @@ def build_model(config: WordInContextConfig, variant: str, seed: int) -> WordInC
     return WordInContextModel(variant, backbone.language, backbone.knowledge, backbone.fusion, head,
                               config.dropout, config.sense_fusion)
 
-def sense_graph(model: WordInContextModel, kg: KnowledgeGraph, config: WordInContextConfig) -> SenseGraph:
-    """The frozen memory of the sense KG by the model's LM1 (Eq. 7), for its KM settings."""
+def sense_graph(model: WordInContextModel, kg: KnowledgeGraph, config: WordInContextConfig,
+                index_of: np.ndarray | None = None) -> SenseGraph:
+    """The frozen memory of the sense KG by the model's LM1 (Eq. 7), for its KM settings;
+    ``index_of`` as :func:`restrict_to_candidates` returns it when ``kg`` is a part of the whole KG."""
     backbone = Backbone(model.variant, int(model.language.hidden_size), model.language, model.knowledge)
     memory = kg_memory(backbone, kg, max_length=config.description_max_length,
                        relation_memory=config.relation_memory)
-    return SenseGraph(kg, memory, tuple(config.fanouts))
+    return SenseGraph(kg, memory, tuple(config.fanouts), index_of)
 
 @torch.no_grad()
 def predict_probabilities(model: WordInContextModel, data: EncodedPairs, graph: SenseGraph | None,

@@ -40,7 +40,6 @@ class FinetunedWordInContext(FinetunedModel):
         self.model = model.eval()
         self.settings = dict(settings)
         self.kg = kg
-        self._graph: SenseGraph | None = None
 
     def backbone_model(self) -> JaketModel:
         """The backbone as fine-tuned, the masked-entity head among its pre-training heads."""
@@ -89,17 +88,15 @@ class FinetunedWordInContext(FinetunedModel):
 
     def to(self, device) -> "FinetunedWordInContext":
         self.model.to(device)
-        if self._graph is not None:
-            self._graph = SenseGraph(self._graph.kg, self._graph.memory.to(device), self._graph.fanouts)
         return self
 
-    def _sense_graph(self, kg: KnowledgeGraph) -> SenseGraph:
-        if self._graph is None or self._graph.kg is not kg:
-            config = WordInContextConfig(description_max_length=int(self.settings.get("description_max_length", 32)),
-                                         relation_memory=bool(self.settings.get("relation_memory", True)),
-                                         fanouts=tuple(self.settings.get("fanouts", (5, 5))))
-            self._graph = sense_graph(self.model, kg, config)
-        return self._graph
+    def _sense_graph(self, kg: KnowledgeGraph, index_of: np.ndarray) -> SenseGraph:
+        """The memory of the part ``kg`` of the sense KG the pairs' candidates need (built per call:
+        another call's pairs need another part)."""
+        config = WordInContextConfig(description_max_length=int(self.settings.get("description_max_length", 32)),
+                                     relation_memory=bool(self.settings.get("relation_memory", True)),
+                                     fanouts=tuple(self.settings.get("fanouts", (5, 5))))
+        return sense_graph(self.model, kg, config, index_of)
 
     def predict(self, pairs: list[WordPair], kg: KnowledgeGraph | None = None, batch_size: int = 64) -> list[dict]:
         """One row per pair: ``same`` (bool), ``probability``, and with a KM the most likely sense of
@@ -113,8 +110,9 @@ class FinetunedWordInContext(FinetunedModel):
         data = encode_pairs(pairs, self.model.language.tokenizer, inventory, int(self.settings.get("max_length", 96)),
                             int(self.settings.get("max_candidates", 64)))
         if self.model.uses_kg:
-            kg = restrict_to_candidates(kg, [data], len(self.model.knowledge.layers))
-            graph = self._sense_graph(kg)
+            graph = self._sense_graph(*restrict_to_candidates(kg, [data], len(self.model.knowledge.layers)))
+            data = graph.localise(data)
+            kg = graph.kg
         probability, senses = predict_probabilities(self.model, data, graph, batch_size)
         rows = []
         for i, (pair, prob) in enumerate(zip(pairs, probability)):
