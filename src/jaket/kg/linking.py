@@ -334,14 +334,29 @@ class EntityLinker:
         words.discard(None)
         return frozenset(words)  # type: ignore[arg-type]
 
+    def context_of(self, text: str, start: int, end: int) -> set[str]:
+        """The context of rule 1 of the module docstring for the span ``[start, end)`` of ``text``
+        (character offsets): the content words within ``context_window`` tokens of its tokens."""
+        spans = tokenize(text)
+        inside = [i for i, (s, e, _) in enumerate(spans) if s < end and e > start]
+        if not inside:
+            raise ValueError(f"the span [{start}, {end}) holds no token of {text[:60]!r}")
+        return self._context([_content_word(t) for _, _, t in spans], inside[0], inside[-1])
+
+    def choice_keys(self, candidates: Iterable[int], is_name: Iterable[bool],
+                    context: set[str]) -> list[tuple[int, bool, int, int]]:
+        """The ambiguity rule of the module docstring as one key per candidate, the largest chosen:
+        ``(context overlap with the description, the form is its name, degree, -index)``."""
+        candidates = [int(e) for e in candidates]
+        overlaps = [len(context & self._description_words(e)) if context else 0 for e in candidates]
+        return [(overlap, bool(name), int(self._degree[e]), -e)
+                for overlap, name, e in zip(overlaps, is_name, candidates)]
+
     def _choose(self, candidates: np.ndarray, is_name: np.ndarray, content: list[str | None],
                 first: int, last: int, stats: LinkStats) -> int:
         """The ambiguity rule of the module docstring: context overlap, name, degree, index."""
-        context = self._context(content, first, last)
-        overlaps = [len(context & self._description_words(int(e))) if context else 0
-                    for e in candidates.tolist()]
-        keys = [(overlap, bool(name), int(self._degree[e]), -int(e))
-                for overlap, name, e in zip(overlaps, is_name.tolist(), candidates.tolist())]
+        keys = self.choice_keys(candidates.tolist(), is_name.tolist(), self._context(content, first, last))
+        overlaps = [k[0] for k in keys]
         best = max(range(len(keys)), key=keys.__getitem__)
         stats.ambiguous_resolved += 1
         if overlaps[best] > 0 and sorted(overlaps)[-2] < overlaps[best]:
