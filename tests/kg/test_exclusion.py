@@ -78,3 +78,49 @@ def test_pretraining_data_excludes_the_files_and_reports_it(tmp_path):
     assert report["excluded_texts"]["texts_dropped"] == 2
     assert report["excluded_texts"]["matches_remaining"] == 0
     assert report["texts"] == len(corpus) - 2 and report["texts_before_exclusion"] == len(corpus)
+
+
+def _framework_xml(sentences: list[list[str]]) -> str:
+    """The unified WSD framework's XML of tokenised sentences (the first token an instance)."""
+    lines = ['<?xml version="1.0" encoding="UTF-8" ?>', '<corpus lang="en" source="planted">', '<text id="d000">']
+    for s, tokens in enumerate(sentences):
+        lines.append(f'<sentence id="d000.s{s:03d}">')
+        for t, token in enumerate(tokens):
+            if t == 0:
+                lines.append(f'<instance id="d000.s{s:03d}.t000" lemma="{token.lower()}" pos="NOUN">{token}</instance>')
+            else:
+                lines.append(f'<wf lemma="{token.lower()}" pos="X">{token}</wf>')
+        lines.append("</sentence>")
+    return "\n".join(lines + ["</text>", "</corpus>", ""])
+
+
+def test_the_wsd_framework_xml_is_read_by_its_sentences(tmp_path):
+    xml = tmp_path / "planted.data.xml"
+    xml.write_text(_framework_xml([["The", "man", "'s", "dog", "barked", "at", "the", "mailman", "."],
+                                   ["Nothing", "like", "the", "corpus"]]), encoding="utf-8")
+    assert read_exclusion_texts(xml) == ["The man 's dog barked at the mailman .", "Nothing like the corpus"]
+    kept, report = exclude_texts(_corpus(), [xml])
+    assert "The man's dog barked at the mailman." not in kept.texts and len(kept) == 4
+    assert report["files"] == [{"file": str(xml), "sentences": 2, "distinct": 2, "found_in_corpus": 1}]
+    broken = tmp_path / "broken.data.xml"
+    broken.write_text('<corpus>\n<text id="d">\n<sentence id="s">\n<wf>x</sentence>\n</text>\n</corpus>\n')
+    with pytest.raises(KGFormatError) as error:
+        read_exclusion_texts(broken)
+    assert str(error.value).splitlines() == [f"{broken}:4: malformed XML: mismatched tag (column 8)"]
+
+
+def test_pretraining_reports_the_matches_of_a_wsd_xml(tmp_path):
+    from jaket.kg.toy import toy_kg
+    from jaket.train.build import load_kg_and_corpus
+    from jaket.train.config import load_config
+
+    _, corpus = toy_kg()
+    planted = tmp_path / "semeval.data.xml"
+    planted.write_text(_framework_xml([corpus.texts[1].replace(".", " .").split(), ["no", "such", "text"]]),
+                       encoding="utf-8")
+    config = load_config(CONFIGS / "pretrain-tiny.yaml", [f"data.exclude_texts=[{planted}]"])
+    _, kept, report = load_kg_and_corpus(config)
+    assert corpus.texts[1] not in kept.texts and len(kept) == len(corpus) - 1
+    assert report["excluded_texts"]["files"] == [{"file": str(planted), "sentences": 2, "distinct": 2,
+                                                  "found_in_corpus": 1}]
+    assert report["excluded_texts"]["texts_dropped"] == 1 and report["excluded_texts"]["matches_remaining"] == 0

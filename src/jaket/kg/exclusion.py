@@ -10,6 +10,8 @@ such as ``man 's`` / ``man's`` vanish) equals the normalised form of a sentence 
 Files (:func:`read_exclusion_texts`), recognised by their shape:
 
 * WiC's ``*.data.txt``: ``word<TAB>POS<TAB>i-j<TAB>sentence1<TAB>sentence2`` (both sentences);
+* the unified word-sense-disambiguation framework's ``*.xml`` (Raganato et al., 2017): every
+  ``<sentence>``, its tokens joined by spaces (:func:`jaket.kg.wsd_xml.read_wsd_xml`);
 * JSONL: every string under ``text``, ``text1``, ``text2``, ``sentence``, ``sentence1``, ``sentence2``
   or ``question`` of each object (our own word-in-context format among them);
 * anything else: one sentence per non-empty line.
@@ -23,6 +25,7 @@ from pathlib import Path
 from jaket.kg.corpus import MentionCorpus
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.readers import json_objects, read_text_file
+from jaket.kg.wsd_xml import read_wsd_xml
 
 #: JSONL fields whose strings are sentences to exclude
 TEXT_FIELDS = ("text", "text1", "text2", "sentence", "sentence1", "sentence2", "question")
@@ -40,9 +43,13 @@ def _wic_columns(line: str) -> bool:
 
 
 def read_exclusion_texts(path: str | Path) -> list[str]:
-    """The sentences of one file (module docstring); a missing file or a malformed JSONL line
-    raises :class:`KGFormatError` naming ``path:line``."""
+    """The sentences of one file (module docstring); a missing file, a malformed JSONL line or
+    malformed XML raises :class:`KGFormatError` naming ``path:line``."""
     path = Path(path)
+    if path.suffix.lower() == ".xml":
+        if not path.is_file():
+            raise KGFormatError([Problem(str(path), None, "no such file (data.exclude_texts)")])
+        return [sentence.text for sentence in read_wsd_xml(path)]
     content = read_text_file(path, "data.exclude_texts")
     if not content:
         return []

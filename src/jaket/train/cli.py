@@ -36,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="a mention corpus (JSONL) used instead of the KG's own texts: data.corpus")
     parser.add_argument("--exclude-texts", nargs="+", metavar="FILE",
                         help="drop every corpus text matching a sentence of these files (a benchmark's "
-                             "train/dev/test: WiC *.data.txt, JSONL or one sentence a line): data.exclude_texts")
+                             "train/dev/test: WiC *.data.txt, a WSD framework *.data.xml, JSONL or one sentence a "
+                             "line): data.exclude_texts")
     parser.add_argument("--encoder", metavar="PATH",
                         help="any local Hugging Face masked-LM folder as the language module: "
                              "model.encoder (default: the bundled MiniLM)")

@@ -78,8 +78,8 @@ import numpy as np
 from jaket.kg.corpus import Mention, MentionCorpus
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.sources.wordnet_db import (POS_FILES, RELATION_INDEX, RELATIONS,  # noqa: F401 (re-exported)
-                                          WordNetData, WordNetError, load_wordnet_data, sense_order,
-                                          synset_offsets_index)
+                                          WordNetData, WordNetError, load_wordnet_data, sense_key_index,
+                                          sense_order, synset_offsets_index)
 from jaket.kg.sources.wordnet_forms import find_mention, lemma_forms, regular_inflections  # noqa: F401
 
 logger = logging.getLogger(__name__)

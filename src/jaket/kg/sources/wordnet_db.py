@@ -3,7 +3,8 @@
 The part of speech files (``data.noun`` ... with their pointers), the lexicographer file names
 (``lexnames``: the categories), the sense order (``index.sense``: WordNet's most frequent sense
 first), the exception lists (``*.exc``: irregular forms) and the glosses (definition and quoted
-usage examples) become one :class:`WordNetData`; the pointers become the KG's triples in the
+usage examples) become one :class:`WordNetData`; the sense keys of ``index.sense`` map to synsets
+(:func:`sense_key_index`); the pointers become the KG's triples in the
 orientation :data:`RELATIONS` defines. The format and the mapping are specified in
 :mod:`jaket.kg.sources.wordnet`'s docstring.
 """
@@ -457,3 +458,37 @@ def synset_offsets_index(directory: str | Path | None = None) -> dict[tuple[int,
         if data.synset_type[i] == "s":
             out[(offset, "s")] = data.ids[i]
     return out
+
+
+#: a sense key's ``ss_type`` digit -> the data file's letter (5, a satellite, lives in ``data.adj``)
+_SENSE_KEY_POS = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}
+
+
+@lru_cache(maxsize=2)
+def _sense_keys(directory: str) -> dict[str, str]:
+    data = load_wordnet_data(directory)
+    path = Path(directory) / "index.sense"
+    out: dict[str, str] = {}
+    for number, line in enumerate(_lines(path), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        key = fields[0].lower()
+        _, _, lex_sense = key.partition("%")
+        pos = _SENSE_KEY_POS.get(lex_sense[:1])
+        if len(fields) < 2 or pos is None or not fields[1].isdigit() \
+                or (int(fields[1]), pos) not in data.offset_index:
+            raise WordNetError(f"{path}:{number}: expected 'lemma%ss_type:... offset ...' naming a synset, "
+                               f"got {line[:60]!r}")
+        out[key] = data.ids[data.offset_index[(int(fields[1]), pos)]]
+    return out
+
+
+def sense_key_index(directory: str | Path | None = None) -> dict[str, str]:
+    """WordNet 3.0 sense key (``refer%2:32:01::``, lower case) -> synset id (``refer.v.02``), from
+    ``index.sense``: a key's ``lemma%ss_type:lex_filenum:lex_id:head_word:head_id`` names one lemma
+    of one synset, ``ss_type`` 1-5 its part of speech (n, v, a, r, satellite), the line its synset's
+    offset. The keys of the sense-annotated corpora (SemCor, the unified WSD framework). Cached per
+    folder."""
+    folder = Path(directory) if directory is not None else wordnet_dir()
+    return _sense_keys(str(folder.resolve()))
