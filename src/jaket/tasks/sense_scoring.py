@@ -1,0 +1,279 @@
+"""Which of its candidate senses does a word in context name? The scorers shared by sense linking
+(:mod:`jaket.tasks.sense_linking`) and word-sense disambiguation (:mod:`jaket.tasks.wsd`).
+
+A :class:`SenseExample` is a target ``[start, end)`` of a text, its candidate senses (entity
+indices of the sense KG, WordNet's most frequent first; possibly none) and its gold senses (any
+of them is right). Each scorer gives every candidate a score; the answer is the best one, the
+earlier candidate on a tie, and no answer without candidates. Scorers (:data:`SCORERS`):
+
+* ``first sense``: the first candidate (WordNet's most frequent sense);
+* ``random``: a uniformly random candidate, counted as its expectation;
+* ``lesk``: the ambiguity rule of ``jaket link`` (:meth:`jaket.kg.linking.EntityLinker.choice_keys`:
+  overlap of the context's content words with the description, then the word being the
+  candidate's name, its degree, its index), a simplified Lesk;
+* ``lm``: the base encoder, cosine between the word in context ``(Z_s + Z_o) / 2`` and each
+  candidate's description read the same way (LM1 + LM2, at the synset's name);
+* ``lm+g+m``: the base encoder's context against the candidates' E^KM from the base memory through
+  a KM without joint pre-training (fresh weights, one run per seed): what that setting knows
+  before any fine-tuning;
+* ``jaket``: the pre-trained masked-entity head restricted to the candidates (pre-training's task
+  4: ``q = g((Z_s + Z_o) / 2)`` against the candidates' E^context rows by JAKET's LM1);
+* ``jaket (cosine)``: JAKET's encoder read as the base encoder is (the ``lm`` scorer).
+
+**The sense-order prior** (:func:`with_prior`, an explicit option, never part of a scorer): WordNet
+orders a lemma's senses by their frequency in its tagged corpora, so the candidate of rank ``r``
+(0 = first) gets the Zipf prior ``p(r) ∝ 1 / (r + 1)``. A scorer whose scores are logits is
+combined with it as a product of experts, ``log softmax(s / T) + w log p(r)``: ``T = 1`` for the
+masked-entity head (its scores are the logits pre-training's softmax was trained on) and
+:data:`COSINE_TEMPERATURE` for the cosine scorers; ``w = 0`` is the scorer alone, and large ``w``
+tends to the first sense. The rule-based scorers (first sense, random, Lesk) take no prior.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.linking import EntityLinker
+from jaket.model.heads import span_mean
+from jaket.model.jaket import JaketModel
+from jaket.model.knowledge import KnowledgeModule
+from jaket.model.language import SplitLanguageModel
+from jaket.paths import default_model_path
+from jaket.tasks.variants import FrozenMemory, description_features
+from jaket.tasks.wic_data import lemma_key
+from jaket.tasks.word_in_context_model import SenseGraph, km_embeddings, neighbourhood, target_spans
+
+#: every scorer, in the order they are computed and reported
+SCORERS = ("first sense", "random", "lesk", "lm", "lm+g+m", "jaket", "jaket (cosine)")
+#: how the reports name them
+SCORER_LABELS = {"first sense": "WordNet first sense", "random": "(random candidate)",
+                 "lesk": "jaket link's rule (simplified Lesk)", "lm": "LM only (cosine)",
+                 "lm+g+m": "LM+G+M (fresh KM, cosine)", "jaket": "JAKET (masked-entity head)",
+                 "jaket (cosine)": "JAKET encoder (cosine)"}
+#: the scorers that need a pre-trained model / the base encoder
+PRETRAINED_SCORERS = ("jaket", "jaket (cosine)")
+ENCODER_SCORERS = ("lm", "lm+g+m")
+#: the temperature at which a cosine scorer's scores are read as logits for the prior
+COSINE_TEMPERATURE = 0.1
+
+
+@dataclass(frozen=True)
+class SenseExample:
+    """A target ``[start, end)`` of ``text`` with its candidate senses (indices of the sense KG, the
+    most frequent first; empty: no answer) and its gold senses (any is right; empty: unknown).
+    ``lemma`` is the word as the inventory knows it (Lesk's name rule)."""
+
+    text: str
+    start: int
+    end: int
+    gold: frozenset[int]
+    candidates: tuple[int, ...]
+    lemma: str = ""
+
+
+@dataclass
+class ScorerOutput:
+    """One scorer's scores of every example's candidates: one list per run (one run per seed for a
+    scorer with a fresh part, ``seeds`` naming them; one run otherwise). ``temperature``: the scores
+    are logits at this temperature (the prior combines with them); None for a rule."""
+
+    runs: list[list[np.ndarray]]
+    seeds: tuple[int, ...] | None = None
+    temperature: float | None = None
+    expected: bool = False  # ``random``: counted as its expectation, not its argmax
+
+
+def answers(examples: list[SenseExample], scores: list[np.ndarray]) -> list[int | None]:
+    """The chosen candidate of each example (the earlier on a tie; None without candidates)."""
+    return [e.candidates[int(np.argmax(s))] if e.candidates else None for e, s in zip(examples, scores)]
+
+
+def correctness(examples: list[SenseExample], output: ScorerOutput, run: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(correct, answered)`` per example for one run: 1/0 (the answer is a gold sense), or for
+    ``random`` the expected share ``|gold ∩ candidates| / |candidates|``; answered = has candidates."""
+    answered = np.asarray([bool(e.candidates) for e in examples])
+    if output.expected:
+        correct = [len(e.gold.intersection(e.candidates)) / len(e.candidates) if e.candidates else 0.0
+                   for e in examples]
+    else:
+        correct = [float(a is not None and a in e.gold) for e, a in zip(examples, answers(examples, output.runs[run]))]
+    return np.asarray(correct, dtype=np.float64), answered
+
+
+def with_prior(examples: list[SenseExample], output: ScorerOutput, weight: float) -> ScorerOutput:
+    """``output`` combined with the sense-order prior of weight ``weight`` (module docstring)."""
+    if output.temperature is None:
+        raise ValueError("the sense-order prior combines with logits, not with a rule")
+
+    def combine(scores: np.ndarray) -> np.ndarray:
+        if not len(scores):
+            return scores
+        logits = scores / output.temperature
+        log_p = logits - (logits.max() + np.log(np.exp(logits - logits.max()).sum()))
+        return log_p - weight * np.log1p(np.arange(len(scores)))
+
+    return ScorerOutput([[combine(s) for s in run] for run in output.runs], output.seeds, output.temperature)
+
+
+# ----------------------------------------------------------------------------- the encoders' pieces
+
+
+@torch.no_grad()
+def context_vectors(language: SplitLanguageModel, examples: list[SenseExample], batch_size: int = 64,
+                    max_length: int = 96) -> torch.Tensor:
+    """``(Z_s + Z_o) / 2`` of each target through LM1 + LM2."""
+    language.eval()
+    device = next(language.parameters()).device
+    out = []
+    for begin in range(0, len(examples), batch_size):
+        chunk = examples[begin:begin + batch_size]
+        ids, start, end = target_spans(language.tokenizer, [e.text for e in chunk], [(e.start, e.end) for e in chunk],
+                                       max_length, [f"sense example {begin + i + 1}" for i in range(len(chunk))])
+        width = max(len(x) for x in ids)
+        pad = int(language.tokenizer.pad_token_id)
+        tokens = torch.full((len(chunk), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.long)
+        for i, x in enumerate(ids):
+            tokens[i, :len(x)] = torch.from_numpy(x)
+            mask[i, :len(x)] = 1
+        hidden = language(tokens.to(device), mask.to(device)).float()
+        out.append(span_mean(hidden, torch.arange(len(chunk), device=device), torch.from_numpy(start).to(device),
+                             torch.from_numpy(end).to(device)))
+    return torch.cat(out) if out else torch.zeros(0, int(language.hidden_size))
+
+
+def similarity_scores(examples: list[SenseExample], vectors: torch.Tensor, candidate_vectors: torch.Tensor,
+                      index: dict[int, int], cosine: bool) -> list[np.ndarray]:
+    """Each example's vector against its candidates' rows (``index``: entity -> row): cosine or dot."""
+    out = []
+    for e, v in zip(examples, vectors):
+        if not e.candidates:
+            out.append(np.zeros(0, dtype=np.float32))
+            continue
+        rows = candidate_vectors[[index[c] for c in e.candidates]]
+        s = F.cosine_similarity(v[None], rows) if cosine else rows @ v
+        out.append(s.float().cpu().numpy())
+    return out
+
+
+@dataclass
+class _Candidates:
+    """Every candidate of the examples once (sorted), with its description and name."""
+
+    used: np.ndarray
+    index: dict[int, int]
+    texts: list[str]
+    names: list[str]
+
+    @classmethod
+    def of(cls, examples: list[SenseExample], kg: KnowledgeGraph) -> "_Candidates":
+        used = sorted({c for e in examples for c in e.candidates})
+        return cls(np.asarray(used, dtype=np.int64), {c: i for i, c in enumerate(used)},
+                   [kg.entity_descriptions[c] for c in used], [kg.entity_names[c] for c in used])
+
+
+# ----------------------------------------------------------------------------- the scorers
+
+
+def first_sense_scores(examples: list[SenseExample]) -> ScorerOutput:
+    return ScorerOutput([[np.asarray([1.0] + [0.0] * (len(e.candidates) - 1)) if e.candidates else np.zeros(0)
+                          for e in examples]])
+
+
+def random_scores(examples: list[SenseExample]) -> ScorerOutput:
+    return ScorerOutput([[np.zeros(len(e.candidates)) for e in examples]], expected=True)
+
+
+def lesk_scores(examples: list[SenseExample], kg: KnowledgeGraph, linker: EntityLinker | None = None) -> ScorerOutput:
+    """``jaket link``'s rule over each example's candidates, as scores: minus the rank of each
+    candidate's key (so the best key is the answer); ``linker`` over ``kg`` (default: built here)."""
+    linker = linker or EntityLinker.from_kg(kg, min_length=1)
+    out = []
+    for e in examples:
+        if not e.candidates:
+            out.append(np.zeros(0))
+            continue
+        names = [lemma_key(kg.entity_names[c]) == lemma_key(e.lemma) for c in e.candidates]
+        keys = linker.choice_keys(e.candidates, names, linker.context_of(e.text, e.start, e.end))
+        order = sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
+        scores = np.zeros(len(keys))
+        scores[order] = -np.arange(len(keys), dtype=np.float64)
+        out.append(scores)
+    return ScorerOutput([out])
+
+
+@torch.no_grad()
+def encoder_scores(examples: list[SenseExample], kg: KnowledgeGraph, *, encoder=None, seeds=(0, 1, 2),
+                   description_max_length: int = 32, max_length: int = 96, km_layers: int = 2, km_heads: int = 4,
+                   with_km: bool = True, device="cpu") -> dict[str, ScorerOutput]:
+    """The ``lm`` and (``with_km``) ``lm+g+m`` scorers of the module docstring."""
+    candidates = _Candidates.of(examples, kg)
+    base = SplitLanguageModel.from_pretrained(encoder or default_model_path()).to(device)
+    context = context_vectors(base, examples, max_length=max_length)
+    described = description_features(base, candidates.texts, candidates.names, full=True,
+                                      max_length=description_max_length)
+    out = {"lm": ScorerOutput([similarity_scores(examples, context, described, candidates.index, cosine=True)],
+                              temperature=COSINE_TEMPERATURE)}
+    if not with_km:
+        return out
+    # LM+G+M before fine-tuning: E^KM of a fresh KM over the base memory (LM1 of the descriptions)
+    old = neighbourhood(kg, candidates.used, 2)
+    ball, _ = kg.induced_subgraph(old)
+    local = np.searchsorted(old, candidates.used)
+    memory = description_features(base, list(ball.entity_descriptions), list(ball.entity_names), full=False,
+                                  max_length=description_max_length)
+    # R = 0 as in pre-training (the KM adds its direction embeddings)
+    graph = SenseGraph(ball, FrozenMemory(memory, memory.new_zeros(max(1, ball.num_relations), memory.shape[1])),
+                       (5, 5))
+    runs = []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        km = KnowledgeModule(int(base.hidden_size), num_layers=km_layers, heads=km_heads).to(device).eval()
+        rows = km_embeddings(km, graph, local, np.random.default_rng(seed))
+        runs.append(similarity_scores(examples, context, rows, candidates.index, cosine=True))
+    out["lm+g+m"] = ScorerOutput(runs, tuple(seeds), COSINE_TEMPERATURE)
+    return out
+
+
+@torch.no_grad()
+def jaket_scores(examples: list[SenseExample], kg: KnowledgeGraph, pretrained, *, description_max_length: int = 32,
+                 max_length: int = 96, device="cpu") -> dict[str, ScorerOutput]:
+    """The ``jaket`` (masked-entity head, pre-training task 4, restricted to the candidates) and
+    ``jaket (cosine)`` scorers of the module docstring."""
+    candidates = _Candidates.of(examples, kg)
+    model = JaketModel.from_pretrained(pretrained, load_memory=False).to(device).eval()
+    language = model.language
+    context = context_vectors(language, examples, max_length=max_length)  # no fusion: a removed mention
+    queries = model.entity_head(context)  # q = g((Z_s + Z_o) / 2)
+    memory_rows = description_features(language, candidates.texts, candidates.names, full=False,
+                                       max_length=model.config.description_max_length)
+    described = description_features(language, candidates.texts, candidates.names, full=True,
+                                     max_length=description_max_length)
+    return {"jaket": ScorerOutput([similarity_scores(examples, queries, memory_rows, candidates.index, cosine=False)],
+                                  temperature=1.0),
+            "jaket (cosine)": ScorerOutput([similarity_scores(examples, context, described, candidates.index,
+                                                              cosine=True)], temperature=COSINE_TEMPERATURE)}
+
+
+def score_senses(examples: list[SenseExample], kg: KnowledgeGraph, *, scorers=SCORERS, pretrained=None,
+                 encoder=None, seeds=(0, 1, 2), description_max_length: int = 32, max_length: int = 96,
+                 km_layers: int = 2, km_heads: int = 4, device="cpu") -> dict[str, ScorerOutput]:
+    """The ``scorers`` asked for (those of :data:`PRETRAINED_SCORERS` only with ``pretrained``), in
+    :data:`SCORERS`' order."""
+    out: dict[str, ScorerOutput] = {"first sense": first_sense_scores(examples), "random": random_scores(examples)}
+    if "lesk" in scorers:
+        out["lesk"] = lesk_scores(examples, kg)
+    if any(s in scorers for s in ENCODER_SCORERS):
+        out.update(encoder_scores(examples, kg, encoder=encoder, seeds=seeds,
+                                  description_max_length=description_max_length, max_length=max_length,
+                                  km_layers=km_layers, km_heads=km_heads, with_km="lm+g+m" in scorers,
+                                  device=device))
+    if pretrained is not None and any(s in scorers for s in PRETRAINED_SCORERS):
+        out.update(jaket_scores(examples, kg, pretrained, description_max_length=description_max_length,
+                                max_length=max_length, device=device))
+    return {name: out[name] for name in SCORERS if name in out and name in scorers}
