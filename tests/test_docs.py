@@ -1,0 +1,89 @@
+"""The documentation's links hold (issue #38): every link from README.md or a page of docs/ to a
+heading of a page in docs/ names a heading that exists, the README's results link only into the
+current results (docs/results.md), never into the history page, and docs/results.md stays a page
+of current results (at most 700 lines; earlier runs go to docs/history.md)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+#: docs/results.md holds the current results and their commands; what they replaced is history.md's
+MAX_RESULTS_LINES = 700
+
+LINK = re.compile(r"\]\(([^)\s]*\.md)(?:#([^)\s]*))?\)")
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation dropped (letters, digits,
+    ``-`` and ``_`` kept), each space a hyphen."""
+    text = heading.strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    """Every heading anchor of ``page`` (lines in fenced code blocks are not headings; a repeated
+    heading gets ``-1``, ``-2``, ... as on GitHub)."""
+    found: set[str] = set()
+    fenced = False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (match := re.match(r"#{1,6} (.+)", line)):
+            base = slug(match.group(1))
+            name, n = base, 0
+            while name in found:
+                n += 1
+                name = f"{base}-{n}"
+            found.add(name)
+    return found
+
+
+def links(page: Path) -> list[tuple[int, Path, str | None]]:
+    """``(line, target page, anchor or None)`` of every relative link from ``page`` to a ``.md`` file."""
+    found = []
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        for target, anchor in LINK.findall(line):
+            if "://" not in target:
+                found.append((number, (page.parent / target).resolve(), anchor or None))
+    return found
+
+
+def test_slug_follows_github():
+    assert slug("Training LM1 on the descriptions (`--train-encoder`)") == \
+        "training-lm1-on-the-descriptions---train-encoder"
+    assert slug("Entity classification on the unseen KG' (paper Table 3), with the reference model") == \
+        "entity-classification-on-the-unseen-kg-paper-table-3-with-the-reference-model"
+    assert slug("Question answering on MetaQA (paper Table 2)") == "question-answering-on-metaqa-paper-table-2"
+
+
+def test_anchors_skip_code_and_number_repeats(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# A\n```\n# not a heading\n```\n## A\n### B c\n", encoding="utf-8")
+    assert anchors(page) == {"a", "a-1", "b-c"}
+
+
+@pytest.mark.parametrize("page", [REPO / "README.md", *sorted(DOCS.glob("*.md"))], ids=lambda p: p.name)
+def test_every_link_into_a_page_names_an_existing_heading(page):
+    broken = [f"{page.relative_to(REPO)}:{line}: {target.relative_to(REPO)}#{anchor}"
+              + ("" if target.exists() else " (no such page)")
+              for line, target, anchor in links(page)
+              if target.is_relative_to(REPO) and (not target.exists() or (anchor and anchor not in anchors(target)))]
+    assert not broken, "\n".join(broken)
+
+
+def test_the_readme_links_to_current_results_not_to_the_history():
+    targets = {target.name for _, target, _ in links(REPO / "README.md")}
+    assert "results.md" in targets
+    assert "history.md" not in targets
+
+
+def test_results_page_holds_only_the_current_results():
+    lines = len((DOCS / "results.md").read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_RESULTS_LINES, (
+        f"docs/results.md: {lines} lines (at most {MAX_RESULTS_LINES}): move earlier or superseded runs to "
+        "docs/history.md and protocols to docs/tasks.md")
