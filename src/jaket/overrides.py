@@ -5,7 +5,10 @@ the flag configs of the other commands (:func:`apply_flag_config`) all layer the
 same way: defaults < the YAML file of ``--config FILE`` < ``--set key=value`` (values parsed as
 YAML, ``a.b=value`` for nested keys) < the command's own flags. A bad value is reported where it
 was given: ``FILE:LINE: key: message`` for the file, ``--set key=value: key: message`` for an
-override, ``--flag value: key: message`` for a flag.
+override, ``--flag value: key: message`` for a flag. Every config file and ``--set`` value is read
+by one YAML loader (:func:`load_yaml`): PyYAML's safe loader refusing a key given twice in one
+mapping, at any depth (plain YAML keeps the last value silently), as the JSON readers do
+(:mod:`jaket.jsonio`); ``--set`` of a key the file sets is an override, not a repeat.
 """
 
 from __future__ import annotations
@@ -18,29 +21,72 @@ import yaml
 
 from jaket.errors import UsageError
 from jaket.fields import error_text
+from jaket.jsonio import quote
+
+
+class ConfigFileError(ValueError):
+    """A config file cannot be read as a YAML mapping: ``path:line: problem``."""
+
+
+class RepeatedKeyError(yaml.YAMLError):
+    """A mapping of a YAML text gives a key twice; ``line`` and ``first`` are 1-based lines."""
+
+    def __init__(self, key: str, line: int, first: int):
+        super().__init__(f"key {quote(key)} given twice (first at line {first})")
+        self.line, self.first = line, first
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (:class:`RepeatedKeyError`).
+    Keys that Python holds as one (``1``, ``1.0`` and ``true``) are the same key; a key that a merge
+    (``<<: *base``) brings may be set again, as YAML means it to be."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key, line = self.construct_object(key_node, deep=True), key_node.start_mark.line + 1
+                try:
+                    if key in seen:
+                        raise RepeatedKeyError(str(key_node.value), line, seen[key])
+                    seen[key] = line
+                except TypeError:  # an unhashable key: the safe loader names it
+                    continue
+        return super().construct_mapping(node, deep)
+
+
+def load_yaml(text: str) -> Any:
+    """The value of a YAML text (safe types only), refusing a key given twice in one mapping
+    (:class:`RepeatedKeyError`); other problems are PyYAML's ``YAMLError``."""
+    return yaml.load(text, Loader=_ConfigLoader)  # a SafeLoader: plain data, no Python objects
 
 
 def read_yaml_mapping(path: Path) -> dict:
-    """The top-level mapping of a YAML config file (``path:line: message`` on any problem)."""
+    """The top-level mapping of a YAML config file (``path:line: message`` on any problem, a key
+    given twice included)."""
     try:
         raw = Path(path).read_bytes()
     except OSError as error:
-        raise ValueError(f"{path}: cannot read the config: {error.strerror or error}") from None
+        raise ConfigFileError(f"{path}: cannot read the config: {error.strerror or error}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         line = raw[:error.start].count(b"\n") + 1
-        raise ValueError(f"{path}:{line}: not UTF-8 text (byte {error.start} of the file)") from None
+        raise ConfigFileError(f"{path}:{line}: not UTF-8 text (byte {error.start} of the file)") from None
     try:
-        loaded = yaml.safe_load(text)
+        loaded = load_yaml(text)
+    except RepeatedKeyError as error:
+        raise ConfigFileError(f"{path}:{error.line}: {error}") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ValueError(f"{path}:{mark.line + 1 if mark else 1}: invalid YAML: {problem}") from None
+        raise ConfigFileError(f"{path}:{mark.line + 1 if mark else 1}: invalid YAML: {problem}") from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
-        raise ValueError(f"{path}:1: expected a mapping (key: value lines) at the top level")
+        raise ConfigFileError(f"{path}:1: expected a mapping (key: value lines) at the top level")
     return loaded
 
 
@@ -61,7 +107,9 @@ def parse_override(item: str) -> tuple[str, Any]:
         raise ValueError(f"--set {item}: expected KEY=VALUE")
     key, value = item.split("=", 1)
     try:
-        return key.strip(), yaml.safe_load(value)
+        return key.strip(), load_yaml(value)
+    except RepeatedKeyError as error:
+        raise ValueError(f"--set {item}: {error}") from None
     except yaml.YAMLError as error:
         raise ValueError(f"--set {item}: invalid YAML value: {error}") from None
 
