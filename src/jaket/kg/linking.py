@@ -51,12 +51,14 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.jsonio import quote
 from jaket.kg.corpus import Mention, MentionCorpus
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import save_corpus
 from jaket.kg.parsing import json_object, string_field
 from jaket.kg.readers import read_lines
+from jaket.kg.sources.wordnet_forms import part_of_speech
 
 #: a token: a run of letters/digits, one CJK ideograph or kana, or one other non-space character
 #: (the underscore, neither, separates tokens like whitespace)
@@ -168,6 +170,32 @@ class LinkStats:
     resolved_by_context: int = 0  # ... of which the context overlap decided
     too_ambiguous: int = 0  # matches left unlinked: more than max_ambiguity candidates
     inflected: int = 0  # mentions found through a plural form
+
+    def add_text(self, mentions: int) -> None:
+        """Count one linked text holding ``mentions`` mentions."""
+        self.texts += 1
+        self.mentions += mentions
+        if mentions:
+            self.linked_texts += 1
+        else:
+            self.unlinked_texts += 1
+
+
+@dataclass(eq=False)
+class CandidateSpan:
+    """A gazetteer match kept once overlaps are resolved: the character span ``[start, end)`` of a
+    surface form and every entity the form names (``candidates``, entity indices in increasing
+    order; ``is_name[i]``: the form is that entity's name, not only one of its aliases).
+    ``inflected``: found through a plural of the form's last word; ``first`` / ``last``: the
+    span's token positions in :func:`tokenize`'s tokens of the text."""
+
+    start: int
+    end: int
+    candidates: np.ndarray
+    is_name: np.ndarray
+    inflected: bool
+    first: int
+    last: int
 
 
 @dataclass
@@ -363,44 +391,52 @@ class EntityLinker:
             stats.resolved_by_context += 1
         return int(candidates[best])
 
-    def link(self, text: str, stats: LinkStats | None = None) -> list[Mention]:
-        """The mentions of ``text``: disjoint character spans (end exclusive), sorted by start."""
-        if stats is None:
-            stats = LinkStats()
-        spans = tokenize(text)
+    def candidate_spans(self, text: str, stats: LinkStats | None = None) -> list[CandidateSpan]:
+        """The matches of ``text`` that are linked, each with every entity its form names: the
+        longest-first, disjoint spans of the module docstring, sorted by start. A form naming more
+        than ``max_ambiguity`` entities is left out (its span still blocks shorter matches inside
+        it) and counted in ``stats.too_ambiguous``; choosing among the candidates is the caller's
+        (:meth:`link`: the context-overlap rule)."""
+        return self._candidate_spans(tokenize(text), stats if stats is not None else LinkStats())
+
+    def _candidate_spans(self, spans: list[tuple[int, int, str]], stats: LinkStats) -> list[CandidateSpan]:
         starts = [s for s, _, _ in spans]
         ends = [e for _, e, _ in spans]
-        raw = [t for _, _, t in spans]
-        tokens = raw if self.case_sensitive else [t.lower() for t in raw]
+        tokens = [t for _, _, t in spans] if self.case_sensitive else [t.lower() for _, _, t in spans]
         matches = self._matches(tokens, starts, ends)
         matches.sort(key=lambda m: (-m.tokens, -m.chars, m.first))
         taken = bytearray(len(tokens))
-        mentions: list[Mention] = []
-        content: list[str | None] | None = None  # the bag-of-words view, made on first need
+        kept: list[CandidateSpan] = []
         for match in matches:
             if any(taken[match.first:match.last + 1]):
                 continue
             taken[match.first:match.last + 1] = b"\x01" * (match.last - match.first + 1)
             begin, end = self._pointer[match.group], self._pointer[match.group + 1]
-            if end - begin == 1:
-                entity = int(self._entities[begin])
-            elif self.max_ambiguity is not None and end - begin > self.max_ambiguity:
+            if self.max_ambiguity is not None and end - begin > self.max_ambiguity:
                 stats.too_ambiguous += 1
                 continue
+            kept.append(CandidateSpan(starts[match.first], ends[match.last], self._entities[begin:end],
+                                      self._is_name[begin:end], match.inflected, match.first, match.last))
+        kept.sort(key=lambda span: span.start)
+        return kept
+
+    def link(self, text: str, stats: LinkStats | None = None) -> list[Mention]:
+        """The mentions of ``text``: disjoint character spans (end exclusive), sorted by start."""
+        if stats is None:
+            stats = LinkStats()
+        spans = tokenize(text)
+        mentions: list[Mention] = []
+        content: list[str | None] | None = None  # the bag-of-words view, made on first need
+        for span in self._candidate_spans(spans, stats):
+            if len(span.candidates) == 1:
+                entity = int(span.candidates[0])
             else:
                 if content is None:
-                    content = list(map(_content_word, raw))
-                entity = self._choose(self._entities[begin:end], self._is_name[begin:end], content,
-                                      match.first, match.last, stats)
-            stats.inflected += match.inflected
-            mentions.append(Mention(starts[match.first], ends[match.last], entity))
-        mentions.sort(key=lambda m: m.start)
-        stats.texts += 1
-        stats.mentions += len(mentions)
-        if mentions:
-            stats.linked_texts += 1
-        else:
-            stats.unlinked_texts += 1
+                    content = [_content_word(t) for _, _, t in spans]
+                entity = self._choose(span.candidates, span.is_name, content, span.first, span.last, stats)
+            stats.inflected += span.inflected
+            mentions.append(Mention(span.start, span.end, entity))
+        stats.add_text(len(mentions))
         return mentions
 
     def link_texts(self, texts: Iterable[str], stats: LinkStats | None = None,
@@ -436,20 +472,73 @@ def _surface_forms(kg: KnowledgeGraph) -> Iterator[tuple[int, str, bool]]:
 
 
 # reading texts ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Target:
+    """A span ``[start, end)`` of a text that the input asks to link (JSONL ``"targets"``), with
+    the lemma and part of speech (WordNet's ``n``, ``v``, ``a``, ``r``) when it gives them."""
+
+    start: int
+    end: int
+    lemma: str | None = None
+    pos: str | None = None
+
+
 @dataclass
 class TextFile:
-    """The texts of one input file; ``blank_lines`` were skipped (and are reported)."""
+    """The texts of one input file; ``blank_lines`` were skipped (and are reported). With
+    ``targets`` asked for, ``targets[i]`` holds the spans text ``i`` gives, or None (not given)."""
 
     texts: list[str] = field(default_factory=list)
     blank_lines: int = 0
+    targets: list[tuple[Target, ...] | None] = field(default_factory=list)
 
 
-def read_texts(path) -> TextFile:
+def _targets(record: dict, text: str | None, path: Path, number: int,
+             problems: list[Problem]) -> tuple[Target, ...] | None:
+    """The ``"targets"`` of a JSONL record: ``[{"start", "end", "lemma"?, "pos"?}]``, spans
+    inside the text, disjoint; every problem named ``path:line``."""
+    raw = record.get("targets")
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        problems.append(Problem(str(path), number, "field 'targets' must be a list"))
+        return None
+    found: list[Target] = []
+    for k, item in enumerate(raw, 1):
+        where = f"target {k}"
+        if not isinstance(item, dict):
+            problems.append(Problem(str(path), number, f"{where}: expected an object"))
+            continue
+        start, end, lemma = item.get("start"), item.get("end"), item.get("lemma")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+            problems.append(Problem(str(path), number, f"{where}: 'start' and 'end' must be integers"))
+            continue
+        if text is not None and not 0 <= start < end <= len(text):
+            problems.append(Problem(str(path), number, f"{where}: span [{quote(start)}, {quote(end)}) is "
+                                                       f"empty or outside the text (length {len(text)})"))
+            continue
+        if lemma is not None and (not isinstance(lemma, str) or not lemma.strip()):
+            problems.append(Problem(str(path), number, f"{where}: 'lemma' must be a non-empty string"))
+            continue
+        before = len(problems)
+        pos = part_of_speech(item.get("pos"), path, number, problems)
+        if len(problems) == before:
+            found.append(Target(start, end, lemma.strip() if lemma else None, pos))
+    ordered = sorted(found, key=lambda t: (t.start, t.end))
+    for a, b in zip(ordered, ordered[1:]):
+        if b.start < a.end:
+            problems.append(Problem(str(path), number, f"targets overlap: [{a.start}, {a.end}) and [{b.start}, {b.end})"))
+    return tuple(ordered)
+
+
+def read_texts(path, targets: bool = False) -> TextFile:
     """Texts of a plain-text file (one per line) or, for a ``.jsonl`` file, of each record's
-    ``"text"`` field (other fields are ignored). Blank lines are skipped and counted.
+    ``"text"`` field (other fields are ignored; with ``targets``, a record's ``"targets"`` are
+    read too: see :class:`Target`). Blank lines are skipped and counted.
 
     Raises :class:`jaket.kg.errors.KGFormatError` listing every bad line as ``path:line: message``
-    (invalid UTF-8, NUL bytes, malformed JSON, a record that is not an object or has no string ``"text"``).
+    (invalid UTF-8, NUL bytes, malformed JSON, a record that is not an object or has no string
+    ``"text"``, a malformed target).
     """
     path = Path(path)
     problems: list[Problem] = []
@@ -466,12 +555,17 @@ def read_texts(path) -> TextFile:
             result.blank_lines += 1
         elif not is_jsonl:
             result.texts.append(line)
+            result.targets.append(None)
         elif (record := json_object(path, number, line, problems)) is not None:
             text = string_field(record, "text", path, number, problems)
+            given = _targets(record, text, path, number, problems) if targets else None
             if text is not None:
                 result.texts.append(text)
+                result.targets.append(given)
     if problems:
         raise KGFormatError(sorted(problems, key=lambda p: p.line or 0))
+    if not targets:
+        result.targets = []
     return result
 
 
@@ -480,6 +574,6 @@ def write_corpus(corpus: MentionCorpus, path, kg: KnowledgeGraph) -> Path:
     return save_corpus(corpus, path, kg)
 
 
-__all__ = ["EntityLinker", "GazetteerStats", "LinkStats", "STOP_WORDS", "TextFile", "read_texts",
-           "singular_forms", "tokenize", "write_corpus"]
+__all__ = ["CandidateSpan", "EntityLinker", "GazetteerStats", "LinkStats", "STOP_WORDS", "Target", "TextFile",
+           "read_texts", "singular_forms", "tokenize", "write_corpus"]
 

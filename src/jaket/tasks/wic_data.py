@@ -32,10 +32,8 @@ from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph, name_key
 from jaket.kg.readers import json_objects, read_text_file
 from jaket.kg.sources.wordnet import load_wordnet_data, sense_order
+from jaket.kg.sources.wordnet_forms import POS_CODES, part_of_speech
 
-#: WiC's and our part-of-speech codes -> WordNet's (satellite adjectives ``s`` count as ``a``)
-POS_CODES = {"n": "n", "v": "v", "a": "a", "s": "a", "r": "r", "noun": "n", "verb": "v",
-             "adj": "a", "adjective": "a", "adv": "r", "adverb": "r"}
 _WORDNET_ID = re.compile(r"^(?P<lemma>.+)\.(?P<pos>[nvasr])\.\d+$")
 
 
@@ -59,16 +57,6 @@ class WordPair:
 
 #: how lemmas are compared: lower case, runs of spaces / underscores as one space
 lemma_key = name_key
-
-
-def _pos(value, path, line, problems) -> str | None:
-    if value is None or value == "":
-        return None
-    code = POS_CODES.get(str(value).strip().lower())
-    if code is None:
-        problems.append(Problem(str(path), line, f"unknown part of speech {quote(value)} "
-                                                 f"(one of n, v, a, r or noun, verb, adj, adv)"))
-    return code
 
 
 def _token_span(sentence: str, index: int) -> tuple[int, int] | None:
@@ -110,7 +98,7 @@ def load_wic(data_path: str | Path, gold_path: str | Path | None = None) -> list
         if not lemma.strip():
             problems.append(Problem(str(data_path), number, "empty lemma"))
             continue
-        code = _pos(pos, data_path, number, problems)
+        code = part_of_speech(pos, data_path, number, problems)
         pairs.append(WordPair(lemma.strip(), code, first, spans[0][0], spans[0][1], second, spans[1][0],
                               spans[1][1]))
     if gold_path is not None:
@@ -159,7 +147,7 @@ def load_pairs_jsonl(path: str | Path) -> list[WordPair]:
         if not isinstance(row["lemma"], str) or not row["lemma"].strip():
             problems.append(Problem(str(path), number, "lemma must be a non-empty string"))
             bad = True
-        code = _pos(row.get("pos"), path, number, problems)
+        code = part_of_speech(row.get("pos"), path, number, problems)
         if bad:
             continue
         pairs.append(WordPair(row["lemma"].strip(), code, row["text1"], row["start1"], row["end1"],
@@ -185,9 +173,12 @@ class SenseInventory:
     def __init__(self, kg: KnowledgeGraph, sense_order: dict[tuple[str, str], list[str]] | None = None):
         self.kg = kg
         self._by_key: dict[tuple[str, str | None], list[int]] = {}
+        #: whether some entity's id carries a part of speech (WordNet's naming), so one can restrict
+        self.has_pos = False
         for index, (entity_id, name, aliases) in enumerate(zip(kg.entity_ids, kg.entity_names, kg.entity_aliases)):
             match = _WORDNET_ID.match(entity_id)
             pos = POS_CODES[match["pos"]] if match else None
+            self.has_pos |= pos is not None
             for word in {lemma_key(name), *(lemma_key(a) for a in aliases)}:
                 self._by_key.setdefault((word, pos), []).append(index)
                 if pos is not None:

@@ -12,7 +12,24 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from jaket.jsonio import quote
+from jaket.kg.errors import Problem
 
+#: part-of-speech codes as inputs write them -> WordNet's (satellite adjectives ``s`` count as ``a``)
+POS_CODES = {"n": "n", "v": "v", "a": "a", "s": "a", "r": "r", "noun": "n", "verb": "v",
+             "adj": "a", "adjective": "a", "adv": "r", "adverb": "r"}
+
+
+def part_of_speech(value, path, line: int | None, problems: list[Problem]) -> str | None:
+    """WordNet's code (``n``, ``v``, ``a``, ``r``) of a part of speech an input gives (None when
+    it gives none); an unknown one is a problem ``path:line`` (and None)."""
+    if value is None or value == "":
+        return None
+    code = POS_CODES.get(str(value).strip().lower())
+    if code is None:
+        problems.append(Problem(str(path), line, f"unknown part of speech {quote(value)} "
+                                                 f"(one of n, v, a, r or noun, verb, adj, adv)"))
+    return code
 
 
 _VOWELS = set("aeiou")
