@@ -32,7 +32,8 @@ from jaket.paths import MissingResourceError, offline_environment, thread_enviro
 
 #: modules that contribute subcommands, in the order they appear in ``jaket --help``
 _SUBCOMMAND_MODULES = (
-    "jaket.kg.cli",  # jaket kg ..., jaket link
+    "jaket.kg.cli",  # jaket kg ...
+    "jaket.tasks.link_cli",  # jaket link
     "jaket.model.cli",
     "jaket.train.cli",
     "jaket.tasks.cli",

@@ -1,8 +1,9 @@
-"""The command line of :mod:`jaket.kg`: ``jaket kg ...`` and ``jaket link``.
+"""The command line of :mod:`jaket.kg`: ``jaket kg ...``.
 
 ``jaket kg stats DIR [--json]`` and ``jaket kg validate DIR [--json]`` live here; ``kg build`` and
-``kg import`` are added by :mod:`jaket.kg.sources.cli` when it is installed. ``jaket link``
-finds the KG's entity names in plain texts (:mod:`jaket.kg.linking`) and writes a corpus.
+``kg import`` are added by :mod:`jaket.kg.sources.cli` when it is installed. ``jaket link`` (the
+gazetteer of :mod:`jaket.kg.linking`, and a pre-trained model's ranking with ``--model``) is
+:mod:`jaket.tasks.link_cli`'s.
 """
 
 from __future__ import annotations
@@ -11,15 +12,12 @@ import argparse
 import importlib
 import logging
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
-from jaket.errors import UsageError
 from jaket.kg.io import CORPUS, load_corpus, load_kg, validate_kg_dir
-from jaket.kg.linking import EntityLinker, LinkStats, read_texts, write_corpus
-from jaket.output import human_stream, print_json, refuse_same_file
+from jaket.output import human_stream, print_json
 
 logger = logging.getLogger(__name__)
 
@@ -102,75 +100,8 @@ def _validate(args: argparse.Namespace) -> int:
     return 0 if report["valid"] else 1
 
 
-# jaket link ------------------------------------------------------------------------------------------
-def _link_command(args: argparse.Namespace) -> int:
-    if Path(args.out).is_dir():
-        raise UsageError(f"--out {args.out}: is a folder; name the corpus file to write, e.g. "
-                         f"{Path(args.out) / 'corpus.jsonl'}")
-    refuse_same_file(args.out, [args.text])
-    kg = load_kg(args.kg)  # errors (KGFormatError: path:line) are reported by jaket.cli
-    inputs = read_texts(args.text)
-    linker = EntityLinker.from_kg(kg, min_length=args.min_length, case_sensitive=args.case_sensitive,
-                                  max_ambiguity=args.max_ambiguity,
-                                  inflections=not args.exact_forms,
-                                  context_window=args.context_window, short_forms=args.short_forms)
-    stats = LinkStats()
-    corpus = linker.link_texts(inputs.texts, stats, progress=True)
-    out = write_corpus(corpus, args.out, kg)
-    summary = {"kg": str(args.kg), "input": str(args.text), "output": str(out),
-               **asdict(stats), "blank_lines_skipped": inputs.blank_lines,
-               "gazetteer": asdict(linker.gazetteer_stats)}
-    print_json(summary)
-    print(f"{out}: {stats.mentions:,} mentions in {stats.linked_texts:,} of {stats.texts:,} texts "
-          f"({stats.unlinked_texts:,} without a mention, {stats.ambiguous_resolved:,} ambiguous "
-          f"mentions resolved, {stats.too_ambiguous:,} too ambiguous to link, "
-          f"{inputs.blank_lines:,} blank lines skipped)", file=sys.stderr)
-    return 0
-
-
-def _forms(value: str) -> tuple[str, ...]:
-    """``--short-forms Go,C,JS``: the names / aliases, spaces around each removed."""
-    return tuple(form.strip() for form in value.split(",") if form.strip())
-
-
-def _positive(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
-    return number
-
-
-def _register_link(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``jaket link``."""
-    link = subparsers.add_parser(
-        "link", help="link entity mentions in texts with the KG's names and aliases",
-        description="Find the KG's entity names and aliases in texts (longest match first, "
-                    "disjoint spans, word boundaries; see jaket.kg.linking) and write the corpus "
-                    "format (JSONL). A JSON summary goes to stdout.")
-    link.add_argument("--kg", required=True, metavar="DIR", help="a KG directory")
-    link.add_argument("--text", required=True, metavar="FILE",
-                      help="plain text, one text per line, or .jsonl with a 'text' field")
-    link.add_argument("--out", required=True, metavar="FILE", help="the corpus JSONL to write")
-    link.add_argument("--min-length", "--min-name-length", dest="min_length", type=int, default=3, metavar="N",
-                      help="do not link names/aliases shorter than N characters (default 3; those left "
-                           "out are listed in the summary and a warning)")
-    link.add_argument("--short-forms", type=_forms, default=(), metavar="LIST",
-                      help="comma list of names/aliases to link although shorter than --min-length, "
-                           "e.g. Go,C,JS")
-    link.add_argument("--case-sensitive", action="store_true",
-                      help="match letter case exactly (default: case-insensitive)")
-    link.add_argument("--max-ambiguity", type=_positive, default=None, metavar="K",
-                      help="leave surface forms naming more than K entities unlinked "
-                           "(default: no limit)")
-    link.add_argument("--exact-forms", action="store_true",
-                      help="no plural normalisation of a form's last word")
-    link.add_argument("--context-window", type=int, default=50, metavar="TOKENS",
-                      help="tokens on each side of a mention used to disambiguate it (default 50)")
-    link.set_defaults(func=_link_command)
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``jaket kg`` (its ``build`` and ``import`` from :mod:`jaket.kg.sources.cli`) and ``jaket link``."""
+    """Add ``jaket kg`` (its ``build`` and ``import`` from :mod:`jaket.kg.sources.cli`)."""
     kg = subparsers.add_parser("kg", help="build, import, inspect and validate knowledge graphs")
     commands = kg.add_subparsers(dest="kg_command", metavar="KG_COMMAND", required=True)
 
@@ -186,7 +117,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           help="print the problems as JSON ({path, line, severity, message} each) and "
                                "the counts")
     validate.set_defaults(func=_validate)
-    _register_link(subparsers)
 
     try:
         sources = importlib.import_module("jaket.kg.sources.cli")

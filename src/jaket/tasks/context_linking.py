@@ -1,0 +1,397 @@
+"""Context linking: pre-training's masked-entity head as an entity linker over any KG.
+
+Pre-training task 4, masked entity prediction, reads a mention whose entity is removed from the
+fusion (Eq. 8-9) as ``q = g((Z_s + Z_o) / 2)`` over LM1 and LM2 (Eq. 6, 10; ``g`` of
+:class:`jaket.model.heads.EntityHead`) and scores it by inner product against rows of the entity
+context memory ``E^context`` -- the true entity among KG neighbours and random ones. A row of
+``E^context`` is LM1's reading of the entity's *description* at the entity's name (Eq. 7). So the
+head, restricted to the entities a mention's words can name, is a linker, and it links over any KG
+whose entities have descriptions: WordNet, a user's own KG, or one the model never saw (its rows
+are read from the descriptions by the model's LM1, as the paper's adaptation to an unseen KG does).
+
+:class:`ContextLinker` holds a pre-trained :class:`~jaket.model.jaket.JaketModel` and a KG:
+
+* :meth:`~ContextLinker.entity_rows`: the ``E^context`` rows (Eq. 7) of given entities, computed
+  on first need only for those, in batches, and kept per entity;
+* :meth:`~ContextLinker.queries`: ``q`` of each mention (a character span of a text), read as in
+  masked entity prediction: its tokens visible, nothing fused (the other mentions' entities are
+  what is being linked); each text is read once however many of its mentions are asked for;
+* :meth:`~ContextLinker.logits` and :meth:`~ContextLinker.score`: the inner products
+  ``q · E^context`` over each mention's candidates, and their softmax over the candidates;
+* :meth:`~ContextLinker.link`: texts in, :class:`LinkedText` out. The candidates are those of the
+  gazetteer (:class:`jaket.kg.linking.EntityLinker`: names and aliases, plurals folded, the
+  longest match first), or, for the spans an input gives (:class:`jaket.kg.linking.Target`), the
+  entities named by the target's lemma (or its written form and that form's singulars), of its
+  part of speech when the KG's ids follow WordNet's ``lemma.pos.NN`` naming
+  (:class:`jaket.tasks.wic_data.SenseInventory`). The most probable candidate is linked; a mention
+  whose probability is below ``min_confidence`` is left unlinked and kept in
+  :attr:`LinkedText.unlinked`.
+
+A mention with one candidate has probability 1 (the softmax over one score) and is not read. One
+that lies past the first ``max_length`` tokens of its text, or covers no token, cannot be read: its
+scores are ``None`` and :meth:`link` leaves it unlinked (counted in
+:attr:`ContextLinkStats.unreadable`). Results are deterministic: the same texts, spans and
+candidates give the same probabilities.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from jaket.atomic import write_lines
+from jaket.kg.corpus import Mention, MentionCorpus, collate_texts
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.linking import CandidateSpan, EntityLinker, LinkStats, Target, singular_forms
+from jaket.model.device import resolve_device
+from jaket.model.jaket import JaketModel
+from jaket.tasks.variants import description_features
+from jaket.tasks.wic_data import SenseInventory
+
+logger = logging.getLogger(__name__)
+
+#: digits kept of a probability in :meth:`LinkedText.as_json`
+DIGITS = 6
+
+
+@dataclass(frozen=True)
+class ScoredMention:
+    """A mention ``[start, end)`` with its candidates ranked by the head: ``candidates`` holds
+    ``(entity index, probability)``, the most probable first (ties: the lower index); ``entity`` /
+    ``score`` are the first of them, ``margin`` its lead over the runner-up (the score itself when
+    there is no runner-up); ``inflected``: the gazetteer found it through a plural."""
+
+    start: int
+    end: int
+    entity: int
+    score: float
+    margin: float
+    candidates: tuple[tuple[int, float], ...]
+    inflected: bool = False
+
+    def as_json(self, kg: KnowledgeGraph) -> dict:
+        """The corpus format's mention (``start``, ``end``, ``entity`` id) with ``score``,
+        ``margin`` and ``candidates`` (``[{"entity", "score"}]``) beside it."""
+        return {"start": self.start, "end": self.end, "entity": kg.entity_ids[self.entity],
+                "score": round(self.score, DIGITS), "margin": round(self.margin, DIGITS),
+                "candidates": [{"entity": kg.entity_ids[e], "score": round(p, DIGITS)} for e, p in self.candidates]}
+
+
+@dataclass(frozen=True)
+class UnlinkedSpan:
+    """A span left unlinked and why: ``"below confidence"`` (``scored`` holds its ranking),
+    ``"not read"`` (past ``max_length`` tokens, or no token) or ``"no candidate"`` (a given target
+    whose lemma names no entity)."""
+
+    start: int
+    end: int
+    reason: str
+    scored: ScoredMention | None = None
+
+    def as_json(self, kg: KnowledgeGraph) -> dict:
+        record = self.scored.as_json(kg) if self.scored is not None else {"start": self.start, "end": self.end}
+        return {**record, "reason": self.reason}
+
+
+@dataclass
+class LinkedText:
+    """A text, the mentions linked in it, and the spans left unlinked."""
+
+    text: str
+    mentions: list[ScoredMention] = field(default_factory=list)
+    unlinked: list[UnlinkedSpan] = field(default_factory=list)
+
+    def as_json(self, kg: KnowledgeGraph) -> dict:
+        """One line of the corpus format (``jaket pretrain`` reads it; the extra fields are
+        ignored), with ``unlinked`` when some span was left unlinked."""
+        record: dict = {"text": self.text, "mentions": [m.as_json(kg) for m in self.mentions]}
+        if self.unlinked:
+            record["unlinked"] = [u.as_json(kg) for u in self.unlinked]
+        return record
+
+    def corpus_mentions(self) -> list[Mention]:
+        """The linked mentions as the corpus holds them."""
+        return [Mention(m.start, m.end, m.entity) for m in self.mentions]
+
+
+@dataclass
+class ContextLinkStats:
+    """Counts of :meth:`ContextLinker.link`: ``gazetteer`` as plain ``jaket link`` counts them
+    (``mentions``: linked ones; ``ambiguous_resolved``: mentions of several candidates the head
+    linked; ``resolved_by_context`` is the overlap rule's and stays 0), and what the head did."""
+
+    gazetteer: LinkStats = field(default_factory=LinkStats)
+    targets: int = 0  # spans given by the input
+    targets_without_candidate: int = 0  # ... whose lemma names no entity (of its part of speech)
+    scored: int = 0  # mentions of two or more candidates, ranked by the head
+    below_confidence: int = 0  # left unlinked: probability under min_confidence
+    unreadable: int = 0  # left unlinked: past max_length tokens, or covering no token
+    descriptions_encoded: int = 0  # E^context rows computed (Eq. 7)
+    descriptions_empty: int = 0  # ... of entities without a description (read from [CLS] [SEP] alone)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    if not len(logits):
+        return logits.astype(np.float64)
+    shifted = np.exp(logits.astype(np.float64) - logits.max())
+    return shifted / shifted.sum()
+
+
+def _grouped(texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> MentionCorpus:
+    """One corpus entry per distinct text holding its mentions (their ``entity`` field is the
+    mention's position in ``spans``), so each text is read once; a span overlapping one already
+    in its text's entry goes to another copy of the text (the corpus holds disjoint spans)."""
+    entries: list[list[Mention]] = []
+    owners: list[str] = []
+    by_text: dict[str, list[int]] = {}
+    for i, (text, (start, end)) in enumerate(zip(texts, spans)):
+        if not (isinstance(start, (int, np.integer)) and isinstance(end, (int, np.integer))
+                and 0 <= start < end <= len(text)):
+            raise ValueError(f"mention {i + 1}: span [{start}, {end}) is empty or outside its text "
+                             f"(length {len(text)})")
+        mention = Mention(int(start), int(end), i)
+        places = by_text.setdefault(text, [])
+        entry = next((e for e in places if all(end <= m.start or start >= m.end for m in entries[e])), None)
+        if entry is None:
+            entry = len(entries)
+            entries.append([])
+            owners.append(text)
+            places.append(entry)
+        entries[entry].append(mention)
+    return MentionCorpus(owners, entries)
+
+
+class ContextLinker:
+    """A pre-trained JAKET model's masked-entity head over a KG's descriptions, as a linker (see
+    the module docstring). Build it with :meth:`from_pretrained` or from a loaded model."""
+
+    def __init__(self, model: JaketModel, kg: KnowledgeGraph, *, gazetteer: EntityLinker | None = None,
+                 inventory: SenseInventory | None = None, batch_size: int = 64, max_length: int = 128):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if max_length < 4:
+            raise ValueError(f"max_length must be at least 4 tokens, got {max_length}")
+        self.model = model.eval()
+        self.kg = kg
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self._gazetteer = gazetteer
+        self._inventory = inventory
+        self._rows: dict[int, torch.Tensor] = {}
+        self.stats = ContextLinkStats()  # descriptions_encoded / descriptions_empty over the linker's life
+
+    @classmethod
+    def from_pretrained(cls, model_dir: str | Path, kg: KnowledgeGraph, *, device=None, dtype=None,
+                        **options) -> "ContextLinker":
+        """The model of a folder written by ``save_pretrained`` (``jaket pretrain``'s ``model/``)
+        over ``kg``; ``device``: ``cpu``, ``cuda``, ... (None: a GPU when one is visible);
+        ``options``: those of the constructor (``gazetteer``, ``inventory``, ``batch_size``,
+        ``max_length``). The saved memory is not read: the rows come from ``kg``'s descriptions."""
+        model = JaketModel.from_pretrained(model_dir, load_memory=False, device=resolve_device(device), dtype=dtype)
+        return cls(model, kg, **options)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.language.parameters()).device
+
+    @property
+    def gazetteer(self) -> EntityLinker:
+        """The names-and-aliases gazetteer of the KG (default options, built on first need)."""
+        if self._gazetteer is None:
+            self._gazetteer = EntityLinker.from_kg(self.kg)
+        return self._gazetteer
+
+    @property
+    def inventory(self) -> SenseInventory:
+        """Lemma and part of speech -> entities (for given targets; built on first need)."""
+        if self._inventory is None:
+            self._inventory = SenseInventory(self.kg)
+        return self._inventory
+
+    # the two sides of the inner product ------------------------------------------------------------
+    @torch.no_grad()
+    def entity_rows(self, entities: Sequence[int]) -> torch.Tensor:
+        """``E^context`` rows of ``entities`` (entity indices of the KG), ``(len, F)`` float32 on
+        the model's device: LM1's ``(Z_s + Z_o) / 2`` of each description at the entity's name
+        (Eq. 7; ``description_max_length`` tokens, as pre-training's memory), computed only for
+        entities not asked for before, in batches of ``batch_size``."""
+        wanted = np.asarray(entities, dtype=np.int64).reshape(-1)
+        if len(wanted) and (wanted.min() < 0 or wanted.max() >= self.kg.num_entities):
+            bad = int(wanted[(wanted < 0) | (wanted >= self.kg.num_entities)][0])
+            raise ValueError(f"entity index {bad} is outside the KG's {self.kg.num_entities} entities")
+        missing = sorted(set(wanted.tolist()) - self._rows.keys())
+        if missing:
+            descriptions = [self.kg.entity_descriptions[e] for e in missing]
+            rows = description_features(self.model.language, descriptions, [self.kg.entity_names[e] for e in missing],
+                                        full=False, max_length=self.model.config.description_max_length,
+                                        batch_size=self.batch_size, desc="entity descriptions (Eq. 7)")
+            self._rows.update(zip(missing, rows))
+            self.stats.descriptions_encoded += len(missing)
+            self.stats.descriptions_empty += sum(not d.strip() for d in descriptions)
+        if not len(wanted):
+            return torch.zeros(0, self.model.hidden_size, device=self.device)
+        return torch.stack([self._rows[e] for e in wanted.tolist()])
+
+    @torch.no_grad()
+    def queries(self, texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> list[torch.Tensor | None]:
+        """``q = g((Z_s + Z_o) / 2)`` of mention ``i`` (the character span ``spans[i]`` of
+        ``texts[i]``) over LM1 + LM2 without fusion, as masked entity prediction reads a removed
+        mention; ``None`` for a mention that is not read (past ``max_length`` tokens, no token)."""
+        corpus = _grouped(texts, spans)
+        encoded = corpus.encode(self.model.language.tokenizer, max_length=self.max_length)
+        out: list[torch.Tensor | None] = [None] * len(spans)
+        pad = self.model.language.tokenizer.pad_token_id
+        language, head = self.model.language, self.model.entity_head
+        for begin in range(0, len(corpus), self.batch_size):
+            batch = collate_texts(encoded, range(begin, min(len(corpus), begin + self.batch_size)),
+                                  pad if pad is not None else 0).to(self.device)
+            hidden = language(batch.input_ids, batch.attention_mask).float()
+            q = head.query(hidden, batch.mention_batch, batch.mention_start, batch.mention_end)
+            for mention, row in zip(batch.mention_entity.tolist(), q):
+                out[mention] = row
+        return out
+
+    # scores ----------------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def logits(self, texts: Sequence[str], spans: Sequence[tuple[int, int]],
+               candidates: Sequence[Sequence[int]]) -> list[np.ndarray | None]:
+        """The head's scores ``q · E^context_e`` of each mention's candidates ``e`` (entity
+        indices, in the order given), as masked entity prediction scores them; ``None`` for a
+        mention that is not read (:meth:`queries`)."""
+        if not len(texts) == len(spans) == len(candidates):
+            raise ValueError(f"{len(texts)} texts, {len(spans)} spans and {len(candidates)} candidate lists")
+        lists = [np.asarray(c, dtype=np.int64).reshape(-1) for c in candidates]
+        used = np.unique(np.concatenate(lists)) if lists else np.zeros(0, np.int64)
+        rows = self.entity_rows(used)
+        queries = self.queries(texts, spans)
+        out: list[np.ndarray | None] = []
+        for q, entities in zip(queries, lists):
+            if q is None:
+                out.append(None)
+                continue
+            mine = rows[torch.from_numpy(np.searchsorted(used, entities)).to(rows.device)]
+            out.append((mine @ q).double().cpu().numpy())
+        return out
+
+    def score(self, texts: Sequence[str], spans: Sequence[tuple[int, int]],
+              candidates: Sequence[Sequence[int]]) -> list[np.ndarray | None]:
+        """The probability of each candidate of each mention: the softmax over the mention's
+        candidates of :meth:`logits` (pre-training's cross-entropy over candidates, task 4). A
+        mention with one candidate gets ``[1.0]`` and one without any ``[]``, neither read;
+        ``None`` for a mention that is not read."""
+        if not len(texts) == len(spans) == len(candidates):
+            raise ValueError(f"{len(texts)} texts, {len(spans)} spans and {len(candidates)} candidate lists")
+        out: list[np.ndarray | None] = [np.ones(len(c)) if len(c) < 2 else None for c in candidates]
+        ranked = [i for i, c in enumerate(candidates) if len(c) >= 2]
+        scores = self.logits([texts[i] for i in ranked], [spans[i] for i in ranked], [candidates[i] for i in ranked])
+        for i, logits in zip(ranked, scores):
+            out[i] = None if logits is None else _softmax(logits)
+        return out
+
+    # linking texts -----------------------------------------------------------------------------------
+    def target_candidates(self, text: str, target: Target) -> list[int]:
+        """The entities a given target can name: those whose name or alias is its lemma (without
+        one: its written form, then that form's singulars), of its part of speech where the KG's
+        ids carry one (WordNet's ``lemma.pos.NN``; otherwise the part of speech is not used)."""
+        pos = target.pos if self.inventory.has_pos else None
+        written = text[target.start:target.end]
+        for word in [target.lemma] if target.lemma else [written, *singular_forms(written)]:
+            found = self.inventory.candidates(word, pos)
+            if found:
+                return found
+        return []
+
+    def link(self, texts: Sequence[str], *, targets: Sequence[Sequence[Target] | None] | None = None,
+             min_confidence: float = 0.0, progress: bool = False) -> list[LinkedText]:
+        """Link every text: each mention's candidates (the gazetteer's, or those of the targets
+        given for the text: ``targets[i]``, None for the gazetteer) ranked by :meth:`score`; the
+        most probable is linked unless its probability is below ``min_confidence``. Counts add up
+        in :attr:`stats`."""
+        if not 0.0 <= min_confidence <= 1.0:
+            raise ValueError(f"min_confidence must be in [0, 1], got {min_confidence}")
+        texts = list(texts)
+        if targets is not None and len(targets) != len(texts):
+            raise ValueError(f"{len(targets)} target lists for {len(texts)} texts")
+        chunk = 16 * self.batch_size
+        out: list[LinkedText] = []
+        with tqdm(total=len(texts), desc="linking", unit="text", disable=True if not progress else None) as bar:
+            for begin in range(0, len(texts), chunk):
+                given = targets[begin:begin + chunk] if targets is not None else None
+                out += self._link_chunk(texts[begin:begin + chunk], given, min_confidence)
+                bar.update(len(out) - bar.n)
+        return out
+
+    def _spans(self, text: str, given: Sequence[Target] | None) -> list[CandidateSpan | UnlinkedSpan]:
+        """The spans of a text to link with their candidates (a given target naming no entity is
+        an :class:`UnlinkedSpan`)."""
+        if given is None:
+            return self.gazetteer.candidate_spans(text, self.stats.gazetteer)
+        spans: list[CandidateSpan | UnlinkedSpan] = []
+        for target in given:
+            self.stats.targets += 1
+            found = self.target_candidates(text, target)
+            if not found:
+                self.stats.targets_without_candidate += 1
+                spans.append(UnlinkedSpan(target.start, target.end, "no candidate"))
+                continue
+            entities = np.asarray(found, dtype=np.int64)
+            spans.append(CandidateSpan(target.start, target.end, entities, np.ones(len(found), bool), False, -1, -1))
+        return spans
+
+    def _link_chunk(self, texts: list[str], targets, min_confidence: float) -> list[LinkedText]:
+        results = [LinkedText(text) for text in texts]
+        flat: list[tuple[int, CandidateSpan]] = []
+        for i, text in enumerate(texts):
+            for span in self._spans(text, targets[i] if targets is not None else None):
+                if isinstance(span, UnlinkedSpan):
+                    results[i].unlinked.append(span)
+                else:
+                    flat.append((i, span))
+        probabilities = self.score([texts[i] for i, _ in flat], [(s.start, s.end) for _, s in flat],
+                                   [s.candidates for _, s in flat])
+        counts = self.stats
+        for (i, span), p in zip(flat, probabilities):
+            if p is None:
+                counts.unreadable += 1
+                results[i].unlinked.append(UnlinkedSpan(span.start, span.end, "not read"))
+                continue
+            mention = ranked_mention(span.start, span.end, span.candidates, p, span.inflected)
+            counts.scored += len(span.candidates) > 1
+            if mention.score < min_confidence:
+                counts.below_confidence += 1
+                results[i].unlinked.append(UnlinkedSpan(span.start, span.end, "below confidence", mention))
+                continue
+            results[i].mentions.append(mention)
+            counts.gazetteer.inflected += span.inflected
+            counts.gazetteer.ambiguous_resolved += len(span.candidates) > 1
+        for result in results:
+            result.unlinked.sort(key=lambda u: u.start)
+            counts.gazetteer.add_text(len(result.mentions))
+        return results
+
+
+def ranked_mention(start: int, end: int, candidates: Sequence[int], probabilities: np.ndarray,
+                   inflected: bool = False) -> ScoredMention:
+    """A mention's candidates ranked by probability (ties: the lower entity index first)."""
+    order = sorted(range(len(candidates)), key=lambda k: (-probabilities[k], int(candidates[k])))
+    ranked = tuple((int(candidates[k]), float(probabilities[k])) for k in order)
+    runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
+    return ScoredMention(start, end, ranked[0][0], ranked[0][1], ranked[0][1] - runner_up, ranked, inflected)
+
+
+def write_linked_corpus(linked: Sequence[LinkedText], path: str | Path, kg: KnowledgeGraph) -> Path:
+    """Write linked texts in the corpus format (:meth:`LinkedText.as_json`, one a line), atomically;
+    ``jaket pretrain`` reads the file as its corpus."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_lines(path, (json.dumps(text.as_json(kg), ensure_ascii=False) for text in linked))

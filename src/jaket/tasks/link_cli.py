@@ -1,0 +1,164 @@
+"""``jaket link``: link the entity mentions of texts to a KG and write the corpus format.
+
+Without ``--model`` the gazetteer links them (:mod:`jaket.kg.linking`: the KG's names and aliases,
+longest match, a shared name resolved by the overlap of the context with the descriptions). With
+``--model DIR`` (a pre-trained jaket folder) the gazetteer only proposes the candidates, and
+pre-training's masked-entity head ranks them from the context over the KG's descriptions
+(:mod:`jaket.tasks.context_linking`: task 4 against E^context, Eq. 7), on any KG with descriptions,
+one the model never saw included. Each mention then records its probability (``score``), its
+``margin`` over the runner-up and its ``candidates``; ``--min-confidence P`` leaves mentions under
+P unlinked (listed under ``unlinked``, counted in the summary). A ``.jsonl`` input may give the
+spans to link, with their lemma and part of speech (``"targets"``; read with ``--model``).
+
+The command lives in the tasks layer because ``--model`` needs the model (loaded when asked for,
+so ``jaket --help`` stays light).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from jaket.errors import UsageError
+from jaket.flags import add_device_argument
+from jaket.kg.io import load_kg
+from jaket.kg.linking import EntityLinker, LinkStats, read_texts, write_corpus
+from jaket.output import print_json, refuse_same_file
+
+#: the flags that only mean something with --model, with their defaults
+_MODEL_FLAGS = {"min_confidence": 0.0, "max_length": 128, "batch_size": 64, "device": None}
+
+
+def _link_command(args: argparse.Namespace) -> int:
+    if Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out}: is a folder; name the corpus file to write, e.g. "
+                         f"{Path(args.out) / 'corpus.jsonl'}")
+    refuse_same_file(args.out, [args.text])
+    if args.model is None:
+        given = [f"--{k.replace('_', '-')}" for k, v in _MODEL_FLAGS.items() if getattr(args, k) != v]
+        if given:
+            raise UsageError(f"{', '.join(given)}: only with --model (the gazetteer alone has no probabilities)")
+    elif not Path(args.model).is_dir():
+        raise UsageError(f"--model {args.model}: no such folder (a pre-trained jaket model: config.json, "
+                         f"jaket.safetensors, encoder/; `jaket pretrain` writes one under OUT/model)")
+    kg = load_kg(args.kg)  # errors (KGFormatError: path:line) are reported by jaket.cli
+    inputs = read_texts(args.text, targets=args.model is not None)
+    linker = EntityLinker.from_kg(kg, min_length=args.min_length, case_sensitive=args.case_sensitive,
+                                  max_ambiguity=args.max_ambiguity,
+                                  inflections=not args.exact_forms,
+                                  context_window=args.context_window, short_forms=args.short_forms)
+    if args.model is not None:
+        return _link_with_model(args, kg, inputs, linker)
+    stats = LinkStats()
+    corpus = linker.link_texts(inputs.texts, stats, progress=True)
+    out = write_corpus(corpus, args.out, kg)
+    summary = {"kg": str(args.kg), "input": str(args.text), "output": str(out),
+               **asdict(stats), "blank_lines_skipped": inputs.blank_lines,
+               "gazetteer": asdict(linker.gazetteer_stats)}
+    print_json(summary)
+    print(f"{out}: {stats.mentions:,} mentions in {stats.linked_texts:,} of {stats.texts:,} texts "
+          f"({stats.unlinked_texts:,} without a mention, {stats.ambiguous_resolved:,} ambiguous "
+          f"mentions resolved, {stats.too_ambiguous:,} too ambiguous to link, "
+          f"{inputs.blank_lines:,} blank lines skipped)", file=sys.stderr)
+    return 0
+
+
+def _link_with_model(args: argparse.Namespace, kg, inputs, gazetteer: EntityLinker) -> int:
+    """``jaket link --model``: the gazetteer's candidates (or the input's targets) ranked by the
+    pre-trained masked-entity head (:class:`jaket.tasks.context_linking.ContextLinker`)."""
+    from jaket.tasks.context_linking import ContextLinker, write_linked_corpus
+
+    scorer = ContextLinker.from_pretrained(args.model, kg, device=args.device, gazetteer=gazetteer,
+                                           batch_size=args.batch_size, max_length=args.max_length)
+    targets = inputs.targets if any(t is not None for t in inputs.targets) else None
+    linked = scorer.link(inputs.texts, targets=targets, min_confidence=args.min_confidence, progress=True)
+    out = write_linked_corpus(linked, args.out, kg)
+    counts = scorer.stats
+    stats = counts.gazetteer
+    summary = {"kg": str(args.kg), "input": str(args.text), "output": str(out),
+               **asdict(stats), "blank_lines_skipped": inputs.blank_lines,
+               "gazetteer": asdict(gazetteer.gazetteer_stats),
+               "model": {"path": str(args.model), "device": str(scorer.device), "min_confidence": args.min_confidence,
+                         "max_length": args.max_length,
+                         **{k: v for k, v in counts.as_dict().items() if k != "gazetteer"}}}
+    print_json(summary)
+    print(f"{out}: {stats.mentions:,} mentions in {stats.linked_texts:,} of {stats.texts:,} texts "
+          f"({stats.unlinked_texts:,} without a mention; {counts.scored:,} ambiguous mentions ranked by the "
+          f"model, {counts.below_confidence:,} left unlinked below --min-confidence {args.min_confidence:g}, "
+          f"{counts.unreadable:,} past --max-length {args.max_length} tokens left unlinked, "
+          f"{stats.too_ambiguous:,} too ambiguous to link, {inputs.blank_lines:,} blank lines skipped)",
+          file=sys.stderr)
+    return 0
+
+
+def _forms(value: str) -> tuple[str, ...]:
+    """``--short-forms Go,C,JS``: the names / aliases, spaces around each removed."""
+    return tuple(form.strip() for form in value.split(",") if form.strip())
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def _probability(value: str) -> float:
+    number = float(value)
+    if not 0.0 <= number <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a probability in [0, 1], got {value}")
+    return number
+
+
+def _add_model_arguments(link: argparse.ArgumentParser) -> None:
+    """The flags of ``jaket link --model``."""
+    model = link.add_argument_group("ranking by a pre-trained model (--model)")
+    model.add_argument("--model", metavar="DIR", default=None,
+                       help="a pre-trained jaket model folder (`jaket pretrain`'s OUT/model): each mention's "
+                            "candidates are ranked by its masked-entity head against their descriptions "
+                            "(works on a KG the model never saw); each link records score, margin and "
+                            "candidates")
+    model.add_argument("--min-confidence", type=_probability, default=_MODEL_FLAGS["min_confidence"], metavar="P",
+                       help="leave mentions whose probability is below P unlinked (listed under 'unlinked', "
+                            "counted in the summary; default 0: link every mention)")
+    model.add_argument("--max-length", type=_positive, default=_MODEL_FLAGS["max_length"], metavar="TOKENS",
+                       help="tokens of a text the model reads (default 128); mentions past them are left "
+                            "unlinked and counted")
+    model.add_argument("--batch-size", type=_positive, default=_MODEL_FLAGS["batch_size"], metavar="N",
+                       help="texts (and descriptions) per forward pass (default 64)")
+    add_device_argument(model)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``jaket link``."""
+    link = subparsers.add_parser(
+        "link", help="link entity mentions in texts with the KG's names and aliases (--model: ranked in context)",
+        description="Find the KG's entity names and aliases in texts (longest match first, "
+                    "disjoint spans, word boundaries; see jaket.kg.linking) and write the corpus "
+                    "format (JSONL). With --model, a pre-trained jaket model ranks each mention's "
+                    "candidates from its context. A JSON summary goes to stdout.")
+    link.add_argument("--kg", required=True, metavar="DIR", help="a KG directory")
+    link.add_argument("--text", required=True, metavar="FILE",
+                      help="plain text, one text per line, or .jsonl with a 'text' field (with --model, "
+                           "also 'targets': [{start, end, lemma?, pos?}], the spans to link)")
+    link.add_argument("--out", required=True, metavar="FILE", help="the corpus JSONL to write")
+    link.add_argument("--min-length", "--min-name-length", dest="min_length", type=int, default=3, metavar="N",
+                      help="do not link names/aliases shorter than N characters (default 3; those left "
+                           "out are listed in the summary and a warning)")
+    link.add_argument("--short-forms", type=_forms, default=(), metavar="LIST",
+                      help="comma list of names/aliases to link although shorter than --min-length, "
+                           "e.g. Go,C,JS")
+    link.add_argument("--case-sensitive", action="store_true",
+                      help="match letter case exactly (default: case-insensitive)")
+    link.add_argument("--max-ambiguity", type=_positive, default=None, metavar="K",
+                      help="leave surface forms naming more than K entities unlinked "
+                           "(default: no limit)")
+    link.add_argument("--exact-forms", action="store_true",
+                      help="no plural normalisation of a form's last word")
+    link.add_argument("--context-window", type=int, default=50, metavar="TOKENS",
+                      help="tokens on each side of a mention used to disambiguate it (default 50; "
+                           "the gazetteer's rule, not --model's)")
+    _add_model_arguments(link)
+    link.set_defaults(func=_link_command)

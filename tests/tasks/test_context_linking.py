@@ -1,0 +1,275 @@
+"""Context linking (`jaket link --model`, :class:`jaket.tasks.context_linking.ContextLinker`): the
+pre-trained masked-entity head ranks a mention's candidates from its context (task 4, Eq. 7).
+
+The hand-written KG's model is arranged so that the context must decide: a *bag-of-words* tiny
+BERT (uniform attention, every layer adds the mean of the tokens to each token; each content word
+a unit vector of its own, every other token zero) and an entity head that is the identity. A
+mention's query is then its word plus its context's words, an entity's memory row its name plus
+its description's words, so the inner product grows with their shared words: "bank" beside a river
+must link the river bank, beside a loan the money bank, and with the head negated the choice flips.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from jaket.cli import main as jaket_main
+from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.io import load_corpus, load_kg, save_corpus, save_kg
+from jaket.kg.linking import EntityLinker, Target
+from jaket.model.jaket import JaketConfig, JaketModel
+from jaket.model.memory import EntityContextMemory
+from jaket.tasks.context_linking import ContextLinker
+
+#: the words of the bag-of-words encoder (one unit vector each; every other token is zero)
+WORDS = ["bank", "river", "water", "mud", "shore", "money", "loan", "cash", "account", "deposit", "stream"]
+RIVER, MONEY, VERB = "bank.n.01", "bank.n.02", "bank.v.01"
+TEXTS = ["we sat on the bank of the river in the mud",
+         "she took a loan from the bank to pay cash into her account",
+         "the bank"]
+
+
+def _bag_of_words_model(encoder: Path, sign: float = 1.0, scale: float = 0.1) -> JaketModel:
+    """The model of the module docstring; the head is ``sign * scale`` times the identity (the
+    scale keeps the probabilities away from 0 and 1)."""
+    torch.manual_seed(0)
+    model = JaketModel(JaketConfig(encoder=str(encoder), km_heads=4, fanouts=(3, 3), description_max_length=16))
+    ids = model.language.tokenizer.convert_tokens_to_ids(WORDS)
+    eye = torch.eye(model.hidden_size)
+    with torch.no_grad():
+        for name, parameter in model.language.named_parameters():
+            if name.endswith("word_embeddings.weight"):
+                parameter.zero_()
+                parameter[ids] = eye[:len(ids)]
+            elif "LayerNorm" in name:
+                parameter.fill_(1.0 if name.endswith("weight") else 0.0)
+            elif ("attention.self.value" in name or "attention.output.dense" in name) and parameter.dim() == 2:
+                parameter.copy_(eye)  # the mean over the tokens, added to each token
+            elif "embeddings" in name or "attention" in name or "output.dense" in name:
+                parameter.zero_()  # no positions, uniform attention, no feed-forward
+        head = model.entity_head  # g(x) = W2 GELU(W1 x + b1) + b2 = x (GELU(x + 20) = x + 20 here)
+        head.w1.weight.copy_(eye)
+        head.w1.bias.fill_(20.0)
+        head.w2.weight.copy_(sign * scale * eye)
+        head.w2.bias.fill_(-sign * scale * 20.0)
+    return model.eval()
+
+
+def _bank_kg() -> KnowledgeGraph:
+    """Two nouns named "bank" (a river's, a money's), a verb "bank", and two other entities."""
+    ids = [RIVER, MONEY, VERB, "river.n.01", "money.n.01"]
+    return KnowledgeGraph(
+        entity_ids=ids, entity_names=["bank", "bank", "bank", "river", "money"],
+        entity_descriptions=["bank: the sloping land beside a river, mud and water at the shore",
+                             "bank: a place where money is kept: a loan, cash, a deposit in an account",
+                             "bank: to put money into an account", "river: a large stream of water",
+                             "money: cash and coins"],
+        entity_aliases=[[] for _ in ids], entity_category=np.full(len(ids), -1), category_names=[],
+        relation_ids=["related"], relation_names=["related"], relation_descriptions=["related to"],
+        triples=np.asarray([[0, 0, 3], [1, 0, 4], [2, 0, 4]]))
+
+
+@pytest.fixture(scope="module")
+def bank(tiny_bert_dir, tmp_path_factory):
+    """``(kg, kg_dir, model_dir, negated_model_dir)``."""
+    root = tmp_path_factory.mktemp("bank")
+    kg = _bank_kg()
+    save_kg(kg, root / "kg")
+    _bag_of_words_model(tiny_bert_dir).save_pretrained(root / "model", save_memory=False)
+    _bag_of_words_model(tiny_bert_dir, sign=-1.0).save_pretrained(root / "negated", save_memory=False)
+    return load_kg(root / "kg"), root / "kg", root / "model", root / "negated"
+
+
+def _linked(kg, linked) -> list[list[tuple[str, str, float, float]]]:
+    return [[(t.text[m.start:m.end], kg.entity_ids[m.entity], m.score, m.margin) for m in t.mentions]
+            for t in linked]
+
+
+def test_the_context_decides_between_two_entities_sharing_a_name(bank):
+    kg, _, model_dir, negated_dir = bank
+    # the verb is a "bank" too; the gazetteer proposes all three, nothing restricts by part of speech
+    linked = _linked(kg, ContextLinker.from_pretrained(model_dir, kg, device="cpu").link(TEXTS))
+    assert [[(w, e) for w, e, _, _ in text] for text in linked] == [
+        [("bank", RIVER), ("river", "river.n.01")], [("bank", MONEY)], [("bank", linked[2][0][1])]]
+    (_, _, river_p, river_margin), (_, _, river_alone, alone_margin) = linked[0]
+    assert 0.5 < river_p < 1.0 and 0.0 < river_margin < river_p
+    assert river_alone == alone_margin == 1.0  # one candidate: probability 1, nothing to beat
+    negated = _linked(kg, ContextLinker.from_pretrained(negated_dir, kg, device="cpu").link(TEXTS))
+    assert negated[0][0][1] != RIVER and negated[1][0][1] != MONEY
+
+
+def test_scores_are_the_softmax_of_pretrainings_inner_products(bank, tiny_bert_dir):
+    """``logits`` are the inner products masked entity prediction computes: the head's query of the
+    mention against the rows pre-training's memory holds (EntityContextMemory.from_kg, Eq. 7)."""
+    kg, _, model_dir, _ = bank
+    linker = ContextLinker.from_pretrained(model_dir, kg, device="cpu", batch_size=2)
+    spans = [(TEXTS[0].index("bank"), TEXTS[0].index("bank") + 4), (TEXTS[1].index("bank"), TEXTS[1].index("bank") + 4)]
+    candidates = [[0, 1, 2], [2, 0]]
+    logits = linker.logits(TEXTS[:2], spans, candidates)
+    model = linker.model
+    memory = EntityContextMemory.from_kg(model.language, kg, max_length=model.config.description_max_length)
+    for text, (start, end), entities, got in zip(TEXTS, spans, candidates, logits):
+        encoded = model.language.tokenizer(text, return_offsets_mapping=True, return_tensors="pt")
+        inside = [k for k, (a, b) in enumerate(encoded["offset_mapping"][0].tolist()) if b > a and a < end and b > start]
+        hidden = model.language(encoded["input_ids"], encoded["attention_mask"])
+        q = model.entity_head.query(hidden, torch.tensor([0]), torch.tensor([inside[0]]), torch.tensor([inside[-1]]))[0]
+        expected = memory.entity_rows(torch.tensor(entities)) @ q
+        np.testing.assert_allclose(got, expected.detach().numpy(), rtol=1e-4, atol=1e-4)
+    probabilities = linker.score(TEXTS[:2], spans, candidates)
+    for p, z in zip(probabilities, logits):
+        np.testing.assert_allclose(p, np.exp(z - z.max()) / np.exp(z - z.max()).sum(), rtol=1e-9)
+        assert p.sum() == pytest.approx(1.0)
+    # only the rows asked for were read, each once (the third call reads nothing new)
+    assert linker.stats.descriptions_encoded == 3
+    linker.score(TEXTS[:2], spans, candidates)
+    assert linker.stats.descriptions_encoded == 3
+    # one candidate: probability 1, none: nothing, both unread; a span outside its text is refused
+    assert [p.tolist() for p in linker.score(["the bank", "the bank"], [(4, 8), (4, 8)], [[1], []])] == [[1.0], []]
+    with pytest.raises(ValueError, match="mention 1: span \\[4, 80\\)"):
+        linker.score(["the bank"], [(4, 80)], [[0, 1]])
+
+
+def test_a_mention_past_max_length_is_not_read(bank):
+    kg, _, model_dir, _ = bank
+    linker = ContextLinker.from_pretrained(model_dir, kg, device="cpu", max_length=8)
+    text = "the river " * 10 + "bank"
+    assert linker.score([text], [(len(text) - 4, len(text))], [[0, 1]]) == [None]
+    [result] = linker.link([text])
+    assert [(u.start, u.reason) for u in result.unlinked] == [(len(text) - 4, "not read")]
+    assert linker.stats.unreadable == 1
+
+
+def test_given_targets_are_restricted_by_their_part_of_speech(bank):
+    kg, _, model_dir, _ = bank
+    linker = ContextLinker.from_pretrained(model_dir, kg, device="cpu")
+    text = "they bank at the river bank"
+    noun, verb = (text.rindex("bank"), len(text)), (5, 9)
+    [result] = linker.link([text], targets=[[Target(*verb, pos="v"), Target(*noun, lemma="bank", pos="n"),
+                                             Target(0, 4, pos="n")]])
+    got = {(m.start, m.end): sorted(kg.entity_ids[e] for e, _ in m.candidates) for m in result.mentions}
+    assert got == {verb: [VERB], noun: [RIVER, MONEY]}
+    assert [(u.start, u.reason) for u in result.unlinked] == [(0, "no candidate")]  # "they" names nothing
+    assert (linker.stats.targets, linker.stats.targets_without_candidate) == (3, 1)
+
+
+def _link(capsys, *argv) -> tuple[int, dict | None, list[str]]:
+    status = jaket_main(["link", *map(str, argv)])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return status, json.loads(captured.out) if status == 0 else None, captured.err.strip().splitlines()
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_jaket_link_model_writes_scores_and_a_pretraining_corpus(bank, tmp_path, capsys):
+    kg, kg_dir, model_dir, _ = bank
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(TEXTS) + "\n")
+    status, summary, _ = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "all.jsonl",
+                               "--model", model_dir, "--device", "cpu")
+    assert status == 0
+    records = _records(tmp_path / "all.jsonl")
+    assert [[(r["text"][m["start"]:m["end"]], m["entity"]) for m in r["mentions"]] for r in records][:2] == [
+        [("bank", RIVER), ("river", "river.n.01")], [("bank", MONEY)]]
+    banks = [r["mentions"][0] for r in records]
+    for mention in banks:
+        probabilities = [c["score"] for c in mention["candidates"]]
+        assert sorted(c["entity"] for c in mention["candidates"]) == [RIVER, MONEY, VERB]
+        assert probabilities == sorted(probabilities, reverse=True) and sum(probabilities) == pytest.approx(1, abs=1e-5)
+        assert mention["score"] == probabilities[0] and mention["entity"] == mention["candidates"][0]["entity"]
+        assert mention["margin"] == pytest.approx(probabilities[0] - probabilities[1], abs=1e-5)
+    assert summary["mentions"] == 4 and summary["model"]["scored"] == 3 and summary["model"]["below_confidence"] == 0
+    # the linked file is a pre-training corpus: the corpus reader takes it, extra fields and all
+    corpus = load_corpus(tmp_path / "all.jsonl", kg)
+    assert [[(m.start, m.end, kg.entity_ids[m.entity]) for m in ms] for ms in corpus.mentions] == \
+        [[(m["start"], m["end"], m["entity"]) for m in r["mentions"]] for r in records]
+    # --min-confidence between the two most confident banks leaves the others unlinked, counted
+    scores = sorted(m["score"] for m in banks)
+    threshold = (scores[-1] + scores[-2]) / 2
+    status, summary, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "sure.jsonl",
+                                 "--model", model_dir, "--device", "cpu", "--min-confidence", threshold)
+    sure = _records(tmp_path / "sure.jsonl")
+    kept = [m for r in sure for m in r["mentions"] if m["entity"].startswith("bank.")]
+    dropped = [u for r in sure for u in r.get("unlinked", [])]
+    assert [m["score"] for m in kept] == [scores[-1]]
+    assert sorted(u["score"] for u in dropped) == scores[:-1] and {u["reason"] for u in dropped} == {"below confidence"}
+    assert summary["model"]["below_confidence"] == 2 and summary["mentions"] == 2
+    assert "2 left unlinked below --min-confidence" in err[-1]
+    # deterministic: the same run writes the same bytes
+    _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "again.jsonl", "--model", model_dir,
+          "--device", "cpu")
+    assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "all.jsonl").read_bytes()
+
+
+def test_jaket_link_without_model_is_the_gazetteer_unchanged(bank, tmp_path, capsys):
+    kg, kg_dir, _, _ = bank
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text("".join(json.dumps({"text": t, "targets": [{"start": 0, "end": 2, "pos": "x"}]}) + "\n"
+                             for t in TEXTS))  # targets are read with --model only: ignored here, as before
+    status, summary, _ = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "out.jsonl")
+    assert status == 0
+    save_corpus(EntityLinker.from_kg(kg).link_texts(TEXTS), tmp_path / "expected.jsonl", kg)
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "expected.jsonl").read_bytes()
+    assert list(summary) == ["kg", "input", "output", "texts", "mentions", "linked_texts", "unlinked_texts",
+                             "ambiguous_resolved", "resolved_by_context", "too_ambiguous", "inflected",
+                             "blank_lines_skipped", "gazetteer"]
+
+
+def test_jaket_link_bad_input_is_one_line(bank, tiny_bert_dir, tmp_path, capsys):
+    kg, kg_dir, model_dir, _ = bank
+    texts = tmp_path / "texts.txt"
+    texts.write_text(TEXTS[0] + "\n")
+    out = tmp_path / "out.jsonl"
+    status, _, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", out, "--min-confidence", "0.5")
+    assert status == 2 and err == ["error: --min-confidence: only with --model (the gazetteer alone has no probabilities)"]
+    status, _, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", out, "--model", tmp_path / "nowhere")
+    assert status == 2 and len(err) == 1 and err[0].startswith(f"error: --model {tmp_path / 'nowhere'}: no such folder")
+    status, _, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", out, "--model", tiny_bert_dir)
+    assert status == 1 and len(err) == 1 and "config.json" in err[0]  # an encoder, not a jaket model folder
+    with pytest.raises(SystemExit):
+        jaket_main(["link", "--kg", str(kg_dir), "--text", str(texts), "--out", str(out), "--model", str(model_dir),
+                    "--min-confidence", "1.5"])
+    assert "must be a probability in [0, 1], got 1.5" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"text": "the bank", "targets": [{"start": 4, "end": 8, "pos": "x"}]}) + "\n"
+                   + json.dumps({"text": "the bank", "targets": [{"start": 4, "end": 80}]}) + "\n")
+    status, _, err = _link(capsys, "--kg", kg_dir, "--text", bad, "--out", out, "--model", model_dir, "--device", "cpu")
+    assert status == 1 and err[:2] == [
+        f"{bad}:1: unknown part of speech 'x' (one of n, v, a, r or noun, verb, adj, adv)",
+        f"{bad}:2: target 1: span [4, 80) is empty or outside the text (length 8)"]
+    assert not out.exists()
+
+
+def test_jaket_link_model_on_wordnet_counts_what_min_confidence_leaves(tiny_jaket_dir, tmp_path, capsys):
+    """WordNet's own text with a pre-trained model (random weights here): every candidate span of the
+    gazetteer is either linked with a score >= P or left unlinked below it, and the summary counts them."""
+    from jaket.kg.sources.registry import build_source
+
+    bundle = build_source("wordnet", max_entities=300, seed=0)
+    save_kg(bundle.kg, tmp_path / "wordnet")
+    kg = load_kg(tmp_path / "wordnet")
+    texts = bundle.corpus.texts[:30]
+    (tmp_path / "texts.txt").write_text("\n".join(texts) + "\n")
+    gazetteer = EntityLinker.from_kg(kg)
+    spans = [s for t in texts for s in gazetteer.candidate_spans(t)]
+    assert sum(len(s.candidates) > 1 for s in spans) >= 3  # some words have several senses here
+    status, summary, err = _link(capsys, "--kg", tmp_path / "wordnet", "--text", tmp_path / "texts.txt",
+                                 "--out", tmp_path / "linked.jsonl", "--model", tiny_jaket_dir, "--device", "cpu",
+                                 "--min-confidence", "0.7")
+    assert status == 0
+    records = _records(tmp_path / "linked.jsonl")
+    linked = [m for r in records for m in r["mentions"]]
+    below = [u for r in records for u in r.get("unlinked", [])]
+    assert all(m["score"] >= 0.7 for m in linked) and all(u["score"] < 0.7 for u in below)
+    assert len(linked) + len(below) == len(spans)
+    assert summary["mentions"] == len(linked) and summary["model"]["below_confidence"] == len(below) > 0
+    assert summary["model"]["scored"] == sum(len(s.candidates) > 1 for s in spans)
+    assert f"{len(below)} left unlinked below --min-confidence 0.7" in err[-1]
+    assert load_corpus(tmp_path / "linked.jsonl", kg).num_mentions == len(linked)
