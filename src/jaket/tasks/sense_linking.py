@@ -3,7 +3,8 @@
 The intrinsic measure of what the language module learned from the KG: on linked texts that
 pre-training never saw -- the held-out share of a pre-training run's corpus
 (:func:`heldout_examples`, rebuilt from the run's ``config.yaml``: the same exclusion, the same
-seeded split), so no WiC sentence either when the run excluded them -- each mention's synset is
+seeded split), so no WiC sentence either when the run excluded them; or the texts of the unseen
+KG' (:func:`unseen_examples`), whose synsets pre-training never saw at all -- each mention's synset is
 chosen among the candidate senses of the word as written (its lemma and part of speech in
 WordNet, :class:`jaket.tasks.wic_data.SenseInventory`) by each scorer of
 :mod:`jaket.tasks.sense_scoring` (first sense, random, ``jaket link``'s Lesk rule, ``lm``,
@@ -46,6 +47,37 @@ def heldout_examples(run_dir: str | Path, sense_kg: KnowledgeGraph, inventory: S
     info["run"] = str(run_dir)
     info["heldout_texts"] = len(heldout)
     info["excluded_texts"] = report.get("excluded_texts", {}).get("texts_dropped")
+    if max_examples is not None:
+        examples = examples[:max_examples]
+    return examples, info
+
+
+def unseen_examples(data_dir: str | Path, sense_kg: KnowledgeGraph, inventory: SenseInventory,
+                    max_examples: int | None = None, unseen_candidates_only: bool = False
+                    ) -> tuple[list[SenseExample], dict]:
+    """The linked texts of the unseen KG' of ``jaket prepare wordnet-reference`` (``data_dir``): every
+    WordNet usage example that mentions a synset of ``data_dir/kg-unseen`` -- exactly the texts the
+    preparation dropped from pre-training (``texts_dropped_mentioning_heldout``), so the gold sense
+    of each is an entity pre-training never saw, neither in a triple nor in a text. Candidates are
+    the word's senses in ``sense_kg`` (seen and unseen alike); ``unseen_candidates_only`` keeps only
+    those of KG' (the case of a KG the model never saw at all)."""
+    from jaket.kg.io import load_kg
+    from jaket.kg.sources.registry import build_source
+
+    unseen = set(load_kg(Path(data_dir) / "kg-unseen").entity_ids)
+    bundle = build_source("wordnet", max_entities=None, seed=0)
+    kg, corpus = bundle.kg, bundle.corpus
+    keep = [i for i, mentions in enumerate(corpus.mentions) if any(kg.entity_ids[m.entity] in unseen for m in mentions)]
+    texts = corpus.subset(np.asarray(keep, dtype=np.int64))
+    examples, info = sense_examples(texts, kg, sense_kg, inventory)
+    examples = [e for e in examples if sense_kg.entity_ids[next(iter(e.gold))] in unseen]
+    if unseen_candidates_only:
+        examples = [SenseExample(e.text, e.start, e.end, e.gold,
+                                 tuple(c for c in e.candidates if sense_kg.entity_ids[c] in unseen), e.lemma)
+                    for e in examples]
+    info.update(examples=len(examples), ambiguous=int(sum(len(e.candidates) > 1 for e in examples)),
+                run=f"the unseen KG' of {data_dir}", unseen_entities=len(unseen), texts_mentioning_unseen=len(keep),
+                candidates="unseen (KG') senses only" if unseen_candidates_only else "every sense of the word")
     if max_examples is not None:
         examples = examples[:max_examples]
     return examples, info
