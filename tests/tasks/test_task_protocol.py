@@ -125,6 +125,7 @@ _COMMANDS = {
     ("finetune", "relation-classification"): ([], "train_steps", 7),
     ("evaluate", "relation-classification"): ([], "train_steps", 7),
     ("evaluate", "sense-linking"): (["--heldout-of", "RUN"], "max_examples", 7),
+    ("evaluate", "word-sense-disambiguation"): (["--data", "X.data.xml"], "max_length", 70),
     ("predict", "entity-classification"): (["--model", "M", "--kg", "K"], "top_k", 7),
     ("predict", "link-prediction"): (["--model", "M", "--kg", "K", "--queries", "Q"], "top_k", 7),
     ("predict", "kgqa"): (["--model", "M", "--questions", "Q"], "top_k", 7),

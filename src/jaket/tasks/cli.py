@@ -27,6 +27,7 @@ from jaket.tasks.link_prediction_cli import add_arguments as add_link_prediction
 from jaket.tasks.metaqa import load_metaqa_task
 from jaket.tasks.settings import KGQAConfig, RelationClassificationConfig
 from jaket.tasks.word_in_context_cli import add_arguments as add_word_in_context
+from jaket.tasks.wsd_cli import add_arguments as add_word_sense
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             sl = tasks.add_parser("sense-linking", help="choose a word's WordNet sense in context (WSD) on "
                                                         "held-out linked texts of a pre-training run")
             _add_sense_linking_arguments(sl)
+            wsd = tasks.add_parser("word-sense-disambiguation",
+                                   help="all-words WSD in the unified framework (SemEval-2007 ...): every scorer "
+                                        "of a word's WordNet senses on the same targets, F1")
+            add_common_arguments(wsd, evaluate)
+            add_word_sense(wsd)  # its flags, --config/--set; func
 
 
 def _add_kgqa_arguments(qa: argparse.ArgumentParser) -> None:

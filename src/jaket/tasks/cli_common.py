@@ -27,6 +27,7 @@ DEFAULT_VARIANTS = {
     "kgqa": ("lm", "lm+g", "lm+g+m", "jaket"),
     "relation-classification": ("lm", "jaket"),
     "word-in-context": ("lm", "lm+g+m", "jaket"),
+    "word-sense-disambiguation": ("lm", "lm+g+m", "jaket"),
 }
 #: finetune's setting without --model or --variant (relation classification has no KM setting)
 FINETUNE_VARIANT = {"relation-classification": "lm", "word-in-context": "lm"}

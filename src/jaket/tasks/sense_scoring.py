@@ -58,6 +58,8 @@ SCORER_LABELS = {"first sense": "WordNet first sense", "random": "(random candid
 #: the scorers that need a pre-trained model / the base encoder
 PRETRAINED_SCORERS = ("jaket", "jaket (cosine)")
 ENCODER_SCORERS = ("lm", "lm+g+m")
+#: the fresh KM of ``lm+g+m`` unless a task gives its own (sense linking's: 2 layers, 4 heads)
+FRESH_KM = {"layers": 2, "heads": 4, "composition": "add"}
 #: the temperature at which a cosine scorer's scores are read as logits for the prior
 COSINE_TEMPERATURE = 0.1
 
@@ -209,9 +211,11 @@ def lesk_scores(examples: list[SenseExample], kg: KnowledgeGraph, linker: Entity
 
 @torch.no_grad()
 def encoder_scores(examples: list[SenseExample], kg: KnowledgeGraph, *, encoder=None, seeds=(0, 1, 2),
-                   description_max_length: int = 32, max_length: int = 96, km_layers: int = 2, km_heads: int = 4,
+                   description_max_length: int = 32, max_length: int = 96, km: dict | None = None,
                    with_km: bool = True, device="cpu") -> dict[str, ScorerOutput]:
-    """The ``lm`` and (``with_km``) ``lm+g+m`` scorers of the module docstring."""
+    """The ``lm`` and (``with_km``) ``lm+g+m`` scorers of the module docstring; ``km``: the fresh
+    KM's ``{"layers", "heads", "composition"}`` (default :data:`FRESH_KM`)."""
+    km = km or FRESH_KM
     candidates = _Candidates.of(examples, kg)
     base = SplitLanguageModel.from_pretrained(encoder or default_model_path()).to(device)
     context = context_vectors(base, examples, max_length=max_length)
@@ -233,8 +237,9 @@ def encoder_scores(examples: list[SenseExample], kg: KnowledgeGraph, *, encoder=
     runs = []
     for seed in seeds:
         torch.manual_seed(seed)
-        km = KnowledgeModule(int(base.hidden_size), num_layers=km_layers, heads=km_heads).to(device).eval()
-        rows = km_embeddings(km, graph, local, np.random.default_rng(seed))
+        knowledge = KnowledgeModule(int(base.hidden_size), num_layers=km["layers"], heads=km["heads"],
+                                    composition=km["composition"]).to(device).eval()
+        rows = km_embeddings(knowledge, graph, local, np.random.default_rng(seed))
         runs.append(similarity_scores(examples, context, rows, candidates.index, cosine=True))
     out["lm+g+m"] = ScorerOutput(runs, tuple(seeds), COSINE_TEMPERATURE)
     return out
@@ -262,7 +267,7 @@ def jaket_scores(examples: list[SenseExample], kg: KnowledgeGraph, pretrained, *
 
 def score_senses(examples: list[SenseExample], kg: KnowledgeGraph, *, scorers=SCORERS, pretrained=None,
                  encoder=None, seeds=(0, 1, 2), description_max_length: int = 32, max_length: int = 96,
-                 km_layers: int = 2, km_heads: int = 4, device="cpu") -> dict[str, ScorerOutput]:
+                 km: dict | None = None, device="cpu") -> dict[str, ScorerOutput]:
     """The ``scorers`` asked for (those of :data:`PRETRAINED_SCORERS` only with ``pretrained``), in
     :data:`SCORERS`' order."""
     out: dict[str, ScorerOutput] = {"first sense": first_sense_scores(examples), "random": random_scores(examples)}
@@ -271,7 +276,7 @@ def score_senses(examples: list[SenseExample], kg: KnowledgeGraph, *, scorers=SC
     if any(s in scorers for s in ENCODER_SCORERS):
         out.update(encoder_scores(examples, kg, encoder=encoder, seeds=seeds,
                                   description_max_length=description_max_length, max_length=max_length,
-                                  km_layers=km_layers, km_heads=km_heads, with_km="lm+g+m" in scorers,
+                                  km=km, with_km="lm+g+m" in scorers,
                                   device=device))
     if pretrained is not None and any(s in scorers for s in PRETRAINED_SCORERS):
         out.update(jaket_scores(examples, kg, pretrained, description_max_length=description_max_length,
