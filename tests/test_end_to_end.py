@@ -78,4 +78,5 @@ def test_film_kg_from_rdf_and_raw_text_to_predictions(tiny_bert_dir, tmp_path, c
     assert main(["embed", "--model", str(pre / "model"), "--kg", str(kg_dir), "--texts",
                  str(FILM / "sentences.txt"), "--out", str(embeddings)]) == 0
     mentions = (tmp_path / "sentences.npy.mentions.jsonl").read_text().splitlines()
-    assert np.load(embeddings, allow_pickle=False).shape[0] == len(mentions) == sum(len(r["mentions"]) for r in corpus)
+    vectors = np.load(tmp_path / "sentences.npy.mention-vectors.npy", allow_pickle=False)
+    assert vectors.shape[0] == len(mentions) == sum(len(r["mentions"]) for r in corpus)

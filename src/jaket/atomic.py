@@ -71,6 +71,12 @@ def fsync_directory(directory: str | Path) -> None:
         os.close(fd)
 
 
+def _naming(error: OSError, target: Path) -> OSError:
+    """``error`` of making a temporary file or folder beside ``target``, naming ``target`` (the path
+    the user gave), not the temporary name no one asked for."""
+    return type(error)(error.errno, error.strerror, str(target))
+
+
 @contextmanager
 def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside ``target`` for a writer that wants a file name (safetensors,
@@ -81,7 +87,10 @@ def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
         raise IsADirectoryError(errno.EISDIR, "is a folder; name a file to write", str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = _file_mode(target)
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.tmp-", suffix=suffix)
+    try:
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.tmp-", suffix=suffix)
+    except OSError as error:
+        raise _naming(error, target) from None
     os.close(fd)
     temporary = Path(name)
     try:
@@ -216,7 +225,10 @@ def atomic_directory(target: str | Path, prefix: str | None = None, durable: boo
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     prefix = prefix if prefix is not None else f".{target.name}"
-    temporary = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{prefix}.tmp-"))
+    try:
+        temporary = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{prefix}.tmp-"))
+    except OSError as error:
+        raise _naming(error, target) from None
     os.chmod(temporary, 0o777 & ~current_umask())  # mkdtemp makes it private
     try:
         yield temporary

@@ -10,3 +10,8 @@ from __future__ import annotations
 
 class UsageError(ValueError):
     """The command was invoked wrongly (a flag, an argument or a config value): exit status 2."""
+
+
+class EmptyInputError(ValueError):
+    """An input file holds nothing to work on (it is empty or white space only): exit status 1,
+    before any work (:func:`jaket.kg.readers.refuse_empty`)."""

@@ -62,9 +62,49 @@ def check_run_folder(out, overwrite: bool, option: str = "--out") -> None:
     if (out / "metrics.json").exists() and not overwrite:
         raise UsageError(f"{option} {out}: holds an earlier run's results (metrics.json); pass --overwrite "
                          "to replace them, or name a new folder")
-    existing = next((p for p in (out, *out.parents) if p.exists()), Path("."))
+    check_writable(out, out, option)
+
+
+def check_writable(out: Path, folder: Path, option: str = "--out") -> None:
+    """``folder`` (the one that will hold ``out``) can be made and written: its nearest existing
+    folder, itself or a parent, is a folder this process may write into. Named as the user gave
+    ``out``, before any work (not as the temporary file a writer would have failed on)."""
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
+    if not existing.is_dir():
+        raise UsageError(f"{option} {out}: {existing} is not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {out}: {existing} is not writable")
+
+
+def check_output_folder(out, overwrite: bool, holds: str = "KG", option: str = "--out") -> None:
+    """Before any work, for a command that writes a whole folder (``kg build``, ``kg import``,
+    ``prepare``): ``out`` must be a new or empty folder, or ``overwrite`` given (the writer then
+    replaces it as a whole), may not be a file, and must be writable (:func:`check_writable`).
+    ``holds`` names what the folder holds in the messages."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{option} {out}: is a file; name the {holds} folder to write")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise UsageError(f"{option} {out}: the folder is not empty (an earlier {holds}?); pass --overwrite to "
+                         "replace it as a whole, or name a new folder")
+    check_writable(out, out, option)
+
+
+def check_output_file(out, overwrite: bool, inputs=(), companions=(), option: str = "--out") -> None:
+    """The one rule of every command that writes files, checked before any work: ``out`` and the
+    ``companions`` written beside it (``OUT.ids.json``) may not be one of the command's ``inputs``
+    (:func:`refuse_same_file`) or a folder, may not exist unless ``overwrite`` (``--overwrite``),
+    and their folder must be writable (:func:`check_writable`)."""
+    out = Path(out)
+    for path in (out, *(Path(c) for c in companions)):
+        refuse_same_file(path, inputs, option)
+        which = "" if path == out else f" {path}"
+        if path.is_dir():
+            raise UsageError(f"{option} {out}:{which} is a folder; name a file to write")
+        if path.exists() and not overwrite:
+            raise UsageError(f"{option} {out}:{which} exists; pass --overwrite to replace it, or name "
+                             "another file")
+    check_writable(out, out.parent, option)
 
 
 def refuse_same_file(out, inputs, option: str = "--out") -> None:

@@ -153,7 +153,7 @@ def test_embed_texts_command(model, tmp_path):
     assert main(["embed", "--model", str(folder), "--kg", str(tmp_path / "kg"), "--texts",
                  str(tmp_path / "texts.txt"), "--out", str(out), "--max-length", "32"]) == 0
     mentions = [json.loads(line) for line in (tmp_path / "texts.npy.mentions.jsonl").read_text().splitlines()]
-    rows = np.load(out, allow_pickle=False)
+    rows = np.load(tmp_path / "texts.npy.mention-vectors.npy", allow_pickle=False)
     linked = EntityLinker.from_kg(kg).link_texts(TEXTS)
     assert rows.shape == (len(mentions), model.hidden_size) and len(mentions) == linked.num_mentions
     assert [m["entity"] for m in mentions if m["text"] == 0] == ["wolf", "forest", "river"]
@@ -165,6 +165,39 @@ def test_embed_texts_command(model, tmp_path):
     assert np.allclose(rows[:3], expected.mention_embeddings[0].numpy(), atol=1e-5)
     first = texts[1]["token_rows"]
     assert np.allclose(tokens[first[0]:first[1]], expected.tokens[1].numpy(), atol=1e-5)
+
+
+def test_embed_texts_writes_the_text_vectors_to_out_and_names_the_files_beside_it(model, tmp_path, capsys):
+    """Issue #40: with --texts, OUT holds what was asked for, one vector per text (it held the
+    mentions' vectors, an empty table for texts without a mention); the summary names every file
+    written beside it, and those are refused as existing outputs too, before any work."""
+    from jaket.cli import main
+
+    kg, _ = toy_kg()
+    save_kg(kg, tmp_path / "kg")
+    folder = model.save_pretrained(tmp_path / "m", save_memory=False)
+    (tmp_path / "texts.txt").write_text("nothing known here\nnor here\n")  # no mention at all
+    out = tmp_path / "texts.npy"
+    argv = ["embed", "--model", str(folder), "--kg", str(tmp_path / "kg"), "--texts", str(tmp_path / "texts.txt"),
+            "--out", str(out), "--max-length", "32"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert np.load(out, allow_pickle=False).shape == (2, model.hidden_size)
+    assert summary["embeddings"] == str(out) and summary["texts"] == 2 and summary["mentions"] == 0
+    beside = {name: tmp_path / f"texts.npy.{suffix}" for name, suffix in (
+        ("mention_vectors", "mention-vectors.npy"), ("mentions", "mentions.jsonl"), ("tokens", "tokens.npy"),
+        ("texts", "texts.jsonl"))}
+    assert summary["companions"] == {name: str(path) for name, path in beside.items()}
+    assert all(path.is_file() for path in beside.values())
+    assert np.load(beside["mention_vectors"], allow_pickle=False).shape == (0, model.hidden_size)
+    assert "texts.npy.mention-vectors.npy, texts.npy.mentions.jsonl" in captured.err
+    out.unlink()  # OUT gone, a companion left: still an earlier output
+    assert main(argv) == 2
+    assert f"error: --out {out}: {beside['mention_vectors']} exists; pass --overwrite" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(argv + ["--overwrite"]) == 0 and out.is_file()
 
 
 def load_kg_dir(path):
@@ -186,7 +219,7 @@ def test_embed_writes_one_vector_per_text_normalized_and_as_parquet(model, tmp_p
     (tmp_path / "texts.txt").write_text("\n".join(TEXTS) + "\n")
     common = ["embed", "--model", str(folder), "--kg", str(tmp_path / "kg"), "--max-length", "32"]
     assert main(common + ["--texts", str(tmp_path / "texts.txt"), "--out", str(tmp_path / "t.npy")]) == 0
-    vectors = np.load(tmp_path / "t.npy.text-vectors.npy", allow_pickle=False)
+    vectors = np.load(tmp_path / "t.npy", allow_pickle=False)
     expected = model.encode_texts(TEXTS, load_kg_dir(tmp_path / "kg"), max_length=32)
     special = set(model.language.tokenizer.all_special_ids)
     for i in range(len(TEXTS)):
@@ -194,11 +227,11 @@ def test_embed_writes_one_vector_per_text_normalized_and_as_parquet(model, tmp_p
         assert np.allclose(vectors[i], expected.tokens[i][content].mean(0).numpy(), atol=1e-5)
     assert main(common + ["--texts", str(tmp_path / "texts.txt"), "--out", str(tmp_path / "t.parquet"),
                           "--format", "parquet", "--normalize"]) == 0
-    texts = pq.read_table(tmp_path / "t.parquet.text-vectors.parquet").to_pylist()
+    texts = pq.read_table(tmp_path / "t.parquet").to_pylist()
     assert [row["text"] for row in texts] == TEXTS
     unit = np.array([row["vector"] for row in texts])
     assert np.allclose(unit, vectors / np.linalg.norm(vectors, axis=1, keepdims=True), atol=1e-5)
-    mentions = pq.read_table(tmp_path / "t.parquet").to_pylist()
+    mentions = pq.read_table(tmp_path / "t.parquet.mention-vectors.parquet").to_pylist()
     assert [m["entity"] for m in mentions if m["text"] == 0] == ["wolf", "forest", "river"]
     assert np.allclose(np.linalg.norm([m["vector"] for m in mentions], axis=1), 1, atol=1e-5)
     assert main(common + ["--out", str(tmp_path / "e.parquet"), "--format", "parquet"]) == 0
@@ -229,10 +262,10 @@ def test_embed_faiss_index_finds_the_nearest_entities_of_a_text(model, tmp_path)
     assert np.allclose(index.reconstruct_n(0, index.ntotal), entities)
     assert main(common + ["--texts", str(tmp_path / "texts.txt"), "--out", str(tmp_path / "t.npy"),
                           "--faiss-index"]) == 0
-    texts = np.load(tmp_path / "t.npy.text-vectors.npy", allow_pickle=False)
-    assert faiss.read_index(str(tmp_path / "t.npy.text-vectors.faiss")).ntotal == len(TEXTS)
-    mentions = faiss.read_index(str(tmp_path / "t.npy.faiss"))
-    assert mentions.ntotal == len(np.load(tmp_path / "t.npy", allow_pickle=False)) > 0
+    texts = np.load(tmp_path / "t.npy", allow_pickle=False)
+    assert faiss.read_index(str(tmp_path / "t.npy.faiss")).ntotal == len(TEXTS)
+    mentions = faiss.read_index(str(tmp_path / "t.npy.mention-vectors.faiss"))
+    assert mentions.ntotal == len(np.load(tmp_path / "t.npy.mention-vectors.npy", allow_pickle=False)) > 0
     scores, rows = index.search(texts, 3)
     cosine = texts @ entities.T
     assert np.allclose(scores, np.sort(cosine, axis=1)[:, ::-1][:, :3], atol=1e-5)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.errors import EmptyInputError
 from jaket.jsonio import JSONInputError, decode, quote
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
@@ -58,6 +59,23 @@ def read_lines(path: Path, problems: list[Problem], *, keep_blank: bool = False)
     if keep_blank:
         return [(number, line) for number, line in enumerate(rows, start=1) if line is not None]
     return [(number, line) for number, line in enumerate(rows, start=1) if line is not None and line.strip()]
+
+
+def refuse_empty(path: Path, option: str, work: str) -> None:
+    """Before any work: an input file that holds nothing but white space (and a byte order mark) is
+    refused, ``OPTION PATH: the file is empty (or only white space): nothing to WORK``
+    (:class:`EmptyInputError`), the one behaviour of every command's input file. A missing or
+    unreadable file is left to the reader, which names it. Reads up to the first character."""
+    try:
+        with open(path, "rb") as handle:
+            chunk = handle.read(1 << 16).removeprefix(UTF8_BOM)
+            while chunk:
+                if chunk.strip():
+                    return
+                chunk = handle.read(1 << 16)
+    except OSError:
+        return
+    raise EmptyInputError(f"{option} {path}: the file is empty (or only white space): nothing to {work}")
 
 
 def read_field_lines(path: Path, problems: list[Problem], separator: str = "\t") -> list[tuple[int, str]]:
@@ -167,4 +185,5 @@ def read_split(path, kg: KnowledgeGraph) -> tuple[np.ndarray, int]:
     return triples, skipped
 
 
-__all__ = ["UTF8_BOM", "index_triples", "read_field_lines", "read_lines", "read_split", "read_triples"]
+__all__ = ["UTF8_BOM", "index_triples", "read_field_lines", "read_lines", "read_split", "read_triples",
+           "refuse_empty"]

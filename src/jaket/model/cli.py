@@ -8,23 +8,27 @@ not used (the paper's KG-only setting). Writes ``OUT`` (``.npy``, float32, one r
 
 With ``--texts FILE`` (one text a line, or ``.jsonl`` with a ``"text"`` field) the texts are linked
 to the KG's entities and encoded by the whole model (``JaketModel.encode_texts``: LM1, the KM
-output fused at the mentions, LM2). Writes ``OUT`` (one row per linked mention:
-``(Z^LM_s + Z^LM_o) / 2``), ``OUT.mentions.jsonl`` (row order: text index, character span,
-surface, entity id), ``OUT.text-vectors.npy`` (one row per text: the mean of its tokens' ``Z^LM``,
-special tokens left out, the fused entities included), ``OUT.tokens.npy`` (every token's
-``Z^LM``, all texts one after the other) and ``OUT.texts.jsonl`` (per text: its rows in
-``OUT.tokens.npy``, tokens and character offsets).
+output fused at the mentions, LM2). ``OUT`` holds what was asked for, one row per text: the mean
+of its tokens' ``Z^LM`` (special tokens left out, the fused entities included). Beside it, named in
+the summary: ``OUT.mention-vectors.npy`` (one row per linked mention: ``(Z^LM_s + Z^LM_o) / 2``),
+``OUT.mentions.jsonl`` (its row order: text index, character span, surface, entity id),
+``OUT.tokens.npy`` (every token's ``Z^LM``, all texts one after the other) and
+``OUT.texts.jsonl`` (per text: its rows in ``OUT.tokens.npy``, tokens and character offsets).
 
 ``--normalize`` scales every entity, mention and text vector to unit length (cosine similarity
 becomes a dot product). ``--format parquet`` writes the vectors with their ids in one file
-instead (``OUT``: entity id and vector; with ``--texts``, ``OUT`` the mentions and
-``OUT.text-vectors.parquet`` the texts, each row with its metadata and vector; needs pyarrow,
+instead (``OUT``: entity id and vector; with ``--texts``, ``OUT`` the texts and
+``OUT.mention-vectors.parquet`` the mentions, each row with its metadata and vector; needs pyarrow,
 ``pip install 'jaket[parquet]'``).
 
-``--faiss-index`` also writes ``OUT.faiss`` (with ``--texts`` also ``OUT.text-vectors.faiss``): an
+``--faiss-index`` also writes ``OUT.faiss`` (with ``--texts`` also ``OUT.mention-vectors.faiss``): an
 exact inner-product FAISS index (``IndexFlatIP``) of the same vectors, unit length (it implies
 ``--normalize``, so a search ranks by cosine); row ``i`` of an index is row ``i`` of its vectors,
 so the ids are the ones above. Needs faiss, ``pip install 'jaket[faiss]'``.
+
+Before the model is loaded, ``OUT`` and every file beside it are checked
+(:func:`jaket.output.check_output_file`: none may exist unless ``--overwrite``, be a folder or an
+input, and the folder must be writable), and an empty ``--texts`` file is refused.
 """
 
 from __future__ import annotations
@@ -32,19 +36,19 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 from pathlib import Path
 
 from jaket.atomic import atomic_open, write_lines, write_text
 from jaket.kg.io import load_kg
 from jaket.kg.linking import read_texts
+from jaket.kg.readers import refuse_empty
 from jaket.flags import add_device_argument
 from jaket.model.device import resolve_device
-from jaket.output import print_json, refuse_same_file
+from jaket.output import check_output_file, print_json
 from jaket.paths import require_package
 
 
-#: the files ``embed --texts`` writes beside ``OUT`` (and ``OUT.text-vectors.FORMAT``)
-TEXT_OUTPUTS = ("tokens.npy", "mentions.jsonl", "texts.jsonl")
 #: an output format or index -> the module it needs and the extra of jaket that brings it
 NEEDS = {"parquet": ("pyarrow.parquet", "parquet"), "faiss": ("faiss", "faiss")}
 
@@ -52,6 +56,22 @@ NEEDS = {"parquet": ("pyarrow.parquet", "parquet"), "faiss": ("faiss", "faiss")}
 def beside(out: Path, suffix: str) -> Path:
     """``OUT.suffix``: a file written next to the main output."""
     return out.with_name(f"{out.name}.{suffix}")
+
+
+def companions(out: Path, texts: bool, fmt: str = "npy", faiss_index: bool = False) -> dict[str, Path]:
+    """The files ``embed`` writes beside ``OUT`` (module docstring), as the summary names them:
+    with ``texts`` the mentions' vectors and rows, the tokens and the texts' rows; else the entity
+    ids (``npy``); and the FAISS indexes."""
+    if texts:
+        files = {"mention_vectors": beside(out, f"mention-vectors.{fmt}"), "mentions": beside(out, "mentions.jsonl"),
+                 "tokens": beside(out, "tokens.npy"), "texts": beside(out, "texts.jsonl")}
+    else:
+        files = {"ids": beside(out, "ids.json")} if fmt == "npy" else {}
+    if faiss_index:
+        files["faiss_index"] = beside(out, "faiss")
+        if texts:
+            files["mention_faiss_index"] = beside(out, "mention-vectors.faiss")
+    return files
 
 
 def unit_rows(array):
@@ -121,17 +141,14 @@ def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, laye
             rows = model.encode_entities(kg, np.arange(kg.num_entities), memory=memory,
                                          batch_size=batch_size, generator=np.random.default_rng(seed))
     normalize = normalize or faiss_index
-    index_path = beside(out, "faiss") if faiss_index else None
+    files = companions(out, False, fmt, faiss_index)
     write_vectors(out, rows.float().cpu().numpy(), [{"entity": e} for e in kg.entity_ids], fmt, normalize,
-                  index_path)
-    summary = {"entities": kg.num_entities, "dim": int(rows.shape[1]), "layer": layer,
-               "normalized": normalize, "format": fmt, "embeddings": str(out),
-               **({"faiss_index": str(index_path)} if faiss_index else {})}
-    if fmt == "npy":
-        ids_path = beside(out, "ids.json")
-        write_text(ids_path, json.dumps(list(kg.entity_ids)))
-        summary["ids"] = str(ids_path)
-    return summary
+                  files.get("faiss_index"))
+    if "ids" in files:
+        write_text(files["ids"], json.dumps(list(kg.entity_ids)))
+    named = {name: str(path) for name, path in files.items()}
+    return {"entities": kg.num_entities, "dim": int(rows.shape[1]), "layer": layer, "normalized": normalize,
+            "format": fmt, "embeddings": str(out), **named, "companions": named}
 
 
 def _write_atomic_npy(path: Path, array) -> None:
@@ -149,7 +166,7 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
                 batch_size: int = 16, seed: int = 0, device="cpu", fmt: str = "npy",
                 normalize: bool = False, faiss_index: bool = False) -> dict:
     """Link and encode every text of ``texts_path`` with the KG of ``kg_dir`` (module docstring;
-    ``faiss_index``: also ``OUT.faiss`` and ``OUT.text-vectors.faiss``, implies ``normalize``)."""
+    ``faiss_index``: also ``OUT.faiss`` and ``OUT.mention-vectors.faiss``, implies ``normalize``)."""
     import numpy as np
     import torch
 
@@ -177,25 +194,21 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
                           "offsets": encoding.offsets[i].tolist()})
         first += length
     empty = torch.zeros(0, dim)
-    out.parent.mkdir(parents=True, exist_ok=True)
     normalize = normalize or faiss_index
-    indexes = (beside(out, "faiss"), beside(out, "text-vectors.faiss")) if faiss_index else (None, None)
-    write_vectors(out, torch.cat(encoding.mention_embeddings or [empty]).numpy(), mentions, fmt, normalize,
-                  indexes[0])
-    vectors_path = beside(out, f"text-vectors.{fmt}")
-    write_vectors(vectors_path, torch.stack(text_vectors).numpy() if text_vectors else empty.numpy(),
+    files = companions(out, True, fmt, faiss_index)
+    write_vectors(out, torch.stack(text_vectors).numpy() if text_vectors else empty.numpy(),
                   [{"index": row["index"], "text": row["text"]} for row in text_rows], fmt, normalize,
-                  indexes[1])
-    _write_atomic_npy(beside(out, "tokens.npy"),
-                      torch.cat(encoding.tokens or [empty]).numpy().astype(np.float32))
-    _write_atomic_lines(beside(out, "mentions.jsonl"), mentions)
-    _write_atomic_lines(beside(out, "texts.jsonl"), text_rows)
+                  files.get("faiss_index"))
+    write_vectors(files["mention_vectors"], torch.cat(encoding.mention_embeddings or [empty]).numpy(), mentions,
+                  fmt, normalize, files.get("mention_faiss_index"))
+    _write_atomic_npy(files["tokens"], torch.cat(encoding.tokens or [empty]).numpy().astype(np.float32))
+    _write_atomic_lines(files["mentions"], mentions)
+    _write_atomic_lines(files["texts"], text_rows)
     return {"texts": len(encoding.texts), "blank_lines_skipped": inputs.blank_lines,
             "mentions": len(mentions), "mentions_cut_by_max_length": encoding.dropped_mentions,
             "tokens": first, "dim": dim, "normalized": normalize, "format": fmt, "embeddings": str(out),
-            "text_vectors": str(vectors_path), "text_pooling": "mean of the text's tokens (Z^LM, "
-            "entities fused at their mentions), special tokens left out",
-            **({"faiss_index": str(indexes[0]), "text_faiss_index": str(indexes[1])} if faiss_index else {})}
+            "pooling": "mean of the text's tokens (Z^LM, entities fused at their mentions), special tokens "
+            "left out", "companions": {name: str(path) for name, path in files.items()}}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -203,13 +216,11 @@ def _run(args: argparse.Namespace) -> int:
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # not six lines on which build it loaded
     for wanted in ([args.format] if args.format in NEEDS else []) + (["faiss"] if args.faiss_index else []):
         require_package(*NEEDS[wanted])  # before the model runs: one line naming the extra to install
-    suffixes = (TEXT_OUTPUTS + (f"text-vectors.{args.format}",)) if args.texts is not None else ("ids.json",)
-    if args.faiss_index:
-        suffixes += ("faiss", "text-vectors.faiss") if args.texts is not None else ("faiss",)
-    outputs = [args.out] + [beside(args.out, suffix) for suffix in suffixes]
-    for output in outputs:  # none of the files written may be the texts read
-        refuse_same_file(output, [args.texts])
-    if args.texts is not None:
+    texts = args.texts is not None
+    files = companions(args.out, texts, args.format, args.faiss_index)
+    check_output_file(args.out, args.overwrite, inputs=[args.texts], companions=files.values())
+    if texts:
+        refuse_empty(args.texts, "--texts", "embed")
         summary = embed_texts(args.model, args.kg, args.texts, args.out, args.max_length,
                               args.text_batch_size, args.seed, device=device, fmt=args.format,
                               normalize=args.normalize, faiss_index=args.faiss_index)
@@ -218,6 +229,9 @@ def _run(args: argparse.Namespace) -> int:
                         device=device, fmt=args.format, normalize=args.normalize,
                         faiss_index=args.faiss_index)
     print_json(summary)
+    what = f"{summary['texts']:,} text vectors" if texts else f"{summary['entities']:,} entity vectors"
+    print(f"{args.out}: {what}; beside it: {', '.join(Path(p).name for p in files.values()) or 'nothing'}",
+          file=sys.stderr)
     return 0
 
 
@@ -227,7 +241,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n\n")[1])
     parser.add_argument("--model", type=Path, required=True, help="a pre-trained jaket model folder")
     parser.add_argument("--kg", type=Path, required=True, help="a KG directory")
-    parser.add_argument("--out", type=Path, required=True, help="output .npy file")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="output file (.npy or .parquet): the entity vectors, with --texts the text vectors")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing --out and the files beside it (refused otherwise)")
     parser.add_argument("--texts", type=Path, metavar="FILE",
                         help="embed these texts instead (one a line, or .jsonl with a 'text' field): "
                              "linked to the KG, encoded with the KM fused at the mentions")
@@ -241,10 +258,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0, help="neighbour sampling seed")
     parser.add_argument("--normalize", action="store_true", help="unit-length vectors (cosine = dot product)")
     parser.add_argument("--format", choices=["npy", "parquet"], default="npy",
-                        help="npy (ids in OUT.ids.json / OUT.mentions.jsonl) or parquet (ids and vectors "
+                        help="npy (ids in OUT.ids.json / OUT.texts.jsonl) or parquet (ids and vectors "
                              "in one file; pip install 'jaket[parquet]')")
     parser.add_argument("--faiss-index", action="store_true",
-                        help="also write OUT.faiss (with --texts also OUT.text-vectors.faiss): an exact "
+                        help="also write OUT.faiss (with --texts also OUT.mention-vectors.faiss): an exact "
                              "inner-product FAISS index of the vectors, row i = row i of the ids; implies "
                              "--normalize, so it ranks by cosine (pip install 'jaket[faiss]')")
     add_device_argument(parser)

@@ -4,6 +4,10 @@
 :mod:`jaket.tasks.finetuned`). One JSON object a line, one line per query, goes to ``--out FILE``
 (written atomically) or to stdout. The tasks are those of :data:`jaket.tasks.registry.REGISTRY`.
 ``--device`` places the loaded model (and with it the memory and every batch) on a device.
+
+Before the model is loaded: an existing ``--out`` is refused unless ``--overwrite``, as is one that is
+a folder, one of the inputs or in a folder that cannot be written (:func:`jaket.output.check_output_file`),
+and an input file that is empty or white space only (:func:`jaket.kg.readers.refuse_empty`).
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from pathlib import Path
 
 from jaket.atomic import json_text
 from jaket.flags import add_device_argument
+from jaket.kg.readers import refuse_empty
 from jaket.model.device import resolve_device
-from jaket.output import refuse_same_file
+from jaket.output import check_output_file
 from jaket.overrides import add_config_arguments
 from jaket.tasks.registry import REGISTRY
 from jaket.tasks.report import write_text_atomic
@@ -35,7 +40,12 @@ def _write_rows(rows, out: Path | None) -> int:
 def _run(args: argparse.Namespace) -> int:
     handlers = REGISTRY[args.task]
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
-    refuse_same_file(args.out, [v for k, v in vars(args).items() if k != "out" and isinstance(v, Path)])
+    paths = {key: value for key, value in vars(args).items() if key != "out" and isinstance(value, Path)}
+    if args.out is not None:
+        check_output_file(args.out, args.overwrite, inputs=paths.values())
+    for key, path in paths.items():  # the task's input files (--queries, --entities, ...; not folders)
+        if key not in ("model", "config") and path.is_file():
+            refuse_empty(path, f"--{key.replace('_', '-')}", "predict")
     # a broken or wrong folder, a bad input file: the command line's one error boundary names it
     model = handlers.resolve("model").from_pretrained(args.model, device=device)
     count = _write_rows(handlers.resolve("predict_rows")(model, args), args.out)
@@ -53,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         task.add_argument("--model", type=Path, required=True, metavar="DIR",
                           help=f"a fine-tuned {name} folder (jaket finetune {name} ... --out OUT writes OUT/model)")
         task.add_argument("--out", type=Path, metavar="FILE", help="JSONL output file (default: stdout)")
+        task.add_argument("--overwrite", action="store_true", help="replace an existing --out (refused otherwise)")
         add_device_argument(task)
         handlers.resolve("add_predict_arguments")(task)
         add_config_arguments(task)

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.atomic import atomic_directory
 from jaket.jsonio import quote
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
@@ -40,7 +41,7 @@ from jaket.kg.io import save_kg
 from jaket.kg.readers import read_field_lines, read_triples
 from jaket.kg.sources.registry import build_source
 from jaket.kg.sources.wordnet import load_wordnet_data
-from jaket.output import print_json
+from jaket.output import check_output_folder, print_json
 from jaket.tasks.heldout import choose_heldout, label_leakage, split_pretraining
 from jaket.tasks.report import write_json_atomic
 
@@ -165,11 +166,11 @@ def wordnet_reference(out: str | Path, heldout_entities: int = 10_000, regions: 
     report["split"] = info
     report["unseen_categories"] = int(len(np.unique(kg_prime.entity_category[kg_prime.entity_category >= 0])))
     report["leakage"] = label_leakage(kg_prime)
-    save_kg(kg_pre, out / "kg-pretrain", corpus=corpus_pre)
-    save_kg(kg_prime, out / "kg-unseen")
     report["seconds"] = round(time.perf_counter() - began, 1)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / "report.json", report)
+    with atomic_directory(out) as folder:  # replaces an earlier --out as a whole (--overwrite)
+        save_kg(kg_pre, folder / "kg-pretrain", corpus=corpus_pre)
+        save_kg(kg_prime, folder / "kg-unseen")
+        write_json_atomic(folder / "report.json", report)
     return report
 
 
@@ -186,10 +187,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ref.add_argument("--seed", type=int, default=0, help="seed of the held-out regions (default %(default)s)")
     ref.add_argument("--wn18rr", type=Path,
                      help="a WN18RR folder whose non-training triples are kept out of pre-training")
+    ref.add_argument("--overwrite", action="store_true", help="replace a non-empty --out (refused otherwise)")
     ref.set_defaults(func=_main)
 
 
 def _main(args) -> int:
+    check_output_folder(args.out, args.overwrite)  # before WordNet is read (minutes)
     report = wordnet_reference(args.out, args.heldout_entities, args.regions, args.seed, args.wn18rr)
     print_json(report)
     return 0

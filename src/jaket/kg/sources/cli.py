@@ -30,10 +30,11 @@ from pathlib import Path
 import numpy as np
 
 from jaket.atomic import atomic_directory, json_text, write_lines, write_text
-from jaket.errors import UsageError
+from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import save_kg
 from jaket.kg.sources.registry import SourceBundle, build_source
+from jaket.output import check_output_folder
 
 logger = logging.getLogger(__name__)
 
@@ -46,24 +47,16 @@ def _stages(total: int, description: str):
     return tqdm(total=total, desc=description, unit="stage", disable=None, file=sys.stderr)
 
 
-def check_out(out: Path, overwrite: bool) -> None:
-    """Before any work: ``--out`` must be a new or empty folder, or ``--overwrite`` given (the
-    folder is then replaced as a whole, :func:`_finish`)."""
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: is a file; name the KG folder to write")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise UsageError(f"--out {out}: the folder is not empty (an earlier KG?); pass --overwrite to "
-                         "replace it as a whole, or name a new folder")
-
-
 def _finish(out: Path, bundle: SourceBundle, began: float, progress) -> int:
     """Write ``bundle`` to ``out``: the KG (and corpus), its splits and ``build-report.json``, all
     into a new folder that then replaces ``out`` in one rename (no file of an earlier KG survives;
     a failure leaves ``out`` as it was)."""
     kg, corpus = bundle.kg, bundle.corpus
-    if kg.num_entities == 0:
-        raise ValueError(f"{bundle.report.get('source', 'the source')}: no entity found, nothing to import "
-                         "(an empty or unreadable source?)")
+    if kg.num_entities == 0:  # named by the path the source was read from (its file or folder)
+        where = next((bundle.report[key] for key in ("file", "folder", "dir", "path") if bundle.report.get(key)),
+                     bundle.report.get("source", "the source"))
+        raise KGFormatError([Problem(str(where), None, f"no entity found, nothing to import (an empty or "
+                                                       f"unreadable {bundle.report.get('source', '')} source?)")])
     progress.set_postfix_str("writing")
     report = {**bundle.report, "out": str(out)}
     with atomic_directory(out) as folder:
@@ -107,7 +100,7 @@ def _write_splits(out: Path, kg: KnowledgeGraph, splits: dict[str, np.ndarray]) 
 
 def _build(out: Path, title: str, first_stage: str, source: str, overwrite: bool = False, **options) -> int:
     """Build ``source`` with ``options`` under a two-stage progress bar and write it to ``out``."""
-    check_out(out, overwrite)
+    check_output_folder(out, overwrite)  # replaced as a whole by _finish
     began = time.perf_counter()
     with _stages(2, title) as progress:
         progress.set_postfix_str(first_stage)
@@ -153,7 +146,7 @@ def _import_obo(args: argparse.Namespace) -> int:
 
 
 def _import_wikidata5m(args: argparse.Namespace) -> int:
-    check_out(args.out, args.overwrite)
+    check_output_folder(args.out, args.overwrite)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     # the descriptions wait in memory-mapped files beside the output until it is written
     with tempfile.TemporaryDirectory(dir=args.out.parent, prefix=f".{args.out.name}.import-") as work:
