@@ -138,9 +138,15 @@ def _add_relation_classification_arguments(rc: argparse.ArgumentParser) -> None:
 def _add_sense_linking_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", type=Path, help="jointly pre-trained model folder (the 'jaket' scorers)")
     parser.add_argument("--encoder", type=Path, help="base Hugging Face encoder (default: bundled MiniLM)")
-    parser.add_argument("--heldout-of", type=Path, required=True, metavar="RUN",
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--heldout-of", type=Path, metavar="RUN",
                         help="a pre-training run folder: its held-out linked texts (rebuilt from RUN/config.yaml) "
                              "are the examples")
+    source.add_argument("--unseen-of", type=Path, metavar="DATA",
+                        help="a 'jaket prepare wordnet-reference' folder: the texts of its unseen KG' (DATA/kg-unseen), "
+                             "which pre-training never saw, are the examples")
+    parser.add_argument("--unseen-candidates-only", action="store_true",
+                        help="with --unseen-of: a word's candidates are its KG' senses only (a KG never seen at all)")
     add_sense_kg_argument(parser)
     parser.add_argument("--max-examples", type=int, metavar="N", help="use the first N examples only")
     parser.add_argument("--seeds", type=int, default=3, help="fresh KMs of the lm+g+m scorer (default 3)")
@@ -162,9 +168,15 @@ def _run_sense_linking(args) -> int:
 
     device, out = start_run(args, "sense-linking")
     kg = load_sense_kg(args.kg)
-    examples, info = sl.heldout_examples(args.heldout_of, kg, SenseInventory.for_wordnet(kg), args.max_examples)
+    inventory = SenseInventory.for_wordnet(kg)
+    if args.unseen_of is not None:
+        examples, info = sl.unseen_examples(args.unseen_of, kg, inventory, args.max_examples,
+                                            args.unseen_candidates_only)
+    else:
+        examples, info = sl.heldout_examples(args.heldout_of, kg, inventory, args.max_examples)
     if not examples:
-        raise ValueError(f"{args.heldout_of}: no held-out mention could be linked to a sense of {args.kg or 'WordNet'}")
+        raise ValueError(f"{args.heldout_of or args.unseen_of}: no mention could be linked to a sense of "
+                         f"{args.kg or 'WordNet'}")
     results = sl.evaluate_sense_linking(examples, kg, pretrained=args.model, encoder=args.encoder,
                                         seeds=tuple(range(args.seeds)), device=device, baselines=args.baselines)
     results["data"] = {**info, "examples_used": len(examples)}
