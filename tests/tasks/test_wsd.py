@@ -218,3 +218,13 @@ def test_the_bootstrap_interval_is_paired():
     assert shifted["ci_low"] == pytest.approx(0.1) and shifted["ci_high"] == pytest.approx(0.1)
     noisy = rep.paired_bootstrap(rng.random(200), a, lambda x: x.mean(axis=-1), rounds=500)
     assert noisy["ci_low"] < noisy["mean"] < noisy["ci_high"]
+
+
+def test_key_file_names_are_clean_for_every_scorer_and_prior():
+    from jaket.tasks.sense_scoring import SCORERS
+    from jaket.tasks.wsd import key_file_name
+
+    assert key_file_name("jaket (cosine) + prior 0.5") == "jaket-cosine.prior-0.5"
+    names = [key_file_name(s) for s in SCORERS] + [key_file_name(f"{s} + prior 2") for s in SCORERS]
+    assert len(set(names)) == len(names)
+    assert all("-." not in n and ".-" not in n and not n.startswith("-") and not n.endswith("-") for n in names)

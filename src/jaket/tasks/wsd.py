@@ -126,8 +126,8 @@ def _summary(runs: list[dict], seeds) -> dict:
 def key_file_name(scorer: str) -> str:
     """``first sense`` -> ``first-sense``, ``jaket (cosine)`` -> ``jaket-cosine``, ``lm + prior 1`` ->
     ``lm.prior-1``: a scorer's name as a file name."""
-    name = scorer.replace(" + prior ", ".prior-")
-    return re.sub(r"[^A-Za-z0-9+.]+", "-", name).strip("-")
+    name = re.sub(r"[^A-Za-z0-9+.]+", "-", scorer.replace(" + prior ", ".prior-"))
+    return re.sub(r"-*\.-*", ".", name).strip("-")
 
 
 def _write_keys(out_dir: Path, instances, examples, name: str, output: ScorerOutput, kg: KnowledgeGraph) -> list[str]:
