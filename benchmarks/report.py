@@ -8,228 +8,16 @@ written here, next to the arithmetic it describes.
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
 import platform
-import statistics
+import re
 import time
 from pathlib import Path
 
+from benchmarks.figures import Figures, fmt, num, ratio, scaling_fits, summarise
+from benchmarks.plots import plot_memory, plot_model_stages, plot_scaling
+
 IMG_DIR = "img"
-
-
-# ---------------------------------------------------------------------------- summaries
-def summarise(results: list[dict]) -> dict[str, dict]:
-    """Per figure: median, min, max over the runs (numbers); the first value otherwise."""
-    summary: dict[str, dict] = {}
-    keys = [k for r in results for k in r]
-    for key in dict.fromkeys(keys):
-        values = [r[key] for r in results if key in r]
-        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        if numbers and len(numbers) == len(values):
-            integral = all(isinstance(v, int) for v in numbers)  # counts stay counts
-            middle = statistics.median_low(numbers) if integral else statistics.median(numbers)
-            summary[key] = {"median": middle, "min": min(numbers),
-                            "max": max(numbers), "n": len(numbers)}
-        else:
-            summary[key] = {"value": values[0]}
-    return summary
-
-
-def num(x: float) -> str:
-    if x == 0:
-        return "0"
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    if abs(x) >= 100:
-        return f"{x:.0f}"
-    if abs(x) >= 1:
-        return f"{x:.3g}"
-    return f"{x:.3g}"
-
-
-def fmt(entry: dict | None) -> str:
-    if entry is None:
-        return "–"
-    if "value" in entry:
-        value = entry["value"]
-        return value if isinstance(value, str) else f"`{json.dumps(value)}`"
-    med, lo, hi = entry["median"], entry["min"], entry["max"]
-    if entry["n"] > 1 and hi != lo:
-        return f"{num(med)} ({num(lo)}–{num(hi)})"
-    return num(med)
-
-
-def ratio(x: float | None) -> str:
-    """``0.263`` -> ``1/3.8 (0.263)``."""
-    if x is None:
-        return "–"
-    if x <= 0:
-        return num(x)
-    if x < 1:
-        return f"1/{1 / x:.1f} ({x:.3f})"
-    return f"{x:.2f}x"
-
-
-def fit_exponent(xs: list[float], ys: list[float]) -> float | None:
-    """Least-squares slope of log y against log x: figure ~ N^slope."""
-    pairs = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x > 0 and y > 0]
-    if len(pairs) < 2:
-        return None
-    mx = sum(p[0] for p in pairs) / len(pairs)
-    my = sum(p[1] for p in pairs) / len(pairs)
-    sxx = sum((p[0] - mx) ** 2 for p in pairs)
-    return sum((p[0] - mx) * (p[1] - my) for p in pairs) / sxx if sxx else None
-
-
-class Figures:
-    """Median lookup over the specs' summaries: ``f("model", "km_forward_ms")``."""
-
-    def __init__(self, specs):
-        self.specs = {s.key: s for s in specs}
-        self.summaries = {s.key: summarise(s.results) for s in specs
-                          if s.results and "error" not in s.results[0]}
-
-    def ok(self, key: str) -> bool:
-        return key in self.summaries
-
-    def entry(self, key: str, name: str) -> dict | None:
-        return self.summaries.get(key, {}).get(name)
-
-    def __call__(self, key: str, name: str, default=None):
-        entry = self.entry(key, name)
-        if entry is None:
-            return default
-        return entry.get("median", entry.get("value", default))
-
-    def cell(self, key: str, name: str) -> str:
-        return fmt(self.entry(key, name))
-
-
-# ---------------------------------------------------------------------------- plots
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def plot_model_stages(f: Figures, path: Path) -> bool:
-    keys = [k for k in ("model", "model-r5", "model-paper-shape") if f.ok(k)]  # 1 thread each
-    if not keys:
-        return False
-    plt = _plt()
-    stages = [("lm1", "LM1"), ("km", "KM"), ("km_trimmed", "KM trimmed"), ("fusion", "fusion"),
-              ("lm2", "LM2")]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    width = 0.8 / len(keys)
-    labels = {"model": "MiniLM, r=10", "model-r5": "MiniLM, r=5",
-              "model-paper-shape": "RoBERTa-base shape, r=10 (per 32 seq.)"}
-    for ax, kind, title in ((axes[0], "forward", "forward"),
-                            (axes[1], "forward_backward", "forward + backward")):
-        positive = False
-        for i, key in enumerate(keys):
-            scale = 32 / f(key, "batch", 32)  # the paper-shape run uses a smaller batch
-            values = [(f(key, f"{s}_{kind}_cpu_ms") or math.nan) * scale for s, _ in stages]
-            positive = positive or any(v > 0 for v in values if not math.isnan(v))
-            ax.bar([j + i * width for j in range(len(stages))], values, width, label=labels[key])
-        ax.set_xticks([j + width * (len(keys) - 1) / 2 for j in range(len(stages))])
-        ax.set_xticklabels([name for _, name in stages])
-        ax.set_ylabel("CPU ms per 32 sequences x 128 tokens")
-        if positive:
-            ax.set_yscale("log")
-        ax.set_title(title)
-    handles, names = axes[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=len(keys), fontsize=8)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
-
-
-def plot_memory(f: Figures, path: Path) -> bool:
-    if not f.ok("memory"):
-        return False
-    plt = _plt()
-    names = [("refresh", "memory refresh"), ("baseline", "plain forward\n(sorted batches)"),
-             ("unsorted", "plain forward\n(unsorted batches)")]
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    for i, (key, label) in enumerate(names):
-        med = f("memory", f"{key}_descriptions_per_second")
-        lo = f("memory", f"{key}_descriptions_per_second_min", med)
-        hi = f("memory", f"{key}_descriptions_per_second_max", med)
-        ax.bar(i, med, yerr=[[med - lo], [hi - med]], capsize=4)
-        ax.text(i, med, f"{med:.0f}", ha="center", va="bottom")
-    ax.set_xticks(range(len(names)))
-    ax.set_xticklabels([label for _, label in names])
-    ax.set_ylabel("descriptions per second")
-    ax.set_title("LM1 over WordNet glosses, batch 64")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
-
-
-SCALING_PANELS = [
-    ("compiled KG: load (cached) and compile", [("sampler", "load_cached_seconds", "load, cached (s)"),
-                                                 ("sampler", "load_compile_seconds", "parse + compile (s)")]),
-    ("memory (MB)", [("sampler", "load_peak_rss_mb", "peak RSS after load (MB)"),
-                     ("refresh", "memory_bytes_float16", "memory fp16 (MB)")]),
-    ("sampling and knowledge module", [("sampler", "edges_per_second", "sampled edges / s"),
-                                       ("km", "km_forward_ms_per_node", "KM ms / sampled entity"),
-                                       ("km", "subgraph_nodes", "nodes of a 800-mention subgraph")]),
-    ("memory refresh", [("refresh", "tokenize_seconds", "tokenise all descriptions (s)"),
-                        ("refresh", "refresh_ms_per_description", "refresh ms / description"),
-                        ("refresh", "full_refresh_seconds", "full refresh, projected (s)")]),
-]
-
-
-def scaling_fits(f: Figures, specs) -> dict:
-    sizes = sorted({s.scale for s in specs if s.scale})
-    fits: dict[str, dict] = {}
-    for _, series in SCALING_PANELS:
-        for prefix, name, label in series:
-            xs, ys = [], []
-            for n in sizes:
-                value = f(f"{prefix}-{n}", name)
-                if isinstance(value, (int, float)):
-                    if name == "memory_bytes_float16":
-                        value = value / 2**20
-                    xs.append(n)
-                    ys.append(value)
-            exponent = fit_exponent(xs, ys)
-            if exponent is not None:
-                fits[f"{prefix}.{name}"] = {"label": label, "sizes": xs, "values": ys,
-                                            "exponent": exponent}
-    return fits
-
-
-def plot_scaling(fits: dict, path: Path) -> bool:
-    if not fits:
-        return False
-    plt = _plt()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
-    for ax, (title, series) in zip(axes.flat, SCALING_PANELS):
-        for prefix, name, label in series:
-            fit = fits.get(f"{prefix}.{name}")
-            if fit is None:
-                continue
-            ax.plot(fit["sizes"], fit["values"], marker="o", label=f"{label}: k = {fit['exponent']:.2f}")
-        if ax.get_lines():
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-        ax.set_xlabel("entities N (10 triples per entity)")
-        ax.set_title(title, fontsize=10)
-        if ax.get_lines():
-            ax.legend(fontsize=7)
-    fig.suptitle("cost against KG size, log-log; k = fitted exponent of figure ~ N^k", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
 
 
 # ---------------------------------------------------------------------------- sections
@@ -298,7 +86,14 @@ def summary_section(f: Figures) -> list[str]:
     return lines
 
 
+#: the model benchmarks' columns, in the order of the tables
+MODEL_COLUMNS = {"model": "MiniLM r=10", "model-r5": "MiniLM r=5", "model-threads2": "MiniLM r=10, 2 threads",
+                 "model-paper-shape": "RoBERTa-base shape r=10"}
+
+
 def model_section(f: Figures, img: str | None) -> list[str]:
+    """Model stages: what was run, the CPU time of each stage, the subgraph and the KM / LM ratios,
+    the threads, the plot, and why our ratio is above the paper's 1/7."""
     if not f.ok("model"):
         return []
     lines = ["## Model stages", ""]
@@ -315,11 +110,18 @@ def model_section(f: Figures, img: str | None) -> list[str]:
         f"there were several). The RoBERTa-base-shaped run has random weights (timing needs none) and "
         f"a batch of {f('model-paper-shape', 'batch', '–')}.")
     lines.append("")
-    cols = [k for k in ("model", "model-r5", "model-threads2", "model-paper-shape") if f.ok(k)]
-    names = {"model": "MiniLM r=10", "model-r5": "MiniLM r=5", "model-threads2": "MiniLM r=10, 2 threads",
-             "model-paper-shape": "RoBERTa-base shape r=10"}
+    cols = [k for k in MODEL_COLUMNS if f.ok(k)]
+    lines += _stage_table(f, cols) + _ratio_table(f, cols) + _threads_note(f)
+    if img:
+        lines += [f"![model stages]({img})", ""]
+    return lines + _why_above_one_seventh(f)
+
+
+def _stage_table(f: Figures, cols: list[str]) -> list[str]:
+    """CPU milliseconds of each stage (Eq. 1-10), forward and forward + backward, per benchmark."""
+    names = MODEL_COLUMNS
     header = "| stage | " + " | ".join(f"{names[k]} fwd | {names[k]} fwd+bwd" for k in cols) + " |"
-    lines += [header, "|---|" + "---|---|" * len(cols)]
+    lines = [header, "|---|" + "---|---|" * len(cols)]
     for stage, label in (("lm1", "LM1 (Eq. 6)"), ("gather", "memory rows → E⁽⁰⁾ (fp16 gather)"),
                          ("km", "knowledge module (Eq. 1-5)"),
                          ("km_trimmed", "knowledge module, layer-trimmed"),
@@ -330,8 +132,14 @@ def model_section(f: Figures, img: str | None) -> list[str]:
             cells.append(f.cell(k, f"{stage}_forward_backward_cpu_ms"))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
-    lines += ["| subgraph and ratios | " + " | ".join(names[k] for k in cols) + " |",
-              "|---|" + "---|" * len(cols)]
+    return lines
+
+
+def _ratio_table(f: Figures, cols: list[str]) -> list[str]:
+    """The sampled subgraph, and the knowledge module's cost over the language module's (CPU time,
+    wall time, flops, the paper's formula), per benchmark."""
+    lines = ["| subgraph and ratios | " + " | ".join(MODEL_COLUMNS[k] for k in cols) + " |",
+             "|---|" + "---|" * len(cols)]
 
     def line(label, name, as_ratio=False):
         cells = []
@@ -355,20 +163,28 @@ def model_section(f: Figures, img: str | None) -> list[str]:
     line("LM GFLOP/s achieved", "lm_gflops_per_second")
     line("KM GFLOP/s achieved", "km_gflops_per_second")
     lines.append("")
-    if f.ok("model-threads2") and f("model-threads2", "lm1_forward_ms"):
-        lm_speed = (f("model", "lm1_forward_ms") + f("model", "lm2_forward_ms")) / (
-            f("model-threads2", "lm1_forward_ms") + f("model-threads2", "lm2_forward_ms"))
-        km_speed = f("model", "km_forward_ms") / f("model-threads2", "km_forward_ms")
-        lines += [f"Threads: with two threads (separate run) LM1 + LM2 took {1 / lm_speed:.2f}× and the "
-                  f"knowledge module {1 / km_speed:.2f}× the single-thread wall time: the machine's two "
-                  f"cores were shared with other work, and OpenMP threads that must wait for each other "
-                  f"lose most (the KM's scatters more than the LM's matrix products). The suite "
-                  f"therefore runs one thread per process; on a dedicated machine two threads would "
-                  f"help the LM more than the KM.", ""]
-    if img:
-        lines += [f"![model stages]({img})", ""]
+    return lines
+
+
+def _threads_note(f: Figures) -> list[str]:
+    """One thread against two: why the suite runs one thread per process."""
+    if not (f.ok("model-threads2") and f("model-threads2", "lm1_forward_ms")):
+        return []
+    lm_speed = (f("model", "lm1_forward_ms") + f("model", "lm2_forward_ms")) / (
+        f("model-threads2", "lm1_forward_ms") + f("model-threads2", "lm2_forward_ms"))
+    km_speed = f("model", "km_forward_ms") / f("model-threads2", "km_forward_ms")
+    return [f"Threads: with two threads (separate run) LM1 + LM2 took {1 / lm_speed:.2f}× and the "
+            f"knowledge module {1 / km_speed:.2f}× the single-thread wall time: the machine's two "
+            f"cores were shared with other work, and OpenMP threads that must wait for each other "
+            f"lose most (the KM's scatters more than the LM's matrix products). The suite "
+            f"therefore runs one thread per process; on a dedicated machine two threads would "
+            f"help the LM more than the KM.", ""]
+
+
+def _why_above_one_seventh(f: Figures) -> list[str]:
+    """The paper's flop estimate beside ours, and the profiling that brought the KM's cost down."""
     lm_flops = f("model", "lm_flops_per_sequence")
-    lines += [
+    return [
         "**Why our ratio is above 1/7, and what brought it down.** The paper's estimate counts "
         "N/5 · r^L · 2H² flops for the knowledge module per sequence, i.e. one H×H product per "
         "neighbour at the last hop, against RoBERTa-base's 22·10⁹. The same formula applied to "
@@ -395,7 +211,6 @@ def model_section(f: Figures, img: str | None) -> list[str]:
         "of the matrix products' flop rate on a CPU.",
         "",
     ]
-    return lines
 
 
 def memory_section(f: Figures, img: str | None) -> list[str]:
@@ -605,8 +420,11 @@ def _merge_previous(specs, out_dir: Path) -> None:
             spec.seconds = old.get("seconds", [])
 
 
-def write_report(specs, out_dir: Path, started: float, quick: bool, load_before, load_after,
+def write_report(specs, out_dir: Path, wall: float, quick: bool, load_before, load_after,
                  merge: bool = True) -> None:
+    """Write performance.md, performance-figures.md, performance.json and the plots into ``out_dir``
+    from the specs' runs; ``wall`` is the suite's wall time in seconds, ``load_before`` and
+    ``load_after`` the load averages around it."""
     if merge:
         _merge_previous(specs, out_dir)
     f = Figures(specs)
@@ -622,7 +440,6 @@ def write_report(specs, out_dir: Path, started: float, quick: bool, load_before,
         fits = scaling_fits(f, specs)
     cpus = os.cpu_count() or 1
     busy = max(load_before[0], load_after[0]) > 0.5 * cpus
-    wall = time.time() - started
     raw = {
         "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": cpus,
                     "load_average_before": list(load_before), "load_average_after": list(load_after)},

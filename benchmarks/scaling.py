@@ -9,13 +9,12 @@ document shows the arithmetic, so a new benchmark run updates the projection.
 from __future__ import annotations
 
 import json
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
+from jaket.bench.model import encoder_flops_per_sequence
 
-from jaket.bench.model import encoder_flops_per_sequence  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 GB = 1e9
 GIB = 2**30
@@ -205,35 +204,90 @@ def refreshes_in(total: int) -> int:
     return paper_refresh_steps(total)
 
 
-def write_scaling(perf: dict, out: Path) -> None:
-    def m(key: str, name: str, default=None):
-        value = _median(perf, key, name)
-        return default if value is None else value
+@dataclass(frozen=True)
+class Measured:
+    """The figures of ``performance.json`` the projection starts from (medians; ``None`` where the
+    suite did not measure them)."""
 
+    cpu_ms_desc_minilm: float | None  # MiniLM's LM1 over one 64-token description, CPU ms
+    lm_flops_seq: float | None  # flops of the full MiniLM over one 128-token sequence
+    lm_cpu_ms: float  # LM1 + LM2 forward over a batch, CPU ms (0 when not measured)
+    batch: int
+    train_over_fwd: float  # forward + backward over forward, measured in pre-training
+    km_cpu_ms_node: float | None  # knowledge module, CPU ms per sampled node
+    sampler_rate: float | None  # sampled edges per second, one core
+    tok_rate: float | None  # descriptions tokenised per second, one core
+    load_rss: float | None  # peak RSS after loading the compiled 10^6-entity KG, MB
+    load_base: float | None  # RSS after the imports, MB
+    load_s: float | None  # opening the compiled cache, s
+    compile_s: float | None  # parsing + compiling it once, s
+    load_triples: int | None
+    load_entities: int | None
+    fp16_error: float  # mean relative rounding error of the memory in fp16 (nan if not measured)
+    bf16_error: float
+
+    @classmethod
+    def from_performance(cls, perf: dict) -> Measured:
+        def m(key: str, name: str, default=None):
+            value = _median(perf, key, name)
+            return default if value is None else value
+
+        return cls(
+            cpu_ms_desc_minilm=m("memory", "lm1_cpu_ms_per_description_at_64_tokens"),
+            lm_flops_seq=m("model", "lm_flops_per_sequence"),
+            lm_cpu_ms=(m("model", "lm1_forward_cpu_ms", 0) or 0) + (m("model", "lm2_forward_cpu_ms", 0) or 0),
+            batch=m("model", "batch", 32),
+            train_over_fwd=m("pretrain", "training_over_forward", 3.0),
+            km_cpu_ms_node=m("model", "km_forward_cpu_ms_per_node"),
+            sampler_rate=m("sampler-1000000", "edges_per_second") or m("sampler-default", "edges_per_second"),
+            tok_rate=(m("refresh-1000000", "tokenize_descriptions_per_second")
+                      or m("memory", "tokenize_descriptions_per_second")),
+            load_rss=m("sampler-1000000", "load_peak_rss_mb"),
+            load_base=m("sampler-1000000", "load_rss_after_import_mb"),
+            load_s=m("sampler-1000000", "load_cached_seconds"),
+            compile_s=m("sampler-1000000", "load_compile_seconds"),
+            load_triples=m("sampler-1000000", "load_triples"),
+            load_entities=m("sampler-1000000", "load_entities"),
+            fp16_error=m("memory", "memory_float16_mean_relative_error", float("nan")),
+            bf16_error=m("memory", "memory_bfloat16_mean_relative_error", float("nan")),
+        )
+
+
+@dataclass(frozen=True)
+class StepCosts:
+    """The projected costs of the paper's run on ``WORLD`` GPUs, from the flop counts and the
+    assumed GPU rate: per item (a description, a training text) and per training step."""
+
+    desc_flops: float  # one description through RoBERTa-base's LM1 (6 layers), 64 tokens
+    text_fwd: float  # one 512-token text through RoBERTa-base, forward
+    text_train: float  # the same, forward + backward
+    t_desc: float  # seconds of GPU time per description
+    t_text: float  # seconds of GPU time per training text
+    step_lm: float  # the language module's seconds per step and rank
+    seeds: float  # KM seed entities per step (KG batch + mentions)
+    sampled_edges: float  # sampled edges per step, all ranks
+    nodes_rank: float  # at most one new node per sampled edge, per rank
+    gather_bytes: float  # fp16 memory rows a rank copies to its GPU per step
+
+    @classmethod
+    def project(cls, measured: Measured) -> StepCosts:
+        desc_flops = encoder_flops_per_sequence(6, F_PAPER, 3072, DESC_TOKENS)
+        text_fwd = encoder_flops_per_sequence(12, F_PAPER, 3072, TEXT_TOKENS)
+        text_train = measured.train_over_fwd * text_fwd
+        gpu = GPU_TFLOPS * 1e12
+        t_text = text_train / gpu
+        seeds = KG_BATCH + TEXTS * MENTIONS_PER_TEXT
+        sampled_edges = seeds * (FANOUT + FANOUT ** 2)
+        nodes_rank = min(N, sampled_edges / WORLD)  # at most one new node per sampled edge
+        return cls(desc_flops=desc_flops, text_fwd=text_fwd, text_train=text_train, t_desc=desc_flops / gpu,
+                   t_text=t_text, step_lm=TEXTS * t_text / WORLD, seeds=seeds, sampled_edges=sampled_edges,
+                   nodes_rank=nodes_rank, gather_bytes=nodes_rank * F_PAPER * 2)
+
+
+def _introduction() -> list[str]:
+    """The title, what the document is, and the assumptions every projection rests on."""
     lines: list[str] = []
     add = lines.append
-
-    # ------------------------------------------------------------------ measured inputs
-    cpu_ms_desc_minilm = m("memory", "lm1_cpu_ms_per_description_at_64_tokens")
-    minilm_desc_flops = encoder_flops_per_sequence(3, 384, 1536, DESC_TOKENS)
-    lm_flops_seq = m("model", "lm_flops_per_sequence")
-    lm_cpu_ms = (m("model", "lm1_forward_cpu_ms", 0) or 0) + (m("model", "lm2_forward_cpu_ms", 0) or 0)
-    batch = m("model", "batch", 32)
-    cpu_rate_desc = minilm_desc_flops / (cpu_ms_desc_minilm / 1000) if cpu_ms_desc_minilm else None
-    cpu_rate_lm = lm_flops_seq * batch / (lm_cpu_ms / 1000) if lm_flops_seq and lm_cpu_ms else None
-    train_over_fwd = m("pretrain", "training_over_forward", 3.0)
-    km_cpu_ms_node = m("model", "km_forward_cpu_ms_per_node")
-    km_trim_cpu = m("model", "km_trimmed_forward_cpu_ms")
-    seeds_measured = m("model", "unique_seeds")
-    sampler_rate = m("sampler-1000000", "edges_per_second") or m("sampler-default", "edges_per_second")
-    tok_rate = m("refresh-1000000", "tokenize_descriptions_per_second") or m("memory", "tokenize_descriptions_per_second")
-    load_rss = m("sampler-1000000", "load_peak_rss_mb")
-    load_base = m("sampler-1000000", "load_rss_after_import_mb")
-    load_s = m("sampler-1000000", "load_cached_seconds")
-    compile_s = m("sampler-1000000", "load_compile_seconds")
-    load_triples = m("sampler-1000000", "load_triples")
-    load_entities = m("sampler-1000000", "load_entities")
-
     add("# Scaling to Wikidata on 8 GPUs: a projection from measured costs")
     add("")
     add("Generated by `python -m benchmarks.scaling` from [performance.json](performance.json) "
@@ -261,32 +315,40 @@ def write_scaling(perf: dict, out: Path) -> None:
     add(f"| pre-training length | {EPOCHS} epochs × {EPOCH_TOKENS / 1e9:.0f}B tokens = "
         f"{steps_of_run():,} steps | paper: 8 epochs, ~4B tokens, batch 1,024 × 512 |")
     add("")
+    return lines
 
-    # ------------------------------------------------------------------ memory footprint
+
+#: the KG's structures at Wikidata size: (what, bytes, how it is held)
+STRUCTURES = [
+    ("triples (T, 3) int32", T * 3 * 4, "eager; `T × 12`"),
+    ("CSR indptr (N + 1) int64", (N + 1) * 8, "`(N+1) × 8`"),
+    ("CSR neighbors (2T) int32", 2 * T * 4, "`2T × 4`"),
+    ("CSR edge_type (2T) int32", 2 * T * 4, "`2T × 4` (int16 would do: 2P < 32,768)"),
+    ("CSR triple_id (2T) int32", 2 * T * 4, "`2T × 4`"),
+    ("edge positions of triples (T, 2) int64", T * 2 * 8, "lazy, only when triples are hidden (relation prediction)"),
+    ("entity categories (N) int32", N * 4, ""),
+    ("string tables: ids", N * (ID_BYTES + 8), "UTF-8 blob + int64 offsets, memory-mapped, decoded on access"),
+    ("string tables: names", N * (NAME_BYTES + 8), "same"),
+    ("string tables: descriptions", N * (DESC_BYTES + 8), "same"),
+    ("string tables: aliases", N * (ALIAS_BYTES + 8 + 8), "blob + offsets + per-entity pointer"),
+    ("id → index dict (only if ids are looked up)", N * 110, "Python dict of str, ~110 B per entry"),
+    ("description token cache (N, 64) int32 + lengths, spans", N * (DESC_TOKENS * 4 + 3 * 8),
+     "built by every rank at its first refresh (`DescriptionTokens`)"),
+    ("E^context memory (N, 768) fp16", N * F_PAPER * 2, "memory-mapped `.npy` (`path=`): shared page cache"),
+    ("E^context memory (N, 768) fp32", N * F_PAPER * 4, "if kept in float32"),
+    ("R^context (P, 768)", P * F_PAPER * 4, ""),
+]
+
+
+def _memory_footprint(measured: Measured) -> list[str]:
+    """Bytes of each structure at Wikidata size, checked against the measured load of a 10^6-entity KG."""
+    lines: list[str] = []
+    add = lines.append
     add("## Memory footprint of each structure")
     add("")
-    rows = [
-        ("triples (T, 3) int32", T * 3 * 4, "eager; `T × 12`"),
-        ("CSR indptr (N + 1) int64", (N + 1) * 8, "`(N+1) × 8`"),
-        ("CSR neighbors (2T) int32", 2 * T * 4, "`2T × 4`"),
-        ("CSR edge_type (2T) int32", 2 * T * 4, "`2T × 4` (int16 would do: 2P < 32,768)"),
-        ("CSR triple_id (2T) int32", 2 * T * 4, "`2T × 4`"),
-        ("edge positions of triples (T, 2) int64", T * 2 * 8, "lazy, only when triples are hidden (relation prediction)"),
-        ("entity categories (N) int32", N * 4, ""),
-        ("string tables: ids", N * (ID_BYTES + 8), "UTF-8 blob + int64 offsets, memory-mapped, decoded on access"),
-        ("string tables: names", N * (NAME_BYTES + 8), "same"),
-        ("string tables: descriptions", N * (DESC_BYTES + 8), "same"),
-        ("string tables: aliases", N * (ALIAS_BYTES + 8 + 8), "blob + offsets + per-entity pointer"),
-        ("id → index dict (only if ids are looked up)", N * 110, "Python dict of str, ~110 B per entry"),
-        ("description token cache (N, 64) int32 + lengths, spans", N * (DESC_TOKENS * 4 + 3 * 8),
-         "built by every rank at its first refresh (`DescriptionTokens`)"),
-        ("E^context memory (N, 768) fp16", N * F_PAPER * 2, "memory-mapped `.npy` (`path=`): shared page cache"),
-        ("E^context memory (N, 768) fp32", N * F_PAPER * 4, "if kept in float32"),
-        ("R^context (P, 768)", P * F_PAPER * 4, ""),
-    ]
     add("| structure | bytes | note |")
     add("|---|---|---|")
-    for name, b, note in rows:
+    for name, b, note in STRUCTURES:
         add(f"| {name} | {fmt_bytes(b)} | {note} |")
     eager = T * 12 + (N + 1) * 8 + 3 * 2 * T * 4 + N * 4
     add("")
@@ -294,10 +356,12 @@ def write_scaling(perf: dict, out: Path) -> None:
         f"{fmt_bytes(eager)}; the string tables ({fmt_bytes(N * (ID_BYTES + NAME_BYTES + DESC_BYTES + ALIAS_BYTES + 32))}) "
         "stay in the page cache, shared by the 8 ranks.")
     add("")
+    load_rss, load_base, load_triples, load_entities = (measured.load_rss, measured.load_base,
+                                                        measured.load_triples, measured.load_entities)
     if load_rss and load_base and load_triples:
-        measured = (load_rss - load_base) * 1e6
+        measured_bytes = (load_rss - load_base) * 1e6
         predicted = load_triples * 12 + (load_entities + 1) * 8 + 3 * 2 * load_triples * 4 + load_entities * 4
-        per_triple = measured / load_triples
+        per_triple = measured_bytes / load_triples
         add(f"Check against the measurement: loading the compiled synthetic KG of {load_entities:,} entities "
             f"and {load_triples:,} triples raised the peak RSS of a fresh process by "
             f"{load_rss:.0f} − {load_base:.0f} = {load_rss - load_base:.0f} MB ({per_triple:.1f} B per triple), "
@@ -305,10 +369,10 @@ def write_scaling(perf: dict, out: Path) -> None:
             f"same per-triple cost gives {per_triple:.1f} × {T:,} = {fmt_bytes(per_triple * T)} "
             f"(N/T is larger for Wikidata, so the N-sized arrays add a little).")
         add("")
-    if load_s is not None:
-        add(f"Opening the compiled cache took {load_s:.2f} s at {load_entities:,} entities (arrays are "
-            f"memory-mapped); the one-off parse + compile took {compile_s:.0f} s, which grows about "
-            f"linearly: ≈ {compile_s * T / load_triples / 60:.1f} min at {T:,} triples (done once, on one rank, "
+    if measured.load_s is not None:
+        add(f"Opening the compiled cache took {measured.load_s:.2f} s at {load_entities:,} entities (arrays are "
+            f"memory-mapped); the one-off parse + compile took {measured.compile_s:.0f} s, which grows about "
+            f"linearly: ≈ {measured.compile_s * T / load_triples / 60:.1f} min at {T:,} triples (done once, on one rank, "
             "before `torchrun`: `jaket kg ...` writes the cache).")
     add("")
     add(f"**Per rank and per host.** 8 ranks × (KG arrays {fmt_bytes(eager)} + token cache "
@@ -319,19 +383,27 @@ def write_scaling(perf: dict, out: Path) -> None:
         "materialises float32 copies of the whole memory, and every rank tokenises every "
         "description.")
     add("")
+    return lines
 
-    # ------------------------------------------------------------------ compute per item
+
+def _compute_per_item(measured: Measured, costs: StepCosts) -> list[str]:
+    """Flops of a description and of a training text, the CPU rate measured here, the GPU time assumed."""
+    lines: list[str] = []
+    add = lines.append
+    minilm_desc_flops = encoder_flops_per_sequence(3, 384, 1536, DESC_TOKENS)
+    cpu_ms_desc_minilm = measured.cpu_ms_desc_minilm
+    cpu_rate_desc = minilm_desc_flops / (cpu_ms_desc_minilm / 1000) if cpu_ms_desc_minilm else None
+    cpu_rate_lm = (measured.lm_flops_seq * measured.batch / (measured.lm_cpu_ms / 1000)
+                   if measured.lm_flops_seq and measured.lm_cpu_ms else None)
+    desc_flops, text_fwd, text_train = costs.desc_flops, costs.text_fwd, costs.text_train
     add("## Compute per item")
     add("")
-    desc_flops = encoder_flops_per_sequence(6, F_PAPER, 3072, DESC_TOKENS)
-    text_fwd = encoder_flops_per_sequence(12, F_PAPER, 3072, TEXT_TOKENS)
-    text_train = train_over_fwd * text_fwd
     add("Flops from `jaket.bench.model.encoder_flops_per_sequence` (2 per multiply-add; RoBERTa-base "
         "at 128 tokens gives 22.3·10⁹, the paper's \"over 22 billion\"):")
     add("")
     add(f"- one description, RoBERTa-base LM1 (6 layers) at 64 tokens: **{desc_flops / 1e9:.2f} GFLOP**;")
     add(f"- one training text, RoBERTa-base at 512 tokens: forward {text_fwd / 1e9:.1f} GFLOP; forward + "
-        f"backward = {train_over_fwd:.2f} × forward (measured ratio, `pretrain.training_over_forward`) = "
+        f"backward = {measured.train_over_fwd:.2f} × forward (measured ratio, `pretrain.training_over_forward`) = "
         f"**{text_train / 1e9:.0f} GFLOP**.")
     if cpu_rate_desc:
         add(f"- measured on this machine (one thread): MiniLM's LM1 at 64 tokens = "
@@ -342,34 +414,33 @@ def write_scaling(perf: dict, out: Path) -> None:
             f"{desc_flops / cpu_rate_desc * 1000:.0f} ms on one core; the assumed GPU rate is "
             f"{GPU_TFLOPS * 1e12 / cpu_rate_desc:,.0f}× that core.")
     add("")
-    gpu = GPU_TFLOPS * 1e12
-    t_desc = desc_flops / gpu
-    t_text = text_train / gpu
     add(f"On one GPU: a description costs {desc_flops / 1e9:.2f} / {GPU_TFLOPS:.0f}·10³ = "
-        f"{t_desc * 1e3:.3f} ms; a training text {text_train / 1e9:.0f} / {GPU_TFLOPS:.0f}·10³ = "
-        f"{t_text * 1e3:.1f} ms.")
+        f"{costs.t_desc * 1e3:.3f} ms; a training text {text_train / 1e9:.0f} / {GPU_TFLOPS:.0f}·10³ = "
+        f"{costs.t_text * 1e3:.1f} ms.")
     add("")
+    return lines
 
-    # ------------------------------------------------------------------ one step
+
+def _training_step(measured: Measured, costs: StepCosts) -> list[str]:
+    """One step on 8 GPUs: the language module, the sampling, the memory rows and the knowledge module."""
+    lines: list[str] = []
+    add = lines.append
+    sampler_rate, sampled_edges, nodes_rank = measured.sampler_rate, costs.sampled_edges, costs.nodes_rank
+    train_over_fwd = measured.train_over_fwd
     add("## One training step on 8 GPUs")
     add("")
-    step_lm = TEXTS * t_text / WORLD
-    seeds = KG_BATCH + TEXTS * MENTIONS_PER_TEXT
-    sampled_edges = seeds * (FANOUT + FANOUT ** 2)
-    add(f"- **language module**: {TEXTS:,} texts / {WORLD} ranks × {t_text * 1e3:.1f} ms = "
-        f"**{fmt_s(step_lm)}** per step.")
+    add(f"- **language module**: {TEXTS:,} texts / {WORLD} ranks × {costs.t_text * 1e3:.1f} ms = "
+        f"**{fmt_s(costs.step_lm)}** per step.")
     if sampler_rate:
         add(f"- **sampling (CPU, each rank its share)**: seeds = {KG_BATCH:,} KG entities + {TEXTS:,} × "
-            f"{MENTIONS_PER_TEXT:.0f} mentions = {seeds:,.0f}; up to {FANOUT} + {FANOUT}² edges each = "
+            f"{MENTIONS_PER_TEXT:.0f} mentions = {costs.seeds:,.0f}; up to {FANOUT} + {FANOUT}² edges each = "
             f"{sampled_edges / 1e6:.1f}M edges per step, {sampled_edges / WORLD / 1e6:.2f}M per rank; at the "
             f"measured {sampler_rate / 1e6:.1f}M edges/s (1M-entity KG, one core) that is "
             f"{fmt_s(sampled_edges / WORLD / sampler_rate)} per rank per step — overlappable with the GPU "
             "work in a data-loader process.")
-    nodes_rank = min(N, sampled_edges / WORLD)  # at most one new node per sampled edge
-    gather_bytes = nodes_rank * F_PAPER * 2
     add(f"- **E⁽⁰⁾ from the memory**: at most one new entity per sampled edge, ≤ {nodes_rank / 1e6:.2f}M rows "
-        f"per rank ({fmt_bytes(gather_bytes)} of fp16 read from the memory-mapped file and copied to the GPU: "
-        f"{fmt_s(gather_bytes / (PCIE_GBS * GB))} at {PCIE_GBS:.0f} GB/s); sharing of hub neighbours "
+        f"per rank ({fmt_bytes(costs.gather_bytes)} of fp16 read from the memory-mapped file and copied to the GPU: "
+        f"{fmt_s(costs.gather_bytes / (PCIE_GBS * GB))} at {PCIE_GBS:.0f} GB/s); sharing of hub neighbours "
         "makes it fewer.")
     km_flops_node = 2 * F_PAPER * F_PAPER  # one H x H product per node and layer (W E computed once)
     # layer 1 over all nodes, layer 2 trimmed to seeds + hop 1 (~1/10 of them); forward + backward
@@ -377,14 +448,21 @@ def write_scaling(perf: dict, out: Path) -> None:
     add(f"- **knowledge module**: one H×H product per node and layer (`CompGATConv` computes W·E once); "
         f"with the last layer trimmed to the seeds and their hop-1 neighbours (≈ 1/10 of the nodes), ≈ 1.1 × "
         f"{nodes_rank / 1e6:.2f}M × 2·768² × {train_over_fwd:.1f} (forward + backward) = {km_rank / 1e12:.1f} TFLOP per rank, "
-        f"{fmt_s(km_rank / gpu)} on the GPU at the assumed rate; the per-edge gathers and scatters are "
+        f"{fmt_s(km_rank / (GPU_TFLOPS * 1e12))} on the GPU at the assumed rate; the per-edge gathers and scatters are "
         "memory-bound and add about as much again on a GPU.")
-    if km_cpu_ms_node:
-        add(f"  Measured here: {km_cpu_ms_node * 1000:.1f} µs CPU per sampled node (MiniLM width, 384; "
+    if measured.km_cpu_ms_node:
+        add(f"  Measured here: {measured.km_cpu_ms_node * 1000:.1f} µs CPU per sampled node (MiniLM width, 384; "
             f"untrimmed forward); at width 768 the matrix part grows 4×.")
     add("")
+    return lines
 
-    # ------------------------------------------------------------------ refresh
+
+def _memory_refresh(measured: Measured, costs: StepCosts) -> list[str]:
+    """A full refresh split across ranks, its share of the run under Eq. 11's schedule, the
+    tokenisation, and the all-reduce that exchanges the refreshed rows."""
+    lines: list[str] = []
+    add = lines.append
+    t_desc, step_lm = costs.t_desc, costs.step_lm
     add("## The memory refresh")
     add("")
     full_refresh_gpu = N * t_desc / WORLD
@@ -408,14 +486,14 @@ def write_scaling(perf: dict, out: Path) -> None:
         f"{fmt_s(refreshes * full_refresh_gpu)} against {total_steps:,} × {fmt_s(step_lm)} = "
         f"{fmt_s(total_steps * step_lm)} of training, **{overhead:.1%}** overall; in the steady state "
         f"(T = 500) {N / 500 * t_desc / WORLD / step_lm:.1%}, against the paper's \"about 1/5\" "
-        f"(which counts training as 2× a forward pass; we measure {train_over_fwd:.1f}×). The early "
+        f"(which counts training as 2× a forward pass; we measure {measured.train_over_fwd:.1f}×). The early "
         "refreshes are the expensive part: while T(i) = 10 a refresh costs several training steps' "
         "worth per step.")
     add("")
-    if tok_rate:
+    if measured.tok_rate:
         add(f"**Tokenisation** (CPU, once per KG and process, cached by `DescriptionTokens`): at the "
-            f"measured {tok_rate:,.0f} descriptions/s (one core; short synthetic descriptions, so "
-            f"optimistic for 64-token ones) all {N:,} take {fmt_s(N / tok_rate)} — on every rank today.")
+            f"measured {measured.tok_rate:,.0f} descriptions/s (one core; short synthetic descriptions, so "
+            f"optimistic for 64-token ones) all {N:,} take {fmt_s(N / measured.tok_rate)} — on every rank today.")
         add("")
     delta_bytes = N * F_PAPER * 4
     add("**The exchange after a refresh** (`Pretrainer.refresh_memory` → "
@@ -428,50 +506,68 @@ def write_scaling(perf: dict, out: Path) -> None:
         f"{fmt_bytes(N * F_PAPER * (2 + 4 + 4 + 4))} of RAM *per rank*, "
         f"{fmt_bytes(WORLD * N * F_PAPER * (2 + 4 + 4 + 4))} on the host for 8 ranks.")
     add("")
+    return lines
 
-    # ------------------------------------------------------------------ where things run
-    add("## What runs where under `torchrun --nproc-per-node 8`")
-    add("")
-    add("| work | where | per step (steady state) |")
-    add("|---|---|---|")
-    add(f"| neighbour sampling, text batches, masking | CPU, each rank (or its data-loader workers) | "
-        f"{fmt_s(sampled_edges / WORLD / sampler_rate) if sampler_rate else '–'} |")
-    add(f"| E⁽⁰⁾ rows from the memory-mapped memory → GPU | host RAM / page cache → PCIe | "
-        f"≤ {fmt_s(gather_bytes / (PCIE_GBS * GB))} |")
-    add(f"| LM1 + KM + fusion + LM2, forward + backward | GPU, each rank its 128 texts | {fmt_s(step_lm)} + KM |")
-    add("| gradient all-reduce (DDP) | NCCL | 125M parameters × 2 B, overlapped with backward |")
-    add(f"| memory refresh (every T(i) steps): LM1 over rows r::8 | GPU, each rank | "
-        f"{fmt_s(N / 500 * t_desc / WORLD)} amortised |")
-    add("| memory exchange | the engine's all-reduce, 65,536 rows at a time through the GPU "
-        "(`jaket.train.engine.all_reduce_delta`); a shared file recommended | see above |")
-    add("")
-    lines.extend(RUNNING.splitlines())
-    add("")
 
-    # ------------------------------------------------------------------ recommendations
-    add("## Recommendations before a Wikidata-size run")
-    add("")
-    add("1. **Exchange only the refreshed rows.** With the memory memory-mapped from one file "
+def _where_things_run(measured: Measured, costs: StepCosts) -> list[str]:
+    """The table of what each part of a step costs and where it runs under ``torchrun``."""
+    sampler_rate, sampled_edges = measured.sampler_rate, costs.sampled_edges
+    return [
+        "## What runs where under `torchrun --nproc-per-node 8`",
+        "",
+        "| work | where | per step (steady state) |",
+        "|---|---|---|",
+        f"| neighbour sampling, text batches, masking | CPU, each rank (or its data-loader workers) | "
+        f"{fmt_s(sampled_edges / WORLD / sampler_rate) if sampler_rate else '–'} |",
+        f"| E⁽⁰⁾ rows from the memory-mapped memory → GPU | host RAM / page cache → PCIe | "
+        f"≤ {fmt_s(costs.gather_bytes / (PCIE_GBS * GB))} |",
+        f"| LM1 + KM + fusion + LM2, forward + backward | GPU, each rank its 128 texts | {fmt_s(costs.step_lm)} + KM |",
+        "| gradient all-reduce (DDP) | NCCL | 125M parameters × 2 B, overlapped with backward |",
+        f"| memory refresh (every T(i) steps): LM1 over rows r::8 | GPU, each rank | "
+        f"{fmt_s(N / 500 * costs.t_desc / WORLD)} amortised |",
+        "| memory exchange | the engine's all-reduce, 65,536 rows at a time through the GPU "
+        "(`jaket.train.engine.all_reduce_delta`); a shared file recommended | see above |",
+        "",
+    ]
+
+
+def _recommendations(measured: Measured) -> list[str]:
+    """What should change in the code before a Wikidata-size run, each with what it saves."""
+    return [
+        "## Recommendations before a Wikidata-size run",
+        "",
+        "1. **Exchange only the refreshed rows.** With the memory memory-mapped from one file "
         "(`EntityContextMemory(path=...)`, already supported), each rank can write its own rows "
         "r::8 into the shared mapping and the ranks only need a barrier: no all-reduce, no "
         f"float32 temporaries, {fmt_bytes(N * F_PAPER * 2)} for the whole host. Across hosts, an "
         f"all-gather of each rank's fp16 rows moves {fmt_bytes(N * F_PAPER * 2 / WORLD)} per rank "
-        "instead of all-reducing the full float32 table.")
-    add("2. **Tokenise each rank's rows only** (or cache `DescriptionTokens` as `.npy` beside the "
+        "instead of all-reducing the full float32 table.",
+        "2. **Tokenise each rank's rows only** (or cache `DescriptionTokens` as `.npy` beside the "
         f"compiled KG): today each of the 8 ranks tokenises all {N:,} descriptions and keeps "
-        f"{fmt_bytes(N * (DESC_TOKENS * 4 + 24))} of token ids.")
-    add("3. **Trim the knowledge module's last layer** to the seeds (and layer 1 to seeds + hop 1): "
+        f"{fmt_bytes(N * (DESC_TOKENS * 4 + 24))} of token ids.",
+        "3. **Trim the knowledge module's last layer** to the seeds (and layer 1 to seeds + hop 1): "
         "exact for every current caller, and it makes the KM's cost what the paper's formula counts "
-        "(see docs/performance.md, *Model stages*).")
-    add("4. **Store `edge_type` as int16** (2P < 32,768): saves "
+        "(see docs/performance.md, *Model stages*).",
+        "4. **Store `edge_type` as int16** (2P < 32,768): saves "
         f"{fmt_bytes(2 * T * 2)} per rank; `edge_positions_of_triples` could be int32 "
-        f"({fmt_bytes(T * 2 * 4)} saved when relation prediction hides edges).")
-    add("5. **Memory in fp16 or bf16**: halves the table to "
+        f"({fmt_bytes(T * 2 * 4)} saved when relation prediction hides edges).",
+        "5. **Memory in fp16 or bf16**: halves the table to "
         f"{fmt_bytes(N * F_PAPER * 2)}; the measured rounding error on real rows is "
-        f"{m('memory', 'memory_float16_mean_relative_error', float('nan')):.1e} (fp16) and "
-        f"{m('memory', 'memory_bfloat16_mean_relative_error', float('nan')):.1e} (bf16) of the mean "
-        "magnitude (docs/performance.md, memory section).")
-    add("")
+        f"{measured.fp16_error:.1e} (fp16) and "
+        f"{measured.bf16_error:.1e} (bf16) of the mean "
+        "magnitude (docs/performance.md, memory section).",
+        "",
+    ]
+
+
+def write_scaling(perf: dict, out: Path) -> None:
+    """Write ``docs/scaling.md`` from the suite's figures: the assumptions, the footprint, the costs
+    of an item, a step and a refresh, where each part runs, how to launch it, what to change first."""
+    measured = Measured.from_performance(perf)
+    costs = StepCosts.project(measured)
+    lines = [*_introduction(), *_memory_footprint(measured), *_compute_per_item(measured, costs),
+             *_training_step(measured, costs), *_memory_refresh(measured, costs),
+             *_where_things_run(measured, costs), *RUNNING.splitlines(), "", *_recommendations(measured)]
     out.write_text("\n".join(lines) + "\n")
 
 

@@ -1,5 +1,6 @@
-"""The shape of the code in src/ (docs/contributing.md): no function longer than 80 lines, no file
-longer than 600.
+"""The shape of the code (docs/contributing.md): no function longer than 80 lines, no file longer than
+600, in the package (src/) and in the scripts beside it, the benchmark suite (benchmarks/) and the
+results tooling (results/).
 
 A function's length runs from its ``def`` line to its last line (docstring and comments included).
 :data:`BEING_SPLIT` lists, by name, the functions still over the limit while they are being
@@ -11,11 +12,18 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+REPO = Path(__file__).resolve().parents[1]
+#: the folders whose code is held to the limits: the package and the scripts that stand on it
+CHECKED = ("src", "benchmarks", "results")
 MAX_LINES = 80
 
-#: temporary: ``path relative to src/`` -> functions over the limit, until they are split (issue #26)
+#: temporary: ``path relative to the repository`` -> functions over the limit, until they are split
 BEING_SPLIT: dict[str, set[str]] = {}
+
+
+def python_files() -> list[Path]:
+    """Every ``.py`` file under :data:`CHECKED`, sorted."""
+    return sorted(path for folder in CHECKED for path in (REPO / folder).rglob("*.py"))
 
 
 def long_functions(source: str, limit: int = MAX_LINES) -> list[tuple[str, int, int]]:
@@ -41,16 +49,21 @@ def long_functions(source: str, limit: int = MAX_LINES) -> list[tuple[str, int, 
 
 def _over_limit() -> dict[str, list[tuple[str, int, int]]]:
     over = {}
-    for path in sorted(SRC.rglob("*.py")):
+    for path in python_files():
         found = long_functions(path.read_text(encoding="utf-8"))
         if found:
-            over[path.relative_to(SRC).as_posix()] = found
+            over[path.relative_to(REPO).as_posix()] = found
     return over
 
 
-def test_no_function_in_src_is_longer_than_80_lines():
+def test_the_checked_folders_hold_code():
+    for folder in CHECKED:  # a renamed folder must not leave the limits checking nothing
+        assert any((REPO / folder).rglob("*.py")), folder
+
+
+def test_no_function_is_longer_than_80_lines():
     over = _over_limit()
-    offending = [f"src/{path}:{line}: {name} is {length} lines (at most {MAX_LINES}: split it by concern)"
+    offending = [f"{path}:{line}: {name} is {length} lines (at most {MAX_LINES}: split it by concern)"
                  for path, found in over.items() for name, line, length in found
                  if name not in BEING_SPLIT.get(path, set())]
     assert not offending, "\n".join(offending)
@@ -58,7 +71,7 @@ def test_no_function_in_src_is_longer_than_80_lines():
 
 def test_the_list_of_functions_being_split_is_exact():
     over = _over_limit()
-    stale = [f"src/{path}: {name} is no longer over {MAX_LINES} lines: remove it from BEING_SPLIT"
+    stale = [f"{path}: {name} is no longer over {MAX_LINES} lines: remove it from BEING_SPLIT"
              for path, names in BEING_SPLIT.items() for name in sorted(names)
              if name not in {found[0] for found in over.get(path, [])}]
     assert not stale, "\n".join(stale)
@@ -73,12 +86,44 @@ def test_the_measure_counts_from_def_to_the_last_line():
     assert long_functions(source) == [("A.long", 83, 84)]
 
 
-#: docs/contributing.md: no file in src/ grows past this; a longer one is split by concern
+#: docs/contributing.md: no file grows past this; a longer one is split by concern
 MAX_FILE_LINES = 600
 
 
-def test_no_file_in_src_is_longer_than_600_lines():
-    over = [f"src/{path.relative_to(SRC).as_posix()}: {n} lines (at most {MAX_FILE_LINES}: split it by concern)"
-            for path in sorted(SRC.rglob("*.py")) if (n := len(path.read_text(encoding="utf-8").splitlines()))
+def test_no_file_is_longer_than_600_lines():
+    over = [f"{path.relative_to(REPO).as_posix()}: {n} lines (at most {MAX_FILE_LINES}: split it by concern)"
+            for path in python_files() if (n := len(path.read_text(encoding="utf-8").splitlines()))
             > MAX_FILE_LINES]
     assert not over, "\n".join(over)
+
+
+def path_edits(source: str) -> list[int]:
+    """Lines of ``source`` that change ``sys.path`` (a call of one of its methods, an assignment to it
+    or to an item of it): the scripts run as modules (``python -m benchmarks``, ``python -m
+    results.NAME``) from the repository root and the tests find them through pytest's ``pythonpath``."""
+    def is_sys_path(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr == "path"
+                and isinstance(node.value, ast.Name) and node.value.id == "sys")
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_sys_path(node.func.value):
+            found.append(node.lineno)
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        if any(is_sys_path(t) or (isinstance(t, ast.Subscript) and is_sys_path(t.value)) for t in targets):
+            found.append(node.lineno)
+    return sorted(found)
+
+
+def test_the_measure_finds_every_kind_of_path_edit():
+    source = ("import sys\nsys.path.insert(0, 'x')\nsys.path.append('y')\nsys.path += ['z']\n"
+              "sys.path[:0] = ['w']\nsys.path = []\nprint(sys.path, 'sys.path.insert(0, q)')\n")
+    assert path_edits(source) == [2, 3, 4, 5, 6]
+
+
+def test_nothing_edits_sys_path():
+    edits = [f"{path.relative_to(REPO).as_posix()}:{line}: edits sys.path (run it as a module instead)"
+             for path in [*python_files(), *sorted((REPO / "tests").rglob("*.py"))]
+             for line in path_edits(path.read_text(encoding="utf-8"))]
+    assert not edits, "\n".join(edits)
