@@ -37,6 +37,9 @@ TASK_RUNS = {
     "pretraining_memory_speedup_107659_entities_32_tokens": "bench-pretrain-107k-32.json",
     "pretraining_memory_speedup_107659_entities": "bench-pretrain-107k.json",
     "sense_linking_reference_wic": "sense-linking/reference-wic/metrics.json",
+    "sense_linking_unseen_kg_sense_task_no_mlm": "sense-linking/unseen/metrics.json",
+    "word_sense_disambiguation_semeval2007": "wsd/semeval2007/metrics.json",
+    "word_sense_disambiguation_semeval2007_levers": "wsd/levers.json",
     "sense_linking_reference_wic_homonyms": "sense-linking/homonyms/metrics.json",
     "sense_linking_reference_wic_homonyms_step_600": "sense-linking/homonyms-600/metrics.json",
     "sense_linking_reference_wic_lm_lr_2e-5": "sense-linking/lmlr2e5/metrics.json",
@@ -96,6 +99,7 @@ SEED_TABLES = {
     "word_in_context_wic_dev_sense_task_no_mlm_table": "wic/table-sense-nomlm/table.json",
     "word_in_context_wic_dev_sense_task_no_mlm_table_against_lmgm": "wic/table-sense-nomlm-lmgm/table.json",
     "word_in_context_wic_dev_sense_task_no_mlm_fusion_none_table": "wic/table-sense-nomlm-nofusion/table.json",
+    "word_in_context_wic_dev_after_seed_fix_table": "wic/table-after-seed-fix/table.json",
 }
 
 
