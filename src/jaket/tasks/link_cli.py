@@ -25,7 +25,8 @@ from jaket.errors import UsageError
 from jaket.flags import add_device_argument
 from jaket.kg.io import load_kg
 from jaket.kg.linking import EntityLinker, LinkStats, read_texts, write_corpus
-from jaket.output import print_json, refuse_same_file
+from jaket.kg.readers import refuse_empty
+from jaket.output import check_output_file, print_json
 
 #: the flags that only mean something with --model, with their defaults
 _MODEL_FLAGS = {"min_confidence": 0.0, "max_length": 128, "batch_size": 64, "device": None}
@@ -35,7 +36,8 @@ def _link_command(args: argparse.Namespace) -> int:
     if Path(args.out).is_dir():
         raise UsageError(f"--out {args.out}: is a folder; name the corpus file to write, e.g. "
                          f"{Path(args.out) / 'corpus.jsonl'}")
-    refuse_same_file(args.out, [args.text])
+    check_output_file(args.out, args.overwrite, inputs=[args.text])  # the output rule of every command
+    refuse_empty(Path(args.text), "--text", "link")
     if args.model is None:
         given = [f"--{k.replace('_', '-')}" for k, v in _MODEL_FLAGS.items() if getattr(args, k) != v]
         if given:
@@ -144,6 +146,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="plain text, one text per line, or .jsonl with a 'text' field (with --model, "
                            "also 'targets': [{start, end, lemma?, pos?}], the spans to link)")
     link.add_argument("--out", required=True, metavar="FILE", help="the corpus JSONL to write")
+    link.add_argument("--overwrite", action="store_true", help="replace an existing --out (refused otherwise)")
     link.add_argument("--min-length", "--min-name-length", dest="min_length", type=int, default=3, metavar="N",
                       help="do not link names/aliases shorter than N characters (default 3; those left "
                            "out are listed in the summary and a warning)")
