@@ -17,7 +17,8 @@ earlier candidate on a tie, and no answer without candidates. Scorers (:data:`SC
   a KM without joint pre-training (fresh weights, one run per seed): what that setting knows
   before any fine-tuning;
 * ``jaket``: the pre-trained masked-entity head restricted to the candidates (pre-training's task
-  4: ``q = g((Z_s + Z_o) / 2)`` against the candidates' E^context rows by JAKET's LM1);
+  4: ``q = g((Z_s + Z_o) / 2)`` against the candidates' E^context rows by JAKET's LM1), computed by
+  the linker of ``jaket link --model`` (:class:`jaket.tasks.context_linking.ContextLinker`);
 * ``jaket (cosine)``: JAKET's encoder read as the base encoder is (the ``lm`` scorer).
 
 **The sense-order prior** (:func:`with_prior`, an explicit option, never part of a scorer): WordNet
@@ -40,10 +41,10 @@ import torch.nn.functional as F
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.linking import EntityLinker
 from jaket.model.heads import span_mean
-from jaket.model.jaket import JaketModel
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
+from jaket.tasks.context_linking import ContextLinker
 from jaket.tasks.variants import FrozenMemory, description_features
 from jaket.tasks.wic_data import lemma_key
 from jaket.tasks.word_in_context_model import SenseGraph, km_embeddings, neighbourhood, target_spans
@@ -248,19 +249,18 @@ def encoder_scores(examples: list[SenseExample], kg: KnowledgeGraph, *, encoder=
 @torch.no_grad()
 def jaket_scores(examples: list[SenseExample], kg: KnowledgeGraph, pretrained, *, description_max_length: int = 32,
                  max_length: int = 96, device="cpu") -> dict[str, ScorerOutput]:
-    """The ``jaket`` (masked-entity head, pre-training task 4, restricted to the candidates) and
-    ``jaket (cosine)`` scorers of the module docstring."""
+    """The ``jaket`` scorer (the masked-entity head, pre-training task 4, restricted to the
+    candidates: :meth:`jaket.tasks.context_linking.ContextLinker.logits`, the linker of ``jaket link
+    --model``) and ``jaket (cosine)`` of the module docstring."""
     candidates = _Candidates.of(examples, kg)
-    model = JaketModel.from_pretrained(pretrained, load_memory=False).to(device).eval()
-    language = model.language
-    context = context_vectors(language, examples, max_length=max_length)  # no fusion: a removed mention
-    queries = model.entity_head(context)  # q = g((Z_s + Z_o) / 2)
-    memory_rows = description_features(language, candidates.texts, candidates.names, full=False,
-                                       max_length=model.config.description_max_length)
+    linker = ContextLinker.from_pretrained(pretrained, kg, device=device, max_length=max_length)
+    language = linker.model.language
+    context = context_vectors(language, examples, max_length=max_length)  # names a target it cannot read
+    head = linker.logits([e.text for e in examples], [(e.start, e.end) for e in examples],
+                         [e.candidates for e in examples])
     described = description_features(language, candidates.texts, candidates.names, full=True,
                                      max_length=description_max_length)
-    return {"jaket": ScorerOutput([similarity_scores(examples, queries, memory_rows, candidates.index, cosine=False)],
-                                  temperature=1.0),
+    return {"jaket": ScorerOutput([list(head)], temperature=1.0),
             "jaket (cosine)": ScorerOutput([similarity_scores(examples, context, described, candidates.index,
                                                               cosine=True)], temperature=COSINE_TEMPERATURE)}
 
