@@ -113,8 +113,13 @@ def bf16_slowdown(size: int = 256, repeats: int = 7) -> float:
     2.4 here and ``--precision auto`` chose fp32 (``jaket bench precision``, docs/performance.md)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the product then runs in this thread, which thread_time measures
+    # its own generator: the probe runs at a run's first bf16 autocast, after the run was seeded, and
+    # drawing from the global one shifted that run's dropout (a grid's first cell differed from the
+    # same cell run later, #36)
+    generator = torch.Generator().manual_seed(0)
     try:
-        operands = {dtype: (torch.randn(size, 384).to(dtype), torch.randn(384, 384).to(dtype))
+        operands = {dtype: (torch.randn(size, 384, generator=generator).to(dtype),
+                            torch.randn(384, 384, generator=generator).to(dtype))
                     for dtype in (torch.float32, torch.bfloat16)}
         timings: dict = {dtype: [] for dtype in operands}
         for a, b in operands.values():
