@@ -23,6 +23,8 @@ import numpy as np
 
 from jaket.kg.corpus import MentionCorpus
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.io import load_kg
+from jaket.kg.sources.registry import build_source
 from jaket.kg.sources.wordnet import lemma_forms, load_wordnet_data
 from jaket.model.device import cpu_description
 from jaket.tasks import report as rep
@@ -61,9 +63,6 @@ def unseen_examples(data_dir: str | Path, sense_kg: KnowledgeGraph, inventory: S
     of each is an entity pre-training never saw, neither in a triple nor in a text. Candidates are
     the word's senses in ``sense_kg`` (seen and unseen alike); ``unseen_candidates_only`` keeps only
     those of KG' (the case of a KG the model never saw at all)."""
-    from jaket.kg.io import load_kg
-    from jaket.kg.sources.registry import build_source
-
     unseen = set(load_kg(Path(data_dir) / "kg-unseen").entity_ids)
     bundle = build_source("wordnet", max_entities=None, seed=0)
     kg, corpus = bundle.kg, bundle.corpus
