@@ -40,6 +40,10 @@ TASK_RUNS = {
     "sense_linking_unseen_kg_sense_task_no_mlm": "sense-linking/unseen/metrics.json",
     "word_sense_disambiguation_semeval2007": "wsd/semeval2007/metrics.json",
     "word_sense_disambiguation_semeval2007_levers": "wsd/levers.json",
+    "word_in_context_wic_dev_jaket_5_seeds_one_invocation_2026_11_27": "wic/jaket-sense-nomlm-5/metrics.json",
+    "word_in_context_wic_dev_jaket_seed0_after_probe_fix": "wic/jaket-seed0-after-fix/metrics.json",
+    "word_in_context_wic_dev_lmgm_seeds_0_1_2026_11_27": "wic/lmgm/metrics.json",
+    "word_in_context_wic_dev_lm_seed0_after_probe_fix": "wic/lm-seed0-after-fix/metrics.json",
     "sense_linking_reference_wic_homonyms": "sense-linking/homonyms/metrics.json",
     "sense_linking_reference_wic_homonyms_step_600": "sense-linking/homonyms-600/metrics.json",
     "sense_linking_reference_wic_lm_lr_2e-5": "sense-linking/lmlr2e5/metrics.json",
@@ -99,7 +103,6 @@ SEED_TABLES = {
     "word_in_context_wic_dev_sense_task_no_mlm_table": "wic/table-sense-nomlm/table.json",
     "word_in_context_wic_dev_sense_task_no_mlm_table_against_lmgm": "wic/table-sense-nomlm-lmgm/table.json",
     "word_in_context_wic_dev_sense_task_no_mlm_fusion_none_table": "wic/table-sense-nomlm-nofusion/table.json",
-    "word_in_context_wic_dev_after_seed_fix_table": "wic/table-after-seed-fix/table.json",
 }
 
 
