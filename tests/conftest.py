@@ -1,12 +1,16 @@
-"""Shared fixtures: tiny random encoders saved as local Hugging Face folders, and ../shared/data."""
+"""Shared fixtures: tiny random encoders saved as local Hugging Face folders, ../shared/data, a KG
+written by hand, and a fake accelerator."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+
+from jaket.kg.graph import KnowledgeGraph
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see jaket.paths.thread_environment
@@ -101,6 +105,26 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not present")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def make_kg():
+    """``make_kg(names, descriptions=None, *, ids=None, aliases=None, triples=(), relations=("r",))``:
+    a small KnowledgeGraph written by hand. Entity ``i`` is ``ids[i]`` (default ``e{i}``), named
+    ``names[i]``, described by ``descriptions[i]`` (default: its name), with ``aliases[i]`` (default:
+    none) and no category; each relation's id, name and description is its entry of ``relations``;
+    ``triples`` are ``(head, relation, tail)`` indices."""
+
+    def make(names, descriptions=None, *, ids=None, aliases=None, triples=(), relations=("r",)) -> KnowledgeGraph:
+        n = len(names)
+        return KnowledgeGraph(
+            entity_ids=list(ids) if ids is not None else [f"e{i}" for i in range(n)], entity_names=list(names),
+            entity_descriptions=list(descriptions) if descriptions is not None else list(names),
+            entity_aliases=[list(a) for a in aliases] if aliases is not None else [[] for _ in range(n)],
+            entity_category=np.full(n, -1), category_names=[], relation_ids=list(relations),
+            relation_names=list(relations), relation_descriptions=list(relations), triples=np.asarray(triples))
+
+    return make
 
 
 class OnDevice(torch.Tensor):

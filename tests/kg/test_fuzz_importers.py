@@ -70,13 +70,6 @@ UNKNOWN_IDS = ["0208 4071", "\ufeff02084071", "\x0002084071", "²", "０２", "-
 PAD = st.sampled_from(["", "", " ", "  "])  # white space around a field is not part of its id
 
 
-def _kg(entities: list[str], relations: list[str]) -> KnowledgeGraph:
-    return KnowledgeGraph(entity_ids=entities, entity_names=entities, entity_descriptions=entities,
-                          entity_aliases=[[] for _ in entities], entity_category=np.full(len(entities), -1),
-                          category_names=[], relation_ids=relations, relation_names=relations,
-                          relation_descriptions=relations, triples=np.zeros((0, 3), dtype=np.int64))
-
-
 @st.composite
 def triple_line(draw, entities: list[str], relations: list[str], bad: bool = True):
     """``(bytes of one line, kind, triple)``: kind ``row`` (its ids stripped in ``triple``),
@@ -153,11 +146,11 @@ def _check_split(path: Path, lines: list, kg: KnowledgeGraph) -> None:
 
 @fuzz(150)
 @given(data=st.data())
-def test_evaluation_split_files(data, tmp_path):
+def test_evaluation_split_files(make_kg, data, tmp_path):
     lines = data.draw(triple_lines(WN_ENTITIES, WN_RELATIONS))
     path = tmp_path / "valid.txt"
     path.write_bytes(data.draw(assembled([raw for raw, _, _ in lines])))
-    _check_split(path, lines, _kg(WN_ENTITIES, WN_RELATIONS))
+    _check_split(path, lines, make_kg(WN_ENTITIES, ids=WN_ENTITIES, relations=WN_RELATIONS))
 
 
 @pytest.fixture(scope="module")
@@ -175,20 +168,20 @@ def shared_wn18rr_lines() -> list[tuple[str, str, str]]:
 
 @fuzz(40)
 @given(data=st.data())
-def test_evaluation_split_files_from_shared_wn18rr(data, shared_wn18rr_lines, tmp_path):
+def test_evaluation_split_files_from_shared_wn18rr(make_kg, data, shared_wn18rr_lines, tmp_path):
     picked = data.draw(st.lists(st.sampled_from(shared_wn18rr_lines), min_size=1, max_size=12))
     entities = sorted({e for h, _, t in picked for e in (h, t)})
     relations = sorted({r for _, r, _ in picked})
     lines = data.draw(triple_lines(entities, relations))
     path = tmp_path / "test.txt"
     path.write_bytes(data.draw(assembled([raw for raw, _, _ in lines])))
-    _check_split(path, lines, _kg(entities, relations))
+    _check_split(path, lines, make_kg(entities, ids=entities, relations=relations))
 
 
-def test_a_split_that_is_missing_or_a_folder_is_named(tmp_path):
+def test_a_split_that_is_missing_or_a_folder_is_named(make_kg, tmp_path):
     for path in (tmp_path / "absent.txt", tmp_path):
         with pytest.raises(KGFormatError) as error:
-            read_split(path, _kg(WN_ENTITIES, WN_RELATIONS))
+            read_split(path, make_kg(WN_ENTITIES, ids=WN_ENTITIES, relations=WN_RELATIONS))
         _names_the_file(str(error.value), path)
 
 

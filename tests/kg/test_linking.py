@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from jaket.cli import main as jaket_main
 from jaket.kg.corpus import MentionCorpus, check_mentions
-from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import KGFormatError, load_corpus, load_kg, save_kg, validate_kg_dir
 from jaket.kg.linking import (EntityLinker, LinkStats, read_texts, singular_forms, tokenize,
                                write_corpus)
@@ -75,16 +74,9 @@ def test_case_sensitive(toy_linker):
         ("dog", "dog"), ("tree", "tree"), ("apple tree", "apple_tree")]
 
 
-def _kg(names: list[str], descriptions: list[str], aliases=None, triples=()) -> KnowledgeGraph:
-    n = len(names)
-    return KnowledgeGraph([f"e{i}" for i in range(n)], names, descriptions,
-                          aliases or [[] for _ in range(n)], np.full(n, -1, dtype=np.int32), [],
-                          ["r"], ["r"], ["related"], np.array(triples, dtype=np.int32).reshape(-1, 3))
-
-
-def test_min_length_and_stop_words():
-    kg = _kg(["ox", "The Who", "it", "yak", "on"], ["an ox", "a band", "a pronoun", "a yak", "a word"],
-             aliases=[[], [], [], ["the"], []])
+def test_min_length_and_stop_words(make_kg):
+    kg = make_kg(["ox", "The Who", "it", "yak", "on"], ["an ox", "a band", "a pronoun", "a yak", "a word"],
+                 aliases=[[], [], [], ["the"], []])
     linker = EntityLinker.from_kg(kg)
     assert [kg.entity_ids[m.entity] for m in linker.link("it is an ox, the yak of The Who")] == ["e3"]
     stats = linker.gazetteer_stats
@@ -95,12 +87,12 @@ def test_min_length_and_stop_words():
         "e2", "e0", "e3", "e3", "e1"]
 
 
-def test_short_names_are_listed_and_linked_when_asked(tmp_path: Path, capsys, caplog):
+def test_short_names_are_listed_and_linked_when_asked(make_kg, tmp_path: Path, capsys, caplog):
     """"Go", "C" and "JS" are shorter than the default minimum: they are named (summary, warning),
     and linked when listed in --short-forms or with a lower --min-length."""
-    kg = _kg(["Go", "C", "Rust", "JavaScript"],
-             ["a programming language", "a programming language", "a systems language", "a web language"],
-             aliases=[[], [], [], ["JS"]])
+    kg = make_kg(["Go", "C", "Rust", "JavaScript"],
+                 ["a programming language", "a programming language", "a systems language", "a web language"],
+                 aliases=[[], [], [], ["JS"]])
     text = "Go and C compile, JS runs in browsers, Rust is safe."
     linker = EntityLinker.from_kg(kg)
     assert [kg.entity_ids[m.entity] for m in linker.link(text)] == ["e2"]
@@ -126,12 +118,12 @@ def test_short_names_are_listed_and_linked_when_asked(tmp_path: Path, capsys, ca
     assert json.loads(capsys.readouterr().out)["mentions"] == 4
 
 
-def test_ambiguity_by_context_then_degree():
-    kg = _kg(["bank", "bank", "river", "money"],
-             ["bank: an institution that accepts deposits of money and lends it",
-              "bank: the sloping land beside a river or lake",
-              "river: a stream", "money: a medium of exchange"],
-             triples=[(0, 0, 3), (0, 0, 2), (0, 0, 3), (1, 0, 2)])
+def test_ambiguity_by_context_then_degree(make_kg):
+    kg = make_kg(["bank", "bank", "river", "money"],
+                 ["bank: an institution that accepts deposits of money and lends it",
+                  "bank: the sloping land beside a river or lake",
+                  "river: a stream", "money: a medium of exchange"],
+                 triples=[(0, 0, 3), (0, 0, 2), (0, 0, 3), (1, 0, 2)])
     linker = EntityLinker.from_kg(kg)
     assert linker.candidates("Bank") == [0, 1]
     stats = LinkStats()
@@ -149,9 +141,9 @@ def test_ambiguity_by_context_then_degree():
     assert stats.too_ambiguous == 1 and stats.mentions == 1
 
 
-def test_name_beats_alias_when_context_is_silent():
-    kg = _kg(["jaguar", "panther"], ["jaguar: a car maker", "panther: a big cat"],
-             aliases=[[], ["jaguar"]], triples=[(1, 0, 1), (1, 0, 1)])
+def test_name_beats_alias_when_context_is_silent(make_kg):
+    kg = make_kg(["jaguar", "panther"], ["jaguar: a car maker", "panther: a big cat"],
+                 aliases=[[], ["jaguar"]], triples=[(1, 0, 1), (1, 0, 1)])
     (m,) = EntityLinker.from_kg(kg).link("a jaguar")
     assert m.entity == 0  # its name, although the alias's entity has the higher degree
 
@@ -193,8 +185,8 @@ def test_mentions_are_disjoint_forms_on_word_boundaries(pieces):
         cursor += len(word) + len(separator)
 
 
-def test_scripts_without_spaces():
-    kg = _kg(["東京都", "dog"], ["東京都: the capital", "a dog"])
+def test_scripts_without_spaces(make_kg):
+    kg = make_kg(["東京都", "dog"], ["東京都: the capital", "a dog"])
     text = "我住在東京都。dog"
     assert [(text[m.start:m.end], m.entity) for m in EntityLinker.from_kg(kg).link(text)] == [
         ("東京都", 0), ("dog", 1)]

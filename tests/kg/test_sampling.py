@@ -81,16 +81,9 @@ def test_same_seed_same_sample(case):
     assert a.num_seeds == b.num_seeds
 
 
-def _hub_graph(degree: int) -> KnowledgeGraph:
-    triples = np.array([(0, 0, i) for i in range(1, degree + 1)], dtype=np.int32)
-    n = degree + 1
-    return KnowledgeGraph([f"e{i}" for i in range(n)], [""] * n, [""] * n, [[] for _ in range(n)],
-                          np.full(n, -1, dtype=np.int32), [], ["r"], ["r"], ["r"], triples)
-
-
 @pytest.mark.parametrize("exclude", [None, [0, 5]])
-def test_sampling_is_uniform_without_replacement(exclude):
-    kg = _hub_graph(20)
+def test_sampling_is_uniform_without_replacement(make_kg, exclude):
+    kg = make_kg([""] * 21, triples=[(0, 0, i) for i in range(1, 21)])  # a hub and its 20 neighbours
     rng = np.random.default_rng(1)
     counts = np.zeros(kg.num_triples)
     rounds = 3000

@@ -1,10 +1,34 @@
-"""The MetaQA protocol: --train-split / --eval-split, the seeded division, descriptions from
-training questions only, and the errors of a bad folder."""
+"""MetaQA: its files read (the KB, the questions with their topic and answers, a bad line named)
+and its protocol (--train-split / --eval-split, the seeded division, descriptions from training
+questions only, the errors of a bad folder)."""
 
 import numpy as np
 import pytest
 
+from jaket.tasks import metaqa
 from jaket.tasks.metaqa import MetaQAFormatError, load_metaqa_task
+
+
+def test_metaqa_loader(metaqa_dir):
+    kb, questions, skipped = metaqa.load_metaqa(metaqa_dir)
+    assert kb.triples.shape == (5, 3)
+    assert skipped == 1  # [Unknown Film] is not in kb.txt
+    q = questions[0]
+    assert q.text == "who directed Kismet" and q.text[q.topic_start:q.topic_end] == "Kismet"
+    assert [kb.entity_names[a] for a in q.answers] == ["William Dieterle"]
+    assert {q.hops for q in questions} == {1, 2}
+    two = [q for q in questions if q.hops == 2][0]
+    assert sorted(kb.entity_names[a] for a in two.answers) == ["1936", "1944"]
+    descriptions = metaqa.entity_descriptions_from_questions(len(kb.entity_names), kb.entity_names, questions)
+    assert "Kismet" in descriptions[kb.index["Kismet"]] and descriptions[kb.index["1944"]] == "1944"
+
+
+def test_metaqa_bad_line(tmp_path):
+    (tmp_path / "kb.txt").write_text("a|b|c\nbroken line\n")
+    from jaket.kg.sources.metaqa import read_kb
+
+    with pytest.raises(MetaQAFormatError, match=r"kb.txt:2:"):
+        read_kb(tmp_path / "kb.txt")
 
 
 def test_default_protocol_divides_the_train_split(metaqa_splits_dir):

@@ -14,17 +14,15 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from jaket.cli import main
 from jaket.train import checkpoint as ckpt
 from jaket.train.rundir import LOCK_FILE
 
-from .conftest import CONFIGS
 
-
-def _pretrain(tiny_bert_dir, out, *extra, steps=4, every=2):
-    return main(["pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"), "--encoder",
-                 str(tiny_bert_dir), "--out", str(out), "--no-progress", "--steps", str(steps),
-                 "--set", f"checkpoint_every={every}", "--set", "eval_texts=0", *extra])
+@pytest.fixture
+def pretrain(pretrain):
+    """The tiny run of the conftest without its held-out evaluation: these tests look at the
+    checkpoints, not at what was learnt."""
+    return lambda out, *extra, **schedule: pretrain(out, "--set", "eval_texts=0", *extra, **schedule)
 
 
 def _steps(out):
@@ -36,10 +34,10 @@ def _names(out):
 
 
 @pytest.fixture
-def run4(tiny_bert_dir, tmp_path):
+def run4(pretrain, tmp_path):
     """A finished 4-step run with checkpoints at steps 2 and 4."""
     out = tmp_path / "run"
-    assert _pretrain(tiny_bert_dir, out) == 0
+    assert pretrain(out) == 0
     assert _names(out) == ["step-0000004", "step-0000002"]
     return out
 
@@ -72,7 +70,7 @@ def test_verification_names_the_damaged_file(run4, damage):
 
 
 @pytest.mark.parametrize("pointer", ["dangling", "empty", "corrupt-newest"])
-def test_resume_falls_back_to_the_newest_intact_checkpoint(tiny_bert_dir, run4, pointer, caplog):
+def test_resume_falls_back_to_the_newest_intact_checkpoint(pretrain, run4, pointer, caplog):
     out = run4
     newest = out / "checkpoints" / "step-0000004"
     if pointer == "corrupt-newest":  # a truncated model file in the newest checkpoint
@@ -84,7 +82,7 @@ def test_resume_falls_back_to_the_newest_intact_checkpoint(tiny_bert_dir, run4, 
         expected = "step-0000004"
     (out / "summary.json").unlink()
     with caplog.at_level(logging.INFO):
-        assert _pretrain(tiny_bert_dir, out, "--resume", steps=6) == 0
+        assert pretrain(out, "--resume", steps=6) == 0
     assert f"resumed from {out / 'checkpoints' / expected}" in caplog.text
     if pointer == "corrupt-newest":
         assert "model.safetensors: 1000 bytes, the manifest says" in caplog.text
@@ -96,11 +94,11 @@ def test_resume_falls_back_to_the_newest_intact_checkpoint(tiny_bert_dir, run4, 
     assert summary["session"]["resumed_from"] == expected and summary["steps"] == 6
 
 
-def test_no_intact_checkpoint_is_an_error_not_a_restart(tiny_bert_dir, run4, capsys):
+def test_no_intact_checkpoint_is_an_error_not_a_restart(pretrain, run4, capsys):
     for path in ckpt.checkpoint_dirs(run4):
         (path / "state.json").write_text("{}")
     rows = (run4 / "metrics.jsonl").read_text()
-    assert _pretrain(tiny_bert_dir, run4, "--resume", steps=6) == 1
+    assert pretrain(run4, "--resume", steps=6) == 1
     err = capsys.readouterr().err
     assert "no intact checkpoint to resume from" in err and "state.json" in err
     assert "Traceback" not in err
@@ -108,31 +106,31 @@ def test_no_intact_checkpoint_is_an_error_not_a_restart(tiny_bert_dir, run4, cap
     assert _names(run4) == ["step-0000004", "step-0000002"]
 
 
-def test_resume_without_checkpoint_is_an_error_unless_auto(tiny_bert_dir, tmp_path, capsys):
+def test_resume_without_checkpoint_is_an_error_unless_auto(pretrain, tmp_path, capsys):
     out = tmp_path / "run"
     (out / "checkpoints").mkdir(parents=True)
     (out / "checkpoints" / "latest").write_text("step-0000050\n")  # dangling, no step-* folder
-    assert _pretrain(tiny_bert_dir, out, "--resume") == 1
+    assert pretrain(out, "--resume") == 1
     err = capsys.readouterr().err
     assert f"{out / 'checkpoints'}: no checkpoint to resume from" in err and "--resume=auto" in err
     assert not (out / "metrics.jsonl").exists()
     (out / "metrics.jsonl").write_text('{"step": 1}\n')  # a run killed before its first checkpoint
-    assert _pretrain(tiny_bert_dir, out, "--resume=auto") == 0
+    assert pretrain(out, "--resume=auto") == 0
     assert _steps(out) == [1, 2, 3, 4]
     assert (out / "metrics.restarted-1.jsonl").read_text() == '{"step": 1}\n'  # kept, not deleted
     assert json.loads((out / "summary.json").read_text())["session"]["resumed"] is False
-    assert _pretrain(tiny_bert_dir, out, "--resume=auto", steps=6) == 0  # now there is one
+    assert pretrain(out, "--resume=auto", steps=6) == 0  # now there is one
     assert _steps(out) == [1, 2, 3, 4, 5, 6]
 
 
-def test_a_fresh_start_never_deletes_an_earlier_run(tiny_bert_dir, run4, capsys):
+def test_a_fresh_start_never_deletes_an_earlier_run(pretrain, run4, capsys):
     rows = (run4 / "metrics.jsonl").read_text()
-    assert _pretrain(tiny_bert_dir, run4) == 1
+    assert pretrain(run4) == 1
     err = capsys.readouterr().err
     assert f"{run4} holds an earlier run" in err and "--resume" in err
     assert (run4 / "metrics.jsonl").read_text() == rows
     assert _names(run4) == ["step-0000004", "step-0000002"]
-    assert _pretrain(tiny_bert_dir, run4, "--overwrite", steps=2, every=0) == 0
+    assert pretrain(run4, "--overwrite", steps=2, every=0) == 0
     assert _steps(run4) == [1, 2] and _names(run4) == ["step-0000002"]
 
 
@@ -158,31 +156,31 @@ def test_pruning_keeps_checkpoints_of_other_runs(tmp_path):
     assert ckpt.verify_checkpoint(tmp_path / "checkpoints" / "step-0000002")["run_id"] == "ours"
 
 
-def test_a_checkpoint_for_another_kg_or_model_is_refused_before_loading(tiny_bert_dir, tmp_path, capsys):
+def test_a_checkpoint_for_another_kg_or_model_is_refused_before_loading(pretrain, tmp_path, capsys):
     from jaket.kg.io import save_kg
     from jaket.kg.toy import toy_kg
 
     kg, corpus = toy_kg()
     save_kg(kg, tmp_path / "kg", corpus=corpus)
     out = tmp_path / "run"
-    assert _pretrain(tiny_bert_dir, out, "--kg", str(tmp_path / "kg"), steps=2) == 0
+    assert pretrain(out, "--kg", str(tmp_path / "kg"), steps=2) == 0
     (out / "summary.json").unlink()
     with open(tmp_path / "kg" / "entities.jsonl", "a") as handle:
         for name in ("quokka", "wombat"):
             handle.write(json.dumps({"id": name, "name": name, "description": f"a {name}",
                                      "category": "animal"}) + "\n")
-    assert _pretrain(tiny_bert_dir, out, "--kg", str(tmp_path / "kg"), "--resume", steps=4) == 1
+    assert pretrain(out, "--kg", str(tmp_path / "kg"), "--resume", steps=4) == 1
     err = capsys.readouterr().err
     assert "this checkpoint was made for a KG of 40 entities; the KG has 42" in err
     assert "Traceback" not in err
     # same KG, another knowledge-module shape
-    assert _pretrain(tiny_bert_dir, out, "--resume", "--set", "model.km_layers=2", steps=4) == 1
+    assert pretrain(out, "--resume", "--set", "model.km_layers=2", steps=4) == 1
     err = capsys.readouterr().err
     assert "do not fit the model built from the config" in err and "model.km_layers (1 -> 2)" in err
     assert _steps(out) == [1, 2]
 
 
-def test_a_second_run_on_the_same_folder_is_refused(tiny_bert_dir, tmp_path, capsys):
+def test_a_second_run_on_the_same_folder_is_refused(pretrain, tmp_path, capsys):
     out = tmp_path / "run"
     out.mkdir()
     holder = subprocess.Popen(  # another process holding the folder's lock, as a running pretrain does
@@ -192,18 +190,18 @@ def test_a_second_run_on_the_same_folder_is_refused(tiny_bert_dir, tmp_path, cap
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        assert _pretrain(tiny_bert_dir, out) == 1
+        assert pretrain(out) == 1
         err = capsys.readouterr().err
         assert "another jaket pretrain is writing this folder (pid 4242 on elsewhere)" in err
         assert not (out / "metrics.jsonl").exists()
     finally:
         holder.kill()
         holder.wait()
-    assert _pretrain(tiny_bert_dir, out, steps=2) == 0  # the lock died with its holder: it runs
+    assert pretrain(out, steps=2) == 0  # the lock died with its holder: it runs
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_saves_the_current_step_and_exits_with_its_code(tiny_bert_dir, tmp_path, signum,
+def test_a_signal_saves_the_current_step_and_exits_with_its_code(pretrain, tmp_path, signum,
                                                                  capsys):
     from jaket.train.pretrain import Pretrainer
 
@@ -218,7 +216,7 @@ def test_a_signal_saves_the_current_step_and_exits_with_its_code(tiny_bert_dir, 
 
     Pretrainer.train_step = step_then_signal
     try:
-        status = _pretrain(tiny_bert_dir, out, steps=6, every=0)
+        status = pretrain(out, steps=6, every=0)
     finally:
         Pretrainer.train_step = original
     assert status == 128 + signum
@@ -227,13 +225,13 @@ def test_a_signal_saves_the_current_step_and_exits_with_its_code(tiny_bert_dir, 
     assert _names(out) == ["step-0000003"] and _steps(out) == [1, 2, 3]
     assert not (out / "summary.json").exists()
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # handlers restored
-    assert _pretrain(tiny_bert_dir, out, "--resume", steps=6, every=0) == 0
+    assert pretrain(out, "--resume", steps=6, every=0) == 0
     assert _steps(out) == [1, 2, 3, 4, 5, 6]
     state = load_file(out / "checkpoints" / "step-0000006" / "model.safetensors")
     assert state  # the final checkpoint exists and loads
 
 
-def test_a_checkpoint_from_before_manifests_still_resumes(tiny_bert_dir, run4, caplog):
+def test_a_checkpoint_from_before_manifests_still_resumes(pretrain, run4, caplog):
     """A checkpoint of the previous format (no manifest, no KG record in state.json) resumes with a
     warning; one of this format that lost its manifest does not (see the damage test above)."""
     for name in ("step-0000004", "step-0000002"):
@@ -243,7 +241,7 @@ def test_a_checkpoint_from_before_manifests_still_resumes(tiny_bert_dir, run4, c
         del state["kg"]
         (path / "state.json").write_text(json.dumps(state))
     with caplog.at_level(logging.WARNING):
-        assert _pretrain(tiny_bert_dir, run4, "--resume", steps=6) == 0
+        assert pretrain(run4, "--resume", steps=6) == 0
     assert "before checkpoints carried a manifest" in caplog.text
     assert _steps(run4)[-2:] == [5, 6]
 

@@ -4,7 +4,6 @@ stay identical while each trains on its own texts, and only rank 0 writes."""
 
 import json
 import os
-import socket
 
 import pytest
 import torch
@@ -14,12 +13,6 @@ from safetensors.torch import load_file, save_file
 from .conftest import CONFIGS
 
 STEPS = 4
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _worker(rank: int, world: int, port: int, out: str, encoder: str) -> None:
@@ -61,8 +54,8 @@ def _worker(rank: int, world: int, port: int, out: str, encoder: str) -> None:
 
 
 @pytest.mark.distributed
-def test_two_ranks_stay_in_sync(tiny_bert_dir, tmp_path):
-    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path), str(tiny_bert_dir)), nprocs=2, join=True)
+def test_two_ranks_stay_in_sync(tiny_bert_dir, tmp_path, free_port):
+    mp.spawn(_worker, args=(2, free_port, str(tmp_path), str(tiny_bert_dir)), nprocs=2, join=True)
     a = load_file(tmp_path / "rank0.safetensors")
     b = load_file(tmp_path / "rank1.safetensors")
     assert len(a["__texts"]) == len(b["__texts"]) == STEPS * 4

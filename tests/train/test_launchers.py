@@ -6,7 +6,6 @@ the parameters, memory and losses of the uninterrupted run."""
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,15 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from .conftest import CONFIGS
-
 BIN = Path(sys.executable).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env():
@@ -32,10 +23,9 @@ def _env():
                                                        os.environ.get("PYTHONPATH")) if p))
 
 
-def _pretrain(launcher: list[str], encoder, out, *extra):
-    command = launcher + ["-m", "jaket", "pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"),
-                          "--model", str(encoder), "--out", str(out), "--no-progress", "--device", "cpu",
-                          "--steps", "4", "--set", "checkpoint_every=2", "--set", "memory.initial=2", *extra]
+def _launch(launcher: list[str], argv: list[str]) -> str:
+    """`jaket pretrain` with ``argv`` under ``launcher`` on the CPU; its log."""
+    command = launcher + ["-m", "jaket", *argv, "--device", "cpu", "--set", "memory.initial=2"]
     done = subprocess.run(command, env=_env(), capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr.decode()[-3000:]
     return done.stdout.decode() + done.stderr.decode()
@@ -43,10 +33,10 @@ def _pretrain(launcher: list[str], encoder, out, *extra):
 
 @pytest.mark.distributed
 @pytest.mark.skipif(shutil.which("accelerate", path=str(BIN)) is None, reason="accelerate not installed")
-def test_torchrun_run_resumes_exactly_under_accelerate_launch(tiny_bert_dir, tmp_path):
+def test_torchrun_run_resumes_exactly_under_accelerate_launch(pretrain_argv, free_port, tmp_path):
     full, cut = tmp_path / "full", tmp_path / "cut"
     torchrun = [str(BIN / "torchrun"), "--standalone", "--nproc_per_node", "2"]
-    log = _pretrain(torchrun, tiny_bert_dir, full)
+    log = _launch(torchrun, pretrain_argv(full))
     assert "rank 1 of 2" in log and "on each of 2 ranks" in log
     summary = json.loads((full / "summary.json").read_text())
     assert summary["world_size"] == 2 and summary["device"].startswith("cpu")
@@ -58,8 +48,8 @@ def test_torchrun_run_resumes_exactly_under_accelerate_launch(tiny_bert_dir, tmp
     (cut / "checkpoints" / "latest").write_text("step-0000002\n")
     accelerate = [str(BIN / "accelerate"), "launch", "--multi_gpu", "--num_processes", "2",
                   "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-                  "--main_process_port", str(_free_port())]
-    log = _pretrain(accelerate, tiny_bert_dir, cut, "--resume")
+                  "--main_process_port", str(free_port)]
+    log = _launch(accelerate, pretrain_argv(cut, "--resume"))
     assert "resumed from" in log and "rank 1 of 2" in log
     assert json.loads((cut / "summary.json").read_text())["world_size"] == 2
 

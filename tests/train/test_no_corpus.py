@@ -11,8 +11,6 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from jaket.cli import main
-
 from .conftest import CONFIGS
 
 
@@ -25,12 +23,6 @@ def kg_dir(tmp_path_factory):
     return save_kg(kg, tmp_path_factory.mktemp("nocorpus") / "kg")
 
 
-def _pretrain(tiny_bert_dir, kg_dir, out, *extra, steps=4):
-    return main(["pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"), "--encoder",
-                 str(tiny_bert_dir), "--kg", str(kg_dir), "--out", str(out), "--no-progress",
-                 "--steps", str(steps), "--set", "checkpoint_every=2", *extra])
-
-
 def _finite(value):
     if isinstance(value, dict):
         return all(_finite(v) for v in value.values())
@@ -39,13 +31,13 @@ def _finite(value):
     return not isinstance(value, float) or math.isfinite(value)
 
 
-def test_a_kg_without_corpus_trains_the_kg_tasks_with_one_warning(tiny_bert_dir, kg_dir, tmp_path,
+def test_a_kg_without_corpus_trains_the_kg_tasks_with_one_warning(pretrain, kg_dir, tmp_path,
                                                                   caplog):
     from jaket.model.jaket import JaketModel
 
     out = tmp_path / "run"
     with caplog.at_level(logging.WARNING):
-        assert _pretrain(tiny_bert_dir, kg_dir, out, steps=6) == 0
+        assert pretrain(out, "--kg", str(kg_dir), steps=6) == 0
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
                 and "corpus" in r.getMessage()]
     assert warnings == [
@@ -81,19 +73,19 @@ def test_a_kg_without_corpus_trains_the_kg_tasks_with_one_warning(tiny_bert_dir,
     assert all(torch.equal(saved[k], trained[k]) for k in trained if k in saved and k.startswith("knowledge."))
 
 
-def test_a_kg_without_corpus_resumes_exactly(tiny_bert_dir, kg_dir, tmp_path, monkeypatch):
+def test_a_kg_without_corpus_resumes_exactly(pretrain, kg_dir, tmp_path, monkeypatch):
     """A run stopped (as by SIGTERM) after step 2, then resumed, equals the uninterrupted one."""
     from jaket.train.pretrain import Pretrainer
 
     whole, cut = tmp_path / "whole", tmp_path / "cut"
-    assert _pretrain(tiny_bert_dir, kg_dir, whole, "--set", "eval_texts=0") == 0
+    assert pretrain(whole, "--kg", str(kg_dir), "--set", "eval_texts=0") == 0
     with monkeypatch.context() as patch:
         patch.setattr(Pretrainer, "_stop_signal",
                       lambda self, signals: signal.SIGTERM if self.step == 2 else None)
-        assert _pretrain(tiny_bert_dir, kg_dir, cut, "--set", "eval_texts=0") == 128 + signal.SIGTERM
+        assert pretrain(cut, "--kg", str(kg_dir), "--set", "eval_texts=0") == 128 + signal.SIGTERM
     assert (cut / "checkpoints" / "latest").read_text().strip() == "step-0000002"
     assert not (cut / "summary.json").exists()
-    assert _pretrain(tiny_bert_dir, kg_dir, cut, "--set", "eval_texts=0", "--resume") == 0
+    assert pretrain(cut, "--kg", str(kg_dir), "--set", "eval_texts=0", "--resume") == 0
     a = load_file(str(whole / "checkpoints" / "step-0000004" / "model.safetensors"))
     b = load_file(str(cut / "checkpoints" / "step-0000004" / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -103,11 +95,11 @@ def test_a_kg_without_corpus_resumes_exactly(tiny_bert_dir, kg_dir, tmp_path, mo
     assert state["data_position"]["texts_consumed"] == 0
 
 
-def test_description_rows_train_lm1_without_a_corpus(tiny_bert_dir, kg_dir, tmp_path):
+def test_description_rows_train_lm1_without_a_corpus(pretrain, kg_dir, tmp_path):
     """With tasks.description_rows E^(0) of some seeds is LM1 with gradients: LM1 learns from the
     KG tasks, LM2 (the layers after it) stays frozen."""
     out = tmp_path / "run"
-    assert _pretrain(tiny_bert_dir, kg_dir, out, "--set", "eval_texts=0", "--set",
+    assert pretrain(out, "--kg", str(kg_dir), "--set", "eval_texts=0", "--set",
                      "tasks.description_rows=4", "--set", "model.lm1_layers=1") == 0
     trained = load_file(str(out / "checkpoints" / "step-0000004" / "model.safetensors"))
     first = load_file(str(out / "checkpoints" / "step-0000002" / "model.safetensors"))
@@ -116,7 +108,7 @@ def test_description_rows_train_lm1_without_a_corpus(tiny_bert_dir, kg_dir, tmp_
     assert not any(".layer.1." in k for k in changed if k.startswith("language."))
 
 
-def test_nothing_to_learn_without_a_corpus_is_refused(tiny_bert_dir, kg_dir, tmp_path, capsys):
+def test_nothing_to_learn_without_a_corpus_is_refused(pretrain, kg_dir, tmp_path, capsys):
     """No corpus and no KG task with examples (relation prediction off, no category)."""
     from jaket.kg.io import load_kg, save_kg
     from jaket.kg.toy import toy_kg
@@ -134,7 +126,7 @@ def test_nothing_to_learn_without_a_corpus_is_refused(tiny_bert_dir, kg_dir, tmp
                                         f"nothing to learn")
     assert "(0 entities with a category, tasks.weight_category=1.0, tasks.weight_relation=0.0)" \
         in str(caught.value) and "jaket link" in str(caught.value)
-    status = _pretrain(tiny_bert_dir, bare, tmp_path / "out", "--set", "tasks.weight_relation=0")
+    status = pretrain(tmp_path / "out", "--kg", str(bare), "--set", "tasks.weight_relation=0")
     assert status == 1 and "nothing to learn" in capsys.readouterr().err
     assert not (tmp_path / "out" / "metrics.jsonl").exists()
 
@@ -179,16 +171,11 @@ def _rank(rank: int, world: int, port: int, out: str, encoder: str, kg: str) -> 
 
 
 @pytest.mark.distributed
-def test_two_ranks_without_a_corpus_stay_in_sync(tiny_bert_dir, kg_dir, tmp_path):
+def test_two_ranks_without_a_corpus_stay_in_sync(tiny_bert_dir, kg_dir, tmp_path, free_port):
     """DistributedDataParallel with the text side frozen: no rank waits for its gradients."""
-    import socket
-
     import torch.multiprocessing as mp
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(_rank, args=(2, port, str(tmp_path), str(tiny_bert_dir), str(kg_dir)), nprocs=2, join=True)
+    mp.spawn(_rank, args=(2, free_port, str(tmp_path), str(tiny_bert_dir), str(kg_dir)), nprocs=2, join=True)
     a, b = load_file(tmp_path / "rank0.safetensors"), load_file(tmp_path / "rank1.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)
     saved = load_file(tmp_path / "run" / "model" / "jaket.safetensors")
