@@ -32,6 +32,7 @@ def kg_statistics(directory) -> dict:
         "entities": kg.num_entities,
         "relations": kg.num_relations,
         "triples": kg.num_triples,
+        "repeated_triples": int(kg.repeated_triples().sum()),  # given again; pre-training counts each once
         "categories": kg.num_categories,
         "entities_with_category": int((kg.entity_category >= 0).sum()),
         "isolated_entities": int((degree == 0).sum()),
@@ -56,7 +57,8 @@ def _format_stats(stats: dict) -> str:
     rows = [
         ("entities", f"{stats['entities']:,}"),
         ("relations", f"{stats['relations']:,}"),
-        ("triples", f"{stats['triples']:,}"),
+        ("triples", f"{stats['triples']:,}" + (f" ({stats['repeated_triples']:,} given again: pre-training "
+                                               f"counts each once)" if stats["repeated_triples"] else "")),
         ("categories", f"{stats['categories']:,} ({stats['entities_with_category']:,} entities "
                        f"have one)"),
         ("corpus texts", f"{stats['corpus_texts']:,}"),

@@ -329,6 +329,19 @@ class KnowledgeGraph:
         )
         return graph, old
 
+    def repeated_triples(self) -> np.ndarray:
+        """(T,) bool: the triples that repeat an earlier one (the same head, relation and tail); a
+        file may give a fact twice, pre-training counts it once (``drop_triples`` of this mask)."""
+        triples = np.asarray(self.triples, dtype=np.int64).reshape(-1, 3)
+        if self.num_entities ** 2 * max(self.num_relations, 1) < 2 ** 62:  # one integer per triple
+            keys = (triples[:, 0] * self.num_relations + triples[:, 1]) * self.num_entities + triples[:, 2]
+            first = np.unique(keys, return_index=True)[1]
+        else:
+            first = np.unique(triples, axis=0, return_index=True)[1]
+        repeated = np.ones(len(triples), dtype=bool)
+        repeated[first] = False  # the first of each (return_index: a stable sort's first)
+        return repeated
+
     def drop_triples(self, mask) -> "KnowledgeGraph":
         """The same entities and relations without the triples where ``mask`` (bool, (T,)) is True."""
         mask = np.asarray(mask, dtype=bool).reshape(-1)

@@ -15,9 +15,10 @@ import numpy as np
 
 from jaket.jsonio import quote
 from jaket.kg.corpus import Mention, MentionCorpus
-from jaket.kg.errors import Problem
+from jaket.kg.errors import Problem, not_a_file
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.readers import index_triples, json_object, read_field_lines, read_lines, read_triples
+from jaket.kg.readers import (index_triples, json_object, read_field_lines, read_lines, read_triples,
+                              wide_encoding_problem)
 
 ENTITIES = "entities.jsonl"
 RELATIONS = "relations.jsonl"
@@ -269,13 +270,15 @@ def parse_corpus(path: Path, entity_index, known_entities: dict[str, int] | None
 
 # the whole directory --------------------------------------------------------------------------
 def missing_files(directory: Path) -> list[Problem]:
-    """A problem for a directory that is not one, or for each of :data:`SOURCES` it lacks."""
+    """A problem for a directory that is not one, or for each of :data:`SOURCES` it lacks, has as a
+    folder or holds in UTF-16 / UTF-32 (then named once, not as every line that cannot be read)."""
     problems = []
     if not directory.is_dir():
         return [Problem(str(directory), None, "not a directory")]
     for name in SOURCES:
-        if not (directory / name).is_file():
-            problems.append(Problem(str(directory / name), None, "missing file"))
+        problem = not_a_file(directory / name) or wide_encoding_problem(directory / name)
+        if problem is not None:
+            problems.append(problem)
     return problems
 
 
@@ -313,18 +316,22 @@ def parse_dir(directory: Path, with_corpus: bool) -> tuple[KnowledgeGraph | None
 def validate_kg_dir(directory) -> list[Problem]:
     """Every problem of a KG directory (errors and warnings), in file then line order: exactly what
     loading it refuses (the KG, ``corpus.jsonl`` and the ``valid.txt`` / ``test.txt`` splits, as
-    ``build_source("dir")`` reads them) is an error; the warnings name what loads but means little:
-    no entity, no triple, an empty corpus or one without a mention, split triples naming an id the
-    KG lacks (tests/test_fuzz_validate.py checks the agreement)."""
+    ``build_source("dir")`` reads them) is an error, and a KG without an entity, which loads but
+    has nothing to train on; the warnings name what loads but means little: no triple, triples
+    given twice, an empty corpus or one without a mention, split triples naming an id the KG lacks
+    (tests/test_fuzz_validate.py checks the agreement)."""
     directory = Path(directory)
     kg, corpus, problems = parse_dir(directory, with_corpus=True)
     if kg is not None:
         if kg.num_entities == 0:
-            problems.append(Problem(str(directory / ENTITIES), None, "no entity: nothing to embed or classify "
-                                    "(pre-training refuses it)", "warning"))
+            problems.append(Problem(str(directory / ENTITIES), None, "no entity: nothing to train on, embed or "
+                                    "classify (pre-training and the tasks refuse it)"))
         if kg.num_triples == 0:
             problems.append(Problem(str(directory / TRIPLES), None, "no triple: the knowledge module has no "
                                     "edge and relation prediction no example", "warning"))
+        repeated = repeated_triples_problem(kg, directory / TRIPLES)
+        if repeated is not None:
+            problems.append(repeated)
     _optional_files(directory, kg, problems)
     if corpus is not None and (len(corpus) == 0 or corpus.num_mentions == 0):
         problems.append(Problem(str(directory / CORPUS), None,
@@ -335,13 +342,25 @@ def validate_kg_dir(directory) -> list[Problem]:
     return sorted(problems, key=lambda p: (order.get(Path(p.path).name, 9), p.path, p.line or 0))
 
 
+def repeated_triples_problem(kg: KnowledgeGraph, path: Path) -> Problem | None:
+    """A warning saying how many triples of ``kg`` (read from ``path``) repeat an earlier one, with
+    the first such triple; None when none does."""
+    repeated = np.flatnonzero(kg.repeated_triples())
+    if not len(repeated):
+        return None
+    head, relation, tail = kg.triples[repeated[0]]
+    example = " ".join(quote(x) for x in (kg.entity_ids[head], kg.relation_ids[relation], kg.entity_ids[tail]))
+    return Problem(str(path), None, f"{len(repeated)} triple(s) given again (the same head, relation and tail as an "
+                                    f"earlier line, e.g. {example}); pre-training counts each once", "warning")
+
+
 def _optional_files(directory: Path, kg: KnowledgeGraph | None, problems: list[Problem]) -> None:
     """What loading the directory (``build_source("dir")``) refuses in its optional files: a
     ``corpus.jsonl`` that is not a file, a split's malformed lines; and, as a warning, the split
     triples it skips (an entity or relation the KG lacks)."""
     corpus = directory / CORPUS
     if corpus.exists() and not corpus.is_file():
-        problems.append(Problem(str(corpus), None, "not a file"))
+        problems.append(not_a_file(corpus))
     for split in SPLIT_NAMES:
         path = directory / f"{split}.txt"
         if not path.exists():
@@ -355,4 +374,4 @@ def _optional_files(directory: Path, kg: KnowledgeGraph | None, problems: list[P
 
 
 __all__ = ["CORPUS", "ENTITIES", "RELATIONS", "SOURCES", "SPLIT_NAMES", "TRIPLES", "json_object", "missing_files",
-           "parse_corpus", "parse_dir", "string_field", "validate_kg_dir"]
+           "parse_corpus", "parse_dir", "repeated_triples_problem", "string_field", "validate_kg_dir"]

@@ -15,7 +15,7 @@ import torch
 from jaket.kg.corpus import EncodedCorpus, MentionCorpus
 from jaket.kg.exclusion import exclude_texts
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.io import CORPUS, load_corpus
+from jaket.kg.io import CORPUS, ENTITIES, TRIPLES, load_corpus
 from jaket.kg.sources.registry import build_source
 from jaket.model.config import STRUCTURE_FIELDS
 from jaket.model.jaket import ENCODER_DIR, JaketModel, check_fits_encoder, encoder_shape
@@ -97,18 +97,45 @@ def tasks_run(kg: KnowledgeGraph, has_texts: bool, config: PretrainConfig) -> li
     return [name for name, on in has.items() if on]
 
 
+def tasks_dropped(kg: KnowledgeGraph, has_texts: bool, config: PretrainConfig) -> dict[str, str]:
+    """The pre-training tasks switched on (weight > 0) that this KG and corpus give no example, each
+    with why (the data report says so, beside :func:`tasks_run`)."""
+    t = config.tasks
+    why = {"category": (t.weight_category, bool((kg.entity_category >= 0).any()),
+                        f"no entity of {_kg_file(config, ENTITIES)} has a category"),
+           "relation": (t.weight_relation, kg.num_triples > 0, f"{_kg_file(config, TRIPLES)} has no triple"),
+           "mlm": (t.weight_mlm, has_texts, "no corpus"), "entity": (t.weight_entity, has_texts, "no corpus")}
+    return {name: reason for name, (weight, has, reason) in why.items() if weight > 0 and not has}
+
+
+def _kg_file(config: PretrainConfig, name: str) -> str:
+    """A file of the KG folder pre-training reads (``the wordnet KG`` for a built source)."""
+    data = config.data
+    return str(Path(data.path) / name) if data.source == "dir" else f"the {data.source} KG"
+
+
+def count_each_triple_once(kg: KnowledgeGraph, config: PretrainConfig, report: dict) -> KnowledgeGraph:
+    """``kg`` without the triples that repeat an earlier one (a fact given twice is one fact: relation
+    prediction would see it twice as often and the knowledge module get a double edge), their count
+    logged and kept in ``report`` (``repeated_triples_counted_once``)."""
+    repeated = kg.repeated_triples()
+    if not repeated.any():
+        return kg
+    report["repeated_triples_counted_once"] = int(repeated.sum())
+    log.warning("%s: %d triple(s) given again (the same head, relation and tail as an earlier one); "
+                "pre-training counts each once", _kg_file(config, TRIPLES), int(repeated.sum()))
+    return kg.drop_triples(repeated)
+
+
 def check_pretraining_data(kg: KnowledgeGraph, corpus: MentionCorpus | None, config: PretrainConfig) -> None:
     """Refuse, with the file and a remedy, a KG or corpus on which a task would silently vanish or
     the sampler fail: no entity, no triple, no text, no mention (masked entity prediction on).
     ``corpus`` None (a KG-only run) needs a KG task with examples."""
-    data = config.data
-    folder = Path(data.path) if data.source == "dir" else None
-    where = (lambda name: str(folder / name)) if folder else (lambda name: f"the {data.source} KG")
     if kg.num_entities == 0:
-        raise PretrainDataError(f"{where('entities.jsonl')}: the KG has no entity; pre-training needs "
+        raise PretrainDataError(f"{_kg_file(config, ENTITIES)}: the KG has no entity; pre-training needs "
                                 f"entities with descriptions")
     if kg.num_triples == 0:
-        raise PretrainDataError(f"{where('triples.tsv')}: the KG has no triple; the knowledge module "
+        raise PretrainDataError(f"{_kg_file(config, TRIPLES)}: the KG has no triple; the knowledge module "
                                 f"and relation prediction need some (head<TAB>relation<TAB>tail lines)")
     if corpus is None:
         if not tasks_run(kg, False, config):
@@ -162,6 +189,7 @@ def load_kg_and_corpus(config: PretrainConfig) -> tuple[KnowledgeGraph, MentionC
                  "%d matches remain", report["excluded_texts"]["texts_dropped"],
                  report["excluded_texts"]["distinct_sentences"], len(data.exclude_texts),
                  report["excluded_texts"]["matches_remaining"])
+    kg = count_each_triple_once(kg, config, report)
     check_pretraining_data(kg, corpus, config)
     if corpus is None:
         log.warning("%s: no corpus, so pre-training runs the KG tasks only (%s); the text tasks "
@@ -173,6 +201,11 @@ def load_kg_and_corpus(config: PretrainConfig) -> tuple[KnowledgeGraph, MentionC
     report.setdefault("triples", kg.num_triples)
     report.setdefault("texts", len(corpus) if corpus is not None else 0)
     report["tasks"] = tasks_run(kg, corpus is not None, config)
+    report["tasks_dropped"] = tasks_dropped(kg, corpus is not None, config)
+    if "category" in report["tasks_dropped"]:  # as a missing corpus is said for the text tasks
+        log.warning("%s: no entity has a category, so pre-training drops the category task "
+                    "(tasks.weight_category=%g); give entities a \"category\" to train it, or set "
+                    "tasks.weight_category=0", _kg_file(config, ENTITIES), config.tasks.weight_category)
     return kg, corpus, report
 
 
