@@ -106,6 +106,21 @@ def _check_string(text: str) -> None:
                                  f"(JSON escapes allow it, UTF-8 cannot hold it)") from None
 
 
+#: the byte order marks of UTF-32 and UTF-16 (longest first): a file saved as "Unicode" (Windows'
+#: Notepad, PowerShell's ``>``) starts with one, and read as UTF-8 it is invalid bytes and NULs
+WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+             (b"\xfe\xff", "UTF-16"))
+
+
+def wide_encoding(data: bytes) -> str | None:
+    """What to say of a text that starts with a UTF-16 or UTF-32 byte order mark (one line for the
+    whole file, not a problem per line that is not UTF-8); None for any other start."""
+    for mark, name in WIDE_BOMS:
+        if data.startswith(mark):
+            return f"{name} text (it starts with the byte order mark {mark.hex(' ').upper()}); save it as UTF-8"
+    return None
+
+
 def read_json(path: str | Path) -> Any:
     """:func:`decode` of a whole file; :class:`JSONInputError` for a file that is not UTF-8 or
     not usable JSON (``OSError`` for one that cannot be read)."""
@@ -113,6 +128,8 @@ def read_json(path: str | Path) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
+        if wide_encoding(data):
+            raise JSONInputError(wide_encoding(data), 1) from None
         line = data[:error.start].count(b"\n") + 1
         raise JSONInputError(f"not UTF-8 (byte {error.start})", line) from None
     return decode(text)

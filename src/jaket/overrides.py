@@ -21,7 +21,7 @@ import yaml
 
 from jaket.errors import UsageError
 from jaket.fields import error_text
-from jaket.jsonio import quote
+from jaket.jsonio import quote, wide_encoding
 
 
 class ConfigFileError(ValueError):
@@ -73,6 +73,8 @@ def read_yaml_mapping(path: Path) -> dict:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
+        if wide_encoding(raw):
+            raise ConfigFileError(f"{path}:1: {wide_encoding(raw)}") from None
         line = raw[:error.start].count(b"\n") + 1
         raise ConfigFileError(f"{path}:{line}: not UTF-8 text (byte {error.start} of the file)") from None
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,19 @@ class KGFormatError(ValueError):
         super().__init__("\n".join(str(p) for p in errors))
 
 
+def not_a_file(path: Path, hint: str = "") -> Problem | None:
+    """The problem of a path where a file should be: ``missing file``, ``is a directory`` (a folder
+    given for a file) or ``not a file`` (a device, a socket), ``hint`` after it; None for a file."""
+    if path.is_file():
+        return None
+    what = "is a directory" if path.is_dir() else "not a file" if path.exists() else "missing file"
+    return Problem(str(path), None, f"{what}{f' ({hint})' if hint else ''}")
+
+
 def raise_if_errors(problems: Sequence[Problem]) -> None:
     """Raise :class:`KGFormatError` when ``problems`` holds an error (warnings alone pass)."""
     if any(p.is_error for p in problems):
         raise KGFormatError(problems)
 
 
-__all__ = ["KGFormatError", "Problem", "raise_if_errors"]
+__all__ = ["KGFormatError", "Problem", "not_a_file", "raise_if_errors"]

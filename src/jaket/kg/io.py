@@ -37,7 +37,7 @@ from jaket.jsonio import quote
 from jaket.kg.cache import (CACHE_DIR, CACHE_FORMAT, LAZY_STRINGS_ABOVE, RACY_NS, cache_is_fresh, read_cache,
                             source_stamps, write_cache)
 from jaket.kg.corpus import MentionCorpus
-from jaket.kg.errors import KGFormatError, Problem
+from jaket.kg.errors import KGFormatError, Problem, not_a_file
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.parsing import (CORPUS, ENTITIES, FORBIDDEN_IN_IDS, RELATIONS, SPLIT_NAMES, TRIPLES, missing_files,
                               parse_corpus, validate_kg_dir)
@@ -91,7 +91,7 @@ def load_corpus(path, kg: KnowledgeGraph) -> MentionCorpus:
     if path.is_dir():
         path = path / CORPUS
     if not path.is_file():
-        raise KGFormatError([Problem(str(path), None, "not a file" if path.exists() else "missing file")])
+        raise KGFormatError([not_a_file(path)])
     problems: list[Problem] = []
     corpus = parse_corpus(path, kg.entity_index, None, problems)
     if any(p.is_error for p in problems):

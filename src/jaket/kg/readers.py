@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from jaket.errors import EmptyInputError
-from jaket.jsonio import JSONInputError, decode, quote
-from jaket.kg.errors import KGFormatError, Problem
+from jaket.jsonio import JSONInputError, decode, quote, wide_encoding
+from jaket.kg.errors import KGFormatError, Problem, not_a_file
 from jaket.kg.graph import KnowledgeGraph
 
 logger = logging.getLogger(__name__)
@@ -30,7 +30,8 @@ def read_lines(path: Path, problems: list[Problem], *, keep_blank: bool = False)
     """The lines of a UTF-8 text file as ``(line number, text)``, without line ends.
 
     A byte order mark at the start is dropped (even when a later line is bad), ``\\r\\n`` ends
-    like ``\\n``; a line that is not valid UTF-8 becomes a :class:`Problem` and is left out.
+    like ``\\n``; a line that is not valid UTF-8 becomes a :class:`Problem` and is left out, and a
+    file in UTF-16 or UTF-32 (its byte order mark) is one problem and no line.
     Blank (white-space only) lines are left out unless ``keep_blank``. The whole file is decoded
     at once when it can be (the common case, several times faster than line by line); an
     ``OSError`` (missing file, a folder) is the caller's to report.
@@ -42,6 +43,9 @@ def read_lines(path: Path, problems: list[Problem], *, keep_blank: bool = False)
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = None
+        if wide_encoding(data):  # one problem for the file, not one per line
+            problems.append(Problem(str(path), 1, wide_encoding(data)))
+            return []
     if text is not None:
         rows = text.split("\n")
         if "\r" in text:
@@ -59,6 +63,16 @@ def read_lines(path: Path, problems: list[Problem], *, keep_blank: bool = False)
     if keep_blank:
         return [(number, line) for number, line in enumerate(rows, start=1) if line is not None]
     return [(number, line) for number, line in enumerate(rows, start=1) if line is not None and line.strip()]
+
+
+def wide_encoding_problem(path: Path) -> Problem | None:
+    """The one problem of a file in UTF-16 or UTF-32 (its first bytes are that byte order mark)."""
+    try:
+        with open(path, "rb") as handle:
+            message = wide_encoding(handle.read(4))
+    except OSError:
+        return None
+    return Problem(str(path), 1, message) if message else None
 
 
 def refuse_empty(path: Path, option: str, work: str) -> None:
@@ -95,6 +109,8 @@ def read_text_file(path: str | Path, what: str = "") -> list[tuple[int, str]]:
         lines = read_lines(Path(path), problems)
     except FileNotFoundError:
         raise KGFormatError([Problem(str(path), None, f"no such file{suffix}")]) from None
+    except IsADirectoryError:
+        raise KGFormatError([Problem(str(path), None, f"is a directory{suffix}")]) from None
     except OSError as error:
         raise KGFormatError([Problem(str(path), None, f"cannot read: {error.strerror or error}{suffix}")]) from None
     if problems:
@@ -146,7 +162,7 @@ def read_triples(path, problems: list[Problem] | None = None, *, separator: str 
     found: list[Problem] = []
     rows = []
     if not path.is_file():
-        found.append(Problem(str(path), None, "missing file" if not path.exists() else "not a file"))
+        found.append(not_a_file(path))
     else:
         shape = _separator_name(separator).join(("head", "relation", "tail"))
         for number, line in read_field_lines(path, found, separator):
@@ -186,4 +202,4 @@ def read_split(path, kg: KnowledgeGraph) -> tuple[np.ndarray, int]:
 
 
 __all__ = ["UTF8_BOM", "index_triples", "read_field_lines", "read_lines", "read_split", "read_triples",
-           "refuse_empty"]
+           "refuse_empty", "wide_encoding_problem"]

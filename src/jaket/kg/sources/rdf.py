@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 SKOS = "http://www.w3.org/2004/02/skos/core#"
+OWL = "http://www.w3.org/2002/07/owl#"
 _SCHEMA = ("http://schema.org/", "https://schema.org/")
 
 LABELS = [RDFS + "label", SKOS + "prefLabel"] + [s + "name" for s in _SCHEMA]
@@ -359,4 +360,19 @@ def load_rdf(path, fmt: str | None = None) -> tuple[KnowledgeGraph, dict]:
     if ignored_literals or blank:
         logger.info("%s: %d literal-valued and %d blank-node triples ignored (see the report)", path,
                     sum(ignored_literals.values()), blank)
+    _hint_owl(graph, rdflib, path, report)
     return kg, report
+
+
+def _hint_owl(graph, rdflib, path: Path, report: dict) -> None:
+    """An ontology (``owl:Class``, ``owl:Restriction``) read as plain RDF loses its class axioms with
+    their blank nodes: count the declarations in ``report`` and name the OWL import, which keeps them."""
+    declared = {kind: sum(1 for _ in graph.subjects(rdflib.RDF.type, rdflib.URIRef(OWL + kind)))
+                for kind in ("Class", "Restriction")}
+    if not any(declared.values()):
+        return
+    report["owl_declarations"] = {f"owl:{kind}": count for kind, count in declared.items()}
+    logger.warning("%s declares %d owl:Class and %d owl:Restriction: an OWL ontology, read here as plain RDF "
+                   "(its class axioms are dropped with their blank nodes); `jaket kg import owl %s --out DIR` "
+                   "keeps the restrictions and makes the class hierarchy the categories", path,
+                   declared["Class"], declared["Restriction"], path)

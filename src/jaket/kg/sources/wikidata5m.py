@@ -41,8 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-from jaket.kg.errors import KGFormatError, Problem
+from jaket.kg.errors import KGFormatError, Problem, not_a_file
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.readers import wide_encoding_problem
 from jaket.kg.strings import AliasTable, StringTable
 
 logger = logging.getLogger(__name__)
@@ -312,8 +313,8 @@ def load_wikidata5m(directory, setting: str = "transductive", category_relation:
     directory = Path(directory)
     files = triple_files(setting)
     required = [ENTITY_FILE, RELATION_FILE, TEXT_FILE, files["train"]]
-    missing = [Problem(str(directory / name), None, "missing file") for name in required
-               if not (directory / name).is_file()]
+    missing = [problem for name in required
+               if (problem := not_a_file(directory / name) or wide_encoding_problem(directory / name)) is not None]
     if not directory.is_dir():
         missing = [Problem(str(directory), None, "not a directory")]
     if missing:

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from jaket.jsonio import quote
-from jaket.kg.errors import KGFormatError, Problem
+from jaket.kg.errors import KGFormatError, Problem, not_a_file
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.readers import read_field_lines, read_triples
 from jaket.kg.sources.wordnet import load_wordnet_data
@@ -230,7 +230,7 @@ def load_wn18rr(folder, wordnet_directory=None) -> tuple[KnowledgeGraph, dict]:
     if not folder.is_dir():
         raise KGFormatError([Problem(str(folder), None, "not a directory")])
     if not train_path.is_file():
-        raise KGFormatError([Problem(str(train_path), None, "missing file (a WN18RR folder has train.txt)")])
+        raise KGFormatError([not_a_file(train_path, "a WN18RR folder has train.txt")])
     problems: list[Problem] = []
     split_paths = [p for p in (folder / "valid.txt", folder / "test.txt") if p.is_file()]
     for other in (folder / "valid.txt", folder / "test.txt"):
