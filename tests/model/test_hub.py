@@ -90,3 +90,28 @@ def test_the_model_card_says_what_the_model_is(folder, tiny_bert_dir):
 
     _, info = AutoModelForMaskedLM.from_pretrained(folder / "encoder", output_loading_info=True)
     assert "AutoModelForMaskedLM" in card and not info["missing_keys"] and not info["unexpected_keys"]
+
+
+@pytest.mark.parametrize("first", ["jaket", "transformers"])
+def test_import_jaket_registers_the_auto_classes_without_loading_transformers(folder, first):
+    """Issue #40: ``import jaket`` (not only ``import jaket.model.jaket``) makes ``AutoModel`` load a
+    jaket folder, whichever is imported first; ``import jaket`` alone loads neither Transformers
+    nor torch (it installs a hook: registering at once would cost seconds, jaket.model.auto)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    imports = ("import jaket\nlight = not {'transformers', 'torch'} & set(sys.modules)\n"
+               "from transformers import AutoConfig, AutoModel\n")
+    if first == "transformers":
+        imports = "from transformers import AutoConfig, AutoModel\nimport jaket\nlight = True\n"
+    code = ("import sys\n" + imports +
+            f"config = AutoConfig.from_pretrained({str(folder)!r})\n"
+            f"model = AutoModel.from_pretrained({str(folder)!r})\n"
+            "print(light, type(config).__name__, type(model).__module__, type(model).__name__)\n")
+    src = Path(__file__).resolve().parents[2] / "src"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1",
+                               "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "JaketTransformersConfig", "jaket.model.jaket", "JaketModel"]

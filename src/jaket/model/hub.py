@@ -3,10 +3,12 @@
 :func:`register` makes ``transformers.AutoConfig.from_pretrained(folder)`` return a
 :class:`JaketTransformersConfig` and ``transformers.AutoModel.from_pretrained(folder)`` a
 :class:`~jaket.model.jaket.JaketModel` (the third-party-model way: ``AutoConfig.register`` /
-``AutoModel.register``); importing :mod:`jaket.model.jaket` calls it. :func:`resolve_folder` turns
-a Hub repo id into the folder ``huggingface_hub`` keeps in its cache (a local path is used as it
-is), :func:`push_folder` uploads a saved folder, and :func:`model_card_text` is the README.md that
-``save_pretrained`` puts beside the weights.
+``AutoModel.register``); importing :mod:`jaket.model.jaket` calls it, and ``import jaket`` does
+so as soon as Transformers' Auto modules load (:mod:`jaket.model.auto`; this module imports only
+Transformers' ``PretrainedConfig`` at the top, so that hook can read it while ``AutoModel`` is
+still loading). :func:`resolve_folder` turns a Hub repo id into the folder ``huggingface_hub``
+keeps in its cache (a local path is used as it is), :func:`push_folder` uploads a saved folder,
+and :func:`model_card_text` is the README.md that ``save_pretrained`` puts beside the weights.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from transformers import AutoConfig, AutoModel, PretrainedConfig
+from transformers import PretrainedConfig
 
 from jaket.model.config import ModelFolderError
 
@@ -34,6 +36,8 @@ class JaketTransformersConfig(PretrainedConfig):
 
 def register(model_class) -> None:
     """Make the Auto classes know ``model_type: jaket`` (idempotent)."""
+    from transformers import AutoConfig, AutoModel  # not at the top: see the module docstring
+
     AutoConfig.register("jaket", JaketTransformersConfig, exist_ok=True)
     AutoModel.register(JaketTransformersConfig, model_class, exist_ok=True)
 
