@@ -138,7 +138,7 @@ def _add_relation_classification_arguments(rc: argparse.ArgumentParser) -> None:
 def _add_sense_linking_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", type=Path, help="jointly pre-trained model folder (the 'jaket' scorers)")
     parser.add_argument("--encoder", type=Path, help="base Hugging Face encoder (default: bundled MiniLM)")
-    source = parser.add_mutually_exclusive_group(required=True)
+    source = parser.add_mutually_exclusive_group()
     source.add_argument("--heldout-of", type=Path, metavar="RUN",
                         help="a pre-training run folder: its held-out linked texts (rebuilt from RUN/config.yaml) "
                              "are the examples")
@@ -168,6 +168,8 @@ def _run_sense_linking(args) -> int:
 
     device, out = start_run(args, "sense-linking")
     kg = load_sense_kg(args.kg)
+    if args.heldout_of is None and args.unseen_of is None:
+        raise ValueError("give the examples: --heldout-of RUN (a pre-training run's held-out texts) or --unseen-of DATA")
     inventory = SenseInventory.for_wordnet(kg)
     if args.unseen_of is not None:
         examples, info = sl.unseen_examples(args.unseen_of, kg, inventory, args.max_examples,
