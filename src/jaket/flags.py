@@ -1,4 +1,5 @@
-"""The command-line flags every command shares: ``--device`` and ``--precision`` (with ``--bf16``).
+"""The command-line flags every command shares: ``--device`` and ``--precision`` (with ``--bf16``),
+and the value types of counted and probability flags (:func:`positive_int`, :func:`probability`).
 
 Declared here, in one place and without torch, so any command's parser adds them the same way;
 what they mean is resolved where the devices are (:func:`jaket.model.device.resolve_device`,
@@ -30,3 +31,19 @@ def add_precision_argument(parser: argparse.ArgumentParser, default_help: str = 
     parser.add_argument("--bf16", dest="precision", action="store_const", const="bf16",
                         help="the same as --precision bf16 (2-3x faster on CPUs with AMX / AVX512-BF16 and "
                              "on GPUs; many times slower on CPUs without: --precision auto avoids that)")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def probability(text: str) -> float:
+    """An argparse type: a number in [0, 1]."""
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a probability in [0, 1], got {text}")
+    return value

@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from jaket.errors import UsageError
-from jaket.flags import add_device_argument
+from jaket.flags import add_device_argument, positive_int, probability
 from jaket.kg.io import load_kg
 from jaket.kg.linking import EntityLinker, LinkStats, read_texts, write_corpus
 from jaket.kg.readers import refuse_empty
@@ -100,19 +100,6 @@ def _forms(value: str) -> tuple[str, ...]:
     return tuple(form.strip() for form in value.split(",") if form.strip())
 
 
-def _positive(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
-    return number
-
-
-def _probability(value: str) -> float:
-    number = float(value)
-    if not 0.0 <= number <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a probability in [0, 1], got {value}")
-    return number
-
 
 def _add_model_arguments(link: argparse.ArgumentParser) -> None:
     """The flags of ``jaket link --model``."""
@@ -122,13 +109,13 @@ def _add_model_arguments(link: argparse.ArgumentParser) -> None:
                             "candidates are ranked by its masked-entity head against their descriptions "
                             "(works on a KG the model never saw); each link records score, margin and "
                             "candidates")
-    model.add_argument("--min-confidence", type=_probability, default=_MODEL_FLAGS["min_confidence"], metavar="P",
+    model.add_argument("--min-confidence", type=probability, default=_MODEL_FLAGS["min_confidence"], metavar="P",
                        help="leave mentions whose probability is below P unlinked (listed under 'unlinked', "
                             "counted in the summary; default 0: link every mention)")
-    model.add_argument("--max-length", type=_positive, default=_MODEL_FLAGS["max_length"], metavar="TOKENS",
+    model.add_argument("--max-length", type=positive_int, default=_MODEL_FLAGS["max_length"], metavar="TOKENS",
                        help="tokens of a text the model reads (default 128); mentions past them are left "
                             "unlinked and counted")
-    model.add_argument("--batch-size", type=_positive, default=_MODEL_FLAGS["batch_size"], metavar="N",
+    model.add_argument("--batch-size", type=positive_int, default=_MODEL_FLAGS["batch_size"], metavar="N",
                        help="texts (and descriptions) per forward pass (default 64)")
     add_device_argument(model)
 
@@ -155,7 +142,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                            "e.g. Go,C,JS")
     link.add_argument("--case-sensitive", action="store_true",
                       help="match letter case exactly (default: case-insensitive)")
-    link.add_argument("--max-ambiguity", type=_positive, default=None, metavar="K",
+    link.add_argument("--max-ambiguity", type=positive_int, default=None, metavar="K",
                       help="leave surface forms naming more than K entities unlinked "
                            "(default: no limit)")
     link.add_argument("--exact-forms", action="store_true",

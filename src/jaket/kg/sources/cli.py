@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from jaket.atomic import atomic_directory, json_text, write_lines, write_text
+from jaket.flags import positive_int
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import save_kg
@@ -166,13 +167,6 @@ def _import_pykeen(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- argument parsing
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def _count(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -237,7 +231,7 @@ def _register_build(commands: argparse._SubParsersAction) -> None:
     wordnet = sources.add_parser("wordnet", help="WordNet 3.0 synsets, pointers and usage examples "
                                                  "(shipped with the package, no download)")
     _out(wordnet)
-    wordnet.add_argument("--max-entities", type=_positive, default=None, metavar="N",
+    wordnet.add_argument("--max-entities", type=positive_int, default=None, metavar="N",
                          help="a connected-ish subset of N synsets over many categories")
     wordnet.add_argument("--roots", type=_roots, default=None, metavar="SYNSETS",
                          help="comma-separated synset names (dog.n.01,cat.n.01): keep their hyponym closure")
@@ -245,10 +239,10 @@ def _register_build(commands: argparse._SubParsersAction) -> None:
     wordnet.set_defaults(func=_build_wordnet)
 
     synthetic = sources.add_parser("synthetic", help="a random KG with power-law degrees (scale tests)")
-    synthetic.add_argument("--entities", type=_positive, required=True, metavar="N")
+    synthetic.add_argument("--entities", type=positive_int, required=True, metavar="N")
     synthetic.add_argument("--triples", type=_count, required=True, metavar="T")
     _out(synthetic)
-    synthetic.add_argument("--relations", type=_positive, default=20, metavar="P")
+    synthetic.add_argument("--relations", type=positive_int, default=20, metavar="P")
     synthetic.add_argument("--categories", type=_count, default=10, metavar="C")
     synthetic.add_argument("--exponent", type=float, default=0.7,
                            help="power-law exponent of the entity popularity (default 0.7)")
