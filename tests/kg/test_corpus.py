@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from jaket.kg.corpus import (Mention, MentionCorpus, MentionError, collate_texts,
+from jaket.kg.corpus import (Mention, MentionCorpus, MentionError, _token_spans, collate_texts,
                              encode_descriptions)
 
 
@@ -112,6 +112,47 @@ def test_encode_descriptions(bert_tokenizer):
     ids, mask, start, end = encode_descriptions(["one two three four five sun"], ["sun"],
                                                 bert_tokenizer, max_length=4)
     assert (start.item(), end.item()) == (1, 1)
+
+
+def _row_by_row_spans(texts, names, tokenizer, max_length):
+    """The span rule of encode_descriptions, one text at a time with ``re`` (the reference)."""
+    import re
+
+    spans = []
+    for text, name in zip(texts, names):
+        encoded = tokenizer(text, truncation=True, max_length=max_length, return_offsets_mapping=True,
+                            return_special_tokens_mask=True)
+        offsets = np.array(encoded["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+        special = np.array(encoded["special_tokens_mask"], dtype=bool)
+        found = re.search(re.escape(name), text, flags=re.IGNORECASE) if name else None
+        span = (1, 1)
+        if found is not None:
+            s, o = _token_spans(offsets, special, np.array([found.start()]), np.array([found.end()]))
+            if s[0] <= o[0] and 0 <= o[0] < len(offsets) and offsets[o[0], 1] >= found.end():
+                span = (int(s[0]), int(o[0]))
+        spans.append((min(span[0], len(offsets) - 1), min(span[1], len(offsets) - 1)))
+    return spans
+
+
+@pytest.mark.parametrize("which", ["bert_tokenizer", "roberta_tokenizer"])
+def test_the_batched_span_search_gives_what_each_text_alone_gives(which, request):
+    """encode_descriptions finds every name over the whole batch at once (str.find on ASCII, arrays
+    for the token spans); each row must equal the one-text-at-a-time rule, including the non-ASCII
+    case folding that only ``re`` does (the Kelvin sign matches k), truncation and absent names."""
+    tokenizer = request.getfixturevalue(which)
+    rng = np.random.default_rng(0)
+    words = ["sun", "Star", "dog", "DOGS", "canis", "the", "of", "a", "genus", "Ångström", "straße", "İstanbul",
+             "\u212aelvin", "kelvin", "naïve", "x", "center", "solar-system", "(bank)", "bank's"]
+    texts, names = [], []
+    for _ in range(300):
+        text = " ".join(rng.choice(words, size=int(rng.integers(0, 14))))
+        texts.append(text)
+        names.append(str(rng.choice(words + ["", "solar system", "Kelvin", "STRASSE", "ångström", "zebra"])))
+    for max_length in (6, 12, 64):
+        _, _, start, end = encode_descriptions(texts, names, tokenizer, max_length=max_length)
+        batched = list(zip(start.tolist(), end.tolist()))
+        assert batched == _row_by_row_spans(texts, names, tokenizer, max_length)
+    assert any(span != (1, 1) for span in batched)
 
 
 def test_split_partitions(toy):

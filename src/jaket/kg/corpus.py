@@ -247,6 +247,49 @@ def collate_texts(encoded: EncodedCorpus, indices, pad_id: int) -> TextBatch:
     )
 
 
+def _first_occurrences(texts: Sequence[str], names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The character span ``[start, end)`` of the first case-insensitive occurrence of ``names[i]`` in
+    ``texts[i]``; ``(-1, -1)`` where there is none or the name is empty.
+
+    ASCII text and name (nearly every description) are searched with ``str.find`` on lower-cased
+    copies, which is what ``re.IGNORECASE`` matches there; anything else goes through ``re``, whose
+    case folding lower-casing does not reproduce (e.g. the Kelvin sign matches ``k``)."""
+    n = len(texts)
+    starts, ends = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+    for i, (text, name) in enumerate(zip(texts, names)):
+        if not name:
+            continue
+        if text.isascii() and name.isascii():
+            at = text.lower().find(name.lower())
+            if at >= 0:
+                starts[i], ends[i] = at, at + len(name)
+            continue
+        found = re.search(re.escape(name), text, flags=re.IGNORECASE)
+        if found is not None:
+            starts[i], ends[i] = found.start(), found.end()
+    return starts, ends
+
+
+def _description_spans(offsets: np.ndarray, special: np.ndarray, starts: np.ndarray,
+                       ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The inclusive token span ``(s, o)`` of each row's character span, over the whole batch at once
+    (:func:`_token_spans`, row by row, gives the same): ``s`` is the first content token ending after
+    the span's start, ``o`` the last one starting before its end. A row keeps ``(1, 1)`` (Eq. 7's
+    default) when it has no span, when no token overlaps it, or when its end was truncated away
+    (the token at ``o`` must reach the span's end)."""
+    n, length = special.shape
+    content = ~special
+    token_starts, token_ends = offsets[..., 0], offsets[..., 1]
+    after = content & (token_ends > starts[:, None])
+    first = np.where(after.any(1), after.argmax(1), length)
+    before = content & (token_starts < ends[:, None])
+    last = np.where(before.any(1), length - 1 - before[:, ::-1].argmax(1), -1)
+    reaches = token_ends[np.arange(n), np.clip(last, 0, max(length - 1, 0))] >= ends if length else \
+        np.zeros(n, dtype=bool)
+    ok = (starts >= 0) & (last >= 0) & (first <= last) & reaches
+    return np.where(ok, first, 1).astype(np.int64), np.where(ok, last, 1).astype(np.int64)
+
+
 def encode_descriptions(texts: Sequence[str], names: Sequence[str], tokenizer: PreTrainedTokenizerBase,
                         max_length: int = 64) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
                                                        torch.Tensor]:
@@ -271,17 +314,8 @@ def encode_descriptions(texts: Sequence[str], names: Sequence[str], tokenizer: P
     attention = torch.from_numpy(encoded["attention_mask"].astype(np.int64))
     offsets = encoded["offset_mapping"].astype(np.int64)
     special = encoded["special_tokens_mask"].astype(bool) | (encoded["attention_mask"] == 0)
-    start = np.ones(len(texts), dtype=np.int64)
-    end = np.ones(len(texts), dtype=np.int64)
-    for i, (text, name) in enumerate(zip(texts, names)):
-        found = re.search(re.escape(name), text, flags=re.IGNORECASE) if name else None
-        if found is None:
-            continue
-        s, o = _token_spans(offsets[i], special[i], np.array([found.start()]),
-                            np.array([found.end()]))
-        covered = 0 <= o[0] < len(offsets[i]) and offsets[i][o[0], 1] >= found.end()
-        if s[0] <= o[0] and covered:
-            start[i], end[i] = s[0], o[0]
+    found_start, found_end = _first_occurrences(texts, names)
+    start, end = _description_spans(offsets, special, found_start, found_end)
     # a text of only special tokens has no position 1 beyond [SEP]; clamp into the sequence
     length = input_ids.shape[1]
     return (input_ids, attention, torch.from_numpy(np.minimum(start, length - 1)),

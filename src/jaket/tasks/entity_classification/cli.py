@@ -25,55 +25,6 @@ from jaket.tasks.splits import read_splits
 
 logger = logging.getLogger(__name__)
 
-@dataclass(kw_only=True)
-class EntityClassificationData:
-    """Where KG' and its labels come from."""
-
-    #: a KG directory; None = the held-out part of a WordNet subset (the embedded default)
-    kg: Path | None = None
-    #: user split files (entity ids, or ``id<TAB>label`` rows); train and dev go together
-    train: Path | None = None
-    dev: Path | None = None
-    test: Path | None = None
-    #: the embedded default: WordNet subset size, held-out share, and the seed of both
-    max_entities: int = 3000
-    heldout_fraction: float = 0.3
-    data_seed: int = 0
-
-    __pydantic_config__ = ConfigDict(extra="forbid")  # an unknown key is an error, not ignored
-
-
-@dataclass(kw_only=True)
-class EntityClassificationJob(EntityClassificationConfig):
-    """A fine-tuning (or evaluation) run: the task config plus its data.
-
-    ``variants`` / ``seeds`` left empty mean: ``finetune`` runs ``jaket`` with a pre-trained
-    model (``pretrained``, the ``--model`` folder), else ``lm+g+m``, with seed 0; ``evaluate``
-    runs every setting that applies over seeds 0-4."""
-
-    data: EntityClassificationData = field(default_factory=EntityClassificationData)
-    variants: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
-
-    __pydantic_config__ = ConfigDict(extra="forbid")
-
-    def check(self) -> list[tuple[str, str]]:
-        problems = super().check()
-        data = self.data
-        if not 0 < data.heldout_fraction < 1:
-            problems.append(("data.heldout_fraction", f"must be in (0, 1), got {data.heldout_fraction}"))
-        if data.max_entities < 2:
-            problems.append(("data.max_entities", f"must be at least 2, got {data.max_entities}"))
-        given = [name for name in ("train", "dev", "test") if getattr(data, name) is not None]
-        if given and data.kg is None:
-            problems.append((f"data.{given[0]}", "split files name entities of a KG: give data.kg (--kg DIR)"))
-        if given and (data.train is None or data.dev is None):
-            missing = "train" if data.train is None else "dev"
-            problems.append((f"data.{missing}", f"user splits need a {missing} file (--{missing} FILE): "
-                             "train fits the model, dev selects the epoch and stops early"))
-        return problems
-
-
 # ----------------------------------------------------------------------------- arguments
 
 
@@ -167,17 +118,3 @@ def run(args: argparse.Namespace) -> int:
     paired = ec.paired_table(results)
     return finish(args.json, results, ec.results_table(results) + ("\n\n" + paired if paired else ""), out,
                   "entity-classification", "--kg KG")
-
-
-def load_data(data: EntityClassificationData):
-    """``(KG', user splits or None)`` named by the job's data section."""
-    if data.kg is None:
-        from jaket.tasks import entity_classification as ec  # the task, loaded when it runs
-
-        _, _, kg, info = ec.wordnet_protocol(data.max_entities, data.heldout_fraction, data.data_seed)
-        logger.info("WordNet protocol: %s", info)
-        return kg, None
-    kg = load_kg(data.kg)
-    if data.train is None:
-        return kg, None
-    return kg, read_splits(kg, data.train, data.dev, data.test)

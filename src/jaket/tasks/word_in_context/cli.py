@@ -26,44 +26,6 @@ from jaket.tasks.settings import WordInContextConfig
 logger = logging.getLogger(__name__)
 
 
-@dataclass(kw_only=True)
-class WordInContextData:
-    """Where the pairs and the senses come from."""
-
-    #: training pairs: WiC ``*.data.txt`` (gold beside it) or JSONL; None = WordNet-derived pairs
-    train: Path | None = None
-    #: evaluation pairs, same formats (WiC: the dev split; its test labels are not public)
-    eval: Path | None = None
-    #: the sense KG folder; None = WordNet 3.0 (all 117,659 synsets)
-    kg: Path | None = None
-    #: WordNet-derived pairs (no --train): how many, and their seed
-    wordnet_pairs: int = 2000
-    data_seed: int = 0
-
-    __pydantic_config__ = ConfigDict(extra="forbid")
-
-
-@dataclass(kw_only=True)
-class WordInContextJob(WordInContextConfig):
-    """A run: the task config plus its data; empty ``variants`` / ``seeds``: ``finetune`` runs
-    ``jaket`` with ``--model`` (else ``lm``) on seed 0, ``evaluate`` every setting on seeds 0-4."""
-
-    data: WordInContextData = field(default_factory=WordInContextData)
-    variants: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
-
-    __pydantic_config__ = ConfigDict(extra="forbid")
-
-    def check(self) -> list[tuple[str, str]]:
-        problems = super().check()
-        if (self.data.train is None) != (self.data.eval is None):
-            given, missing = ("train", "eval") if self.data.eval is None else ("eval", "train")
-            problems.append((f"data.{missing}", f"--{given} needs --{missing} FILE too"))
-        if self.data.wordnet_pairs < 10:
-            problems.append(("data.wordnet_pairs", f"must be at least 10, got {self.data.wordnet_pairs}"))
-        return problems
-
-
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     """The word-in-context flags (beside the common ones of :mod:`jaket.tasks.cli`)."""
     defaults = WordInContextJob()

@@ -12,21 +12,14 @@ it the description memory stays frozen (the quick default).
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 
-import numpy as np
-
-from jaket.kg.io import load_kg
-from jaket.kg.readers import read_split
-from jaket.kg.sources.registry import build_source
 from jaket.flags import add_precision_argument
 from jaket.model.device import choose_precision
 from jaket.overrides import add_config_arguments
 from jaket.tasks.cli_common import csv_list, finish, seed_range, start_run, variants_of
+from jaket.tasks.link_prediction.data import load_data
 from jaket.tasks.settings import OBJECTIVES, TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
-
-logger = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
@@ -115,65 +108,6 @@ def predict_rows(model, args: argparse.Namespace) -> list[dict]:
     return rows(model, args.kg, args.queries, args.top_k, args.exclude_known)
 
 
-def load_data(args) -> tuple:
-    """``(kg, train triples, {name: evaluation triples})`` named by the flags."""
-    rng = np.random.default_rng(0)
-    evaluation: dict[str, np.ndarray] = {}
-    if args.data is not None:  # the source registry's WN18RR: the KG = the training triples, valid/test splits
-        bundle = build_source("wn18rr", folder=args.data)
-        kg, evaluation = bundle.kg, dict(bundle.splits)
-        train = np.asarray(kg.triples, dtype=np.int64).reshape(-1, 3)
-        for name, skipped in bundle.report.get("split_triples_skipped", {}).items():
-            if skipped:
-                logger.warning("%s: %d triples name an entity or relation not in the KG and are skipped",
-                               args.data / f"{name}.txt", skipped)
-        if getattr(args, "sample_entities", None):
-            kg, train, evaluation = sample_entities(kg, train, evaluation, args.sample_entities, rng)
-    elif args.kg is not None:
-        kg = load_kg(args.kg)
-        train = np.asarray(kg.triples, dtype=np.int64)
-    else:
-        kg = build_source("wordnet", max_entities=args.max_entities, seed=0).kg
-        order = rng.permutation(kg.num_triples)
-        cut = int(0.9 * len(order))
-        triples = np.asarray(kg.triples, dtype=np.int64)
-        train, evaluation["valid"] = triples[order[:cut]], triples[order[cut:]]
-    for path in args.eval:
-        evaluation[path.stem], _ = read_split(path, kg)
-    if not evaluation:
-        raise ValueError("nothing to evaluate: give --eval FILE (WN18RR format)")
-    if args.max_train and len(train) > args.max_train:
-        train = train[rng.permutation(len(train))[: args.max_train]]
-    return kg, train, evaluation
-
-
-def sample_entities(kg, train: np.ndarray, evaluation: dict[str, np.ndarray], count: int,
-                    rng: np.random.Generator) -> tuple:
-    """A trial-sized part of a link-prediction dataset: the entities of randomly drawn training
-    triples until about ``count`` are reached, the graph induced on them, and every training and
-    evaluation triple among them (renumbered). Evaluation triples are only kept, never added."""
-    if count < 2:
-        raise ValueError(f"--sample-entities {count}: needs at least 2 entities")
-    chosen = np.zeros(kg.num_entities, dtype=bool)
-    for row in train[rng.permutation(len(train))]:
-        if chosen.sum() >= count:
-            break
-        chosen[row[0]] = chosen[row[2]] = True
-    sub, old = kg.induced_subgraph(np.flatnonzero(chosen))
-    new_of_old = np.full(kg.num_entities, -1, dtype=np.int64)
-    new_of_old[old] = np.arange(len(old))
-
-    def keep(triples: np.ndarray) -> np.ndarray:
-        h, t = new_of_old[triples[:, 0]], new_of_old[triples[:, 2]]
-        inside = (h >= 0) & (t >= 0)
-        return np.stack([h[inside], triples[inside, 1], t[inside]], axis=1).astype(np.int64)
-
-    evaluation = {name: keep(np.asarray(triples, dtype=np.int64)) for name, triples in evaluation.items()}
-    logger.info("--sample-entities %d: %d entities, %d training triples, %s", count, sub.num_entities,
-                len(keep(train)), ", ".join(f"{len(v)} {k}" for k, v in evaluation.items()))
-    return sub, keep(np.asarray(train, dtype=np.int64)), evaluation
-
-
 def mode_defaults(args: argparse.Namespace) -> None:
     """Fill the flags left unset with the frozen mode's defaults or, with ``--train-encoder``, those
     of :data:`jaket.tasks.link_prediction.TRAIN_ENCODER_DEFAULTS` (``--budget-cpu-seconds 0``
@@ -193,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
     from jaket.tasks import link_prediction as lp  # the task, loaded when it runs
 
     device, out = start_run(args, "link-prediction")  # device, trackers and --out checked before any work
-    kg, train, evaluation = load_data(args)
+    kg, train, evaluation = load_data(args.data, args.kg, args.eval, max_entities=args.max_entities,
+                                      max_train=args.max_train, sample_count=getattr(args, "sample_entities", None))
     mode_defaults(args)
     config = LinkPredictionConfig(
         variants=variants_of(args, "link-prediction"), scorers=args.scorers, seeds=seed_range(args.seeds, args.first_seed),

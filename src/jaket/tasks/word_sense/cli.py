@@ -23,38 +23,6 @@ from jaket.tasks.settings import WordSenseConfig
 TASK = "word-sense-disambiguation"
 
 
-@dataclass(kw_only=True)
-class WordSenseData:
-    """Where the targets and the senses come from."""
-
-    #: the targets: the framework's ``*.data.xml`` or our JSONL (required)
-    path: Path | None = None
-    #: the framework's key file; None = the ``*.gold.key.txt`` beside an XML file, when it exists
-    gold: Path | None = None
-    #: the sense KG folder; None = WordNet 3.0 (all 117,659 synsets)
-    kg: Path | None = None
-
-    __pydantic_config__ = ConfigDict(extra="forbid")
-
-
-@dataclass(kw_only=True)
-class WordSenseJob(WordSenseConfig):
-    """A run: the task config plus its data; empty ``variants`` / ``seeds``: every encoder scorer
-    that applies (``jaket`` with ``--model``) and seeds 0-4."""
-
-    data: WordSenseData = field(default_factory=WordSenseData)
-    variants: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
-
-    __pydantic_config__ = ConfigDict(extra="forbid")
-
-    def check(self) -> list[tuple[str, str]]:
-        problems = super().check()
-        if self.data.path is None:
-            problems.append(("data.path", "--data FILE is required (a framework *.data.xml or JSONL)"))
-        return problems
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The task's flags (beside the common ones of :func:`jaket.tasks.cli_common.add_common_arguments`)."""
     add_config_flags(parser, "YAML config (keys of WordSenseJob)", "--set first_sense_prior=[0.5,1]")
@@ -95,3 +63,56 @@ def run(args: argparse.Namespace) -> int:
     return finish(args.json, results, wsd.results_table(results) if results["scorers"] else "(no gold: no score)",
                   out, json_summary={"scorers": {k: v["f1"] for k, v in results["scorers"].items()},
                                      "paired": results["paired"], "data": results["data"]})
+
+
+def add_sense_linking_arguments(parser: argparse.ArgumentParser) -> None:
+    """``jaket evaluate sense-linking``: its flags (no common ones: nothing is fine-tuned)."""
+    parser.add_argument("--model", type=Path, help="jointly pre-trained model folder (the 'jaket' scorers)")
+    parser.add_argument("--encoder", type=Path, help="base Hugging Face encoder (default: bundled MiniLM)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--heldout-of", type=Path, metavar="RUN",
+                        help="a pre-training run folder: its held-out linked texts (rebuilt from RUN/config.yaml) "
+                             "are the examples")
+    source.add_argument("--unseen-of", type=Path, metavar="DATA",
+                        help="a 'jaket prepare wordnet-reference' folder: the texts of its unseen KG' (DATA/kg-unseen), "
+                             "which pre-training never saw, are the examples")
+    parser.add_argument("--unseen-candidates-only", action="store_true",
+                        help="with --unseen-of: a word's candidates are its KG' senses only (a KG never seen at all)")
+    add_sense_kg_argument(parser)
+    parser.add_argument("--max-examples", type=int, metavar="N", help="use the first N examples only")
+    parser.add_argument("--seeds", type=int, default=3, help="fresh KMs of the lm+g+m scorer (default 3)")
+    parser.add_argument("--no-baselines", dest="baselines", action="store_false",
+                        help="only the first-sense, random and --model scorers (to compare pre-trained models)")
+    parser.add_argument("--out", type=Path, help="output folder (default runs/sense-linking)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the results of an earlier run in --out (refused otherwise)")
+    parser.add_argument("--json", action="store_true", help="print the scores as JSON on stdout (alone)")
+    add_device_argument(parser)
+    add_config_arguments(parser)
+    parser.set_defaults(func=run_sense_linking)
+
+
+def run_sense_linking(args) -> int:
+    """``jaket evaluate sense-linking``."""
+    from jaket.tasks import sense_linking as sl  # the task, loaded when it runs
+    from jaket.tasks.wic_data import SenseInventory
+    from jaket.tasks.word_in_context_predict import load_sense_kg
+
+    device, out = start_run(args, "sense-linking")
+    kg = load_sense_kg(args.kg)
+    if args.heldout_of is None and args.unseen_of is None:
+        raise ValueError("give the examples: --heldout-of RUN (a pre-training run's held-out texts) or --unseen-of DATA")
+    inventory = SenseInventory.for_wordnet(kg)
+    if args.unseen_of is not None:
+        examples, info = sl.unseen_examples(args.unseen_of, kg, inventory, args.max_examples,
+                                            args.unseen_candidates_only)
+    else:
+        examples, info = sl.heldout_examples(args.heldout_of, kg, inventory, args.max_examples)
+    if not examples:
+        raise ValueError(f"{args.heldout_of or args.unseen_of}: no mention could be linked to a sense of "
+                         f"{args.kg or 'WordNet'}")
+    results = sl.evaluate_sense_linking(examples, kg, pretrained=args.model, encoder=args.encoder,
+                                        seeds=tuple(range(args.seeds)), device=device, baselines=args.baselines)
+    results["data"] = {**info, "examples_used": len(examples)}
+    sl.write_report(results, out)
+    return finish(args.json, results, sl.results_table(results), out, json_summary=results["scorers"])

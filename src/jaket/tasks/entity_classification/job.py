@@ -1,0 +1,101 @@
+"""Entity classification's job: the task config (:class:`EntityClassificationConfig`) and its data
+section (:class:`EntityClassificationData`), plain dataclasses read by ``--config`` / ``--set``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import ConfigDict
+
+from jaket.tasks.settings import VARIANTS, BackboneSettings
+
+
+@dataclass
+class EntityClassificationConfig(BackboneSettings):
+    variants: tuple[str, ...] = ("lm", "gnn", "lm+g+m", "jaket")
+    train_fractions: tuple[float, ...] = (1.0, 0.2, 0.05)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    split: tuple[float, float, float] = (0.2, 0.2, 0.6)
+    epochs: int = 150
+    head_lr: float = 1e-3
+    km_lr: float = 5e-4
+    weight_decay: float = 0.01
+    dropout: float = 0.2
+    min_class_size: int = 1  # categories with fewer labelled entities are kept but reported
+    #: stop when the dev accuracy has not improved for this many epochs (None: run every epoch)
+    patience: int | None = None
+    #: "fresh": a new classifier, as the paper; "category": the ``jaket`` setting's classifier
+    #: starts from the pre-trained category head (pre-training task 1) for the categories it
+    #: shares by name with KG' (:func:`category_prior`); other settings have no such head
+    head_init: Literal["fresh", "category"] = "fresh"
+
+    def check(self) -> list[tuple[str, str]]:
+        """``(key, problem)`` of every value that is well-typed but unusable."""
+        problems = [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
+                    for v in self.variants if v not in VARIANTS]
+        problems += [("train_fractions", f"{f} is not in (0, 1]") for f in self.train_fractions if not 0 < f <= 1]
+        if len(self.split) != 3 or abs(sum(self.split) - 1.0) > 1e-6 or min(self.split, default=0) < 0:
+            problems.append(("split", f"three non-negative fractions summing to 1 (train, dev, test), got {list(self.split)}"))
+        for key in ("epochs", "patience"):
+            value = getattr(self, key)
+            if value is not None and value < 1:
+                problems.append((key, f"must be at least 1, got {value}"))
+        if self.head_lr <= 0:
+            problems.append(("head_lr", f"must be positive, got {self.head_lr}"))
+        if self.km_lr < 0:
+            problems.append(("km_lr", f"must be positive, or 0 to freeze the KM (a linear probe), got {self.km_lr}"))
+        if not 0 <= self.dropout < 1:
+            problems.append(("dropout", f"must be in [0, 1), got {self.dropout}"))
+        return problems
+
+
+@dataclass(kw_only=True)
+class EntityClassificationData:
+    """Where KG' and its labels come from."""
+
+    #: a KG directory; None = the held-out part of a WordNet subset (the embedded default)
+    kg: Path | None = None
+    #: user split files (entity ids, or ``id<TAB>label`` rows); train and dev go together
+    train: Path | None = None
+    dev: Path | None = None
+    test: Path | None = None
+    #: the embedded default: WordNet subset size, held-out share, and the seed of both
+    max_entities: int = 3000
+    heldout_fraction: float = 0.3
+    data_seed: int = 0
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # an unknown key is an error, not ignored
+
+
+@dataclass(kw_only=True)
+class EntityClassificationJob(EntityClassificationConfig):
+    """A fine-tuning (or evaluation) run: the task config plus its data.
+
+    ``variants`` / ``seeds`` left empty mean: ``finetune`` runs ``jaket`` with a pre-trained
+    model (``pretrained``, the ``--model`` folder), else ``lm+g+m``, with seed 0; ``evaluate``
+    runs every setting that applies over seeds 0-4."""
+
+    data: EntityClassificationData = field(default_factory=EntityClassificationData)
+    variants: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    def check(self) -> list[tuple[str, str]]:
+        problems = super().check()
+        data = self.data
+        if not 0 < data.heldout_fraction < 1:
+            problems.append(("data.heldout_fraction", f"must be in (0, 1), got {data.heldout_fraction}"))
+        if data.max_entities < 2:
+            problems.append(("data.max_entities", f"must be at least 2, got {data.max_entities}"))
+        given = [name for name in ("train", "dev", "test") if getattr(data, name) is not None]
+        if given and data.kg is None:
+            problems.append((f"data.{given[0]}", "split files name entities of a KG: give data.kg (--kg DIR)"))
+        if given and (data.train is None or data.dev is None):
+            missing = "train" if data.train is None else "dev"
+            problems.append((f"data.{missing}", f"user splits need a {missing} file (--{missing} FILE): "
+                             "train fits the model, dev selects the epoch and stops early"))
+        return problems

@@ -1,0 +1,113 @@
+"""Word in context's job: the task config (:class:`WordInContextConfig`) and its data section
+(:class:`WordInContextData`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ConfigDict
+
+from jaket.tasks.settings import BackboneSettings
+
+
+#: how the word-in-context task's KM settings pick the sense fused at the target word
+SENSE_FUSION = ("attention", "first", "none")
+
+
+@dataclass
+class WordInContextConfig(BackboneSettings):
+    """Word-in-context (WiC): does the target word mean the same in both texts?
+
+    Every setting fine-tunes its whole language module with the same head on the two target-word
+    representations ``[t1, t2, |t1 - t2|, t1 * t2]`` (the usual WiC head), the same epochs,
+    learning rates and batch size, and keeps the epoch with the best accuracy on a selection part
+    of the training pairs. The KM settings (``lm+g+m``, ``jaket``) also read the target's candidate
+    senses (:class:`jaket.tasks.wic_data.SenseInventory`): the masked-entity head scores them from
+    the context (Eq. of masked entity prediction, restricted to the candidates), their KM
+    embeddings are averaged with these weights and fused at the target (Eq. 8-9) before LM2, and
+    the two texts' sense distributions add their agreement ``p1 . p2`` to the head's input.
+    """
+
+    variants: tuple[str, ...] = ("lm", "lm+g+m", "jaket")
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    epochs: int = 3
+    batch_size: int = 32
+    #: learning rate of the language module (LM1 + LM2)
+    lr: float = 5e-5
+    #: learning rate of the pair head
+    head_lr: float = 1e-3
+    #: learning rate of the KM, the fusion and the masked-entity head
+    km_lr: float = 1e-4
+    warmup_fraction: float = 0.1
+    weight_decay: float = 0.01
+    dropout: float = 0.1
+    max_length: int = 96
+    #: candidate senses read per target (WordNet's most frequent first)
+    max_candidates: int = 64
+    fanouts: tuple[int, ...] = (5, 5)
+    #: ``attention``: the candidates' KM embeddings weighted by the sense scores; ``first``: the
+    #: most frequent sense's alone (no scorer); ``none``: no fusion (sense agreement only)
+    sense_fusion: str = "attention"
+    #: share of the training pairs kept for choosing the epoch (per seed); 0 = the last epoch
+    selection_fraction: float = 0.1
+    description_max_length: int = 32
+    bf16: bool = False
+
+    def check(self) -> list[tuple[str, str]]:
+        problems = [("variants", f"{v!r}: word-in-context runs lm, lm+g+m and jaket")
+                    for v in self.variants if v not in ("lm", "lm+g+m", "jaket")]
+        for key in ("epochs", "batch_size", "max_candidates"):
+            if getattr(self, key) < 1:
+                problems.append((key, f"must be at least 1, got {getattr(self, key)}"))
+        for key in ("lr", "head_lr", "km_lr"):
+            if getattr(self, key) <= 0:
+                problems.append((key, f"must be positive, got {getattr(self, key)}"))
+        if not 0 <= self.selection_fraction < 0.5:
+            problems.append(("selection_fraction", f"must be in [0, 0.5), got {self.selection_fraction}"))
+        if not 0 <= self.dropout < 1:
+            problems.append(("dropout", f"must be in [0, 1), got {self.dropout}"))
+        if self.sense_fusion not in SENSE_FUSION:
+            problems.append(("sense_fusion", f"one of {', '.join(SENSE_FUSION)}, got {self.sense_fusion!r}"))
+        if self.max_length < 8:
+            problems.append(("max_length", f"must be at least 8, got {self.max_length}"))
+        return problems
+
+
+@dataclass(kw_only=True)
+class WordInContextData:
+    """Where the pairs and the senses come from."""
+
+    #: training pairs: WiC ``*.data.txt`` (gold beside it) or JSONL; None = WordNet-derived pairs
+    train: Path | None = None
+    #: evaluation pairs, same formats (WiC: the dev split; its test labels are not public)
+    eval: Path | None = None
+    #: the sense KG folder; None = WordNet 3.0 (all 117,659 synsets)
+    kg: Path | None = None
+    #: WordNet-derived pairs (no --train): how many, and their seed
+    wordnet_pairs: int = 2000
+    data_seed: int = 0
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+
+@dataclass(kw_only=True)
+class WordInContextJob(WordInContextConfig):
+    """A run: the task config plus its data; empty ``variants`` / ``seeds``: ``finetune`` runs
+    ``jaket`` with ``--model`` (else ``lm``) on seed 0, ``evaluate`` every setting on seeds 0-4."""
+
+    data: WordInContextData = field(default_factory=WordInContextData)
+    variants: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    def check(self) -> list[tuple[str, str]]:
+        problems = super().check()
+        if (self.data.train is None) != (self.data.eval is None):
+            given, missing = ("train", "eval") if self.data.eval is None else ("eval", "train")
+            problems.append((f"data.{missing}", f"--{given} needs --{missing} FILE too"))
+        if self.data.wordnet_pairs < 10:
+            problems.append(("data.wordnet_pairs", f"must be at least 10, got {self.data.wordnet_pairs}"))
+        return problems

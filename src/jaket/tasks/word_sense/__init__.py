@@ -1,0 +1,6 @@
+"""Word senses: sense linking, all-words word-sense disambiguation and the context linker of ``jaket link --model``.
+
+Split as every task package (docs/contributing.md, "Adding a task"): ``job`` (the typed config and
+its data section), ``data``, ``model``, ``finetuned``, ``run`` (the runner) and ``cli``. This file
+imports none of them, so ``jaket --help`` loads only the light ones.
+"""

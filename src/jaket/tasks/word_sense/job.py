@@ -1,0 +1,83 @@
+"""Word-sense disambiguation's job: the task config (:class:`WordSenseConfig`) and its data section
+(:class:`WordSenseData`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ConfigDict
+
+from jaket.tasks.settings import BackboneSettings
+
+
+@dataclass
+class WordSenseConfig(BackboneSettings):
+    """Word-sense disambiguation (all-words, the unified framework of Raganato et al., 2017): each
+    target's sense among its lemma's candidates in the sense KG, by the scorers of
+    :mod:`jaket.tasks.sense_scoring`, none of them fine-tuned. First sense, random and ``jaket
+    link``'s Lesk rule always run; ``variants`` adds the encoder scorers: ``lm`` (the base
+    encoder's cosine), ``lm+g+m`` (a fresh KM per seed, its structure as every task's:
+    :meth:`VariantConfig.km_structure`) and ``jaket`` (the pre-trained masked-entity head, pre-training
+    task 4, restricted to the candidates, and the pre-trained encoder's cosine).
+    """
+
+    variants: tuple[str, ...] = ("lm", "lm+g+m", "jaket")
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    #: tokens of a description read for the ``lm`` / ``lm+g+m`` / ``jaket (cosine)`` rows
+    description_max_length: int = 32
+    #: tokens of a target's sentence (special tokens included; a target beyond them is an error)
+    max_length: int = 256
+    #: weights ``w`` of WordNet's sense order as a prior, each reported beside the scorers alone:
+    #: ``log softmax(s / T) + w log p(rank)``, ``p(r) ∝ 1 / (r + 1)`` (:func:`jaket.tasks.sense_scoring.with_prior`);
+    #: empty = not used. Choose ``w`` on the development set (SemEval-2007) only
+    first_sense_prior: tuple[float, ...] = ()
+    #: resamples of the targets for the paired differences of scorers without seeds
+    bootstrap: int = 10000
+    bootstrap_seed: int = 0
+
+    def check(self) -> list[tuple[str, str]]:
+        problems = [("variants", f"{v!r}: word-sense disambiguation runs lm, lm+g+m and jaket")
+                    for v in self.variants if v not in ("lm", "lm+g+m", "jaket")]
+        problems += [("first_sense_prior", f"weights must be finite and positive, got {w}")
+                     for w in self.first_sense_prior if not 0 < w < float("inf")]
+        if self.max_length < 8:
+            problems.append(("max_length", f"must be at least 8, got {self.max_length}"))
+        if self.description_max_length < 4:
+            problems.append(("description_max_length", f"must be at least 4, got {self.description_max_length}"))
+        if self.bootstrap < 100:
+            problems.append(("bootstrap", f"must be at least 100 resamples, got {self.bootstrap}"))
+        return problems
+
+
+@dataclass(kw_only=True)
+class WordSenseData:
+    """Where the targets and the senses come from."""
+
+    #: the targets: the framework's ``*.data.xml`` or our JSONL (required)
+    path: Path | None = None
+    #: the framework's key file; None = the ``*.gold.key.txt`` beside an XML file, when it exists
+    gold: Path | None = None
+    #: the sense KG folder; None = WordNet 3.0 (all 117,659 synsets)
+    kg: Path | None = None
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+
+@dataclass(kw_only=True)
+class WordSenseJob(WordSenseConfig):
+    """A run: the task config plus its data; empty ``variants`` / ``seeds``: every encoder scorer
+    that applies (``jaket`` with ``--model``) and seeds 0-4."""
+
+    data: WordSenseData = field(default_factory=WordSenseData)
+    variants: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    def check(self) -> list[tuple[str, str]]:
+        problems = super().check()
+        if self.data.path is None:
+            problems.append(("data.path", "--data FILE is required (a framework *.data.xml or JSONL)"))
+        return problems
