@@ -130,20 +130,41 @@ def _cuda_as_meta(monkeypatch):
 
 def test_a_host_memory_pins_the_rows_a_step_reads_not_a_copy_of_the_table(monkeypatch):
     """Issue #29: ``place`` pinned the whole entity table (a second copy of N rows in host memory,
-    in every rank); only the rows gathered for a step are pinned now, and the table stays itself."""
+    in every rank); only the rows gathered for a step are pinned now, straight into a reused
+    pinned buffer (#39: one host copy, not two), and the table stays itself."""
     from jaket.model import memory as memory_module
-    from jaket.model.memory import EntityContextMemory
+    from jaket.model.memory import EntityContextMemory, StagingRing
 
-    pinned = []
-    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda t, *a: pinned.append(t.numel()) or t.clone())
+    rings, events = [], []
+
+    class Ring(StagingRing):  # this machine may have no pinned-memory allocator: record the request
+        def __init__(self, slots=2, pinned=False):
+            super().__init__(slots, pinned=False)
+            rings.append(self)
+            self.asked_pinned = pinned
+
+    class Event:
+        def record(self):
+            events.append(self)
+
+        def synchronize(self):
+            pass
+
+    monkeypatch.setattr(memory_module, "StagingRing", Ring)
+    monkeypatch.setattr(torch.cuda, "Event", Event)
     monkeypatch.setattr(memory_module, "memory_placement", lambda nbytes, device: "host")
     _cuda_as_meta(monkeypatch)
     memory = EntityContextMemory(50, 3, 8)
     table = memory.entities.data_ptr()
     assert memory.place(torch.device("cuda")) == "host"
-    assert memory.entities.data_ptr() == table and pinned == []
+    assert memory.entities.data_ptr() == table and rings == []
     rows = memory.entity_rows(torch.tensor([4, 2, 9]), device="cuda")
-    assert rows.shape == (3, 8) and pinned == [3 * 8]
+    assert rows.shape == (3, 8) and rows.device.type == "meta"
+    (ring,) = rings
+    assert ring.asked_pinned and ring.buffers[0].shape == (3, 8) and ring.events[0] is events[0]
+    assert torch.equal(ring.buffers[0], memory.entities[[4, 2, 9]])
+    memory.entity_rows(torch.tensor([1]), device="cuda")
+    assert len(rings) == 1 and len(events) == 2  # the same ring, its second slot
 
 
 def test_a_refresh_into_host_memory_waits_for_its_device_to_host_copy(tiny_bert_dir, fake_device, monkeypatch):

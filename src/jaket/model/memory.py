@@ -94,6 +94,44 @@ class DescriptionTokens:
         return ids, mask, torch.from_numpy(self.start[rows]), torch.from_numpy(self.end[rows])
 
 
+class StagingRing:
+    """Reused host buffers that rows kept in host memory are gathered into before they go to a GPU.
+
+    ``torch.index_select(table, 0, index, out=buffer)`` writes the rows straight into the buffer:
+    one host copy, where ``table[index].pin_memory()`` makes two (the gather, then the pinned
+    copy) and allocates both every step. On a GPU the buffers are pinned, so the copy to the device
+    does not block, and a buffer is reused only after the copy that read it has finished (an event
+    recorded per slot, :meth:`copied`); ``slots`` buffers let a step's gather overlap the previous
+    step's copy. A buffer grows (by half again) when a step asks for more rows than it holds."""
+
+    def __init__(self, slots: int = 2, pinned: bool = False):
+        if slots < 1:
+            raise ValueError(f"a staging ring needs at least one slot, not {slots}")
+        self.pinned = pinned
+        self.buffers: list[torch.Tensor | None] = [None] * slots
+        self.events: list = [None] * slots
+        self.slot = 0
+
+    def gather(self, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """``table[index]`` written into the next slot's buffer; a view of it, valid until the
+        ring comes back to this slot (copy it to the device, then call :meth:`copied`)."""
+        n, width = int(index.numel()), table.shape[1]
+        buffer = self.buffers[self.slot]
+        if buffer is None or buffer.shape[0] < n or buffer.shape[1] != width or buffer.dtype != table.dtype:
+            rows = max(n, 0 if buffer is None else buffer.shape[0] * 3 // 2, 1)
+            buffer = torch.empty((rows, width), dtype=table.dtype, pin_memory=self.pinned)
+            self.buffers[self.slot], self.events[self.slot] = buffer, None
+        elif self.events[self.slot] is not None:
+            self.events[self.slot].synchronize()  # the copy that read this buffer last has ended
+        return torch.index_select(table, 0, index, out=buffer[:n])
+
+    def copied(self, event=None) -> None:
+        """The rows of the last :meth:`gather` are on their way: ``event`` (recorded on the stream
+        of the copy) says when the buffer is free again. The next gather uses the next slot."""
+        self.events[self.slot] = event
+        self.slot = (self.slot + 1) % len(self.buffers)
+
+
 class EntityContextMemory:
     """``E^context`` (N, F) and ``R^context`` (P, F) with momentum refresh (Eq. 7, 11, 12).
 
@@ -125,6 +163,8 @@ class EntityContextMemory:
         self._tokens: dict[tuple, tuple[weakref.ref, DescriptionTokens, DescriptionTokens]] = {}
         #: where the model runs; the rows live there too unless they did not fit (:meth:`place`)
         self.device = torch.device("cpu")
+        #: host-kept rows on their way to a GPU (:meth:`entity_rows`); made at the first such read
+        self._staging: StagingRing | None = None
 
     def _storage(self, shape: tuple[int, int], path) -> torch.Tensor:
         if path is None:
@@ -166,17 +206,22 @@ class EntityContextMemory:
     # ------------------------------------------------------------------ reading rows
     def entity_rows(self, index, device=None) -> torch.Tensor:
         """``E^context`` rows as float32 (the knowledge module's ``E^(0)``) on ``device``
-        (default: where the rows live); rows kept in host memory are gathered there, pinned
-        (these rows only) and copied to a GPU without blocking: the copy is ordered before the
-        kernels that read it on the GPU's stream, and the pinned block is not reused before the
-        copy ends (PyTorch's pinned-memory allocator records it)."""
+        (default: where the rows live). Rows kept in host memory for a GPU are gathered straight
+        into a reused pinned buffer (:class:`StagingRing`) and copied without blocking: the copy is
+        ordered before the kernels that read it on the GPU's stream, and the buffer is not
+        reused before the copy ends."""
         index = torch.as_tensor(index, dtype=torch.long)
+        target = torch.device(device) if device is not None else self.entities.device
+        if self.entities.device.type == "cpu" and target.type == "cuda":
+            if self._staging is None:
+                self._staging = StagingRing(pinned=True)
+            rows = self._staging.gather(self.entities, index.cpu()).to(target, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record()
+            self._staging.copied(event)
+            return rows.float()
         rows = self.entities[index.to(self.entities.device)]
-        if device is not None and rows.device != torch.device(device):
-            if rows.device.type == "cpu" and torch.device(device).type == "cuda":
-                rows = rows.pin_memory()
-            rows = rows.to(device, non_blocking=True)
-        return rows.float()
+        return rows.to(target).float()
 
     def relation_rows(self, index=None, device=None) -> torch.Tensor:
         """``R^context`` rows (all when ``index`` is None) as float32, on ``device`` if given."""
