@@ -130,11 +130,13 @@ class OnTheFlyDescriptions:
     """The on-the-fly mode, a :attr:`Pretrainer.before_forward <jaket.train.pretrain.Pretrainer>`
     hook: before each micro-step's forward, LM1 encodes the description of every entity of the
     batch's sampled subgraph (Eq. 7 for those rows, no gradients) into the memory the step then
-    reads, which is what the memory (Eq. 11-12) saves. ``seconds`` totals the encoding."""
+    reads, which is what the memory (Eq. 11-12) saves. ``seconds`` totals the encoding,
+    ``descriptions`` the descriptions encoded."""
 
     def __init__(self, trainer):
         self.trainer = trainer
         self.seconds = 0.0
+        self.descriptions = 0
 
     def __call__(self, batch) -> None:
         trainer = self.trainer
@@ -145,6 +147,7 @@ class OnTheFlyDescriptions:
                                    max_length=trainer.model.config.description_max_length, momentum=0.0,
                                    entity_subset=batch.subgraph.node_ids.numpy())
         self.seconds += time.perf_counter() - began
+        self.descriptions += int(batch.subgraph.num_nodes)
 
 
 def _trainer(args: argparse.Namespace, entities: int, text_batch: int, out: str):
