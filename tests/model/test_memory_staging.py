@@ -1,8 +1,10 @@
-"""StagingRing: host-kept memory rows gathered straight into reused buffers (the GPU path pins them;
-the gather and the reuse are the same on a CPU, tested here)."""
+"""The memory's host side for a GPU (#39): StagingRing, host-kept rows gathered straight into reused
+buffers (the GPU path pins them; the gather and the reuse are the same on a CPU, tested here), and
+descriptions tokenised only when a row is asked for (a rank tokenises its share)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -63,3 +65,31 @@ def test_rows_of_a_memory_mapped_table_gather_the_same(tmp_path):
     ring = StagingRing()
     index = torch.tensor([29, 0, 13])
     assert torch.equal(ring.gather(memory.entities, index), memory.entity_rows(index))
+
+
+def test_descriptions_are_tokenised_when_asked_for_and_the_same_in_any_share(tiny_bert_dir):
+    """#39: a distributed refresh tokenises its rank's rows only; a row's tokens must not depend
+    on which rows it was tokenised with (rank shares, any order) nor on being asked twice."""
+    from transformers import AutoTokenizer
+
+    from jaket.model.memory import DescriptionTokens
+
+    bert_tokenizer = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    rng = np.random.default_rng(1)
+    words = ["sun", "star", "the", "centre", "of", "a", "solar", "system", "dog", "canis", "genus"]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(0, 12)))) for _ in range(97)]
+    names = [str(rng.choice(words)) for _ in texts]
+    whole = DescriptionTokens(texts, names, bert_tokenizer, max_length=10, chunk=16)
+    whole.ensure()
+    assert whole.done.all()
+    for world in (2, 3):
+        for rank in range(world):
+            share = DescriptionTokens(texts, names, bert_tokenizer, max_length=10, chunk=7)
+            rows = np.arange(len(texts))[rank::world]
+            ids, mask, start, end = share.batch(rows[::-1])
+            assert share.done.sum() == len(rows)  # nothing beyond the share
+            expected = whole.batch(rows[::-1])
+            for got, want in zip((ids, mask, start, end), expected):
+                assert torch.equal(got, want)
+            share.batch(rows)
+            assert share.done.sum() == len(rows)  # asked again: not tokenised again

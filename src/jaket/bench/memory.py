@@ -118,7 +118,7 @@ def _timed_encodings(args: argparse.Namespace, repeats: int, memory: EntityConte
                      baseline, kg, entity_tokens, rows: np.ndarray, subset: np.ndarray | None):
     """The three ways of encoding ``rows``, interleaved in each repeat: (wall, CPU) seconds per
     repeat of each, and the (real, padded) tokens of the baseline's two batch orders."""
-    lengths = entity_tokens.lengths[rows]
+    lengths = entity_tokens.lengths_of(rows)
     sorted_order = rows[np.argsort(lengths, kind="stable")]
     # the first fill replaces (momentum 0); later ones blend (Eq. 12): time the blending kind
     memory.refresh(language, kg, batch_size=args.batch_size, max_length=args.max_length,
@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> dict:
     figures["tokenize_descriptions_per_second"] = (kg.num_entities + kg.num_relations) / clock.wall
     rows = _rows_to_encode(args, kg.num_entities)
     subset = None if len(rows) == kg.num_entities else rows
-    lengths = entity_tokens.lengths[rows]
+    lengths = entity_tokens.lengths_of(rows)
     figures["encoded_rows"] = int(len(rows))
     figures["description_tokens_mean"] = float(lengths.mean())
     figures["description_tokens_max"] = int(lengths.max())

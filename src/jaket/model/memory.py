@@ -66,29 +66,56 @@ def refresh_steps(total: int, initial: int = 10, growth: int = 2, every: int = 3
 
 
 class DescriptionTokens:
-    """Every description of one KG side tokenised once: ``ids (n, L) int32`` (padded with the pad
-    id), ``lengths (n,)`` and the mention span ``start``, ``end`` (n,) of Eq. 7."""
+    """The descriptions of one KG side, tokenised when first needed: ``ids (n, L) int32`` (padded
+    with the pad id), ``lengths (n,)`` and the mention span ``start``, ``end`` (n,) of Eq. 7.
+
+    A row is tokenised the first time :meth:`batch` or :meth:`lengths_of` asks for it, and once:
+    a distributed refresh tokenises only its rank's share of the rows (every ``world_size``-th),
+    not the whole KG in every rank. A row's tokens do not depend on which rows it was tokenised
+    with (each is padded to ``L`` apart)."""
 
     def __init__(self, texts, names, tokenizer, max_length: int, chunk: int = 4096):
         n = len(texts)
+        if len(names) != n:
+            raise ValueError(f"{n} descriptions but {len(names)} names")
+        self.texts, self.names, self.tokenizer, self.chunk = list(texts), list(names), tokenizer, chunk
+        self.max_length = max_length
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.ids = np.full((n, max_length), pad, dtype=np.int32)
         self.lengths = np.zeros(n, dtype=np.int64)
         self.start = np.ones(n, dtype=np.int64)
         self.end = np.ones(n, dtype=np.int64)
-        for begin in range(0, n, chunk):
-            stop = min(n, begin + chunk)
-            ids, mask, start, end = encode_descriptions(texts[begin:stop], names[begin:stop],
-                                                        tokenizer, max_length=max_length)
+        #: which rows are tokenised
+        self.done = np.zeros(n, dtype=bool)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def ensure(self, rows=None) -> None:
+        """Tokenise the given rows (all when None) that are not yet, ``chunk`` at a time."""
+        rows = np.arange(len(self)) if rows is None else np.asarray(rows, dtype=np.int64).reshape(-1)
+        todo = np.unique(rows[~self.done[rows]])
+        for begin in range(0, len(todo), self.chunk):
+            part = todo[begin:begin + self.chunk]
+            ids, mask, start, end = encode_descriptions([self.texts[i] for i in part],
+                                                        [self.names[i] for i in part],
+                                                        self.tokenizer, max_length=self.max_length)
             width = ids.shape[1]
-            self.ids[begin:stop, :width] = ids.numpy()
-            self.lengths[begin:stop] = mask.sum(1).numpy()
-            self.start[begin:stop] = start.numpy()
-            self.end[begin:stop] = end.numpy()
+            self.ids[part, :width] = ids.numpy()
+            self.lengths[part] = mask.sum(1).numpy()
+            self.start[part] = start.numpy()
+            self.end[part] = end.numpy()
+            self.done[part] = True
+
+    def lengths_of(self, rows: np.ndarray) -> np.ndarray:
+        """The token counts of ``rows`` (tokenised first where they are not yet)."""
+        self.ensure(rows)
+        return self.lengths[rows]
 
     def batch(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(input_ids, attention_mask, start, end)`` of the given rows, padded to their longest."""
-        width = int(self.lengths[rows].max()) if len(rows) else 1
+        rows = np.asarray(rows, dtype=np.int64)
+        width = int(self.lengths_of(rows).max()) if len(rows) else 1
         ids = torch.from_numpy(self.ids[rows, :width].astype(np.int64))
         mask = torch.from_numpy((np.arange(width)[None, :] < self.lengths[rows][:, None]).astype(np.int64))
         return ids, mask, torch.from_numpy(self.start[rows]), torch.from_numpy(self.end[rows])
@@ -237,18 +264,16 @@ class EntityContextMemory:
     # ------------------------------------------------------------------ refresh (Eq. 7, 12)
     def description_tokens(self, language: SplitLanguageModel, kg: KnowledgeGraph,
                            max_length: int) -> tuple[DescriptionTokens, DescriptionTokens]:
-        """The tokenised entity and relation descriptions of ``kg`` (computed once per KG)."""
+        """The entity and relation descriptions of ``kg``, tokenised as rows are asked for
+        (:class:`DescriptionTokens`; one object per KG, so a row is tokenised once)."""
         key = (id(kg), id(language.tokenizer), max_length)
         cached = self._tokens.get(key)
         if cached is not None and cached[0]() is kg:
             return cached[1], cached[2]
-        began = time.perf_counter()
         entities = DescriptionTokens(list(kg.entity_descriptions), list(kg.entity_names),
                                      language.tokenizer, max_length)
         relations = DescriptionTokens(list(kg.relation_descriptions), list(kg.relation_names),
                                       language.tokenizer, max_length)
-        log.debug("tokenised %d descriptions in %.1fs", kg.num_entities + kg.num_relations,
-                  time.perf_counter() - began)
         self._tokens = {key: (weakref.ref(kg), entities, relations)}
         return entities, relations
 
@@ -258,7 +283,7 @@ class EntityContextMemory:
         """Eq. 7 for ``rows`` (sorted by length into batches) and the Eq. 12 update of ``target``."""
         if not len(rows):
             return 0
-        order = rows[np.argsort(tokens.lengths[rows], kind="stable")]
+        order = rows[np.argsort(tokens.lengths_of(rows), kind="stable")]
         device = next(iter(language.parameters())).device
         from tqdm.auto import tqdm
 
