@@ -2,7 +2,7 @@
 
     python -m benchmarks.kgqa_step --metaqa ../shared/data/metaqa [--steps 5] [--variant lm+g+m]
 
-Reads MetaQA under the task's protocol (``jaket.tasks.metaqa.load_metaqa_task``), builds the
+Reads MetaQA under the task's protocol (``jaket.tasks.kgqa.data.load_metaqa_task``), builds the
 setting's model on the bundled MiniLM with a random entity memory (a step costs the same whatever
 the memory holds, so the ~3-minute LM1 pass over the 43k descriptions is skipped), and times
 ``--steps`` full training steps (forward, backward, AdamW) of ``--batch-size`` training questions
@@ -35,9 +35,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time the sampled subgraph (at most N in-edges per node and hop)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    from jaket.tasks import kgqa
-    from jaket.tasks.kgqa_graph import QAGraph
-    from jaket.tasks.metaqa import load_metaqa_task
+    from jaket.tasks.kgqa import run as kgqa
+    from jaket.tasks.kgqa.model import QAGraph
+    from jaket.tasks.kgqa.data import load_metaqa_task
     from jaket.tasks.variants import FrozenMemory, load_backbone
 
     data = load_metaqa_task(args.metaqa)

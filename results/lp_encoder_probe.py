@@ -6,7 +6,7 @@ LM1, so the figure is the evaluation's, on a sample).
     OMP_NUM_THREADS=1 python -m results.lp_encoder_probe --data ../shared/data/wn18rr \\
         --set objective=in-batch --set frozen_warmup_steps=300 --budget 1500 --sample 400
 
-``--set KEY=VALUE`` sets any :class:`jaket.tasks.settings.LinkPredictionConfig` field on top of
+``--set KEY=VALUE`` sets any :class:`jaket.tasks.link_prediction.job.LinkPredictionConfig` field on top of
 ``--train-encoder``'s defaults (``TRAIN_ENCODER_DEFAULTS``); ``--model DIR`` a jaket model
 (setting ``jaket``). Prints one JSON line per probe and the final figures of the sample.
 """
@@ -24,11 +24,11 @@ import torch
 
 from jaket.kg.readers import read_split
 from jaket.kg.sources.wn18rr import load_wn18rr
-from jaket.tasks import link_prediction as lp
-from jaket.tasks import link_training
+from jaket.tasks.link_prediction import run as lp
+from jaket.tasks.link_prediction import model as lp_model
 from jaket.tasks import report as rep
 from jaket.tasks.config import load_task_config
-from jaket.tasks.settings import TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
+from jaket.tasks.link_prediction.job import TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
 from jaket.tasks.variants import full_graph, load_backbone
 
 
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(row), flush=True)
         return row
 
-    losses, record, final = link_training.train_with_encoder(model, backbone, graph, train, config, 0,
+    losses, record, final = lp_model.train_with_encoder(model, backbone, graph, train, config, 0,
                                                              on_refresh=probe)
     last = probe(len(losses), final)
     print(json.dumps({"final": last, "steps": len(losses), "config": dataclasses.asdict(config)}, default=str))

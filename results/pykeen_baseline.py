@@ -90,11 +90,11 @@ def _to_ids(rows: np.ndarray, entity_to_id: dict, relation_to_id: dict):
 
 def _filtered_ranks(model, triples, all_true, batch_size: int = 32, slice_size: int = 4096):
     """Filtered realistic ranks of the true tail and head of each triple (the definition of
-    ``jaket.tasks.link_prediction.filtered_ranks``, whose :func:`realistic_ranks` it uses), in
+    ``jaket.tasks.link_prediction.run.filtered_ranks``, whose :func:`realistic_ranks` it uses), in
     small batches so memory stays bounded (PyKEEN's ``score_t`` broadcasts batch x entities x dim)."""
     import torch
 
-    from jaket.tasks.link_prediction import realistic_ranks
+    from jaket.tasks.link_prediction.run import realistic_ranks
 
     tails, heads = {}, {}
     for h, r, t in all_true.tolist():
@@ -127,7 +127,7 @@ def time_evaluation(data: Path, dim: int = 384, seed: int = 0, max_eval: int | N
                     pykeen_batch_size: int = 32, jaket_batch_size: int = 256, embeddings=None) -> dict:
     """The filtered evaluation of ``DATA/valid.txt`` (head and tail prediction against every
     entity of ``DATA/entities.dict``, training + valid triples filtered) by PyKEEN's
-    ``RankBasedEvaluator`` and by :func:`jaket.tasks.link_prediction.filtered_ranks`, on the **same**
+    ``RankBasedEvaluator`` and by :func:`jaket.tasks.link_prediction.run.filtered_ranks`, on the **same**
     random TransE (L2) embeddings of width ``dim`` (jaket's: the MiniLM width), so both compute the
     same ranks: their realistic MRRs must agree. Times are process CPU seconds and wall seconds.
     ``embeddings``: ``(entities (N, dim), relations (P, dim))`` to evaluate instead of random ones."""
@@ -136,7 +136,8 @@ def time_evaluation(data: Path, dim: int = 384, seed: int = 0, max_eval: int | N
     from pykeen.models import TransE
     from pykeen.triples import TriplesFactory
 
-    from jaket.tasks.link_prediction import LinkScorer, filtered_ranks
+    from jaket.tasks.link_prediction.model import LinkScorer
+    from jaket.tasks.link_prediction.run import filtered_ranks
     from jaket.tasks.variants import Backbone
 
     entity_ids = _read_entities(data / "entities.dict")

@@ -35,13 +35,13 @@ from jaket.kg.sources.wordnet_db import load_wordnet_data
 from jaket.model.jaket import JaketModel
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
-from jaket.tasks.sense_scoring import (ScorerOutput, SenseExample, _Candidates, context_vectors, correctness,
-                                      similarity_scores)
+from jaket.tasks.word_sense.model import (ScorerOutput, SenseExample, _Candidates, context_vectors,
+                                          correctness, similarity_scores)
 from jaket.tasks.variants import description_features
-from jaket.tasks.wic_data import SenseInventory
-from jaket.tasks.word_in_context_predict import load_sense_kg
-from jaket.tasks.wsd import wsd_examples
-from jaket.tasks.wsd_data import load_wsd
+from jaket.tasks.word_in_context.data import SenseInventory
+from jaket.tasks.word_in_context.finetuned import load_sense_kg
+from jaket.tasks.word_sense.run import wsd_examples
+from jaket.tasks.word_sense.data import load_wsd
 
 
 def usage_examples(kg, wanted: set[int], excluded: list[Path]) -> list[SenseExample]:

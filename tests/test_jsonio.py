@@ -73,7 +73,7 @@ def test_a_kg_file_with_such_a_line_is_named_by_validate_and_stats(kg_dir, capsy
 def test_texts_fewrel_model_and_task_files(kg_dir, tiny_bert_dir, tmp_path, capsys):
     from jaket.model.config import ModelFolderError
     from jaket.model.jaket import JaketModel
-    from jaket.tasks.fewrel import FewRelFormatError, load_fewrel
+    from jaket.tasks.relation_classification.data import FewRelFormatError, load_fewrel
     from jaket.tasks.finetuned import FinetunedFormatError, read_task_config
 
     texts = tmp_path / "texts.jsonl"

@@ -1,7 +1,7 @@
 """``jaket demo``: the whole story on the embedded default in one command (``make demo``).
 
 1. Build a WordNet 3.0 subset of 10,000 synsets and split it
-   (:func:`jaket.tasks.entity_classification.wordnet_protocol`): breadth-first regions holding half
+   (:func:`jaket.tasks.heldout.wordnet_protocol`): breadth-first regions holding half
    of the synsets become the unseen KG' (the held-out entities and the triples among them); the
    rest, with the corpus texts that mention no held-out synset, is the pre-training KG.
    Pre-training therefore never sees a KG' entity.
@@ -126,7 +126,7 @@ def _stage(text: str) -> None:
 def run_demo(config: DemoConfig) -> dict:
     """The three stages (data, pre-training, entity classification), then the table, the plots,
     ``metrics.json`` and ``report.md`` in ``config.out``; returns the metrics."""
-    from jaket.tasks import entity_classification as ec  # the task (torch_geometric), loaded when it runs
+    from jaket.tasks.entity_classification import run as ec  # the task (torch_geometric), loaded when it runs
 
     started = time.perf_counter()
     out = Path(config.out)
@@ -186,7 +186,7 @@ def _split_wordnet(config: DemoConfig, out: Path):
     """Stage 1: the WordNet subset split into the pre-training KG (with its corpus, written to
     ``out/kg-pretrain``) and the unseen KG' (``out/kg-unseen``); returns KG', the protocol's counts
     and the label-leakage check of KG'."""
-    from jaket.tasks import entity_classification as ec  # the task (torch_geometric), loaded when it runs
+    from jaket.tasks.entity_classification import run as ec  # the task (torch_geometric), loaded when it runs
 
     kg_pre, corpus_pre, kg_prime, info = ec.wordnet_protocol(config.max_entities, config.heldout_fraction,
                                                              config.data_seed)
@@ -203,7 +203,7 @@ def _split_wordnet(config: DemoConfig, out: Path):
 def _plots(config: DemoConfig, results: dict, curves: dict[str, list[float]], out: Path) -> None:
     """``pretrain_loss.png`` (when pre-training ran here) and ``accuracy.png`` (test accuracy per
     setting and training fraction, mean ± std over the seeds)."""
-    from jaket.tasks.entity_classification import VARIANT_LABELS  # the task, loaded when it runs
+    from jaket.tasks.settings import VARIANT_LABELS  # the task, loaded when it runs
 
     if curves:
         rep.plot_curves(curves, out / "pretrain_loss.png", title="pre-training losses", ylabel="loss")

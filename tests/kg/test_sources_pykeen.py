@@ -40,7 +40,7 @@ def test_other_datasets(no_network, name, sizes):
 
 
 def test_import_command_writes_the_splits(no_network, tmp_path, capsys):
-    from jaket.tasks.link_prediction import read_split
+    from jaket.kg.readers import read_split
 
     out = tmp_path / "umls"
     assert main(["kg", "import", "pykeen", "umls", "--out", str(out)]) == 0

@@ -91,7 +91,7 @@ def test_cli_writes_a_valid_kg_directory_with_splits(tmp_path, capsys):
     assert kg.entity_names[kg.entity_index("Q42")] == "Douglas Adams"
     assert (out / "valid.txt").read_text() == "Q84\tP17\tQ145\n"
     assert not list(out.glob(".import-*"))  # the description files are gone
-    from jaket.tasks.link_prediction import read_split
+    from jaket.kg.readers import read_split
 
     test, _ = read_split(out / "test.txt", kg)
     assert len(test) == 2

@@ -68,7 +68,7 @@ def test_import_command_errors_without_traceback(tmp_path, capsys):
 
 
 def test_shared_wn18rr(shared_data, tmp_path, capsys):
-    from jaket.tasks.link_prediction import read_split
+    from jaket.kg.readers import read_split
 
     source = shared_data / "wn18rr"
     if not (source / "train.txt").is_file():

@@ -14,7 +14,7 @@ import torch
 def test_entity_classification_on_the_fake_device(small_kg, tiny_bert_dir, fake_device):
     """Fine-tuning and the zero-shot head on the model's device read predictions back with
     .cpu() (today's code called .numpy() on them)."""
-    from jaket.tasks import entity_classification as ec
+    from jaket.tasks.entity_classification import run as ec
     from jaket.tasks.variants import full_graph, kg_memory, load_backbone
 
     config = ec.EntityClassificationConfig(variants=("lm+g+m",), epochs=3, encoder=tiny_bert_dir, km_heads=4)
@@ -36,8 +36,8 @@ def test_entity_classification_run_and_predict_on_the_strict_fake_device(variant
                                                                         strict_fake_device, run_device):
     """The whole run as ``--device`` runs it (backbone, memory, classifier and every tensor
     placed through the same calls as on a GPU), then the saved classifier moved with .to(device)."""
-    from jaket.tasks import entity_classification as ec
-    from jaket.tasks.entity_classifier import FinetunedEntityClassifier
+    from jaket.tasks.entity_classification import run as ec
+    from jaket.tasks.entity_classification.finetuned import FinetunedEntityClassifier
 
     config = ec.EntityClassificationConfig(variants=(variant,), train_fractions=(1.0,), seeds=(0,), epochs=2,
                                            encoder=tiny_bert_dir, km_heads=4, description_max_length=16)
@@ -79,8 +79,8 @@ def test_link_prediction_on_the_fake_device(variant, train_encoder, small_kg, ti
     """Training (frozen memory, and --train-encoder with its memory refresh, queue, hard negatives
     and bf16 autocast on the run's device), the filtered ranking, and the saved predictor moved
     with .to(device) and ranking queries."""
-    from jaket.tasks import link_prediction as lp
-    from jaket.tasks.link_predictor import FinetunedLinkPredictor, Query
+    from jaket.tasks.link_prediction import run as lp
+    from jaket.tasks.link_prediction.finetuned import FinetunedLinkPredictor, Query
 
     triples = np.asarray(small_kg.triples, dtype=np.int64)
     config = lp.LinkPredictionConfig(variants=(variant,), scorers=("rotate",), steps=3, batch_size=8, negatives=4,
@@ -106,8 +106,8 @@ def test_kgqa_on_the_fake_device(variant, subgraph, small_kg, tiny_bert_dir, tmp
     """Training on the step's subgraph (or the whole graph), model selection, and the saved
     answerer moved with .to(device) rank candidates on the device and read the scores back with
     .cpu() (rank_candidates called .numpy() on them)."""
-    from jaket.tasks import kgqa
-    from jaket.tasks.kgqa_predict import FinetunedQuestionAnswerer
+    from jaket.tasks.kgqa import run as kgqa
+    from jaket.tasks.kgqa.finetuned import FinetunedQuestionAnswerer
 
     questions = kgqa.wordnet_questions(small_kg, seed=0, max_questions=40)
     config = kgqa.KGQAConfig(variants=(variant,), kg_settings=("full",), seeds=(0,), steps=2, batch_size=4,
@@ -128,9 +128,9 @@ def test_relation_classification_on_the_fake_device(fewrel_file, tiny_bert_dir, 
                                                     run_device):
     """PAIR training under bf16 autocast on the run's device, the episodes, and the saved
     classifier moved with .to(device)."""
-    from jaket.tasks import relation_classification as rc
-    from jaket.tasks.fewrel import load_fewrel
-    from jaket.tasks.relation_classification_predict import FinetunedPairClassifier
+    from jaket.tasks.relation_classification import run as rc
+    from jaket.tasks.relation_classification.data import load_fewrel
+    from jaket.tasks.relation_classification.finetuned import FinetunedPairClassifier
 
     data = load_fewrel(fewrel_file)
     config = rc.RelationClassificationConfig(variants=("lm",), settings=((3, 1),), seeds=(0,), train_steps=2,

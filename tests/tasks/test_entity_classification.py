@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from jaket.tasks import entity_classification as ec
+from jaket.tasks.entity_classification import run as ec
 
 
 def test_split_is_disjoint_and_sized():

@@ -234,7 +234,7 @@ def test_the_shipped_config_lists_every_key_with_its_default():
     from pathlib import Path
 
     from jaket.tasks.config import load_task_config, read_yaml_mapping
-    from jaket.tasks.entity_classification_cli import EntityClassificationJob
+    from jaket.tasks.entity_classification.job import EntityClassificationJob
 
     path = Path(__file__).resolve().parents[2] / "configs" / "finetune-entity-classification.yaml"
     assert load_task_config(EntityClassificationJob, path) == EntityClassificationJob()

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from jaket.tasks.fewrel import FewRelFormatError, load_fewrel
+from jaket.tasks.relation_classification.data import FewRelFormatError, load_fewrel
 
 
 def test_fewrel_loader(fewrel_file):

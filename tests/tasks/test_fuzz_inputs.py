@@ -28,12 +28,12 @@ from jaket.kg.errors import KGFormatError
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.linking import read_texts
 from jaket.kg.readers import read_split
-from jaket.kg.sources.metaqa import MetaQAFormatError, read_kb
-from jaket.tasks.fewrel import FewRelFormatError, load_fewrel, read_query_lines
-from jaket.tasks.link_predictor import QueryFormatError, read_queries
-from jaket.tasks.metaqa import entity_lookup, read_questions
+from jaket.tasks.kgqa.data import MetaQAFormatError, read_kb
+from jaket.tasks.relation_classification.data import FewRelFormatError, load_fewrel, read_query_lines
+from jaket.tasks.link_prediction.finetuned import QueryFormatError, read_queries
+from jaket.tasks.kgqa.data import entity_lookup, read_questions
 from jaket.tasks.splits import read_entity_list, read_splits
-from jaket.tasks.wic_data import load_pairs_jsonl, load_wic
+from jaket.tasks.word_in_context.data import load_pairs_jsonl, load_wic
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -321,7 +321,7 @@ def test_a_megabyte_identifier_is_cut_in_the_message(kg, tmp_path, flag):
 
 def test_a_missing_gold_answer_is_quoted_short(tmp_path):
     """A 1 MB gold answer that is not in the KG is named in the warning, cut."""
-    from jaket.tasks.metaqa import missing_answer_report
+    from jaket.tasks.kgqa.data import missing_answer_report
 
     path = tmp_path / "questions.txt"
     path.write_text(f"who is [one]\t{HUGE}\n", encoding="utf-8")

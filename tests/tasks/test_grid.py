@@ -96,7 +96,11 @@ def test_every_task_runs_on_the_grid():
     """Each task's comparison is a GridTask whose run function goes through run_grid."""
     import inspect
 
-    from jaket.tasks import entity_classification, kgqa, link_prediction, relation_classification, word_in_context
+    from jaket.tasks.entity_classification import run as entity_classification
+    from jaket.tasks.kgqa import run as kgqa
+    from jaket.tasks.link_prediction import run as link_prediction
+    from jaket.tasks.relation_classification import run as relation_classification
+    from jaket.tasks.word_in_context import run as word_in_context
 
     pairs = [(entity_classification.EntityClassificationRuns, entity_classification.run_entity_classification),
              (link_prediction.LinkPredictionRuns, link_prediction.run_link_prediction),

@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from jaket.tasks import kgqa
-from jaket.tasks.kgqa_graph import QAGraph
+from jaket.tasks.kgqa import run as kgqa
+from jaket.tasks.kgqa.model import QAGraph
 
 
 def test_wordnet_questions_are_correct(small_kg):
@@ -60,7 +60,7 @@ def test_subgraph_pass_gives_the_whole_graph_scores_and_gradients(small_kg, tiny
     the candidate scores and every gradient, KG-Full and KG-50%."""
     import torch
 
-    from jaket.tasks.kgqa_graph import drop_triples_mask
+    from jaket.tasks.kgqa.model import drop_triples_mask
     from jaket.tasks.variants import FrozenMemory, load_backbone
 
     config = kgqa.KGQAConfig(variants=(variant,), encoder=tiny_bert_dir, km_heads=4)

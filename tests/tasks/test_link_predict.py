@@ -8,7 +8,7 @@ import pytest
 
 from jaket.cli import main
 from jaket.kg.io import save_kg
-from jaket.tasks import link_prediction as lp
+from jaket.tasks.link_prediction import run as lp
 
 
 @pytest.fixture()

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from jaket.tasks import link_prediction as lp
-from jaket.tasks import link_scoring
+from jaket.tasks.link_prediction import run as lp
+from jaket.tasks.link_prediction import model as lp_model
 from jaket.tasks.variants import Backbone
 
 
@@ -132,7 +132,7 @@ def test_training_never_shows_a_positive_as_an_edge(small_kg, tiny_bert_dir, mon
         seen.append((np.asarray(exclude_triples), sub.triple_id.numpy(), np.asarray(seeds)))
         return sub
 
-    monkeypatch.setattr(link_scoring, "sample_neighbors", spy)  # the name train_scorer looks up
+    monkeypatch.setattr(lp_model, "sample_neighbors", spy)  # the name train_scorer looks up
     backbone = load_backbone(VariantConfig("lm+g+m", encoder=tiny_bert_dir, km_heads=4))
     memory = kg_memory(backbone, small_kg, max_length=16)
     config = lp.LinkPredictionConfig(steps=4, batch_size=8, negatives=5, fanouts=(50, 50))
@@ -177,7 +177,8 @@ def _split(small_kg):
 def test_train_encoder_changes_lm1_lowers_the_loss_and_evaluates_filtered(small_kg, tiny_bert_dir, monkeypatch):
     """--train-encoder --objective contrastive: LM1's weights move, the contrastive loss falls, the memory is refreshed on
     schedule and the evaluation is still filtered realistic ranking over every entity."""
-    from jaket.tasks import link_training, variants
+    from jaket.tasks import variants
+    from jaket.tasks.link_prediction import model as lp_model
 
     train, valid = _split(small_kg)
     loaded = []
@@ -197,7 +198,7 @@ def test_train_encoder_changes_lm1_lowers_the_loss_and_evaluates_filtered(small_
 
     monkeypatch.setattr(lp, "filtered_ranks", spy)
     described, candidates = [], []
-    real_describe, real_loss = link_training.describe, link_training.contrastive_loss
+    real_describe, real_loss = lp_model.describe, lp_model.contrastive_loss
 
     def describe(language, tokens, rows):
         if len(tokens.lengths) == small_kg.num_entities:  # a step's entities (not relations)
@@ -208,8 +209,8 @@ def test_train_encoder_changes_lm1_lowers_the_loss_and_evaluates_filtered(small_
         candidates.append(len(cands))
         return real_loss(model, queries, cands, target, masked, margin)
 
-    monkeypatch.setattr(link_training, "describe", describe)
-    monkeypatch.setattr(link_training, "contrastive_loss", loss)
+    monkeypatch.setattr(lp_model, "describe", describe)
+    monkeypatch.setattr(lp_model, "contrastive_loss", loss)
     config = lp.LinkPredictionConfig(variants=("lm+g+m",), scorers=("rotate",), steps=30, batch_size=12,
                                      encoder=tiny_bert_dir, km_heads=4, fanouts=(3, 3), train_encoder=True,
                                      encoder_lr=1e-3, lr=1e-2, km_lr=1e-3, queue_batches=2, refresh_initial=10,
@@ -239,18 +240,18 @@ def test_train_encoder_changes_lm1_lowers_the_loss_and_evaluates_filtered(small_
 def test_contrastive_loss_masks_true_answers_margin_and_temperature():
     """A candidate that is another true answer of the query is masked; the margin lowers the
     positive's logit; the learnable temperature scales the logits."""
-    from jaket.tasks import link_training
+    from jaket.tasks.link_prediction import model as lp_model
 
-    known = link_training.KnownTriples(np.array([[0, 0, 1], [0, 0, 2]]), 4, 1)
+    known = lp_model.KnownTriples(np.array([[0, 0, 1], [0, 0, 2]]), 4, 1)
     assert known.contains(np.array([[0], [3]]), 0, np.array([[1, 2, 3]])).tolist() == [[True, True, False],
                                                                                        [False, False, False]]
     model = lp.LinkScorer(Backbone("lm", 2, None, None, None), "transe", 1, metric="cosine", temperature=0.5)
     query = torch.tensor([[1.0, 0.0]])
     candidates = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.1]])
     target = torch.tensor([0])
-    open_loss = link_training.contrastive_loss(model, query, candidates, target, np.zeros((1, 3), bool), 0.0)
-    masked = link_training.contrastive_loss(model, query, candidates, target, np.array([[False, False, True]]), 0.0)
-    margin = link_training.contrastive_loss(model, query, candidates, target, np.zeros((1, 3), bool), 0.1)
+    open_loss = lp_model.contrastive_loss(model, query, candidates, target, np.zeros((1, 3), bool), 0.0)
+    masked = lp_model.contrastive_loss(model, query, candidates, target, np.array([[False, False, True]]), 0.0)
+    margin = lp_model.contrastive_loss(model, query, candidates, target, np.zeros((1, 3), bool), 0.1)
     assert masked < open_loss < margin
     cos = torch.tensor([1.0, 0.0, 1.0 / np.sqrt(1.01)])
     expected = -torch.log_softmax(cos / 0.5, 0)[0]
@@ -262,19 +263,20 @@ def test_in_batch_objective_trains_lm1_with_the_scorers_own_function(small_kg, t
     entities (heads, tails, hard negatives; all described by LM1 in that step), true answers masked;
     the loss falls, LM1 moves, the evaluation ranks with the native metric; --frozen-warmup-steps
     runs the frozen mode first (LM1 untouched then) and counts in the run's record."""
-    from jaket.tasks import link_training, variants
+    from jaket.tasks import variants
+    from jaket.tasks.link_prediction import model as lp_model
 
     train, valid = _split(small_kg)
     seen = []
-    real_loss = link_training.in_batch_loss
+    real_loss = lp_model.in_batch_loss
 
     def spy(model, queries, candidates, target, masked):
         seen.append((len(queries), len(candidates), masked.copy()))
         return real_loss(model, queries, candidates, target, masked)
 
-    monkeypatch.setattr(link_training, "in_batch_loss", spy)
+    monkeypatch.setattr(lp_model, "in_batch_loss", spy)
     described = []
-    real_describe = link_training.describe
+    real_describe = lp_model.describe
 
     modes = set()
 
@@ -284,7 +286,7 @@ def test_in_batch_objective_trains_lm1_with_the_scorers_own_function(small_kg, t
             modes.add(language.training)
         return real_describe(language, tokens, rows)
 
-    monkeypatch.setattr(link_training, "describe", describe)
+    monkeypatch.setattr(lp_model, "describe", describe)
     config = lp.LinkPredictionConfig(variants=("lm+g+m",), scorers=("rotate",), steps=40, batch_size=12,
                                      hard_negatives=2, encoder=tiny_bert_dir, km_heads=4, queue_batches=3,
                                      fanouts=(3, 3), train_encoder=True, encoder_lr=1e-3, lr=1e-2, km_lr=1e-3,
@@ -295,7 +297,7 @@ def test_in_batch_objective_trains_lm1_with_the_scorers_own_function(small_kg, t
     model = lp.LinkScorer(backbone, "rotate", small_kg.num_relations, metric=config.metric)
     assert model.inverse_projection is None and model.log_inverse_temperature is None
     probed = []
-    losses, record, memory = link_training.train_with_encoder(
+    losses, record, memory = lp_model.train_with_encoder(
         model, backbone, lp.train_view(small_kg, train), train, config, seed=0,
         on_refresh=lambda step, rows: probed.append((step, rows.entities.shape)))
     assert np.mean(losses[-8:]) < np.mean(losses[:8])
@@ -319,7 +321,7 @@ def test_in_batch_objective_trains_lm1_with_the_scorers_own_function(small_kg, t
         assert all(torch.equal(a, b) for a, b in zip(lm1, backbone.language.lm1_parameters()))
         return out
 
-    monkeypatch.setattr(link_training, "train_scorer", frozen)  # the warm-up's name for it
+    monkeypatch.setattr(lp_model, "train_scorer", frozen)  # the warm-up's name for it
     warm = dataclasses.replace(config, steps=5, frozen_warmup_steps=7)
     results = lp.run_link_prediction(small_kg, train, {"valid": valid}, warm)
     run = results["runs"]["lm+g+m"]["rotate"][0]
@@ -336,7 +338,7 @@ def test_in_batch_objective_trains_lm1_with_the_scorers_own_function(small_kg, t
 def test_train_encoder_stops_at_its_cpu_budget(small_kg, tiny_bert_dir):
     """--budget-cpu-seconds: training ends after the step that spends the budget (here the first),
     and the record says how many steps ran; the memory is still refreshed for the evaluation."""
-    from jaket.tasks import link_training
+    from jaket.tasks.link_prediction import model as lp_model
     from jaket.tasks.variants import load_backbone
 
     train, _ = _split(small_kg)
@@ -344,7 +346,7 @@ def test_train_encoder_stops_at_its_cpu_budget(small_kg, tiny_bert_dir):
                                      train_encoder=True, description_max_length=16, budget_cpu_seconds=0.0)
     backbone = load_backbone(config.variant_config("lm+g+m"))
     model = lp.LinkScorer(backbone, "transe", small_kg.num_relations, metric=config.metric)
-    losses, record, memory = link_training.train_with_encoder(model, backbone, lp.train_view(small_kg, train),
+    losses, record, memory = lp_model.train_with_encoder(model, backbone, lp.train_view(small_kg, train),
                                                               train, config, seed=0)
     assert len(losses) == 1 and record["steps"] == 1 and record["refresh_at_step"] == [0, 1]
     assert memory.entities.shape == (small_kg.num_entities, backbone.hidden_size)
@@ -352,7 +354,7 @@ def test_train_encoder_stops_at_its_cpu_budget(small_kg, tiny_bert_dir):
 
 
 def test_neighbourhood_samples_only_graph_neighbours(small_kg):
-    from jaket.tasks.link_training import Neighbourhood
+    from jaket.tasks.link_prediction.model import Neighbourhood
 
     train, _ = _split(small_kg)
     hood = Neighbourhood(train, small_kg.num_entities)
@@ -370,12 +372,12 @@ def test_neighbourhood_samples_only_graph_neighbours(small_kg):
 def test_train_encoder_with_hard_negatives_and_bf16(small_kg, tiny_bert_dir, monkeypatch):
     """--hard-negatives adds neighbours of the batch's entities to the candidates (described with
     gradients); --bf16 runs LM1 in bf16 while the rows, loss and parameters stay fp32."""
-    from jaket.tasks import link_training
+    from jaket.tasks.link_prediction import model as lp_model
     from jaket.tasks.variants import load_backbone
 
     train, _ = _split(small_kg)
     sizes, dtypes = {}, {}
-    real_describe = link_training.describe
+    real_describe = lp_model.describe
     for hard, bf16 in ((0, False), (4, True)):
         sizes[hard], dtypes[hard] = [], set()
 
@@ -392,13 +394,13 @@ def test_train_encoder_with_hard_negatives_and_bf16(small_kg, tiny_bert_dir, mon
                 return out
             return real_describe(language, tokens, rows)
 
-        monkeypatch.setattr(link_training, "describe", describe)
+        monkeypatch.setattr(lp_model, "describe", describe)
         config = lp.LinkPredictionConfig(steps=3, batch_size=8, encoder=tiny_bert_dir, km_heads=4, fanouts=(2, 2),
                                          train_encoder=True, description_max_length=16, hard_negatives=hard,
                                          bf16=bf16, refresh_initial=0)
         backbone = load_backbone(config.variant_config("lm+g+m"))
         model = lp.LinkScorer(backbone, "transe", small_kg.num_relations, metric=config.metric)
-        losses, _, memory = link_training.train_with_encoder(model, backbone, lp.train_view(small_kg, train),
+        losses, _, memory = lp_model.train_with_encoder(model, backbone, lp.train_view(small_kg, train),
                                                              train, config, seed=0)
         assert all(np.isfinite(losses)) and memory.entities.dtype == torch.float32
         assert all(p.dtype == torch.float32 for p in backbone.language.parameters())
@@ -410,7 +412,7 @@ def test_train_encoder_with_hard_negatives_and_bf16(small_kg, tiny_bert_dir, mon
 def test_train_encoder_without_km_trains_lm1_and_a_projection(small_kg, tiny_bert_dir):
     """--variants lm --train-encoder: the bi-encoder row (LM1 trained, no KM; entities are a
     projection of their description vectors)."""
-    from jaket.tasks import link_training
+    from jaket.tasks.link_prediction import model as lp_model
     from jaket.tasks.variants import load_backbone
 
     train, _ = _split(small_kg)
@@ -421,7 +423,7 @@ def test_train_encoder_without_km_trains_lm1_and_a_projection(small_kg, tiny_ber
     assert model.knowledge is None and model.entity_projection is not None
     before = [p.detach().clone() for p in backbone.language.lm1_parameters()]
     projection = model.entity_projection.weight.detach().clone()
-    losses, _, memory = link_training.train_with_encoder(model, backbone, lp.train_view(small_kg, train),
+    losses, _, memory = lp_model.train_with_encoder(model, backbone, lp.train_view(small_kg, train),
                                                          train, config, seed=0)
     assert len(losses) == 4 and all(np.isfinite(losses))
     assert any(not torch.equal(a, b) for a, b in zip(before, backbone.language.lm1_parameters()))
@@ -434,7 +436,7 @@ def test_train_encoder_flags_default_to_the_documented_run():
     its own defaults; a flag given wins; --budget-cpu-seconds 0 means no budget."""
     import argparse
 
-    from jaket.tasks.link_prediction_cli import add_arguments, mode_defaults
+    from jaket.tasks.link_prediction.cli import add_arguments, mode_defaults
 
     parser = argparse.ArgumentParser()
     add_arguments(parser, evaluate=True)
@@ -484,7 +486,7 @@ def test_a_nan_score_never_ranks_first():
 
 def test_sample_entities_keeps_only_triples_among_the_sample(small_kg):
     """--sample-entities: a trial-sized part of a --data set, every kept triple renumbered into it."""
-    from jaket.tasks.link_prediction_cli import sample_entities
+    from jaket.tasks.link_prediction.data import sample_entities
 
     triples = np.asarray(small_kg.triples, dtype=np.int64)
     train, valid = triples[:-6], triples[-6:]

@@ -5,8 +5,8 @@ questions only, the errors of a bad folder)."""
 import numpy as np
 import pytest
 
-from jaket.tasks import metaqa
-from jaket.tasks.metaqa import MetaQAFormatError, load_metaqa_task
+from jaket.tasks.kgqa import data as metaqa
+from jaket.tasks.kgqa.data import MetaQAFormatError, load_metaqa_task
 
 
 def test_metaqa_loader(metaqa_dir):
@@ -25,7 +25,7 @@ def test_metaqa_loader(metaqa_dir):
 
 def test_metaqa_bad_line(tmp_path):
     (tmp_path / "kb.txt").write_text("a|b|c\nbroken line\n")
-    from jaket.kg.sources.metaqa import read_kb
+    from jaket.tasks.kgqa.data import read_kb
 
     with pytest.raises(MetaQAFormatError, match=r"kb.txt:2:"):
         read_kb(tmp_path / "kb.txt")

@@ -78,10 +78,10 @@ def test_kgqa_split_flags_save_and_predict(metaqa_splits_dir, tiny_bert_dir, tmp
 
 
 def test_kgqa_saved_model_scores_like_the_trained_one(metaqa_splits_dir, tiny_bert_dir, tmp_path):
-    from jaket.tasks import kgqa
-    from jaket.tasks.kgqa_graph import QAGraph
-    from jaket.tasks.kgqa_predict import FinetunedQuestionAnswerer
-    from jaket.tasks.metaqa import load_metaqa_task
+    from jaket.tasks.kgqa import run as kgqa
+    from jaket.tasks.kgqa.model import QAGraph
+    from jaket.tasks.kgqa.finetuned import FinetunedQuestionAnswerer
+    from jaket.tasks.kgqa.data import load_metaqa_task
     from jaket.tasks.variants import kg_memory, load_backbone
 
     data = load_metaqa_task(metaqa_splits_dir, "dev", "test")
@@ -152,9 +152,9 @@ def test_relation_classification_save_and_predict(tiny_bert_dir, tmp_path, capsy
         assert row["relation"] == max(row["scores"], key=row["scores"].get)
 
     # the loaded model scores every pair as the saved one did
-    from jaket.tasks.fewrel import load_fewrel, read_query_lines
-    from jaket.tasks.relation_classification import PairEncoder
-    from jaket.tasks.relation_classification_predict import FinetunedPairClassifier
+    from jaket.tasks.relation_classification.data import load_fewrel, read_query_lines
+    from jaket.tasks.relation_classification.model import PairEncoder
+    from jaket.tasks.relation_classification.finetuned import FinetunedPairClassifier
 
     loaded = FinetunedPairClassifier.from_pretrained(out / "model")
     fresh = FinetunedPairClassifier(PairEncoder("lm", tiny_bert_dir), {"max_length": 128})

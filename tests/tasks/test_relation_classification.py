@@ -4,8 +4,8 @@ import numpy as np
 
 import pytest
 
-from jaket.tasks.fewrel import load_fewrel
-from jaket.tasks import relation_classification as rc
+from jaket.tasks.relation_classification.data import load_fewrel
+from jaket.tasks.relation_classification import run as rc
 from jaket.tasks.variants import VariantError
 
 

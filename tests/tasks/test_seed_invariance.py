@@ -24,14 +24,14 @@ import numpy as np
 import pytest
 
 from jaket.kg.graph import KnowledgeGraph
-from jaket.tasks import entity_classification as ec
-from jaket.tasks import kgqa
-from jaket.tasks import link_prediction as lp
-from jaket.tasks import relation_classification as rc
-from jaket.tasks import word_in_context as wic
-from jaket.tasks.fewrel import load_fewrel
-from jaket.tasks.sense_scoring import SenseExample, score_senses
-from jaket.tasks.wic_data import WordPair
+from jaket.tasks.entity_classification import run as ec
+from jaket.tasks.kgqa import run as kgqa
+from jaket.tasks.link_prediction import run as lp
+from jaket.tasks.relation_classification import run as rc
+from jaket.tasks.word_in_context import run as wic
+from jaket.tasks.relation_classification.data import load_fewrel
+from jaket.tasks.word_sense.model import SenseExample, score_senses
+from jaket.tasks.word_in_context.data import WordPair
 
 SEEDS = (0, 1)
 #: what a run measures about the machine rather than the model (wall and CPU times, shares of them)

@@ -26,7 +26,7 @@ def test_every_task_model_derives_from_the_one_base_with_one_signature():
 
 
 def _entity_classification(small_kg, tiny_bert_dir, tmp_path):
-    from jaket.tasks import entity_classification as ec
+    from jaket.tasks.entity_classification import run as ec
 
     config = ec.EntityClassificationConfig(variants=("lm+g+m",), seeds=(0,), epochs=2, train_fractions=(1.0,),
                                            encoder=tiny_bert_dir, km_heads=4, description_max_length=16)
@@ -37,8 +37,8 @@ def _entity_classification(small_kg, tiny_bert_dir, tmp_path):
 def _link_prediction(small_kg, tiny_bert_dir, tmp_path):
     import numpy as np
 
-    from jaket.tasks import link_prediction as lp
-    from jaket.tasks.link_predictor import Query
+    from jaket.tasks.link_prediction import run as lp
+    from jaket.tasks.link_prediction.finetuned import Query
 
     triples = np.asarray(small_kg.triples, dtype=np.int64)
     config = lp.LinkPredictionConfig(variants=("lm+g+m",), scorers=("transe",), seeds=(0,), steps=2, negatives=4,
@@ -49,7 +49,7 @@ def _link_prediction(small_kg, tiny_bert_dir, tmp_path):
 
 
 def _kgqa(small_kg, tiny_bert_dir, tmp_path):
-    from jaket.tasks import kgqa
+    from jaket.tasks.kgqa import run as kgqa
 
     questions = kgqa.wordnet_questions(small_kg, seed=0, max_questions=24)
     config = kgqa.KGQAConfig(variants=("lm+g+m",), kg_settings=("full",), seeds=(0,), steps=2, batch_size=4,
@@ -59,8 +59,8 @@ def _kgqa(small_kg, tiny_bert_dir, tmp_path):
 
 
 def _relation_classification(fewrel_file, tiny_bert_dir, tmp_path):
-    from jaket.tasks import relation_classification as rc
-    from jaket.tasks.fewrel import load_fewrel
+    from jaket.tasks.relation_classification import run as rc
+    from jaket.tasks.relation_classification.data import load_fewrel
 
     data = load_fewrel(fewrel_file)
     config = rc.RelationClassificationConfig(variants=("lm",), settings=((3, 1),), seeds=(0,), train_steps=2,

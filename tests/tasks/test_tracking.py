@@ -11,7 +11,7 @@ from jaket.cli import main
 
 @pytest.mark.parametrize("train_encoder", [False, True], ids=["frozen", "train-encoder"])
 def test_link_prediction_logs_each_runs_loss_curve(train_encoder, small_kg, tiny_bert_dir, recording_tracker):
-    from jaket.tasks import link_prediction as lp
+    from jaket.tasks.link_prediction import run as lp
 
     triples = np.asarray(small_kg.triples, dtype=np.int64)
     recorder = recording_tracker
@@ -30,7 +30,7 @@ def test_link_prediction_logs_each_runs_loss_curve(train_encoder, small_kg, tiny
 
 
 def test_entity_classification_logs_each_epochs_loss(small_kg, tiny_bert_dir, recording_tracker):
-    from jaket.tasks import entity_classification as ec
+    from jaket.tasks.entity_classification import run as ec
 
     recorder = recording_tracker
     config = ec.EntityClassificationConfig(variants=("gnn",), train_fractions=(1.0, 0.5), seeds=(0, 1), epochs=3,

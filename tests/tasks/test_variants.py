@@ -3,9 +3,9 @@
 import numpy as np
 import torch
 
-from jaket.tasks import entity_classification as ec
-from jaket.tasks import kgqa
-from jaket.tasks import link_prediction as lp
+from jaket.tasks.entity_classification import run as ec
+from jaket.tasks.kgqa import run as kgqa
+from jaket.tasks.link_prediction import run as lp
 from jaket.tasks.variants import VariantConfig, kg_memory, load_backbone
 
 

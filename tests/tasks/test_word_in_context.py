@@ -14,7 +14,7 @@ import torch
 from jaket.cli import main
 from jaket.kg.errors import KGFormatError
 from jaket.kg.graph import KnowledgeGraph
-from jaket.tasks.wic_data import SenseInventory, WordPair, load_pairs, load_pairs_jsonl, load_wic
+from jaket.tasks.word_in_context.data import SenseInventory, WordPair, load_pairs, load_pairs_jsonl, load_wic
 
 # a tiny WordNet-shaped KG: two lemmas with several senses each, and their neighbours
 _SENSES = [("bank.n.01", "bank", [], "sloping land beside a body of water"),
@@ -130,8 +130,8 @@ def test_sense_inventory_matches_names_and_aliases_by_part_of_speech(sense_kg):
 
 
 def _model_and_data(tiny_jaket_dir, sense_kg, variant="jaket", fanouts=(3, 3)):
-    from jaket.tasks.settings import WordInContextConfig
-    from jaket.tasks.word_in_context import build_model, encode_pairs, sense_graph
+    from jaket.tasks.word_in_context.job import WordInContextConfig
+    from jaket.tasks.word_in_context.model import build_model, encode_pairs, sense_graph
 
     config = WordInContextConfig(pretrained=tiny_jaket_dir, description_max_length=16, fanouts=fanouts,
                                  km_heads=4)
@@ -174,7 +174,7 @@ def test_restricting_the_sense_kg_keeps_every_candidate_embedding(tiny_jaket_dir
     KG must equal E^KM over the whole KG."""
     import dataclasses
 
-    from jaket.tasks.word_in_context import SenseGraph, restrict_to_candidates
+    from jaket.tasks.word_in_context.model import SenseGraph, restrict_to_candidates
 
     model, data, graph = _model_and_data(tiny_jaket_dir, sense_kg, "jaket", fanouts=(50, 50))
     full = model.km_rows(graph, torch.tensor([3, 4]), np.random.default_rng(0))
@@ -196,7 +196,7 @@ def test_a_restricted_sense_graph_renumbers_a_copy_every_time(tiny_jaket_dir, se
     place once, so from the second seed on whole-KG ids indexed the subgraph's memory)."""
     import dataclasses
 
-    from jaket.tasks.word_in_context import SenseGraph, restrict_to_candidates
+    from jaket.tasks.word_in_context.model import SenseGraph, restrict_to_candidates
 
     model, data, graph = _model_and_data(tiny_jaket_dir, sense_kg, "jaket")
     small = dataclasses.replace(data, candidates=np.where(data.candidates >= 3, data.candidates, -1))

@@ -64,7 +64,7 @@ def sense_kg(tmp_path_factory):
     exactly WordNet's), saved as a KG folder for the command line."""
     from jaket.kg.io import save_kg
     from jaket.kg.sources.wordnet import full_wordnet_kg, sense_order
-    from jaket.tasks.word_in_context_model import neighbourhood
+    from jaket.tasks.word_in_context.model import neighbourhood
 
     full = full_wordnet_kg()
     position = {e: i for i, e in enumerate(full.entity_ids)}
@@ -78,7 +78,7 @@ def sense_kg(tmp_path_factory):
 
 
 def test_the_framework_files_are_read_with_spans_lemmas_and_gold_synsets(mini):
-    from jaket.tasks.wsd_data import load_wsd
+    from jaket.tasks.word_sense.data import load_wsd
 
     instances = load_wsd(mini)  # the key file beside it is found
     assert [i.id for i in instances] == list(_GOLD)
@@ -92,7 +92,7 @@ def test_the_framework_files_are_read_with_spans_lemmas_and_gold_synsets(mini):
 
 
 def test_bad_input_is_one_line_each(tmp_path, mini):
-    from jaket.tasks.wsd_data import load_wsd
+    from jaket.tasks.word_sense.data import load_wsd
 
     broken = tmp_path / "broken.data.xml"
     broken.write_text(_xml().replace('pos="VERB">deposited</instance>', 'pos="VERB">deposited</wf>'))
@@ -135,7 +135,7 @@ def test_bad_input_is_one_line_each(tmp_path, mini):
 
 
 def test_our_jsonl_takes_sense_keys_or_entity_ids(tmp_path):
-    from jaket.tasks.wsd_data import load_wsd
+    from jaket.tasks.word_sense.data import load_wsd
 
     path = tmp_path / "targets.jsonl"
     path.write_text(json.dumps({"id": "a", "text": "the river bank", "start": 10, "end": 14, "lemma": "bank",
@@ -148,9 +148,9 @@ def test_our_jsonl_takes_sense_keys_or_entity_ids(tmp_path):
 
 def test_every_scorer_runs_on_the_same_targets_with_the_frameworks_scores(mini, sense_kg, tiny_bert_dir,
                                                                           tiny_jaket_dir, tmp_path):
-    from jaket.tasks.settings import WordSenseConfig
-    from jaket.tasks.wsd import run_wsd
-    from jaket.tasks.wsd_data import load_wsd
+    from jaket.tasks.word_sense.job import WordSenseConfig
+    from jaket.tasks.word_sense.run import run_wsd
+    from jaket.tasks.word_sense.data import load_wsd
 
     kg, _ = sense_kg
     config = WordSenseConfig(encoder=tiny_bert_dir, pretrained=tiny_jaket_dir, seeds=(0, 1),
@@ -221,8 +221,8 @@ def test_the_bootstrap_interval_is_paired():
 
 
 def test_key_file_names_are_clean_for_every_scorer_and_prior():
-    from jaket.tasks.sense_scoring import SCORERS
-    from jaket.tasks.wsd import key_file_name
+    from jaket.tasks.word_sense.model import SCORERS
+    from jaket.tasks.word_sense.run import key_file_name
 
     assert key_file_name("jaket (cosine) + prior 0.5") == "jaket-cosine.prior-0.5"
     names = [key_file_name(s) for s in SCORERS] + [key_file_name(f"{s} + prior 2") for s in SCORERS]

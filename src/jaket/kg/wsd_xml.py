@@ -15,7 +15,7 @@ file; ``pos`` is one of NOUN, VERB, ADJ, ADV). A sentence's text is its tokens j
 spaces (a token may itself hold spaces: ``pointed out``), so each token has a character span.
 
 Read here, in the KG layer, because two readers need it: the word-sense task
-(:mod:`jaket.tasks.wsd_data`, which adds the key file and the senses) and the exclusion of a
+(:mod:`jaket.tasks.word_sense.data`, which adds the key file and the senses) and the exclusion of a
 benchmark's sentences from pre-training (:mod:`jaket.kg.exclusion`). Every problem is one
 ``path:line: message`` (:class:`jaket.kg.errors.KGFormatError`): malformed XML, an element out of
 place, an instance without its id, lemma or part of speech, an id given twice.

@@ -1,6 +1,6 @@
 """Fine-tuning configs from YAML with ``--set key=value`` overrides, as pre-training's.
 
-A task's config is a dataclass (e.g. :class:`jaket.tasks.entity_classification.EntityClassificationConfig`);
+A task's config is a dataclass (e.g. :class:`jaket.tasks.entity_classification.job.EntityClassificationConfig`);
 :func:`load_task_config` fills it from the dataclass defaults, then a YAML file, then ``--set``
 overrides, then values the command's own flags give, and validates the result with pydantic. The
 override syntax and the error format are those of :mod:`jaket.train.config`:

@@ -3,10 +3,10 @@
 ``jaket prepare wordnet-reference --out runs/reference/data [--wn18rr DIR]`` writes
 
 * ``kg-unseen/``: the unseen KG' of entity classification, ``heldout_entities`` synsets in
-  breadth-first regions (:func:`jaket.tasks.entity_classification.choose_heldout`) and the
+  breadth-first regions (:func:`jaket.tasks.heldout.choose_heldout`) and the
   triples among them;
 * ``kg-pretrain/``: every other synset, with the usage examples that mention none of KG'
-  (:func:`jaket.tasks.entity_classification.split_pretraining`), **minus every triple between
+  (:func:`jaket.tasks.heldout.split_pretraining`), **minus every triple between
   two WN18RR entities that is not a WN18RR training triple** (:func:`evaluation_triples_mask`),
   so that no link-prediction evaluation triple, of any split (including test splits we do not
   have), is an edge or a relation-prediction target in pre-training;

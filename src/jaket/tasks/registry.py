@@ -37,27 +37,27 @@ class TaskHandlers:
 REGISTRY: dict[str, TaskHandlers] = {
     "entity-classification": TaskHandlers(
         "a label and its probability for entities of a KG",
-        "jaket.tasks.entity_classifier:FinetunedEntityClassifier",
-        "jaket.tasks.entity_classification_cli:add_predict_arguments",
-        "jaket.tasks.entity_classification_cli:predict_rows"),
+        "jaket.tasks.entity_classification.finetuned:FinetunedEntityClassifier",
+        "jaket.tasks.entity_classification.cli:add_predict_arguments",
+        "jaket.tasks.entity_classification.cli:predict_rows"),
     "link-prediction": TaskHandlers(
         "top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG",
-        "jaket.tasks.link_predictor:FinetunedLinkPredictor",
-        "jaket.tasks.link_prediction_cli:add_predict_arguments",
-        "jaket.tasks.link_prediction_cli:predict_rows"),
+        "jaket.tasks.link_prediction.finetuned:FinetunedLinkPredictor",
+        "jaket.tasks.link_prediction.cli:add_predict_arguments",
+        "jaket.tasks.link_prediction.cli:predict_rows"),
     "kgqa": TaskHandlers(
         "ranked answers for questions over a KG",
-        "jaket.tasks.kgqa_predict:FinetunedQuestionAnswerer",
-        "jaket.tasks.cli:add_kgqa_predict_arguments",
-        "jaket.tasks.cli:kgqa_predict_rows"),
+        "jaket.tasks.kgqa.finetuned:FinetunedQuestionAnswerer",
+        "jaket.tasks.kgqa.cli:add_predict_arguments",
+        "jaket.tasks.kgqa.cli:predict_rows"),
     "relation-classification": TaskHandlers(
         "the relation of each query sentence, given support examples (PAIR)",
-        "jaket.tasks.relation_classification_predict:FinetunedPairClassifier",
-        "jaket.tasks.cli:add_relation_classification_predict_arguments",
-        "jaket.tasks.cli:relation_classification_predict_rows"),
+        "jaket.tasks.relation_classification.finetuned:FinetunedPairClassifier",
+        "jaket.tasks.relation_classification.cli:add_predict_arguments",
+        "jaket.tasks.relation_classification.cli:predict_rows"),
     "word-in-context": TaskHandlers(
         "whether a target word means the same in two texts (WiC), with its senses",
-        "jaket.tasks.word_in_context_predict:FinetunedWordInContext",
-        "jaket.tasks.word_in_context_cli:add_predict_arguments",
-        "jaket.tasks.word_in_context_cli:predict_rows"),
+        "jaket.tasks.word_in_context.finetuned:FinetunedWordInContext",
+        "jaket.tasks.word_in_context.cli:add_predict_arguments",
+        "jaket.tasks.word_in_context.cli:predict_rows"),
 }

@@ -10,20 +10,13 @@ model of its first run to ``OUT/model`` for ``jaket predict entity-classificatio
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ConfigDict
-
-from jaket.kg.io import load_kg
 from jaket.overrides import add_config_flags
 from jaket.tasks.cli_common import finish, float_list, start_job
-from jaket.tasks.settings import EntityClassificationConfig
-from jaket.tasks.splits import read_splits
-
-logger = logging.getLogger(__name__)
+from jaket.tasks.entity_classification.data import load_data
+from jaket.tasks.entity_classification.job import EntityClassificationJob
 
 # ----------------------------------------------------------------------------- arguments
 
@@ -83,7 +76,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
 def predict_rows(model, args: argparse.Namespace) -> list[dict]:
     """``jaket predict entity-classification``: the flags as the library's typed arguments."""
     # --help: the model code (torch) is imported when it runs
-    from jaket.tasks.entity_classifier import predict_rows as rows
+    from jaket.tasks.entity_classification.finetuned import predict_rows as rows
 
     return rows(model, args.kg, args.entities, args.all, args.top_k)
 
@@ -108,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     job, device, out = started
     kg, splits = load_data(job.data)
-    from jaket.tasks import entity_classification as ec  # the task, loaded when it runs
+    from jaket.tasks.entity_classification import run as ec  # the task, loaded when it runs
 
     save_dir = None if args.evaluate else out / "model"
     results = ec.run_entity_classification(kg, job, out, splits=splits, save_dir=save_dir,

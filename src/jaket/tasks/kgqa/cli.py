@@ -79,14 +79,14 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
 
 def predict_rows(model, args: argparse.Namespace) -> list[dict]:
     """``jaket predict kgqa``: the flags as the library's typed arguments."""
-    from jaket.tasks.kgqa_predict import predict_rows  # the task, loaded when it runs
+    from jaket.tasks.kgqa.finetuned import predict_rows  # the task, loaded when it runs
 
     return predict_rows(model, args.questions, args.kg, args.hops, args.top_k)
 
 
 def run(args) -> int:
     """``jaket finetune|evaluate kgqa``."""
-    from jaket.tasks import kgqa  # the task, loaded when it runs
+    from jaket.tasks.kgqa import run as kgqa  # the task, loaded when it runs
 
     device, out = start_run(args, "kgqa")  # device, trackers and --out checked before any work
     splits = info = None

@@ -22,10 +22,11 @@ from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import load_kg, save_kg
 from jaket.model.jaket import JaketModel
 from jaket.tasks.finetuned import FinetunedFolder, FinetunedFormatError, FinetunedModel, backbone_model, checked_variant
-from jaket.tasks.kgqa_model import QuestionAnswerer, rank_candidates
-from jaket.tasks.kgqa_graph import QAGraph
-from jaket.tasks.metaqa import QAExample, entity_lookup, missing_answer_report, read_questions
-from jaket.tasks.settings import KGQAConfig, VariantConfig
+from jaket.tasks.kgqa.model import QuestionAnswerer, rank_candidates
+from jaket.tasks.kgqa.model import QAGraph
+from jaket.tasks.kgqa.data import QAExample, entity_lookup, missing_answer_report, read_questions
+from jaket.tasks.kgqa.job import KGQAConfig
+from jaket.tasks.settings import VariantConfig
 from jaket.tasks.variants import Backbone, kg_memory
 from jaket.tasks.settings import variant as variant_spec
 

@@ -11,15 +11,15 @@ set counts as a miss). **KG-Full** uses every triple; **KG-50%** drops each trip
 0.5 (seeded) before the candidates and the KM graph are built, the questions stay the same.
 
 The step's KM pass covers only the computation subgraph of the batch's topics and candidates
-(:mod:`jaket.tasks.kgqa_graph`), which gives the same scores as a pass over the whole KG at a
+(:mod:`jaket.tasks.kgqa.model`), which gives the same scores as a pass over the whole KG at a
 fraction of its cost. Model selection: every ``select_every`` steps Hits@1 on the selection
 questions, the best state is kept and tested.
 
-Data: :func:`jaket.tasks.metaqa.load_metaqa_task` reads MetaQA (its protocol, and descriptions =
+Data: :func:`jaket.tasks.kgqa.data.load_metaqa_task` reads MetaQA (its protocol, and descriptions =
 one sampled training question per entity, relation descriptions by hand, as the paper does);
 without it :func:`wordnet_questions` writes templated 1-hop and 2-hop questions over the
 hypernym, part and member relations of a WordNet KG (entity descriptions: the WordNet ones,
-lemmas + gloss). A fine-tuned model is saved and used by :mod:`jaket.tasks.kgqa_predict`.
+lemmas + gloss). A fine-tuned model is saved and used by :mod:`jaket.tasks.kgqa.finetuned`.
 
 Settings: ``lm`` reads the question with the full encoder (no fusion) and scores candidates by a
 projection of their description embedding; ``lm+g`` / ``lm+g+m`` / ``jaket`` as in
@@ -37,15 +37,15 @@ import numpy as np
 import torch
 
 from jaket.kg.graph import KnowledgeGraph
-from jaket.tasks.kgqa_graph import QAGraph, drop_triples_mask
-from jaket.tasks.kgqa_model import (SUPPORTED_VARIANTS, QuestionAnswerer, batch_logits,  # noqa: F401 (re-exported)
+from jaket.tasks.kgqa.model import QAGraph, drop_triples_mask
+from jaket.tasks.kgqa.model import (SUPPORTED_VARIANTS, QuestionAnswerer, batch_logits,  # noqa: F401 (re-exported)
                                    encode_questions, rank_candidates)
-from jaket.tasks.kgqa_predict import FinetunedQuestionAnswerer
-from jaket.tasks.metaqa import QAExample
+from jaket.tasks.kgqa.finetuned import FinetunedQuestionAnswerer
+from jaket.tasks.kgqa.data import QAExample
 from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import fine_tuning_step
-from jaket.tasks.settings import KGQAConfig  # noqa: F401 (re-exported)
+from jaket.tasks.kgqa.job import KGQAConfig  # noqa: F401 (re-exported)
 from jaket.tasks.variants import Backbone, FrozenMemory, SettingCache, VariantError
 
 logger = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ Data: ``--data DIR`` (a WN18RR-format folder: ``train.txt``, ``valid.txt``[, ``t
 entities described from WordNet), or ``--kg DIR`` (a KG folder whose triples are the training
 split; ``--eval FILE`` gives the evaluation triples), or neither (a WordNet subset split 90/10).
 ``finetune`` saves the model of its first run to ``OUT/model`` for ``jaket predict link-prediction``.
-``--train-encoder`` fine-tunes LM1 on the descriptions (:mod:`jaket.tasks.link_training`); without
+``--train-encoder`` fine-tunes LM1 on the descriptions (:mod:`jaket.tasks.link_prediction.model`); without
 it the description memory stays frozen (the quick default).
 """
 
@@ -19,7 +19,7 @@ from jaket.model.device import choose_precision
 from jaket.overrides import add_config_arguments
 from jaket.tasks.cli_common import csv_list, finish, seed_range, start_run, variants_of
 from jaket.tasks.link_prediction.data import load_data
-from jaket.tasks.settings import OBJECTIVES, TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
+from jaket.tasks.link_prediction.job import OBJECTIVES, TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
@@ -103,14 +103,14 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
 def predict_rows(model, args: argparse.Namespace) -> list[dict]:
     """``jaket predict link-prediction``: the flags as the library's typed arguments."""
     # --help: the model code (torch) is imported when it runs
-    from jaket.tasks.link_predictor import predict_rows as rows
+    from jaket.tasks.link_prediction.finetuned import predict_rows as rows
 
     return rows(model, args.kg, args.queries, args.top_k, args.exclude_known)
 
 
 def mode_defaults(args: argparse.Namespace) -> None:
     """Fill the flags left unset with the frozen mode's defaults or, with ``--train-encoder``, those
-    of :data:`jaket.tasks.link_prediction.TRAIN_ENCODER_DEFAULTS` (``--budget-cpu-seconds 0``
+    of :data:`jaket.tasks.link_prediction.job.TRAIN_ENCODER_DEFAULTS` (``--budget-cpu-seconds 0``
     means no budget)."""
     defaults = TRAIN_ENCODER_DEFAULTS if args.train_encoder else vars(LinkPredictionConfig())
     if args.objective != "in-batch" and args.frozen_warmup_steps is None:
@@ -124,7 +124,7 @@ def mode_defaults(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate link-prediction``."""
-    from jaket.tasks import link_prediction as lp  # the task, loaded when it runs
+    from jaket.tasks.link_prediction import run as lp  # the task, loaded when it runs
 
     device, out = start_run(args, "link-prediction")  # device, trackers and --out checked before any work
     kg, train, evaluation = load_data(args.data, args.kg, args.eval, max_entities=args.max_entities,

@@ -33,8 +33,8 @@ from jaket.kg.readers import read_field_lines
 from jaket.model.jaket import JaketModel
 from jaket.tasks.finetuned import (FinetunedFolder, FinetunedFormatError, FinetunedModel, backbone_model,
                                    prediction_memory)
-from jaket.tasks.link_scoring import LinkScorer, known_answers
-from jaket.tasks.settings import METRICS, SCORERS, LinkPredictionConfig
+from jaket.tasks.link_prediction.model import LinkScorer, known_answers
+from jaket.tasks.link_prediction.job import METRICS, SCORERS, LinkPredictionConfig
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, full_graph
 from jaket.tasks.settings import variant as variant_spec
 

@@ -42,7 +42,7 @@ class LinkPredictionConfig(BackboneSettings):
     eval_batch_size: int = 256
     max_eval_triples: int | None = None
     holdout_fraction: float = 0.0
-    #: fine-tune LM1 on the descriptions with a contrastive loss (:mod:`jaket.tasks.link_training`);
+    #: fine-tune LM1 on the descriptions with a contrastive loss (:mod:`jaket.tasks.link_prediction.model`);
     #: False = the frozen memory (the paper's fine-tuning, the quick default)
     train_encoder: bool = False
     #: learning rate of LM1 (``train_encoder``)
@@ -96,5 +96,5 @@ class LinkPredictionConfig(BackboneSettings):
 
     @property
     def metric(self) -> str:
-        """The :class:`~jaket.tasks.link_prediction.LinkScorer` metric the objective trains."""
+        """The :class:`~jaket.tasks.link_prediction.model.LinkScorer` metric the objective trains."""
         return "cosine" if self.train_encoder and self.objective == "contrastive" else "native"

@@ -17,7 +17,7 @@ training graph with the batch's own triples hidden (a positive is never an edge 
 input, as an evaluation triple is not). Evaluation: the KM over the whole training graph, filtered MRR and
 Hits@1/3/10, averaged over head and tail prediction, realistic ranks (a tie counts half, as
 PyKEEN's) against every entity with all known true triples (training + every evaluation file)
-filtered out. ``train_encoder`` trains LM1 too (:mod:`jaket.tasks.link_training`). Any split file in the WN18RR format
+filtered out. ``train_encoder`` trains LM1 too (:mod:`jaket.tasks.link_prediction.model`). Any split file in the WN18RR format
 (``head<TAB>relation<TAB>tail``, ids of the KG) can be evaluated.
 
 Inductive mode: entities of an evaluation file that occur in no training triple are still embedded
@@ -42,11 +42,11 @@ from jaket.kg.readers import read_split  # noqa: F401  (the split reader of ever
 from jaket.tasks import report as rep
 from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
 from jaket.tasks.results import TaskResult
-from jaket.tasks.link_predictor import FinetunedLinkPredictor
-from jaket.tasks.link_scoring import LinkScorer, known_answers, train_scorer, train_view  # noqa: F401 (re-exported)
-from jaket.tasks.link_training import train_with_encoder
-from jaket.tasks.settings import (METRICS, SCORERS, TRAIN_ENCODER_DEFAULTS,  # noqa: F401 (re-exported)
-                                  LinkPredictionConfig)
+from jaket.tasks.link_prediction.finetuned import FinetunedLinkPredictor
+from jaket.tasks.link_prediction.model import LinkScorer, known_answers, train_scorer, train_view  # noqa: F401 (re-exported)
+from jaket.tasks.link_prediction.model import train_with_encoder
+from jaket.tasks.link_prediction.job import (METRICS, SCORERS, TRAIN_ENCODER_DEFAULTS,  # noqa: F401 (re-exported)
+                                             LinkPredictionConfig)
 from jaket.tasks.variants import VARIANT_LABELS, SettingCache, full_graph
 from jaket.tasks.settings import variant as variant_spec
 
@@ -233,7 +233,7 @@ def run_link_prediction(kg: KnowledgeGraph, train: np.ndarray, evaluation: dict[
                         out_dir: Path | None = None, save_dir: Path | None = None, device="cpu",
                         log_with=()) -> TaskResult:
     """Train on ``train`` (indices of ``kg``), evaluate on each named split; with ``save_dir``
-    the first run's model is saved there (a fine-tuned folder, :mod:`jaket.tasks.link_predictor`).
+    the first run's model is saved there (a fine-tuned folder, :mod:`jaket.tasks.link_prediction.finetuned`).
     ``device``: where the backbone, the memory, the scorer and every batch run. ``log_with``:
     trackers of each step's loss (:mod:`jaket.tasks.tracking`). ``runs[setting][scorer]`` holds
     one entry per seed (:mod:`jaket.tasks.grid`)."""

@@ -54,14 +54,14 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
 
 def predict_rows(model, args: argparse.Namespace) -> list[dict]:
     """``jaket predict relation-classification``: the flags as the library's typed arguments."""
-    from jaket.tasks.relation_classification_predict import predict_rows  # the task, loaded when it runs
+    from jaket.tasks.relation_classification.finetuned import predict_rows  # the task, loaded when it runs
 
     return predict_rows(model, args.support, args.queries)
 
 
 def run(args) -> int:
     """``jaket finetune|evaluate relation-classification``."""
-    from jaket.tasks import relation_classification as rc  # the task, loaded when it runs
+    from jaket.tasks.relation_classification import run as rc  # the task, loaded when it runs
 
     device, out = start_run(args, "relation-classification")  # device, trackers, --out checked first
     if args.train_data and args.data is None:

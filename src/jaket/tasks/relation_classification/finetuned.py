@@ -16,11 +16,12 @@ from pathlib import Path
 import torch
 
 from jaket.jsonio import quote
-from jaket.tasks.fewrel import FewRelData, load_fewrel, read_query_lines
+from jaket.tasks.relation_classification.data import FewRelData, load_fewrel, read_query_lines
 from jaket.model.jaket import JaketModel
 from jaket.tasks.finetuned import FinetunedFolder, FinetunedFormatError, FinetunedModel, backbone_model, checked_variant
-from jaket.tasks.pair_encoder import PairEncoder
-from jaket.tasks.settings import RelationClassificationConfig, VariantConfig
+from jaket.tasks.relation_classification.model import PairEncoder
+from jaket.tasks.relation_classification.job import RelationClassificationConfig
+from jaket.tasks.settings import VariantConfig
 from jaket.tasks.variants import Backbone
 
 TASK = "relation-classification"

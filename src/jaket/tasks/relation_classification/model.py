@@ -4,7 +4,7 @@ One sequence per query and support, ``query [SEP] support``, read by LM1 then LM
 fusion: FewRel's entities are not in the pre-training KG); a linear layer on the [CLS] output
 gives the "same relation" score. Training and evaluation are in
 :mod:`jaket.tasks.relation_classification`, the fine-tuned model in
-:mod:`jaket.tasks.relation_classification_predict`; both import this module.
+:mod:`jaket.tasks.relation_classification.finetuned`; both import this module.
 """
 
 from __future__ import annotations

@@ -40,10 +40,11 @@ from tqdm.auto import tqdm
 
 from jaket.kg.graph import KnowledgeGraph
 from jaket.model.device import autocast, module_device
-from jaket.tasks.fewrel import FewRelData, FewRelInstance
-from jaket.tasks.pair_encoder import SUPPORTED_VARIANTS, PairEncoder  # noqa: F401 (re-exported)
-from jaket.tasks.relation_classification_predict import FinetunedPairClassifier
-from jaket.tasks.settings import VARIANT_LABELS, RelationClassificationConfig, VariantError  # noqa: F401
+from jaket.tasks.relation_classification.data import FewRelData, FewRelInstance
+from jaket.tasks.relation_classification.model import SUPPORTED_VARIANTS, PairEncoder  # noqa: F401 (re-exported)
+from jaket.tasks.relation_classification.finetuned import FinetunedPairClassifier
+from jaket.tasks.settings import VARIANT_LABELS, VariantError  # noqa: F401
+from jaket.tasks.relation_classification.job import RelationClassificationConfig
 from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import fine_tuning_step

@@ -3,27 +3,21 @@
 Settings come from the defaults < ``--config FILE`` (YAML, keys of :class:`WordInContextJob`) <
 ``--set key=value`` < the dedicated flags; ``--print-config`` prints the result. ``--train`` and
 ``--eval`` read WiC's ``*.data.txt`` (labels from the ``*.gold.txt`` beside it) or our JSONL
-(:mod:`jaket.tasks.wic_data`); without them the pairs are built from WordNet's own usage examples
-(:func:`jaket.tasks.wic_data.wordnet_pairs`: a demonstration, *not* leak-free against a model
+(:mod:`jaket.tasks.word_in_context.data`); without them the pairs are built from WordNet's own usage examples
+(:func:`jaket.tasks.word_in_context.data.wordnet_pairs`: a demonstration, *not* leak-free against a model
 pre-trained on those examples). The sense KG is ``--kg DIR`` or the whole of WordNet 3.0.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-from dataclasses import dataclass, field
 from pathlib import Path
-
-from pydantic import ConfigDict
 
 from jaket.flags import add_precision_argument
 from jaket.model.device import choose_precision, resolve_device
 from jaket.overrides import add_config_flags
 from jaket.tasks.cli_common import add_sense_kg_argument, finish, start_job
-from jaket.tasks.settings import WordInContextConfig
-
-logger = logging.getLogger(__name__)
+from jaket.tasks.word_in_context.job import WordInContextJob
 
 
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
@@ -55,7 +49,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
 def predict_rows(finetuned, args: argparse.Namespace):
     """The rows of ``jaket predict word-in-context``."""
     # --help: the task (torch, the model) is imported when it runs
-    from jaket.tasks.word_in_context_predict import predict_rows as rows
+    from jaket.tasks.word_in_context.finetuned import predict_rows as rows
 
     return rows(finetuned, args.pairs, args.gold, args.kg)
 
@@ -76,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     job, device, out = started
     # --help: the task (torch, the model) is imported when it runs
-    from jaket.tasks import word_in_context as wic
-    from jaket.tasks.wic_data import load_pairs, wordnet_pairs  # --help: reads WordNet
+    from jaket.tasks.word_in_context import run as wic
+    from jaket.tasks.word_in_context.data import load_pairs, wordnet_pairs  # --help: reads WordNet
 
     needs_kg = any(v != "lm" for v in job.variants)
     kg = wic.load_sense_kg(job.data.kg) if needs_kg or job.data.train is None else None

@@ -3,7 +3,7 @@ the target's span and candidate senses, the sense KG the KM reads, the model (LM
 linked sense fused at the target, Eq. 8-9, LM2, the pair head) and its probabilities.
 
 Training and the comparison of settings (:mod:`jaket.tasks.word_in_context`) and the fine-tuned
-model (:mod:`jaket.tasks.word_in_context_predict`) both import this module; it imports neither.
+model (:mod:`jaket.tasks.word_in_context.finetuned`) both import this module; it imports neither.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from jaket.model.device import autocast
 from jaket.model.heads import EntityHead, span_mean
 from jaket.model.jaket import JaketModel
 from jaket.model.language import SplitLanguageModel
-from jaket.tasks.settings import VariantError, WordInContextConfig
+from jaket.tasks.settings import VariantError
+from jaket.tasks.word_in_context.job import WordInContextConfig
 from jaket.tasks.variants import Backbone, FrozenMemory, kg_memory, load_backbone
-from jaket.tasks.wic_data import SenseInventory, WordPair
+from jaket.tasks.word_in_context.data import SenseInventory, WordPair
 from jaket.tasks.settings import variant as variant_spec
 
 

@@ -6,7 +6,7 @@ trains the language module to name the synset of a word from its context -- word
 disambiguation. Here the sense is exactly what is unknown, so the paper's fusion (a linked
 entity's KM embedding added at the mention, Eq. 8-9) needs a design for the candidates:
 
-1. **Candidates**: the target's senses in the KG (:class:`jaket.tasks.wic_data.SenseInventory`:
+1. **Candidates**: the target's senses in the KG (:class:`jaket.tasks.word_in_context.data.SenseInventory`:
    its lemma and part of speech, WordNet's most frequent sense first), at most
    ``max_candidates``.
 2. **Sense scores**: the pre-trained masked-entity head, restricted to the candidates: the text
@@ -49,17 +49,18 @@ from jaket.model.device import autocast, cpu_description
 from jaket.model.heads import span_mean
 from jaket.model.language import SplitLanguageModel
 from jaket.tasks import report as rep
-from jaket.tasks.settings import VARIANT_LABELS, WordInContextConfig  # noqa: F401 (re-exported)
+from jaket.tasks.settings import VARIANT_LABELS  # noqa: F401 (re-exported)
+from jaket.tasks.word_in_context.job import WordInContextConfig
 from jaket.tasks.settings import variant as variant_spec
 from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import step_done
 from jaket.tasks.variants import load_backbone
-from jaket.tasks.wic_data import SenseInventory, WordPair
-from jaket.tasks.word_in_context_model import (SUPPORTED_VARIANTS, TASK, EncodedPairs,  # noqa: F401 (re-exported)
+from jaket.tasks.word_in_context.data import SenseInventory, WordPair
+from jaket.tasks.word_in_context.model import (SUPPORTED_VARIANTS, TASK, EncodedPairs,  # noqa: F401 (re-exported)
                                                SenseGraph, WordInContextModel, build_model, encode_pairs,
                                                predict_probabilities, restrict_to_candidates, sense_graph)
-from jaket.tasks.word_in_context_predict import FinetunedWordInContext, load_sense_kg, predict_rows  # noqa: F401
+from jaket.tasks.word_in_context.finetuned import FinetunedWordInContext, load_sense_kg, predict_rows  # noqa: F401
 from jaket.train.optim import warmup_linear
 
 logger = logging.getLogger(__name__)

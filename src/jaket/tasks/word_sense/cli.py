@@ -3,22 +3,20 @@
 Settings come from the defaults < ``--config FILE`` (YAML, keys of :class:`WordSenseJob`) <
 ``--set key=value`` < the dedicated flags; ``--print-config`` prints the result. ``--data`` reads
 the framework's ``*.data.xml`` (gold senses from ``--gold`` or the ``*.gold.key.txt`` beside it)
-or our JSONL (:mod:`jaket.tasks.wsd_data`); the sense KG is ``--kg DIR`` or all of WordNet 3.0.
-Nothing is fine-tuned: the scorers of :mod:`jaket.tasks.sense_scoring` run side by side
-(:mod:`jaket.tasks.wsd`).
+or our JSONL (:mod:`jaket.tasks.word_sense.data`); the sense KG is ``--kg DIR`` or all of WordNet 3.0.
+Nothing is fine-tuned: the scorers of :mod:`jaket.tasks.word_sense.model` run side by side
+(:mod:`jaket.tasks.word_sense.run`).
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ConfigDict
-
-from jaket.overrides import add_config_flags
-from jaket.tasks.cli_common import add_sense_kg_argument, float_list, finish, start_job
-from jaket.tasks.settings import WordSenseConfig
+from jaket.flags import add_device_argument
+from jaket.overrides import add_config_arguments, add_config_flags
+from jaket.tasks.cli_common import add_sense_kg_argument, finish, float_list, start_job, start_run
+from jaket.tasks.word_sense.job import WordSenseJob
 
 TASK = "word-sense-disambiguation"
 
@@ -49,9 +47,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     job, device, out = started
     # --help: the task (torch, the model) is imported when it runs
-    from jaket.tasks import wsd
-    from jaket.tasks.word_in_context_predict import load_sense_kg
-    from jaket.tasks.wsd_data import key_path_of, load_wsd  # --help: reads WordNet's sense keys
+    from jaket.tasks.word_sense import run as wsd
+    from jaket.tasks.word_in_context.finetuned import load_sense_kg
+    from jaket.tasks.word_sense.data import key_path_of, load_wsd  # --help: reads WordNet's sense keys
 
     instances = load_wsd(job.data.path, job.data.gold)
     kg = load_sense_kg(job.data.kg)
@@ -94,9 +92,9 @@ def add_sense_linking_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_sense_linking(args) -> int:
     """``jaket evaluate sense-linking``."""
-    from jaket.tasks import sense_linking as sl  # the task, loaded when it runs
-    from jaket.tasks.wic_data import SenseInventory
-    from jaket.tasks.word_in_context_predict import load_sense_kg
+    from jaket.tasks.word_sense import run as sl  # the task, loaded when it runs
+    from jaket.tasks.word_in_context.data import SenseInventory
+    from jaket.tasks.word_in_context.finetuned import load_sense_kg
 
     device, out = start_run(args, "sense-linking")
     kg = load_sense_kg(args.kg)
@@ -114,5 +112,5 @@ def run_sense_linking(args) -> int:
     results = sl.evaluate_sense_linking(examples, kg, pretrained=args.model, encoder=args.encoder,
                                         seeds=tuple(range(args.seeds)), device=device, baselines=args.baselines)
     results["data"] = {**info, "examples_used": len(examples)}
-    sl.write_report(results, out)
-    return finish(args.json, results, sl.results_table(results), out, json_summary=results["scorers"])
+    sl.write_sense_linking_report(results, out)
+    return finish(args.json, results, sl.sense_linking_table(results), out, json_summary=results["scorers"])

@@ -34,7 +34,7 @@ from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.readers import json_objects, read_text_file
 from jaket.kg.sources.wordnet import sense_key_index
 from jaket.kg.wsd_xml import read_wsd_xml
-from jaket.tasks.wic_data import POS_CODES
+from jaket.kg.sources.wordnet_forms import POS_CODES
 
 #: the framework's parts of speech -> WordNet's
 FRAMEWORK_POS = {"NOUN": "n", "VERB": "v", "ADJ": "a", "ADV": "r"}

@@ -23,7 +23,7 @@ are read from the descriptions by the model's LM1, as the paper's adaptation to 
   longest match first), or, for the spans an input gives (:class:`jaket.kg.linking.Target`), the
   entities named by the target's lemma (or its written form and that form's singulars), of its
   part of speech when the KG's ids follow WordNet's ``lemma.pos.NN`` naming
-  (:class:`jaket.tasks.wic_data.SenseInventory`). The most probable candidate is linked; a mention
+  (:class:`jaket.tasks.word_in_context.data.SenseInventory`). The most probable candidate is linked; a mention
   whose probability is below ``min_confidence`` is left unlinked and kept in
   :attr:`LinkedText.unlinked`.
 
@@ -53,7 +53,7 @@ from jaket.kg.linking import CandidateSpan, EntityLinker, LinkStats, Target, sin
 from jaket.model.device import resolve_device
 from jaket.model.jaket import JaketModel
 from jaket.tasks.variants import description_features
-from jaket.tasks.wic_data import SenseInventory
+from jaket.tasks.word_in_context.data import SenseInventory
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Which of its candidate senses does a word in context name? The scorers shared by sense linking
-(:mod:`jaket.tasks.sense_linking`) and word-sense disambiguation (:mod:`jaket.tasks.wsd`).
+(:mod:`jaket.tasks.word_sense.run`) and word-sense disambiguation (:mod:`jaket.tasks.word_sense.run`).
 
 A :class:`SenseExample` is a target ``[start, end)`` of a text, its candidate senses (entity
 indices of the sense KG, WordNet's most frequent first; possibly none) and its gold senses (any
@@ -18,7 +18,7 @@ earlier candidate on a tie, and no answer without candidates. Scorers (:data:`SC
   before any fine-tuning;
 * ``jaket``: the pre-trained masked-entity head restricted to the candidates (pre-training's task
   4: ``q = g((Z_s + Z_o) / 2)`` against the candidates' E^context rows by JAKET's LM1), computed by
-  the linker of ``jaket link --model`` (:class:`jaket.tasks.context_linking.ContextLinker`);
+  the linker of ``jaket link --model`` (:class:`jaket.tasks.word_sense.finetuned.ContextLinker`);
 * ``jaket (cosine)``: JAKET's encoder read as the base encoder is (the ``lm`` scorer).
 
 **The sense-order prior** (:func:`with_prior`, an explicit option, never part of a scorer): WordNet
@@ -44,10 +44,10 @@ from jaket.model.heads import span_mean
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
-from jaket.tasks.context_linking import ContextLinker
+from jaket.tasks.word_sense.finetuned import ContextLinker
 from jaket.tasks.variants import FrozenMemory, description_features
-from jaket.tasks.wic_data import lemma_key
-from jaket.tasks.word_in_context_model import SenseGraph, km_embeddings, neighbourhood, target_spans
+from jaket.tasks.word_in_context.data import lemma_key
+from jaket.tasks.word_in_context.model import SenseGraph, km_embeddings, neighbourhood, target_spans
 
 #: every scorer, in the order they are computed and reported
 SCORERS = ("first sense", "random", "lesk", "lm", "lm+g+m", "jaket", "jaket (cosine)")
@@ -250,7 +250,7 @@ def encoder_scores(examples: list[SenseExample], kg: KnowledgeGraph, *, encoder=
 def jaket_scores(examples: list[SenseExample], kg: KnowledgeGraph, pretrained, *, description_max_length: int = 32,
                  max_length: int = 96, device="cpu") -> dict[str, ScorerOutput]:
     """The ``jaket`` scorer (the masked-entity head, pre-training task 4, restricted to the
-    candidates: :meth:`jaket.tasks.context_linking.ContextLinker.logits`, the linker of ``jaket link
+    candidates: :meth:`jaket.tasks.word_sense.finetuned.ContextLinker.logits`, the linker of ``jaket link
     --model``) and ``jaket (cosine)`` of the module docstring."""
     candidates = _Candidates.of(examples, kg)
     linker = ContextLinker.from_pretrained(pretrained, kg, device=device, max_length=max_length)

@@ -1,0 +1,40 @@
+"""The floor plan of jaket.tasks: one package per task, every one split into the same modules
+(docs/design.md, "Layout"; docs/contributing.md, "Adding a task")."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TASKS = Path(__file__).resolve().parents[2] / "src" / "jaket" / "tasks"
+#: the modules of every task package: its job (typed config and data section), data, model,
+#: fine-tuned model, runner and command line
+MODULES = {"__init__", "job", "data", "model", "finetuned", "run", "cli"}
+
+
+def _packages() -> dict[str, set[str]]:
+    return {p.parent.name: {m.stem for m in p.parent.glob("*.py")} for p in sorted(TASKS.glob("*/__init__.py"))}
+
+
+def test_every_task_package_has_the_same_modules():
+    packages = _packages()
+    assert {"entity_classification", "link_prediction", "kgqa", "relation_classification", "word_in_context",
+            "word_sense"} <= set(packages)
+    different = {name: sorted(modules ^ MODULES) for name, modules in packages.items() if modules != MODULES}
+    assert not different, f"task packages whose modules differ from {sorted(MODULES)}: {different}"
+
+
+def test_a_task_package_imports_nothing_on_its_own():
+    """Importing ``jaket.tasks.NAME.job`` runs ``NAME/__init__.py`` first: it must stay empty of
+    imports, or ``jaket --help`` (which reads every job's defaults) would load the model."""
+    for init in sorted(TASKS.glob("*/__init__.py")):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert not imports, f"{init} imports at line(s) {[n.lineno for n in imports]}"
+
+
+def test_no_flat_task_module_is_left_beside_the_packages():
+    """The shared modules of tasks/ name no task: a module named after one belongs in its package."""
+    packages = set(_packages())
+    flat = {p.stem for p in TASKS.glob("*.py")}
+    assert not {m for m in flat if any(m.startswith(name) for name in packages)}, flat
