@@ -32,6 +32,7 @@ from jaket.kg.io import save_kg
 from jaket.flags import add_device_argument
 from jaket.model.device import machine_description, resolve_device
 from jaket.tasks import report as rep
+from jaket.tasks.registry import ENTITY_CLASSIFICATION
 from jaket.train.config import load_config
 from jaket.train.metrics import read_metrics
 
@@ -153,7 +154,7 @@ def run_demo(config: DemoConfig) -> dict:
                                               seeds=tuple(range(config.seeds)), epochs=config.epochs,
                                               encoder=config.encoder, pretrained=model_dir,
                                               head_init=config.head_init)
-    results = ec.run_entity_classification(kg_prime, ec_config, out / "entity-classification",
+    results = ec.run_entity_classification(kg_prime, ec_config, out / ENTITY_CLASSIFICATION.name,
                                            device=config.device)
     timings["entity_classification"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started

@@ -38,3 +38,29 @@ def test_no_flat_task_module_is_left_beside_the_packages():
     packages = set(_packages())
     flat = {p.stem for p in TASKS.glob("*.py")}
     assert not {m for m in flat if any(m.startswith(name) for name in packages)}, flat
+
+
+
+def _string_literals(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [(n.lineno, n.value) for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def test_no_task_is_named_outside_its_package_and_the_spec_registry():
+    """A task's command name is a string literal in its own package (its results' ``task``, its
+    folder's ``task.json``) and in its spec (:mod:`jaket.tasks.registry`), nowhere else in
+    ``src/``: what the command line, ``jaket predict``, the default settings and the demo need of a
+    task they read from its spec."""
+    from jaket.tasks.registry import TASKS as SPECS
+
+    src = TASKS.parents[1]
+    home = {name: src.joinpath(*spec.package.split(".")) for name, spec in SPECS.items()}
+    assert len(home) >= 7
+    named = []
+    for path in sorted(src.rglob("*.py")):
+        if path == TASKS / "registry.py":
+            continue
+        for line, value in _string_literals(path):
+            if value in home and home[value] not in path.parents:
+                named.append(f"{path.relative_to(src)}:{line}: {value!r}")
+    assert not named, "task names outside their package and the registry:\n" + "\n".join(named)

@@ -10,14 +10,14 @@ import pytest
 import yaml
 
 from jaket.cli import main
-from jaket.tasks.registry import REGISTRY
+from jaket.tasks.registry import TASKS, predictable
 
 
 def test_every_task_model_derives_from_the_one_base_with_one_signature():
     from jaket.tasks.finetuned import FinetunedModel
 
-    for name, handlers in REGISTRY.items():
-        cls = handlers.resolve("model")
+    for name, spec in predictable().items():
+        cls = spec.model_class()
         assert issubclass(cls, FinetunedModel) and cls.task == name
         assert list(inspect.signature(cls.save_pretrained).parameters) == ["self", "directory"], name
         assert list(inspect.signature(cls.from_pretrained).parameters) == ["directory", "device"], name
@@ -80,7 +80,7 @@ def test_each_task_round_trips_through_the_base(task, small_kg, fewrel_file, tin
     results, predict = build(fewrel_file if task == "relation-classification" else small_kg, tiny_bert_dir, tmp_path)
     folder = tmp_path / "model"
     assert json.loads((folder / "task.json").read_text())["task"] == task
-    cls = REGISTRY[task].resolve("model")
+    cls = TASKS[task].model_class()
     first = load_finetuned(folder)
     second = cls.from_pretrained(folder, device="cpu")
     assert type(first) is cls and first.directory == folder
@@ -136,12 +136,30 @@ _COMMANDS = {
 
 
 def test_every_task_command_is_covered():
-    from jaket.tasks.cli import TASKS
-
     covered = {task for (command, task) in _COMMANDS if command == "predict"}
-    assert covered == set(REGISTRY)
+    assert covered == set(predictable())
     for command in ("finetune", "evaluate"):
-        assert {task for (c, task) in _COMMANDS if c == command} >= set(TASKS)
+        assert {task for (c, task) in _COMMANDS if c == command} == {n for n, s in TASKS.items() if command in s.commands}
+
+
+def test_every_spec_names_what_its_package_holds():
+    """Each registered task's spec resolves: its job is a dataclass, its grid task a GridTask of its
+    ``run`` module, its model the FinetunedModel of its ``finetuned`` module with the task's name,
+    its command-line functions exist; a second spec of the same name is refused."""
+    import dataclasses
+
+    from jaket.tasks.grid import GridTask
+    from jaket.tasks.registry import register_task
+
+    for name, spec in TASKS.items():
+        assert spec.job is None or dataclasses.is_dataclass(spec.job), name
+        assert spec.grid_task is None or issubclass(spec.grid_task_class(), GridTask), name
+        assert spec.model is None or spec.model_class().task == name
+        assert callable(spec.command(spec.add_arguments)), name
+        if spec.model is not None:
+            assert callable(spec.command("add_predict_arguments")) and callable(spec.command("predict_rows"))
+    with pytest.raises(ValueError, match="registered already"):
+        register_task(TASKS["kgqa"])
 
 
 @pytest.mark.parametrize("command,task", sorted(_COMMANDS), ids=lambda x: x)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 CONFIG_MODULE = "transformers.models.auto.configuration_auto"
 MODEL_MODULE = "transformers.models.auto.modeling_auto"
-#: the model class, imported by name when first used (as jaket.tasks.registry's handlers are)
+#: the model class, imported by name when first used (as the classes of jaket.tasks.registry's task specs are)
 MODEL_CLASS = ("jaket.model.jaket", "JaketModel")
 
 

@@ -17,21 +17,9 @@ from jaket.flags import add_device_argument
 from jaket.model.device import resolve_device
 from jaket.output import check_run_folder, human_stream, print_json
 from jaket.tasks.config import dump_task_config, flag_values, load_task_config
+from jaket.tasks.registry import task_spec
 from jaket.tasks.tracking import add_log_with_argument, check_trackers
 from jaket.tasks.settings import variant as variant_spec
-
-#: evaluate's settings per task when --variants is not given (``jaket`` only with --model)
-DEFAULT_VARIANTS = {
-    "entity-classification": ("lm", "gnn", "lm+g+m", "jaket"),
-    "link-prediction": ("lm", "gnn", "lm+g+m", "jaket"),
-    "kgqa": ("lm", "lm+g", "lm+g+m", "jaket"),
-    "relation-classification": ("lm", "jaket"),
-    "word-in-context": ("lm", "lm+g+m", "jaket"),
-    "word-sense-disambiguation": ("lm", "lm+g+m", "jaket"),
-}
-#: finetune's setting without --model or --variant (relation classification has no KM setting)
-FINETUNE_VARIANT = {"relation-classification": "lm", "word-in-context": "lm"}
-
 
 def csv_list(text: str) -> tuple[str, ...]:
     """A comma list flag: ``"a, b,"`` -> ``("a", "b")``."""
@@ -90,16 +78,17 @@ def seed_range(seeds: int, first_seed: int = 0) -> tuple[int, ...]:
 
 def chosen_variants(task: str, evaluate: bool, pretrained: Path | None, variants: tuple[str, ...] | None = None,
                     variant: str | None = None) -> tuple[str, ...]:
-    """The settings a run compares: ``evaluate``'s ``variants`` (default: every one of the task that
-    applies: ``jaket`` only with a pre-trained model), ``finetune``'s one ``variant``."""
+    """The settings a run compares: ``evaluate``'s ``variants`` (default: the task spec's
+    ``default_variants`` that apply: ``jaket`` only with a pre-trained model), ``finetune``'s one
+    ``variant`` (default: ``jaket`` with a pre-trained model, else the spec's ``finetune_variant``)."""
     if evaluate:
-        chosen = variants or DEFAULT_VARIANTS[task]
+        chosen = variants or task_spec(task).default_variants
         if pretrained is None:
             if variants and "jaket" in variants:
                 raise SystemExit("error: variant 'jaket' needs --model DIR (a pre-trained model folder)")
             chosen = tuple(v for v in chosen if v != "jaket")
         return tuple(chosen)
-    variant = variant or ("jaket" if pretrained is not None else FINETUNE_VARIANT.get(task, "lm+g+m"))
+    variant = variant or ("jaket" if pretrained is not None else task_spec(task).finetune_variant)
     if variant_spec(variant).pretrained and pretrained is None:
         raise SystemExit("error: variant 'jaket' needs --model DIR (a pre-trained model folder)")
     return (variant,)

@@ -21,9 +21,9 @@ one ``from_pretrained(directory, device=None)``, ``to(device)`` and ``predict(..
 JSON-able dicts), as Transformers' ``PreTrainedModel``. A task says only what is its own (the
 backbone to save, its head, its ``task.json`` settings, how to rebuild itself from a read
 folder). :func:`load_finetuned` opens any fine-tuned folder as its task's class (the task read
-from ``task.json``). Every task registers its class and its two command-line functions in
-:data:`jaket.tasks.registry.REGISTRY` under its command name (``"module:attribute"`` strings,
-imported on first use); ``jaket predict`` builds one subcommand per entry.
+from ``task.json``). Every task's spec (:mod:`jaket.tasks.registry`) names its class and its
+package's command-line functions, imported on first use; ``jaket predict`` builds one subcommand
+per task that saves a model.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from jaket.jsonio import JSONInputError, read_json
 from jaket.kg.graph import KnowledgeGraph
 from jaket.model.jaket import CONFIG_FILE, WEIGHTS_FILE, JaketConfig, JaketModel
 from jaket.model.language import SplitLanguageModel
-from jaket.tasks.registry import REGISTRY, FinetunedFormatError  # noqa: F401 (re-exported)
+from jaket.tasks.registry import FinetunedFormatError, predictable, task_spec  # noqa: F401 (re-exported)
 from jaket.tasks.settings import VARIANT_LABELS, VariantConfig
 from jaket.tasks.variants import Backbone, FrozenMemory, _encoder_path, kg_memory
 from jaket.tasks.settings import variant as variant_spec
@@ -74,8 +74,8 @@ def write_finetuned(directory, task: str, backbone: JaketModel, head: dict[str, 
     writes a task's own files into the folder being built (e.g. KGQA's ``kg/``)."""
     from safetensors.torch import save_file
 
-    if task not in REGISTRY:
-        raise ValueError(f"unknown task {task!r}; registered: {', '.join(REGISTRY)}")
+    if task not in predictable():
+        raise ValueError(f"unknown task {task!r}; registered: {', '.join(predictable())}")
     directory = Path(directory)
     with atomic_directory(directory) as tmp:
         backbone.save_pretrained(tmp / BACKBONE_DIR, save_memory=False, model_card=False)
@@ -146,10 +146,10 @@ class FinetunedModel:
 def load_finetuned(directory, device=None) -> FinetunedModel:
     """Any fine-tuned folder as its task's :class:`FinetunedModel` (the task named by ``task.json``)."""
     task = read_task_config(directory).get("task")
-    if task not in REGISTRY:
+    if task not in predictable():
         raise FinetunedFormatError(f"{Path(directory) / TASK_FILE}: unknown task {task!r}; "
-                                   f"known: {', '.join(REGISTRY)}")
-    return REGISTRY[task].resolve("model").from_pretrained(directory, device=device)
+                                   f"known: {', '.join(predictable())}")
+    return task_spec(task).model_class().from_pretrained(directory, device=device)
 
 
 def read_task_config(directory, task: str | None = None) -> dict:

@@ -2,7 +2,7 @@
 
 ``DIR`` is a fine-tuned folder (``OUT/model`` of ``jaket finetune``; format in
 :mod:`jaket.tasks.finetuned`). One JSON object a line, one line per query, goes to ``--out FILE``
-(written atomically) or to stdout. The tasks are those of :data:`jaket.tasks.registry.REGISTRY`.
+(written atomically) or to stdout. The tasks are the registered ones that save a model (:func:`jaket.tasks.registry.predictable`).
 ``--device`` places the loaded model (and with it the memory and every batch) on a device.
 
 Before the model is loaded: an existing ``--out`` is refused unless ``--overwrite``, as is one that is
@@ -22,7 +22,7 @@ from jaket.kg.readers import refuse_empty
 from jaket.model.device import resolve_device
 from jaket.output import check_output_file
 from jaket.overrides import add_config_arguments
-from jaket.tasks.registry import REGISTRY
+from jaket.tasks.registry import predictable, task_spec
 from jaket.tasks.report import write_text_atomic
 
 
@@ -38,7 +38,7 @@ def _write_rows(rows, out: Path | None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    handlers = REGISTRY[args.task]
+    spec = task_spec(args.task)
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     paths = {key: value for key, value in vars(args).items() if key != "out" and isinstance(value, Path)}
     if args.out is not None:
@@ -47,8 +47,8 @@ def _run(args: argparse.Namespace) -> int:
         if key not in ("model", "config") and path.is_file():
             refuse_empty(path, f"--{key.replace('_', '-')}", "predict")
     # a broken or wrong folder, a bad input file: the command line's one error boundary names it
-    model = handlers.resolve("model").from_pretrained(args.model, device=device)
-    count = _write_rows(handlers.resolve("predict_rows")(model, args), args.out)
+    model = spec.model_class().from_pretrained(args.model, device=device)
+    count = _write_rows(spec.command("predict_rows")(model, args), args.out)
     where = f" -> {args.out}" if args.out is not None else ""
     print(f"{count} prediction(s){where}", file=sys.stderr)
     return 0
@@ -58,13 +58,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("predict", help="predict with a fine-tuned model (JSONL, one row per query)",
                                    description=__doc__.split("\n\n")[0])
     tasks = parser.add_subparsers(dest="task", metavar="TASK", required=True)
-    for name, handlers in REGISTRY.items():
-        task = tasks.add_parser(name, help=handlers.help)
+    for name, spec in predictable().items():
+        task = tasks.add_parser(name, help=spec.predict_help)
         task.add_argument("--model", type=Path, required=True, metavar="DIR",
                           help=f"a fine-tuned {name} folder (jaket finetune {name} ... --out OUT writes OUT/model)")
         task.add_argument("--out", type=Path, metavar="FILE", help="JSONL output file (default: stdout)")
         task.add_argument("--overwrite", action="store_true", help="replace an existing --out (refused otherwise)")
         add_device_argument(task)
-        handlers.resolve("add_predict_arguments")(task)
+        spec.command("add_predict_arguments")(task)
         add_config_arguments(task)
         task.set_defaults(func=_run)

@@ -1,9 +1,13 @@
-"""The tasks of ``jaket finetune`` / ``jaket predict``: task command name -> how its fine-tuned
-folder (:mod:`jaket.tasks.finetuned`) is saved, loaded and used.
+"""The task registry: one :class:`TaskSpec` per task, registered once, from which ``jaket finetune``,
+``jaket evaluate`` and ``jaket predict`` build their subcommands and a fine-tuned folder
+(:mod:`jaket.tasks.finetuned`) finds its class.
 
-The handlers are ``"module:attribute"`` strings, imported on first use: ``jaket predict --help``
-builds one subcommand per entry from the light command-line modules that hold each task's
-``add_predict_arguments``, without importing the model code.
+A spec names its task package (split as every task package is: ``job``, ``data``, ``model``,
+``finetuned``, ``run``, ``cli``) and holds its typed job class, its default settings, its grid task,
+its fine-tuned model class and the command line's functions. The job classes are light (plain
+dataclasses); everything else is a name in one of the package's modules, imported on first use, so
+``jaket --help`` builds every subcommand from the light ``cli`` modules without the model code. This
+module is the one place outside a task's own package that names the task (a test checks it).
 """
 
 from __future__ import annotations
@@ -11,53 +15,128 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from jaket.tasks.entity_classification.job import EntityClassificationJob
+from jaket.tasks.kgqa.job import KGQAConfig
+from jaket.tasks.link_prediction.job import LinkPredictionConfig
+from jaket.tasks.relation_classification.job import RelationClassificationConfig
+from jaket.tasks.word_in_context.job import WordInContextJob
+from jaket.tasks.word_sense.job import WordSenseJob
+
+#: every setting of the paper's tables, in their order
+ALL_SETTINGS = ("lm", "gnn", "lm+g", "lm+g+m", "jaket")
+
 
 class FinetunedFormatError(ValueError):
     """A folder is not a fine-tuned model of the expected task (the message says what it is)."""
 
 
 @dataclass(frozen=True)
-class TaskHandlers:
-    """One task's fine-tuned model class and its ``jaket predict`` functions (``"module:attribute"``)."""
+class TaskSpec:
+    """One task: its command name, its package and what the command line and ``jaket predict`` use.
 
+    ``job``: the typed config (with a data section where the task has one) that ``--config`` /
+    ``--set`` / ``--print-config`` read, or the task's config for a command that still spells its
+    settings as flags; ``default_variants``: ``evaluate``'s settings when ``--variants`` is not
+    given (``jaket`` only with ``--model``); ``finetune_variant``: ``finetune``'s without ``--model``
+    or ``--variant``; ``grid_task``: the :class:`~jaket.tasks.grid.GridTask` of ``run``;
+    ``model``: the :class:`~jaket.tasks.finetuned.FinetunedModel` of ``finetuned`` (None: nothing to
+    predict with); ``add_arguments``: the function of ``cli`` that adds the task's flags and sets
+    the handler, ``(parser, evaluate)``; ``cli``: that module when it is not the package's."""
+
+    name: str
+    package: str
     help: str
-    model: str  # a jaket.tasks.finetuned.FinetunedModel subclass: save_pretrained / from_pretrained / predict
-    add_predict_arguments: str  # (argparse parser) -> None, in a light command-line module
-    predict_rows: str  # (model, argparse namespace) -> rows: the command line's adapter to model.predict
+    job: type | None
+    default_variants: tuple[str, ...] = ALL_SETTINGS
+    finetune_variant: str = "lm+g+m"
+    grid_task: str | None = None
+    model: str | None = None
+    predict_help: str | None = None
+    commands: tuple[str, ...] = ("finetune", "evaluate")
+    #: the flags of every finetune / evaluate command (:func:`jaket.tasks.cli_common.add_common_arguments`)
+    common_flags: bool = True
+    add_arguments: str = "add_arguments"
+    cli: str | None = None
 
-    def resolve(self, name: str):
-        module, _, attribute = getattr(self, name).partition(":")
-        target = importlib.import_module(module)
-        for part in attribute.split("."):
-            target = getattr(target, part)
-        return target
+    def module(self, part: str):
+        """The package's module ``part`` (``"run"``, ``"finetuned"``, ...), imported now."""
+        if part == "cli" and self.cli is not None:
+            return importlib.import_module(self.cli)
+        return importlib.import_module(f"{self.package}.{part}")
+
+    def model_class(self):
+        """The fine-tuned model class (``save_pretrained`` / ``from_pretrained`` / ``predict``)."""
+        if self.model is None:
+            raise ValueError(f"task {self.name!r} saves no fine-tuned model")
+        return getattr(self.module("finetuned"), self.model)
+
+    def grid_task_class(self):
+        return None if self.grid_task is None else getattr(self.module("run"), self.grid_task)
+
+    def command(self, function: str):
+        """A function of the task's command-line module: ``add_arguments``, ``add_predict_arguments``
+        (``jaket predict``'s flags) or ``predict_rows`` (``(model, namespace) -> rows``, the
+        command line's adapter to the model's typed ``predict``)."""
+        return getattr(self.module("cli"), function)
 
 
-#: task command name -> its handlers
-REGISTRY: dict[str, TaskHandlers] = {
-    "entity-classification": TaskHandlers(
-        "a label and its probability for entities of a KG",
-        "jaket.tasks.entity_classification.finetuned:FinetunedEntityClassifier",
-        "jaket.tasks.entity_classification.cli:add_predict_arguments",
-        "jaket.tasks.entity_classification.cli:predict_rows"),
-    "link-prediction": TaskHandlers(
-        "top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG",
-        "jaket.tasks.link_prediction.finetuned:FinetunedLinkPredictor",
-        "jaket.tasks.link_prediction.cli:add_predict_arguments",
-        "jaket.tasks.link_prediction.cli:predict_rows"),
-    "kgqa": TaskHandlers(
-        "ranked answers for questions over a KG",
-        "jaket.tasks.kgqa.finetuned:FinetunedQuestionAnswerer",
-        "jaket.tasks.kgqa.cli:add_predict_arguments",
-        "jaket.tasks.kgqa.cli:predict_rows"),
-    "relation-classification": TaskHandlers(
-        "the relation of each query sentence, given support examples (PAIR)",
-        "jaket.tasks.relation_classification.finetuned:FinetunedPairClassifier",
-        "jaket.tasks.relation_classification.cli:add_predict_arguments",
-        "jaket.tasks.relation_classification.cli:predict_rows"),
-    "word-in-context": TaskHandlers(
-        "whether a target word means the same in two texts (WiC), with its senses",
-        "jaket.tasks.word_in_context.finetuned:FinetunedWordInContext",
-        "jaket.tasks.word_in_context.cli:add_predict_arguments",
-        "jaket.tasks.word_in_context.cli:predict_rows"),
-}
+#: task command name -> its spec, in the order of ``jaket finetune|evaluate --help``
+TASKS: dict[str, TaskSpec] = {}
+
+
+def register_task(spec: TaskSpec) -> TaskSpec:
+    """Add a task (a second spec of the same name is refused)."""
+    if spec.name in TASKS:
+        raise ValueError(f"task {spec.name!r} is registered already")
+    TASKS[spec.name] = spec
+    return spec
+
+
+def task_spec(name: str) -> TaskSpec:
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise ValueError(f"unknown task {name!r}; registered: {', '.join(TASKS)}") from None
+
+
+def predictable() -> dict[str, TaskSpec]:
+    """The tasks that save a fine-tuned model (``jaket predict``'s subcommands)."""
+    return {name: spec for name, spec in TASKS.items() if spec.model is not None}
+
+
+ENTITY_CLASSIFICATION = register_task(TaskSpec(
+    "entity-classification", "jaket.tasks.entity_classification",
+    "categories of an unseen KG's entities (Table 3)", EntityClassificationJob,
+    default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task="EntityClassificationRuns",
+    model="FinetunedEntityClassifier", predict_help="a label and its probability for entities of a KG"))
+LINK_PREDICTION = register_task(TaskSpec(
+    "link-prediction", "jaket.tasks.link_prediction",
+    "filtered MRR / Hits@k over descriptions + KM", LinkPredictionConfig,
+    default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task="LinkPredictionRuns",
+    model="FinetunedLinkPredictor", predict_help="top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG"))
+KGQA = register_task(TaskSpec(
+    "kgqa", "jaket.tasks.kgqa",
+    "question answering over the KG, Hits@1 (Table 2)", KGQAConfig,
+    default_variants=("lm", "lm+g", "lm+g+m", "jaket"), grid_task="QuestionAnsweringRuns",
+    model="FinetunedQuestionAnswerer", predict_help="ranked answers for questions over a KG"))
+RELATION_CLASSIFICATION = register_task(TaskSpec(
+    "relation-classification", "jaket.tasks.relation_classification",
+    "few-shot relation classification, PAIR (Table 1)", RelationClassificationConfig,
+    default_variants=("lm", "jaket"), finetune_variant="lm",  # no KM setting
+    grid_task="RelationClassificationRuns", model="FinetunedPairClassifier",
+    predict_help="the relation of each query sentence, given support examples (PAIR)"))
+WORD_IN_CONTEXT = register_task(TaskSpec(
+    "word-in-context", "jaket.tasks.word_in_context",
+    "does a target word mean the same in two texts? (WiC; senses from the KG)", WordInContextJob,
+    default_variants=("lm", "lm+g+m", "jaket"), finetune_variant="lm", grid_task="WordInContextRuns",
+    model="FinetunedWordInContext",
+    predict_help="whether a target word means the same in two texts (WiC), with its senses"))
+SENSE_LINKING = register_task(TaskSpec(
+    "sense-linking", "jaket.tasks.word_sense",
+    "choose a word's WordNet sense in context (WSD) on held-out linked texts of a pre-training run", None,
+    commands=("evaluate",), common_flags=False, add_arguments="add_sense_linking_arguments"))
+WORD_SENSE_DISAMBIGUATION = register_task(TaskSpec(
+    "word-sense-disambiguation", "jaket.tasks.word_sense",
+    "all-words WSD in the unified framework (SemEval-2007 ...): every scorer of a word's WordNet senses "
+    "on the same targets, F1", WordSenseJob,
+    default_variants=("lm", "lm+g+m", "jaket"), commands=("evaluate",)))

@@ -22,7 +22,8 @@ from jaket.tasks.relation_classification.job import RelationClassificationConfig
 
 def add_arguments(rc: argparse.ArgumentParser, evaluate: bool) -> None:
     """The relation-classification flags (beside the common ones of
-    :func:`jaket.tasks.cli_common.add_common_arguments`)."""
+    :func:`jaket.tasks.cli_common.add_common_arguments`); the defaults are the config's."""
+    d = RelationClassificationConfig()
     rc.add_argument("--data", type=Path, metavar="FILE",
                     help="FewRel JSON file or folder: the evaluation relations (default: WordNet-derived set)")
     rc.add_argument("--train-data", type=Path, nargs="+", metavar="FILE",
@@ -31,13 +32,16 @@ def add_arguments(rc: argparse.ArgumentParser, evaluate: bool) -> None:
     rc.add_argument("--drop-overlap", action="store_true",
                     help="with --train-data: train without the relations that --data evaluates")
     rc.add_argument("--max-entities", type=int, default=3000, help="WordNet subset size (default data)")
-    rc.add_argument("--settings", type=csv_list, default=("5-1", "5-5"), help="N-K list, e.g. 5-1,5-5,10-1")
-    rc.add_argument("--train-relations", type=int, default=3,
-                    help="without --train-data: the first N relations of --data train (default 3)")
-    rc.add_argument("--train-steps", type=int, default=150, help="training episodes (default 150)")
-    rc.add_argument("--train-way", type=int, default=3, help="relations per training episode (default 3)")
-    rc.add_argument("--train-shot", type=int, default=1, help="supports per relation in training (default 1)")
-    rc.add_argument("--episodes", type=int, default=1000, help="evaluation episodes per setting (default 1000)")
+    rc.add_argument("--settings", type=csv_list, default=tuple(f"{n}-{k}" for n, k in d.settings), help="N-K list, e.g. 5-1,5-5,10-1")
+    rc.add_argument("--train-relations", type=int, default=d.num_train_relations,
+                    help=f"without --train-data: the first N relations of --data train (default {d.num_train_relations})")
+    rc.add_argument("--train-steps", type=int, default=d.train_steps, help=f"training episodes (default {d.train_steps})")
+    rc.add_argument("--train-way", type=int, default=d.train_way,
+                    help=f"relations per training episode (default {d.train_way})")
+    rc.add_argument("--train-shot", type=int, default=d.train_shot,
+                    help=f"supports per relation in training (default {d.train_shot})")
+    rc.add_argument("--episodes", type=int, default=d.episodes,
+                    help=f"evaluation episodes per setting (default {d.episodes})")
     add_precision_argument(rc)
     add_config_arguments(rc)
     rc.set_defaults(func=run, evaluate=evaluate)

@@ -21,7 +21,7 @@ from jaket.tasks.word_sense.job import WordSenseJob
 TASK = "word-sense-disambiguation"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser, evaluate: bool = True) -> None:
     """The task's flags (beside the common ones of :func:`jaket.tasks.cli_common.add_common_arguments`)."""
     add_config_flags(parser, "YAML config (keys of WordSenseJob)", "--set first_sense_prior=[0.5,1]")
     parser.add_argument("--data", type=Path, metavar="FILE",
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
                                      "paired": results["paired"], "data": results["data"]})
 
 
-def add_sense_linking_arguments(parser: argparse.ArgumentParser) -> None:
+def add_sense_linking_arguments(parser: argparse.ArgumentParser, evaluate: bool = True) -> None:
     """``jaket evaluate sense-linking``: its flags (no common ones: nothing is fine-tuned)."""
     parser.add_argument("--model", type=Path, help="jointly pre-trained model folder (the 'jaket' scorers)")
     parser.add_argument("--encoder", type=Path, help="base Hugging Face encoder (default: bundled MiniLM)")
