@@ -1,7 +1,8 @@
 """The documentation's links hold (issue #38): every link from README.md or a page of docs/ to a
 heading of a page in docs/ names a heading that exists, the README's results link only into the
 current results (docs/results.md), never into the history page, and docs/results.md stays a page
-of current results (at most 700 lines; earlier runs go to docs/history.md)."""
+of current results (at most 700 lines; earlier runs go to docs/history.md); contributing.md's
+"Adding a task" is one spec and one package in at most 20 lines."""
 
 from __future__ import annotations
 
@@ -87,3 +88,12 @@ def test_results_page_holds_only_the_current_results():
     assert lines <= MAX_RESULTS_LINES, (
         f"docs/results.md: {lines} lines (at most {MAX_RESULTS_LINES}): move earlier or superseded runs to "
         "docs/history.md and protocols to docs/tasks.md")
+
+
+def test_adding_a_task_is_one_spec_and_one_package():
+    """contributing.md's "Adding a task" stays short (at most 20 lines): a task is its package and its
+    spec (tests/tasks/test_adding_a_task.py registers a toy one)."""
+    text = (DOCS / "contributing.md").read_text(encoding="utf-8")
+    section = text.split("## Adding a task\n", 1)[1].split("\n## ", 1)[0].strip().splitlines()
+    assert len(section) + 1 <= 20, f"'Adding a task': {len(section) + 1} lines (at most 20)"
+    assert "TaskSpec(" in "\n".join(section) and "src/jaket/tasks/NAME/" in "\n".join(section)
