@@ -25,6 +25,10 @@ not fatal):
 ``host``       the memory kept in host memory (as one too large for the card): a refresh into it
                against the same refresh on the device, and the step time
 ``workers``    how long the step waits for its batch with 0, 2 and 8 loader workers (pinned)
+``compiled``   the same step with every encoder layer and the knowledge module under
+               ``torch.compile`` (dynamic shapes): the time to compile, the step time and MFU
+               against the eager step's, and the four losses of one batch in eval mode, eager
+               against compiled (the lever must leave training exact)
 ``launchers``  one ``accelerate launch`` and one ``torchrun`` run of ``jaket pretrain``, 1 process each
 
 Writes ``OUT/gpu_check.json`` and ``OUT/gpu_check.md`` (also printed). ``--device cpu --tiny``
@@ -63,7 +67,7 @@ PEAK_BF16_TFLOPS = {"H200": 989.4, "H100": 989.4, "A100": 312.0, "L40S": 362.1, 
 #: 8 epochs of ~4B Wikipedia tokens at 1,024 x 512 tokens a step = 61,035 steps (docs/scaling.md)
 PAPER = {"km_over_lm": 1 / 7, "memory_speedup": 15.0, "tokens_per_step": 1024 * 512,
          "steps": 61_035, "gpus": 8}
-PARTS = ("tests", "step", "ratio", "memory", "host", "workers", "launchers")
+PARTS = ("tests", "step", "ratio", "memory", "host", "workers", "compiled", "launchers")
 
 
 # ------------------------------------------------------------------------------- building
@@ -332,6 +336,39 @@ def host_memory_figures(trainer, shape: dict, memory_step: float) -> dict:
             "host_over_device_step": step / memory_step if memory_step else None}
 
 
+def compiled_figures(trainer, shape: dict, eager: dict) -> dict:
+    """The step with the encoder's layers and the KM compiled (last: compiling cannot be undone);
+    ``eager``: the step part's figures."""
+    import torch
+
+    model = trainer.model
+    batch = trainer.sample_batch(10**6).to(trainer.device)
+
+    def losses() -> dict:
+        model.eval()
+        with torch.no_grad(), trainer.accelerator.autocast():
+            _, values, _ = trainer.objective(batch)
+        model.train()
+        return {name: float(value) for name, value in values.items()}
+
+    eager_step, eager_mfu = eager.get("step_seconds_median"), eager.get("mfu")
+    before = losses()
+    began = time.perf_counter()
+    model.language.compile_layers(dynamic=True)
+    model.knowledge.compile(dynamic=True)
+    compiled = losses()  # compiles the forward
+    _sync(trainer.device)
+    compile_seconds = time.perf_counter() - began
+    times = _loader_steps(trainer, shape["warmup"] + shape["steps"])  # the warm-up compiles the backward
+    step = statistics.median(times[shape["warmup"]:])
+    return {"compile_seconds_forward": compile_seconds, "first_steps_seconds": times[:shape["warmup"]],
+            "compiled_step_seconds": step, "eager_step_seconds": eager_step,
+            "compiled_over_eager_step": step / eager_step if eager_step else None,
+            "compiled_mfu": eager_mfu * eager_step / step if eager_mfu and eager_step else None,
+            "losses_eager": before, "losses_compiled": compiled,
+            "max_loss_difference": max(abs(before[k] - compiled[k]) for k in before) if before else None}
+
+
 def worker_figures(trainer, shape: dict, counts=(0, 2, 8)) -> dict:
     """Seconds per step the loop waits for its batch with ``counts`` loader workers."""
     import warnings
@@ -444,6 +481,11 @@ def markdown(result: dict) -> str:
         ("memory speed-up, the paper's way (gradients through the descriptions)",
          memory.get("memory_speedup_with_gradients"), "~15x"),
         ("memory in host memory: step time over the on-device memory's", parts.get("host", {}).get("host_over_device_step"), None),
+        ("torch.compile (encoder layers + KM): step time over the eager step's",
+         parts.get("compiled", {}).get("compiled_over_eager_step"), None),
+        ("torch.compile: model FLOP utilisation", parts.get("compiled", {}).get("compiled_mfu"), None),
+        ("torch.compile: largest difference of a batch's losses from eager",
+         parts.get("compiled", {}).get("max_loss_difference"), None),
         ("memory in host memory: largest difference of a refresh from the on-device one",
          parts.get("host", {}).get("refresh_max_abs_difference_host_vs_device"), None),
         ("memory refresh (descriptions/s, 64 tokens each)", step.get("refresh_descriptions_per_second"), None),
@@ -531,6 +573,7 @@ def main(argv: list[str] | None = None) -> int:
         attempt("memory", lambda: memory_figures(trainer, shape, memory_step))
         attempt("host", lambda: host_memory_figures(trainer, shape, memory_step))
         attempt("workers", lambda: worker_figures(trainer, shape))
+        attempt("compiled", lambda: compiled_figures(trainer, shape, parts.get("step", {})))
     trainer = None  # the paper-shape model leaves the GPU before the launchers start theirs
     built.clear()
     if device == "cuda":

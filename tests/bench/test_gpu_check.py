@@ -21,6 +21,9 @@ def test_the_gpu_check_runs_on_the_cpu_at_toy_sizes(tmp_path, capsys):
     assert memory["on_the_fly_with_gradients_step_seconds"] > memory["memory_step_seconds"]
     assert parts["host"]["refresh_max_abs_difference_host_vs_device"] == 0.0  # the same arithmetic
     assert {k for k in parts["workers"] if k.startswith("workers_")} == {"workers_0", "workers_2", "workers_8"}
+    compiled = parts["compiled"]  # torch.compile on the CPU, toy sizes: the same losses
+    assert compiled["compiled_step_seconds"] > 0 and compiled["max_loss_difference"] < 1e-4
+    assert set(compiled["losses_eager"]) == set(compiled["losses_compiled"]) and compiled["losses_eager"]
     launch = parts["launchers"]
     assert launch["accelerate_launch"]["returncode"] == launch["torchrun"]["returncode"] == 0
     assert launch["accelerate_launch"]["world_size"] == launch["torchrun"]["world_size"] == 1

@@ -151,6 +151,15 @@ class SplitLanguageModel(nn.Module):
         """LM2(LM1(x)) without fusion: the unsplit encoder's last hidden states."""
         return self.lm2(self.lm1(input_ids, attention_mask), attention_mask)
 
+    def compile_layers(self, **options) -> None:
+        """``torch.compile`` every transformer layer in place (``nn.Module.compile``: the parameters
+        and the state dict stay as they are, so checkpoints do not change). ``options`` go to
+        ``torch.compile`` (e.g. ``dynamic=True`` for batches of varying length). Measured on a
+        2-core AVX-512 CPU it is not faster (docs/performance.md); on a GPU, ``make gpu-check``
+        measures it."""
+        for layer in self._layers[0]:
+            layer.compile(**options)
+
     def lm1_parameters(self):
         """Parameters LM1 uses (embeddings + first k layers): what a memory refresh depends on."""
         yield from self._embeddings[0].parameters()
