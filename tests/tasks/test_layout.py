@@ -47,10 +47,10 @@ def _string_literals(path: Path) -> list[tuple[int, str]]:
 
 
 def test_no_task_is_named_outside_its_package_and_the_spec_registry():
-    """A task's command name is a string literal in its own package (its results' ``task``, its
-    folder's ``task.json``) and in its spec (:mod:`jaket.tasks.registry`), nowhere else in
-    ``src/``: what the command line, ``jaket predict``, the default settings and the demo need of a
-    task they read from its spec."""
+    """A task's command name is a string literal once, in its package's ``job`` (``TASK``, which its
+    results' ``task``, its folder's ``task.json`` and its commands use), and the spec registry
+    (:mod:`jaket.tasks.registry`) registers it under that constant: nowhere else in ``src/`` is a
+    task named; the command line, ``jaket predict``, the default settings and the demo read its spec."""
     from jaket.tasks.registry import TASKS as SPECS
 
     src = TASKS.parents[1]
@@ -64,3 +64,7 @@ def test_no_task_is_named_outside_its_package_and_the_spec_registry():
             if value in home and home[value] not in path.parents:
                 named.append(f"{path.relative_to(src)}:{line}: {value!r}")
     assert not named, "task names outside their package and the registry:\n" + "\n".join(named)
+    for name, folder in home.items():  # and in its package, once: its job module's constant
+        places = [(path.name, line) for path in sorted(folder.glob("*.py"))
+                  for line, value in _string_literals(path) if value == name]
+        assert [place for place, _ in places] == ["job.py"], f"{name!r} in {folder.name}: {places}"

@@ -157,7 +157,7 @@ def test_every_spec_names_what_its_package_holds():
         assert spec.model is None or spec.model_class().task == name
         assert callable(spec.command(spec.add_arguments)), name
         if spec.model is not None:
-            assert callable(spec.command("add_predict_arguments")) and callable(spec.command("predict_rows"))
+            assert callable(spec.command("add_predict_arguments")) and callable(spec.command("predict_from_flags"))
     with pytest.raises(ValueError, match="registered already"):
         register_task(TASKS["kgqa"])
 

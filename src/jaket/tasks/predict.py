@@ -48,7 +48,7 @@ def _run(args: argparse.Namespace) -> int:
             refuse_empty(path, f"--{key.replace('_', '-')}", "predict")
     # a broken or wrong folder, a bad input file: the command line's one error boundary names it
     model = spec.model_class().from_pretrained(args.model, device=device)
-    count = _write_rows(spec.command("predict_rows")(model, args), args.out)
+    count = _write_rows(spec.command("predict_from_flags")(model, args), args.out)
     where = f" -> {args.out}" if args.out is not None else ""
     print(f"{count} prediction(s){where}", file=sys.stderr)
     return 0

@@ -7,7 +7,8 @@ A spec names its task package (split as every task package is: ``job``, ``data``
 its fine-tuned model class and the command line's functions. The job classes are light (plain
 dataclasses); everything else is a name in one of the package's modules, imported on first use, so
 ``jaket --help`` builds every subcommand from the light ``cli`` modules without the model code. This
-module is the one place outside a task's own package that names the task (a test checks it).
+module registers each task once, under the name its package gives it (``job.TASK``); nothing else
+outside the task's package names it (a test checks it).
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from jaket.tasks.entity_classification.job import EntityClassificationJob
-from jaket.tasks.kgqa.job import KGQAConfig
-from jaket.tasks.link_prediction.job import LinkPredictionConfig
-from jaket.tasks.relation_classification.job import RelationClassificationConfig
-from jaket.tasks.word_in_context.job import WordInContextJob
-from jaket.tasks.word_sense.job import WordSenseJob
+from jaket.tasks.entity_classification import job as entity_classification
+from jaket.tasks.kgqa import job as kgqa
+from jaket.tasks.link_prediction import job as link_prediction
+from jaket.tasks.relation_classification import job as relation_classification
+from jaket.tasks.word_in_context import job as word_in_context
+from jaket.tasks.word_sense import job as word_sense
 
 #: every setting of the paper's tables, in their order
 ALL_SETTINGS = ("lm", "gnn", "lm+g", "lm+g+m", "jaket")
@@ -75,7 +76,7 @@ class TaskSpec:
 
     def command(self, function: str):
         """A function of the task's command-line module: ``add_arguments``, ``add_predict_arguments``
-        (``jaket predict``'s flags) or ``predict_rows`` (``(model, namespace) -> rows``, the
+        (``jaket predict``'s flags) or ``predict_from_flags`` (``(model, namespace) -> rows``, the
         command line's adapter to the model's typed ``predict``)."""
         return getattr(self.module("cli"), function)
 
@@ -105,38 +106,38 @@ def predictable() -> dict[str, TaskSpec]:
 
 
 ENTITY_CLASSIFICATION = register_task(TaskSpec(
-    "entity-classification", "jaket.tasks.entity_classification",
-    "categories of an unseen KG's entities (Table 3)", EntityClassificationJob,
+    entity_classification.TASK, "jaket.tasks.entity_classification",
+    "categories of an unseen KG's entities (Table 3)", entity_classification.EntityClassificationJob,
     default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task="EntityClassificationRuns",
     model="FinetunedEntityClassifier", predict_help="a label and its probability for entities of a KG"))
 LINK_PREDICTION = register_task(TaskSpec(
-    "link-prediction", "jaket.tasks.link_prediction",
-    "filtered MRR / Hits@k over descriptions + KM", LinkPredictionConfig,
+    link_prediction.TASK, "jaket.tasks.link_prediction",
+    "filtered MRR / Hits@k over descriptions + KM", link_prediction.LinkPredictionConfig,
     default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task="LinkPredictionRuns",
     model="FinetunedLinkPredictor", predict_help="top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG"))
 KGQA = register_task(TaskSpec(
-    "kgqa", "jaket.tasks.kgqa",
-    "question answering over the KG, Hits@1 (Table 2)", KGQAConfig,
+    kgqa.TASK, "jaket.tasks.kgqa",
+    "question answering over the KG, Hits@1 (Table 2)", kgqa.KGQAConfig,
     default_variants=("lm", "lm+g", "lm+g+m", "jaket"), grid_task="QuestionAnsweringRuns",
     model="FinetunedQuestionAnswerer", predict_help="ranked answers for questions over a KG"))
 RELATION_CLASSIFICATION = register_task(TaskSpec(
-    "relation-classification", "jaket.tasks.relation_classification",
-    "few-shot relation classification, PAIR (Table 1)", RelationClassificationConfig,
+    relation_classification.TASK, "jaket.tasks.relation_classification",
+    "few-shot relation classification, PAIR (Table 1)", relation_classification.RelationClassificationConfig,
     default_variants=("lm", "jaket"), finetune_variant="lm",  # no KM setting
     grid_task="RelationClassificationRuns", model="FinetunedPairClassifier",
     predict_help="the relation of each query sentence, given support examples (PAIR)"))
 WORD_IN_CONTEXT = register_task(TaskSpec(
-    "word-in-context", "jaket.tasks.word_in_context",
-    "does a target word mean the same in two texts? (WiC; senses from the KG)", WordInContextJob,
+    word_in_context.TASK, "jaket.tasks.word_in_context",
+    "does a target word mean the same in two texts? (WiC; senses from the KG)", word_in_context.WordInContextJob,
     default_variants=("lm", "lm+g+m", "jaket"), finetune_variant="lm", grid_task="WordInContextRuns",
     model="FinetunedWordInContext",
     predict_help="whether a target word means the same in two texts (WiC), with its senses"))
 SENSE_LINKING = register_task(TaskSpec(
-    "sense-linking", "jaket.tasks.word_sense",
+    word_sense.SENSE_LINKING, "jaket.tasks.word_sense",
     "choose a word's WordNet sense in context (WSD) on held-out linked texts of a pre-training run", None,
     commands=("evaluate",), common_flags=False, add_arguments="add_sense_linking_arguments"))
 WORD_SENSE_DISAMBIGUATION = register_task(TaskSpec(
-    "word-sense-disambiguation", "jaket.tasks.word_sense",
+    word_sense.TASK, "jaket.tasks.word_sense",
     "all-words WSD in the unified framework (SemEval-2007 ...): every scorer of a word's WordNet senses "
-    "on the same targets, F1", WordSenseJob,
+    "on the same targets, F1", word_sense.WordSenseJob,
     default_variants=("lm", "lm+g+m", "jaket"), commands=("evaluate",)))

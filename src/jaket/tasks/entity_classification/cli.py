@@ -16,7 +16,7 @@ from pathlib import Path
 from jaket.overrides import add_config_flags
 from jaket.tasks.cli_common import finish, float_list, start_job
 from jaket.tasks.entity_classification.data import load_data
-from jaket.tasks.entity_classification.job import EntityClassificationJob
+from jaket.tasks.entity_classification.job import TASK, EntityClassificationJob
 
 # ----------------------------------------------------------------------------- arguments
 
@@ -73,7 +73,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also list the K most probable labels per entity (default 1: only the best)")
 
 
-def predict_rows(model, args: argparse.Namespace) -> list[dict]:
+def predict_from_flags(model, args: argparse.Namespace) -> list[dict]:
     """``jaket predict entity-classification``: the flags as the library's typed arguments."""
     # --help: the model code (torch) is imported when it runs
     from jaket.tasks.entity_classification.finetuned import predict_rows as rows
@@ -96,7 +96,7 @@ _FLAG_KEYS = {"kg": "data.kg", "train": "data.train", "dev": "data.dev", "test":
 
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate entity-classification``."""
-    started = start_job(args, EntityClassificationJob, _FLAG_KEYS, "entity-classification")
+    started = start_job(args, EntityClassificationJob, _FLAG_KEYS, TASK)
     if started is None:  # --print-config
         return 0
     job, device, out = started
@@ -110,4 +110,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     paired = ec.paired_table(results)
     return finish(args.json, results, ec.results_table(results) + ("\n\n" + paired if paired else ""), out,
-                  "entity-classification", "--kg KG")
+                  TASK, "--kg KG")

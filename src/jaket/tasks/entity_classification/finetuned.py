@@ -20,6 +20,7 @@ from jaket.tasks.entity_classification.model import EntityClassifier
 from jaket.tasks.splits import read_entity_list
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, full_graph
 from jaket.tasks.settings import variant as variant_spec
+from jaket.tasks.entity_classification.job import TASK
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ class FinetunedEntityClassifier(FinetunedModel):
     KM runs over the whole graph and the head gives a probability per label.
     """
 
-    task = "entity-classification"
+    task = TASK
 
     def __init__(self, backbone: Backbone, classifier: EntityClassifier, labels: list[str],
                  variant_config=None, settings: dict | None = None):

@@ -13,6 +13,10 @@ from pydantic import ConfigDict
 from jaket.tasks.settings import VARIANTS, BackboneSettings
 
 
+#: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
+TASK = "entity-classification"
+
+
 @dataclass
 class EntityClassificationConfig(BackboneSettings):
     variants: tuple[str, ...] = ("lm", "gnn", "lm+g+m", "jaket")

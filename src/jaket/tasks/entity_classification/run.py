@@ -44,7 +44,7 @@ from jaket.tasks.entity_classification.data import (Split, identical_fractions, 
 from jaket.tasks.entity_classification.finetuned import FinetunedEntityClassifier, predict_rows  # noqa: F401
 from jaket.tasks.entity_classification.model import EntityClassifier, category_prior  # noqa: F401
 from jaket.tasks.heldout import choose_heldout, label_leakage, split_pretraining, wordnet_protocol  # noqa: F401
-from jaket.tasks.entity_classification.job import EntityClassificationConfig  # noqa: F401 (re-exported)
+from jaket.tasks.entity_classification.job import TASK, EntityClassificationConfig  # noqa: F401 (re-exported)
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, SettingCache, full_graph
 from jaket.tasks.settings import variant as variant_spec
 
@@ -186,7 +186,7 @@ def zero_shot_accuracy(backbone: Backbone, memory: FrozenMemory, kg: KnowledgeGr
 def _results_header(kg: KnowledgeGraph, config: EntityClassificationConfig, device, leakage: dict,
                     unused_categories, splits, fixed) -> dict:
     """What a run's ``metrics.json`` says before any setting runs: the task, KG, split and KMs."""
-    return {"task": "entity-classification", "device": str(torch.device(device)),
+    return {"task": TASK, "device": str(torch.device(device)),
             "config": _jsonable(asdict(config)),
             "kg": {"entities": int(kg.num_entities), "relations": int(kg.num_relations),
                    "triples": int(len(kg.triples)), "categories": int(len(kg.category_names)),
@@ -204,7 +204,7 @@ class EntityClassificationRuns(GridTask):
     training fractions; a run is :func:`train_one` on the seed's split. Without ``kg`` (reading
     a finished run's results) only the tables and the report are available."""
 
-    name = "entity-classification"
+    name = TASK
     title = "Entity classification on an unseen KG"
     progress_name = "entity classification"
     progress_unit = "epoch"

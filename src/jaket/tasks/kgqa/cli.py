@@ -15,7 +15,7 @@ from jaket.overrides import add_config_arguments
 from jaket.tasks.cli_common import (add_relation_memory_argument, csv_list, finish, seed_range, start_run,
                                     variants_of)
 from jaket.tasks.kgqa.data import load_metaqa_task
-from jaket.tasks.kgqa.job import KGQAConfig
+from jaket.tasks.kgqa.job import TASK, KGQAConfig
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-k", type=int, default=5, metavar="K", help="answers listed per question (default 5)")
 
 
-def predict_rows(model, args: argparse.Namespace) -> list[dict]:
+def predict_from_flags(model, args: argparse.Namespace) -> list[dict]:
     """``jaket predict kgqa``: the flags as the library's typed arguments."""
     from jaket.tasks.kgqa.finetuned import predict_rows  # the task, loaded when it runs
 
@@ -88,7 +88,7 @@ def run(args) -> int:
     """``jaket finetune|evaluate kgqa``."""
     from jaket.tasks.kgqa import run as kgqa  # the task, loaded when it runs
 
-    device, out = start_run(args, "kgqa")  # device, trackers and --out checked before any work
+    device, out = start_run(args, TASK)  # device, trackers and --out checked before any work
     splits = info = None
     if args.metaqa is not None:
         data = load_metaqa_task(args.metaqa, args.train_split, args.eval_split, args.hops,
@@ -101,7 +101,7 @@ def run(args) -> int:
     else:
         kg = build_source("wordnet", max_entities=args.max_entities, seed=0).kg
         questions = kgqa.wordnet_questions(kg, seed=0, max_questions=args.max_questions)
-    config = KGQAConfig(variants=variants_of(args, "kgqa"), kg_settings=args.kg_settings,
+    config = KGQAConfig(variants=variants_of(args, TASK), kg_settings=args.kg_settings,
                              seeds=seed_range(args.seeds, args.first_seed), steps=args.steps, batch_size=args.batch_size,
                              lr=args.lr, head_lr=args.head_lr, km_lr=args.km_lr,
                              max_candidates=args.max_candidates, km_fanout=args.km_fanout,

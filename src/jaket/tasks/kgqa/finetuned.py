@@ -25,14 +25,13 @@ from jaket.tasks.finetuned import FinetunedFolder, FinetunedFormatError, Finetun
 from jaket.tasks.kgqa.model import QuestionAnswerer, rank_candidates
 from jaket.tasks.kgqa.model import QAGraph
 from jaket.tasks.kgqa.data import QAExample, entity_lookup, missing_answer_report, read_questions
-from jaket.tasks.kgqa.job import KGQAConfig
+from jaket.tasks.kgqa.job import TASK, KGQAConfig
 from jaket.tasks.settings import VariantConfig
 from jaket.tasks.variants import Backbone, kg_memory
 from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)
 
-TASK = "kgqa"
 KG_DIR = "kg"
 
 

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from jaket.tasks.settings import BackboneSettings
 
 
+#: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
+TASK = "kgqa"
+
+
 @dataclass
 class KGQAConfig(BackboneSettings):
     variants: tuple[str, ...] = ("lm", "lm+g+m", "jaket")

@@ -45,7 +45,7 @@ from jaket.tasks.kgqa.data import QAExample
 from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import fine_tuning_step
-from jaket.tasks.kgqa.job import KGQAConfig  # noqa: F401 (re-exported)
+from jaket.tasks.kgqa.job import TASK, KGQAConfig  # noqa: F401 (re-exported)
 from jaket.tasks.variants import Backbone, FrozenMemory, SettingCache, VariantError
 
 logger = logging.getLogger(__name__)
@@ -225,9 +225,9 @@ class QuestionAnsweringRuns(GridTask):
     50%: a different half dropped per seed); a run is :func:`train_qa`. Without ``kg`` (reading a
     finished run's results) only the tables and the report are available."""
 
-    name = "kgqa"
+    name = TASK
     title = "Question answering over the KG"
-    progress_name = "kgqa"
+    progress_name = TASK
     curve_ylabel = "cross-entropy"
     bars_file = "hits_at_1.png"
     bars_ylabel = "Hits@1 (%)"
@@ -316,7 +316,7 @@ def run_kgqa(kg: KnowledgeGraph, questions: list[QAExample], config: KGQAConfig,
     for v in config.variants:
         if v not in SUPPORTED_VARIANTS:
             raise VariantError(f"variant {v!r} cannot read a question; KGQA supports {', '.join(SUPPORTED_VARIANTS)}")
-    results: dict = {"task": "kgqa", "device": str(torch.device(device)),
+    results: dict = {"task": TASK, "device": str(torch.device(device)),
                      "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
                      "data": {"entities": int(kg.num_entities), "triples": int(len(kg.triples)),
                               "questions": len(questions),

@@ -19,7 +19,7 @@ from jaket.model.device import choose_precision
 from jaket.overrides import add_config_arguments
 from jaket.tasks.cli_common import csv_list, finish, seed_range, start_run, variants_of
 from jaket.tasks.link_prediction.data import load_data
-from jaket.tasks.link_prediction.job import OBJECTIVES, TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
+from jaket.tasks.link_prediction.job import OBJECTIVES, TASK, TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
@@ -100,7 +100,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="leave out answers whose triple is already in the KG")
 
 
-def predict_rows(model, args: argparse.Namespace) -> list[dict]:
+def predict_from_flags(model, args: argparse.Namespace) -> list[dict]:
     """``jaket predict link-prediction``: the flags as the library's typed arguments."""
     # --help: the model code (torch) is imported when it runs
     from jaket.tasks.link_prediction.finetuned import predict_rows as rows
@@ -126,12 +126,12 @@ def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate link-prediction``."""
     from jaket.tasks.link_prediction import run as lp  # the task, loaded when it runs
 
-    device, out = start_run(args, "link-prediction")  # device, trackers and --out checked before any work
+    device, out = start_run(args, TASK)  # device, trackers and --out checked before any work
     kg, train, evaluation = load_data(args.data, args.kg, args.eval, max_entities=args.max_entities,
                                       max_train=args.max_train, sample_count=getattr(args, "sample_entities", None))
     mode_defaults(args)
     config = LinkPredictionConfig(
-        variants=variants_of(args, "link-prediction"), scorers=args.scorers, seeds=seed_range(args.seeds, args.first_seed),
+        variants=variants_of(args, TASK), scorers=args.scorers, seeds=seed_range(args.seeds, args.first_seed),
         steps=args.steps, negatives=args.negatives, batch_size=args.batch_size, fanouts=args.fanouts,
         max_eval_triples=args.max_eval, holdout_fraction=args.holdout_fraction, encoder=args.encoder,
         pretrained=args.model, km_layers=args.km_layers, km_heads=args.km_heads,
@@ -144,4 +144,4 @@ def run(args: argparse.Namespace) -> int:
     save_dir = None if args.evaluate else out / "model"
     results = lp.run_link_prediction(kg, train, evaluation, config, out, save_dir=save_dir, device=device,
                                      log_with=args.log_with)
-    return finish(args.json, results, lp.results_table(results), out, "link-prediction", "--kg KG --queries FILE")
+    return finish(args.json, results, lp.results_table(results), out, TASK, "--kg KG --queries FILE")

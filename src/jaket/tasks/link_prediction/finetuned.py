@@ -34,11 +34,10 @@ from jaket.model.jaket import JaketModel
 from jaket.tasks.finetuned import (FinetunedFolder, FinetunedFormatError, FinetunedModel, backbone_model,
                                    prediction_memory)
 from jaket.tasks.link_prediction.model import LinkScorer, known_answers
-from jaket.tasks.link_prediction.job import METRICS, SCORERS, LinkPredictionConfig
+from jaket.tasks.link_prediction.job import METRICS, SCORERS, TASK, LinkPredictionConfig
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, full_graph
 from jaket.tasks.settings import variant as variant_spec
 
-TASK = "link-prediction"
 
 
 class QueryFormatError(ValueError):

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from jaket.tasks.settings import BackboneSettings
 
 
+#: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
+TASK = "link-prediction"
+
+
 #: link prediction's scoring functions and the metric they score with
 SCORERS = ("distmult", "transe", "rotate")
 METRICS = ("native", "cosine")

@@ -45,7 +45,7 @@ from jaket.tasks.results import TaskResult
 from jaket.tasks.link_prediction.finetuned import FinetunedLinkPredictor
 from jaket.tasks.link_prediction.model import LinkScorer, known_answers, train_scorer, train_view  # noqa: F401 (re-exported)
 from jaket.tasks.link_prediction.model import train_with_encoder
-from jaket.tasks.link_prediction.job import (METRICS, SCORERS, TRAIN_ENCODER_DEFAULTS,  # noqa: F401 (re-exported)
+from jaket.tasks.link_prediction.job import (METRICS, SCORERS, TASK, TRAIN_ENCODER_DEFAULTS,  # noqa: F401 (re-exported)
                                              LinkPredictionConfig)
 from jaket.tasks.variants import VARIANT_LABELS, SettingCache, full_graph
 from jaket.tasks.settings import variant as variant_spec
@@ -130,7 +130,7 @@ class LinkPredictionRuns(GridTask):
     a run trains a :class:`LinkScorer` on ``train`` and ranks each evaluation split. Without
     ``kg`` (reading a finished run's results) only the tables and the report are available."""
 
-    name = "link-prediction"
+    name = TASK
     title = "Link prediction"
     progress_name = "link prediction"
     curve_ylabel = "cross-entropy"
@@ -246,7 +246,7 @@ def run_link_prediction(kg: KnowledgeGraph, train: np.ndarray, evaluation: dict[
     seen[train[:, 0]] = True
     seen[train[:, 2]] = True
     eval_sets = {k: (v[: config.max_eval_triples] if config.max_eval_triples else v) for k, v in evaluation.items()}
-    results: dict = {"task": "link-prediction", "device": str(torch.device(device)),
+    results: dict = {"task": TASK, "device": str(torch.device(device)),
                      "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
                      "data": {"entities": int(kg.num_entities), "relations": int(kg.num_relations),
                               "train_triples": int(len(train)),

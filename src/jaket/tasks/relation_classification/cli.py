@@ -17,7 +17,7 @@ from jaket.model.device import choose_precision
 from jaket.overrides import add_config_arguments
 from jaket.tasks.cli_common import csv_list, finish, seed_range, start_run, variants_of
 from jaket.tasks.relation_classification.data import load_fewrel, merge_fewrel
-from jaket.tasks.relation_classification.job import RelationClassificationConfig
+from jaket.tasks.relation_classification.job import TASK, RelationClassificationConfig
 
 
 def add_arguments(rc: argparse.ArgumentParser, evaluate: bool) -> None:
@@ -56,7 +56,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sentences to classify: one JSON object {\"tokens\", \"h\", \"t\"} a line")
 
 
-def predict_rows(model, args: argparse.Namespace) -> list[dict]:
+def predict_from_flags(model, args: argparse.Namespace) -> list[dict]:
     """``jaket predict relation-classification``: the flags as the library's typed arguments."""
     from jaket.tasks.relation_classification.finetuned import predict_rows  # the task, loaded when it runs
 
@@ -67,7 +67,7 @@ def run(args) -> int:
     """``jaket finetune|evaluate relation-classification``."""
     from jaket.tasks.relation_classification import run as rc  # the task, loaded when it runs
 
-    device, out = start_run(args, "relation-classification")  # device, trackers, --out checked first
+    device, out = start_run(args, TASK)  # device, trackers, --out checked first
     if args.train_data and args.data is None:
         raise ValueError("--train-data needs --data FILE: the evaluation relations")
     if args.drop_overlap and not args.train_data:
@@ -85,7 +85,7 @@ def run(args) -> int:
             raise ValueError(f"--settings: {item!r} is not N-K with N >= 2 ways and K >= 1 shots, e.g. 5-1")
         settings.append((int(way), int(shot)))
     config = RelationClassificationConfig(
-        variants=variants_of(args, "relation-classification"), settings=tuple(settings),
+        variants=variants_of(args, TASK), settings=tuple(settings),
         seeds=seed_range(args.seeds, args.first_seed), num_train_relations=args.train_relations,
         drop_overlap=args.drop_overlap, train_steps=args.train_steps, train_way=args.train_way,
         train_shot=args.train_shot, episodes=args.episodes, encoder=args.encoder, pretrained=args.model,

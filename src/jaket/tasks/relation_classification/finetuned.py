@@ -20,11 +20,10 @@ from jaket.tasks.relation_classification.data import FewRelData, load_fewrel, re
 from jaket.model.jaket import JaketModel
 from jaket.tasks.finetuned import FinetunedFolder, FinetunedFormatError, FinetunedModel, backbone_model, checked_variant
 from jaket.tasks.relation_classification.model import PairEncoder
-from jaket.tasks.relation_classification.job import RelationClassificationConfig
+from jaket.tasks.relation_classification.job import TASK, RelationClassificationConfig
 from jaket.tasks.settings import VariantConfig
 from jaket.tasks.variants import Backbone
 
-TASK = "relation-classification"
 
 
 class FinetunedPairClassifier(FinetunedModel):

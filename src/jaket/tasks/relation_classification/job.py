@@ -7,6 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+#: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
+TASK = "relation-classification"
+
+
 @dataclass
 class RelationClassificationConfig:
     variants: tuple[str, ...] = ("lm", "jaket")

@@ -44,7 +44,7 @@ from jaket.tasks.relation_classification.data import FewRelData, FewRelInstance
 from jaket.tasks.relation_classification.model import SUPPORTED_VARIANTS, PairEncoder  # noqa: F401 (re-exported)
 from jaket.tasks.relation_classification.finetuned import FinetunedPairClassifier
 from jaket.tasks.settings import VARIANT_LABELS, VariantError  # noqa: F401
-from jaket.tasks.relation_classification.job import RelationClassificationConfig
+from jaket.tasks.relation_classification.job import TASK, RelationClassificationConfig
 from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import fine_tuning_step
@@ -166,7 +166,7 @@ class RelationClassificationRuns(GridTask):
     training relations and scores each N-way K-shot setting on the evaluation relations. Without
     ``data`` (reading a finished run's results) only the tables and the report are available."""
 
-    name = "relation-classification"
+    name = TASK
     title = "Few-shot relation classification (FewRel, PAIR)"
     progress_name = "relation classification"
     curve_ylabel = "BCE"
@@ -228,7 +228,7 @@ def run_relation_classification(data: FewRelData, config: RelationClassification
             raise ValueError(
                 f"{way}-way {shot}-shot cannot run: it needs {way} evaluation relations, the split "
                 f"holds out {len(eval_rel)} of {len(data.relations)} ({', '.join(eval_rel)})")
-    results: dict = {"task": "relation-classification", "device": str(torch.device(device)),
+    results: dict = {"task": TASK, "device": str(torch.device(device)),
                      "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
                      "train_relations": {r: train_source.relation_names[r] for r in train_rel},
                      "eval_relations": {r: data.relation_names[r] for r in eval_rel}}

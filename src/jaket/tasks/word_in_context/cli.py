@@ -17,7 +17,7 @@ from jaket.flags import add_precision_argument
 from jaket.model.device import choose_precision, resolve_device
 from jaket.overrides import add_config_flags
 from jaket.tasks.cli_common import add_sense_kg_argument, finish, start_job
-from jaket.tasks.word_in_context.job import WordInContextJob
+from jaket.tasks.word_in_context.job import TASK, WordInContextJob
 
 
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
@@ -46,7 +46,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
     add_sense_kg_argument(parser)
 
 
-def predict_rows(finetuned, args: argparse.Namespace):
+def predict_from_flags(finetuned, args: argparse.Namespace):
     """The rows of ``jaket predict word-in-context``."""
     # --help: the task (torch, the model) is imported when it runs
     from jaket.tasks.word_in_context.finetuned import predict_rows as rows
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     values = {}
     if getattr(args, "precision", None) is not None:  # --precision / --bf16 win over the file's bf16
         values["bf16"] = choose_precision(args.precision, resolve_device(args.device)) == "bf16"
-    started = start_job(args, WordInContextJob, _FLAG_KEYS, "word-in-context", values)
+    started = start_job(args, WordInContextJob, _FLAG_KEYS, TASK, values)
     if started is None:  # --print-config
         return 0
     job, device, out = started
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     results = wic.run_word_in_context(train, evaluation, job, kg if needs_kg else None, out,
                                       save_dir=None if args.evaluate else out / "model", device=device,
                                       log_with=args.log_with, data_info=info)
-    return finish(args.json, results, wic.results_table(results), out, "word-in-context", "--pairs FILE",
+    return finish(args.json, results, wic.results_table(results), out, TASK, "--pairs FILE",
                   json_summary={"summary": results["summary"], "paired": results["paired"],
                                 "majority_class": results["majority_class"],
                                 "frozen_features": results.get("frozen_features")})

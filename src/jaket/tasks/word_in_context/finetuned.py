@@ -22,10 +22,10 @@ from jaket.kg.sources.registry import build_source
 from jaket.model.config import JaketConfig
 from jaket.model.jaket import JaketModel
 from jaket.tasks.finetuned import FinetunedFolder, FinetunedFormatError, FinetunedModel
-from jaket.tasks.word_in_context.job import WordInContextConfig
+from jaket.tasks.word_in_context.job import TASK, WordInContextConfig
 from jaket.tasks.settings import variant as variant_spec
 from jaket.tasks.word_in_context.data import SenseInventory, WordPair, load_pairs
-from jaket.tasks.word_in_context.model import (SUPPORTED_VARIANTS, TASK, SenseGraph, WordInContextModel,
+from jaket.tasks.word_in_context.model import (SUPPORTED_VARIANTS, SenseGraph, WordInContextModel,
                                                encode_pairs, predict_probabilities, restrict_to_candidates,
                                                sense_graph)
 

@@ -12,6 +12,10 @@ from pydantic import ConfigDict
 from jaket.tasks.settings import BackboneSettings
 
 
+#: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
+TASK = "word-in-context"
+
+
 #: how the word-in-context task's KM settings pick the sense fused at the target word
 SENSE_FUSION = ("attention", "first", "none")
 

@@ -28,7 +28,6 @@ from jaket.tasks.word_in_context.data import SenseInventory, WordPair
 from jaket.tasks.settings import variant as variant_spec
 
 
-TASK = "word-in-context"
 
 SUPPORTED_VARIANTS = ("lm", "lm+g+m", "jaket")
 

@@ -50,14 +50,14 @@ from jaket.model.heads import span_mean
 from jaket.model.language import SplitLanguageModel
 from jaket.tasks import report as rep
 from jaket.tasks.settings import VARIANT_LABELS  # noqa: F401 (re-exported)
-from jaket.tasks.word_in_context.job import WordInContextConfig
+from jaket.tasks.word_in_context.job import TASK, WordInContextConfig
 from jaket.tasks.settings import variant as variant_spec
 from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import step_done
 from jaket.tasks.variants import load_backbone
 from jaket.tasks.word_in_context.data import SenseInventory, WordPair
-from jaket.tasks.word_in_context.model import (SUPPORTED_VARIANTS, TASK, EncodedPairs,  # noqa: F401 (re-exported)
+from jaket.tasks.word_in_context.model import (SUPPORTED_VARIANTS, EncodedPairs,  # noqa: F401 (re-exported)
                                                SenseGraph, WordInContextModel, build_model, encode_pairs,
                                                predict_probabilities, restrict_to_candidates, sense_graph)
 from jaket.tasks.word_in_context.finetuned import FinetunedWordInContext, load_sense_kg, predict_rows  # noqa: F401

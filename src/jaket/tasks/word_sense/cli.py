@@ -16,9 +16,8 @@ from pathlib import Path
 from jaket.flags import add_device_argument
 from jaket.overrides import add_config_arguments, add_config_flags
 from jaket.tasks.cli_common import add_sense_kg_argument, finish, float_list, start_job, start_run
-from jaket.tasks.word_sense.job import WordSenseJob
+from jaket.tasks.word_sense.job import SENSE_LINKING, TASK, WordSenseJob
 
-TASK = "word-sense-disambiguation"
 
 
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool = True) -> None:
@@ -96,7 +95,7 @@ def run_sense_linking(args) -> int:
     from jaket.tasks.word_in_context.data import SenseInventory
     from jaket.tasks.word_in_context.finetuned import load_sense_kg
 
-    device, out = start_run(args, "sense-linking")
+    device, out = start_run(args, SENSE_LINKING)
     kg = load_sense_kg(args.kg)
     if args.heldout_of is None and args.unseen_of is None:
         raise ValueError("give the examples: --heldout-of RUN (a pre-training run's held-out texts) or --unseen-of DATA")

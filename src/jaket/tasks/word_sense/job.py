@@ -12,6 +12,11 @@ from pydantic import ConfigDict
 from jaket.tasks.settings import BackboneSettings
 
 
+#: the command names of all-words WSD and of sense linking, registered in :mod:`jaket.tasks.registry`
+TASK = "word-sense-disambiguation"
+SENSE_LINKING = "sense-linking"
+
+
 @dataclass
 class WordSenseConfig(BackboneSettings):
     """Word-sense disambiguation (all-words, the unified framework of Raganato et al., 2017): each

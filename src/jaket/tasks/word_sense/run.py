@@ -58,7 +58,7 @@ from jaket.model.device import cpu_description
 from jaket.tasks import report as rep
 from jaket.tasks.word_sense.model import (PRETRAINED_SCORERS, SCORER_LABELS, SCORERS, ScorerOutput,
                                           SenseExample, answers, correctness, score_senses, with_prior)
-from jaket.tasks.word_sense.job import WordSenseConfig
+from jaket.tasks.word_sense.job import TASK, WordSenseConfig
 from jaket.kg.sources.wordnet_forms import POS_CODES
 from jaket.tasks.word_in_context.data import SenseInventory, lemma_key
 from jaket.tasks.word_sense.data import FRAMEWORK_POS, WsdInstance, write_key_file
@@ -203,7 +203,7 @@ def run_wsd(instances: list[WsdInstance], kg: KnowledgeGraph, config: WordSenseC
         for name in [n for n, o in outputs.items() if o.temperature is not None and " + prior " not in n]:
             outputs[f"{name} + prior {weight:g}"] = with_prior(examples, outputs[name], weight)
     scored = np.asarray([bool(i.gold) for i in instances])
-    results: dict = {"task": "word-sense-disambiguation", "config": asdict(config), "data": {**(data_info or {}), **counts},
+    results: dict = {"task": TASK, "config": asdict(config), "data": {**(data_info or {}), **counts},
                      "scorers": {}, "key_files": {}, "paired": {}, "cpu": cpu_description()}
     for name, output in outputs.items():
         results["key_files"][name] = _write_keys(out_dir, instances, examples, name, output, kg)
