@@ -35,7 +35,7 @@ from jaket.kg.sources.wordnet_db import load_wordnet_data
 from jaket.model.jaket import JaketModel
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
-from jaket.tasks.word_sense.model import (ScorerOutput, SenseExample, _Candidates, context_vectors,
+from jaket.tasks.word_sense.finetuned import (ScorerOutput, SenseExample, _Candidates, context_vectors,
                                           correctness, similarity_scores)
 from jaket.tasks.variants import description_features
 from jaket.tasks.word_in_context.data import SenseInventory

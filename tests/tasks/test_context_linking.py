@@ -1,4 +1,4 @@
-"""Context linking (`jaket link --model`, :class:`jaket.tasks.word_sense.finetuned.ContextLinker`): the
+"""Context linking (`jaket link --model`, :class:`jaket.tasks.word_sense.model.ContextLinker`): the
 pre-trained masked-entity head ranks a mention's candidates from its context (task 4, Eq. 7).
 
 The hand-written KG's model is arranged so that the context must decide: a *bag-of-words* tiny
@@ -24,7 +24,7 @@ from jaket.kg.io import load_corpus, load_kg, save_corpus, save_kg
 from jaket.kg.linking import EntityLinker, Target
 from jaket.model.jaket import JaketConfig, JaketModel
 from jaket.model.memory import EntityContextMemory
-from jaket.tasks.word_sense.finetuned import ContextLinker
+from jaket.tasks.word_sense.model import ContextLinker
 
 #: the words of the bag-of-words encoder (one unit vector each; every other token is zero)
 WORDS = ["bank", "river", "water", "mud", "shore", "money", "loan", "cash", "account", "deposit", "stream"]

@@ -221,7 +221,7 @@ def test_the_bootstrap_interval_is_paired():
 
 
 def test_key_file_names_are_clean_for_every_scorer_and_prior():
-    from jaket.tasks.word_sense.model import SCORERS
+    from jaket.tasks.word_sense.finetuned import SCORERS
     from jaket.tasks.word_sense.run import key_file_name
 
     assert key_file_name("jaket (cosine) + prior 0.5") == "jaket-cosine.prior-0.5"

@@ -4,7 +4,7 @@ Without ``--model`` the gazetteer links them (:mod:`jaket.kg.linking`: the KG's 
 longest match, a shared name resolved by the overlap of the context with the descriptions). With
 ``--model DIR`` (a pre-trained jaket folder) the gazetteer only proposes the candidates, and
 pre-training's masked-entity head ranks them from the context over the KG's descriptions
-(:mod:`jaket.tasks.word_sense.finetuned`: task 4 against E^context, Eq. 7), on any KG with descriptions,
+(:mod:`jaket.tasks.word_sense.model`: task 4 against E^context, Eq. 7), on any KG with descriptions,
 one the model never saw included. Each mention then records its probability (``score``), its
 ``margin`` over the runner-up and its ``candidates``; ``--min-confidence P`` leaves mentions under
 P unlinked (listed under ``unlinked``, counted in the summary). A ``.jsonl`` input may give the
@@ -69,8 +69,8 @@ def _link_command(args: argparse.Namespace) -> int:
 
 def _link_with_model(args: argparse.Namespace, kg, inputs, gazetteer: EntityLinker) -> int:
     """``jaket link --model``: the gazetteer's candidates (or the input's targets) ranked by the
-    pre-trained masked-entity head (:class:`jaket.tasks.word_sense.finetuned.ContextLinker`)."""
-    from jaket.tasks.word_sense.finetuned import ContextLinker, write_linked_corpus
+    pre-trained masked-entity head (:class:`jaket.tasks.word_sense.model.ContextLinker`)."""
+    from jaket.tasks.word_sense.model import ContextLinker, write_linked_corpus
 
     scorer = ContextLinker.from_pretrained(args.model, kg, device=args.device, gazetteer=gazetteer,
                                            batch_size=args.batch_size, max_length=args.max_length)

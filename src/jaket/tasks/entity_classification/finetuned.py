@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
 
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import load_kg
@@ -18,7 +17,7 @@ from jaket.tasks.finetuned import (FinetunedFolder, FinetunedFormatError, Finetu
                                    prediction_memory)
 from jaket.tasks.entity_classification.model import EntityClassifier
 from jaket.tasks.splits import read_entity_list
-from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, full_graph
+from jaket.tasks.variants import VARIANT_LABELS, Backbone, full_graph
 from jaket.tasks.settings import variant as variant_spec
 from jaket.tasks.entity_classification.job import TASK
 

@@ -1,6 +1,7 @@
 """The KGQA task's data: MetaQA (Zhang et al., 2018, vanilla version), its knowledge base and its questions.
 
-**The KB** as a :class:`~jaket.kg.graph.KnowledgeGraph` (:func:`read_kb`, :func:`kb_to_kg`).
+**The KB** as a :class:`~jaket.kg.graph.KnowledgeGraph` (:func:`read_kb`, :func:`kb_to_kg`); without
+MetaQA, templated questions over a WordNet-like KG (:func:`wordnet_questions`).
 ``kb.txt``: one triple a line, ``head|relation|tail``. Entity names are the ids (MetaQA has no
 other ids). Relation descriptions are written by hand (:data:`RELATION_DESCRIPTIONS`), as the
 paper does. MetaQA's entities have no descriptions of their own: the paper uses one sampled
@@ -320,3 +321,95 @@ def missing_answer_report(missing: Sequence[tuple[str, int, str]]) -> dict:
     many questions, and the first :data:`MAX_EXAMPLES` as ``path:line: 'answer'``."""
     return {"answers": len(missing), "questions": len({(path, line) for path, line, _ in missing}),
             "examples": [f"{path}:{line}: {quote(answer)}" for path, line, answer in missing[:MAX_EXAMPLES]]}
+
+
+#: relation kinds used for WordNet questions: kind -> (forward template, inverse template)
+_TEMPLATES = {
+    "hypernym": ("what is {x} a kind of?", "name a kind of {x}."),
+    "part": ("what is the {rel} of {x}?", "what has {x} as its {rel}?"),
+    "member": ("what is the {rel} of {x}?", "what has {x} as its {rel}?"),
+    "other": ("what is the {rel} of {x}?", "what has {x} as its {rel}?"),
+}
+
+
+# ----------------------------------------------------------------------------- WordNet questions
+
+
+def _relation_kind(relation_id: str, relation_name: str) -> str | None:
+    text = f"{relation_id} {relation_name}".lower()
+    if ("hypernym" in text and "instance" not in text) or text.split()[-2:] == ["is", "a"]:
+        return "hypernym"
+    if "part" in text and ("holonym" in text or "meronym" in text):
+        return "part"
+    if "member" in text and ("holonym" in text or "meronym" in text):
+        return "member"
+    return None
+
+
+def wordnet_questions(kg: KnowledgeGraph, seed: int = 0, max_questions: int = 2000, max_answers: int = 10,
+                      two_hop_share: float = 0.5) -> list[QAExample]:
+    """Templated 1-hop and 2-hop questions over the hypernym, part and member relations of ``kg``.
+
+    1-hop: ``what is [X] a kind of?`` (answers: X's hypernyms), ``name a kind of [X].`` (its
+    hyponyms), ``what is the part holonym of [X]?`` ... 2-hop: ``what is the R2 of the R1 of [X]?``
+    (answers: entities reached by r1 then r2, X excluded). Questions with more than
+    ``max_answers`` answers are not generated. The topic mention is the entity's name.
+    """
+    rng = np.random.default_rng(seed)
+    kinds = {p: _relation_kind(kg.relation_ids[p], kg.relation_names[p]) for p in range(kg.num_relations)}
+    chosen = [p for p, k in kinds.items() if k]
+    if not chosen:  # not WordNet-like: ask about every relation with the generic template
+        logger.info("no hypernym, part or member relation: generic questions over every relation")
+        kinds = {p: "other" for p in range(kg.num_relations)}
+        chosen = list(kinds)
+    triples = np.asarray(kg.triples)
+    forward: dict[tuple[int, int], set[int]] = {}
+    backward: dict[tuple[int, int], set[int]] = {}
+    for h, r, t in triples.tolist():
+        if r in kinds and kinds[r]:
+            forward.setdefault((h, r), set()).add(t)
+            backward.setdefault((t, r), set()).add(h)
+    names = list(kg.entity_names)
+
+    def rel_text(p: int) -> str:
+        if kinds[p] == "hypernym":
+            return "broader kind"
+        return str(kg.relation_names[p]).replace("_", " ").strip()
+
+    def make(template: str, x: int, answers: set[int], hops: int) -> QAExample | None:
+        answers = set(answers) - {x}
+        if not answers or len(answers) > max_answers or not names[x]:
+            return None
+        marker = "\x00"
+        text = template.replace("{x}", marker)
+        start = text.index(marker)
+        text = text.replace(marker, names[x])
+        return QAExample(text, x, start, start + len(names[x]), sorted(answers), hops)
+
+    one_hop: list[QAExample] = []
+    for (x, r), answers in forward.items():
+        kind = kinds[r]
+        q = make(_TEMPLATES[kind][0].replace("{rel}", rel_text(r)), x, answers, 1)
+        if q:
+            one_hop.append(q)
+    for (x, r), answers in backward.items():
+        kind = kinds[r]
+        q = make(_TEMPLATES[kind][1].replace("{rel}", rel_text(r)), x, answers, 1)
+        if q:
+            one_hop.append(q)
+    two_hop: list[QAExample] = []
+    for (x, r1), middle in forward.items():
+        for r2 in chosen:
+            answers: set[int] = set()
+            for y in middle:
+                answers |= forward.get((y, r2), set())
+            if answers:
+                template = f"what is the {rel_text(r2)} of the {rel_text(r1)} of {{x}}?"
+                q = make(template, x, answers, 2)
+                if q:
+                    two_hop.append(q)
+    n_two = min(len(two_hop), int(round(max_questions * two_hop_share)))
+    n_one = min(len(one_hop), max_questions - n_two)
+    picked = [one_hop[i] for i in rng.permutation(len(one_hop))[:n_one]]
+    picked += [two_hop[i] for i in rng.permutation(len(two_hop))[:n_two]]
+    return [picked[i] for i in rng.permutation(len(picked))]

@@ -5,16 +5,23 @@ optional ``pid2name.json`` (``relation_id -> [name, description]``; read from be
 folder when present). Every problem is reported as ``path: message`` naming the relation and the
 instance index; nothing is silently dropped. :func:`read_query_lines` reads sentences to classify,
 one FewRel instance (``{"tokens", "h", "t"}``) a line, errors as ``path:line: message``.
+:func:`kg_relation_instances` builds a set of the same format from a KG (the embedded default).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from jaket.jsonio import JSONInputError, quote, read_json
 from jaket.kg.errors import Problem
+from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.readers import json_objects, read_lines
+
+logger = logging.getLogger(__name__)
 
 
 class FewRelFormatError(ValueError):
@@ -201,3 +208,42 @@ def _pick(candidates: list[Path], folder: Path) -> Path:
             if candidate.name == preferred:
                 return candidate
     raise FewRelFormatError(f"{folder}: several JSON files, name one: {[c.name for c in candidates]}")
+
+
+def kg_relation_instances(kg: KnowledgeGraph, per_relation: int = 100, min_per_relation: int = 20, seed: int = 0,
+                          max_gloss_words: int = 20) -> FewRelData:
+    """A FewRel-format few-shot set built from a KG (the embedded default, for WordNet).
+
+    Each instance is one triple written as ``head name : head gloss ; tail name : tail gloss``
+    (whitespace tokens; head and tail are the two names). Nothing in the sentence names the
+    relation: it must be read from what the two descriptions say. Relations with fewer than
+    ``min_per_relation`` triples are left out (and counted in the log).
+    """
+    rng = np.random.default_rng(seed)
+    triples = np.asarray(kg.triples)
+    instances: dict[str, list[FewRelInstance]] = {}
+    left_out = []
+    for p in range(kg.num_relations):
+        rows = np.flatnonzero(triples[:, 1] == p)
+        if len(rows) < min_per_relation:
+            left_out.append(str(kg.relation_ids[p]))
+            continue
+        picked = rng.permutation(rows)[:per_relation]
+        items = []
+        for h, _, t in triples[picked].tolist():
+            hn, tn = str(kg.entity_names[h]).split(), str(kg.entity_names[t]).split()
+            hd = str(kg.entity_descriptions[h]).split()[:max_gloss_words]
+            td = str(kg.entity_descriptions[t]).split()[:max_gloss_words]
+            if not hn or not tn:
+                continue
+            tokens = hn + [":"] + hd + [";"] + tn + [":"] + td
+            t_start = len(hn) + 2 + len(hd)
+            items.append(FewRelInstance(tuple(tokens), (0, len(hn) - 1), (t_start, t_start + len(tn) - 1),
+                                        " ".join(hn), " ".join(tn), str(kg.entity_ids[h]),
+                                        str(kg.entity_ids[t]), str(kg.relation_ids[p])))
+        instances[str(kg.relation_ids[p])] = items
+    if left_out:
+        logger.info("relations with fewer than %d triples left out: %s", min_per_relation, ", ".join(left_out))
+    names = {str(r): str(n) for r, n in zip(kg.relation_ids, kg.relation_names) if str(r) in instances}
+    descriptions = {str(r): str(d) for r, d in zip(kg.relation_ids, kg.relation_descriptions) if str(r) in instances}
+    return FewRelData(instances, names, descriptions)

@@ -38,9 +38,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from jaket.kg.graph import KnowledgeGraph
 from jaket.model.device import autocast, module_device
-from jaket.tasks.relation_classification.data import FewRelData, FewRelInstance
+from jaket.tasks.relation_classification.data import FewRelData, FewRelInstance, kg_relation_instances  # noqa: F401
 from jaket.tasks.relation_classification.model import SUPPORTED_VARIANTS, PairEncoder  # noqa: F401 (re-exported)
 from jaket.tasks.relation_classification.finetuned import FinetunedPairClassifier
 from jaket.tasks.settings import VARIANT_LABELS, VariantError  # noqa: F401
@@ -241,42 +240,3 @@ def run_relation_classification(data: FewRelData, config: RelationClassification
 def results_table(results) -> str:
     """Accuracy (%) per N-way K-shot setting, mean ± std over seeds; the paired differences below."""
     return RelationClassificationRuns().table(results)
-
-
-def kg_relation_instances(kg: KnowledgeGraph, per_relation: int = 100, min_per_relation: int = 20, seed: int = 0,
-                          max_gloss_words: int = 20) -> FewRelData:
-    """A FewRel-format few-shot set built from a KG (the embedded default, for WordNet).
-
-    Each instance is one triple written as ``head name : head gloss ; tail name : tail gloss``
-    (whitespace tokens; head and tail are the two names). Nothing in the sentence names the
-    relation: it must be read from what the two descriptions say. Relations with fewer than
-    ``min_per_relation`` triples are left out (and counted in the log).
-    """
-    rng = np.random.default_rng(seed)
-    triples = np.asarray(kg.triples)
-    instances: dict[str, list[FewRelInstance]] = {}
-    left_out = []
-    for p in range(kg.num_relations):
-        rows = np.flatnonzero(triples[:, 1] == p)
-        if len(rows) < min_per_relation:
-            left_out.append(str(kg.relation_ids[p]))
-            continue
-        picked = rng.permutation(rows)[:per_relation]
-        items = []
-        for h, _, t in triples[picked].tolist():
-            hn, tn = str(kg.entity_names[h]).split(), str(kg.entity_names[t]).split()
-            hd = str(kg.entity_descriptions[h]).split()[:max_gloss_words]
-            td = str(kg.entity_descriptions[t]).split()[:max_gloss_words]
-            if not hn or not tn:
-                continue
-            tokens = hn + [":"] + hd + [";"] + tn + [":"] + td
-            t_start = len(hn) + 2 + len(hd)
-            items.append(FewRelInstance(tuple(tokens), (0, len(hn) - 1), (t_start, t_start + len(tn) - 1),
-                                        " ".join(hn), " ".join(tn), str(kg.entity_ids[h]),
-                                        str(kg.entity_ids[t]), str(kg.relation_ids[p])))
-        instances[str(kg.relation_ids[p])] = items
-    if left_out:
-        logger.info("relations with fewer than %d triples left out: %s", min_per_relation, ", ".join(left_out))
-    names = {str(r): str(n) for r, n in zip(kg.relation_ids, kg.relation_names) if str(r) in instances}
-    descriptions = {str(r): str(d) for r, d in zip(kg.relation_ids, kg.relation_descriptions) if str(r) in instances}
-    return FewRelData(instances, names, descriptions)

@@ -4,7 +4,7 @@ Settings come from the defaults < ``--config FILE`` (YAML, keys of :class:`WordS
 ``--set key=value`` < the dedicated flags; ``--print-config`` prints the result. ``--data`` reads
 the framework's ``*.data.xml`` (gold senses from ``--gold`` or the ``*.gold.key.txt`` beside it)
 or our JSONL (:mod:`jaket.tasks.word_sense.data`); the sense KG is ``--kg DIR`` or all of WordNet 3.0.
-Nothing is fine-tuned: the scorers of :mod:`jaket.tasks.word_sense.model` run side by side
+Nothing is fine-tuned: the scorers of :mod:`jaket.tasks.word_sense.finetuned` run side by side
 (:mod:`jaket.tasks.word_sense.run`).
 """
 

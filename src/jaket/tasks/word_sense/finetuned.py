@@ -1,397 +1,284 @@
-"""Context linking: pre-training's masked-entity head as an entity linker over any KG.
+"""Which of its candidate senses does a word in context name? The scorers shared by sense linking
+and word-sense disambiguation (both run by :mod:`jaket.tasks.word_sense.run`); nothing is fine-tuned.
 
-Pre-training task 4, masked entity prediction, reads a mention whose entity is removed from the
-fusion (Eq. 8-9) as ``q = g((Z_s + Z_o) / 2)`` over LM1 and LM2 (Eq. 6, 10; ``g`` of
-:class:`jaket.model.heads.EntityHead`) and scores it by inner product against rows of the entity
-context memory ``E^context`` -- the true entity among KG neighbours and random ones. A row of
-``E^context`` is LM1's reading of the entity's *description* at the entity's name (Eq. 7). So the
-head, restricted to the entities a mention's words can name, is a linker, and it links over any KG
-whose entities have descriptions: WordNet, a user's own KG, or one the model never saw (its rows
-are read from the descriptions by the model's LM1, as the paper's adaptation to an unseen KG does).
+A :class:`SenseExample` is a target ``[start, end)`` of a text, its candidate senses (entity
+indices of the sense KG, WordNet's most frequent first; possibly none) and its gold senses (any
+of them is right). Each scorer gives every candidate a score; the answer is the best one, the
+earlier candidate on a tie, and no answer without candidates. Scorers (:data:`SCORERS`):
 
-:class:`ContextLinker` holds a pre-trained :class:`~jaket.model.jaket.JaketModel` and a KG:
+* ``first sense``: the first candidate (WordNet's most frequent sense);
+* ``random``: a uniformly random candidate, counted as its expectation;
+* ``lesk``: the ambiguity rule of ``jaket link`` (:meth:`jaket.kg.linking.EntityLinker.choice_keys`:
+  overlap of the context's content words with the description, then the word being the
+  candidate's name, its degree, its index), a simplified Lesk;
+* ``lm``: the base encoder, cosine between the word in context ``(Z_s + Z_o) / 2`` and each
+  candidate's description read the same way (LM1 + LM2, at the synset's name);
+* ``lm+g+m``: the base encoder's context against the candidates' E^KM from the base memory through
+  a KM without joint pre-training (fresh weights, one run per seed): what that setting knows
+  before any fine-tuning;
+* ``jaket``: the pre-trained masked-entity head restricted to the candidates (pre-training's task
+  4: ``q = g((Z_s + Z_o) / 2)`` against the candidates' E^context rows by JAKET's LM1), computed by
+  the linker of ``jaket link --model`` (:class:`jaket.tasks.word_sense.model.ContextLinker`);
+* ``jaket (cosine)``: JAKET's encoder read as the base encoder is (the ``lm`` scorer).
 
-* :meth:`~ContextLinker.entity_rows`: the ``E^context`` rows (Eq. 7) of given entities, computed
-  on first need only for those, in batches, and kept per entity;
-* :meth:`~ContextLinker.queries`: ``q`` of each mention (a character span of a text), read as in
-  masked entity prediction: its tokens visible, nothing fused (the other mentions' entities are
-  what is being linked); each text is read once however many of its mentions are asked for;
-* :meth:`~ContextLinker.logits` and :meth:`~ContextLinker.score`: the inner products
-  ``q · E^context`` over each mention's candidates, and their softmax over the candidates;
-* :meth:`~ContextLinker.link`: texts in, :class:`LinkedText` out. The candidates are those of the
-  gazetteer (:class:`jaket.kg.linking.EntityLinker`: names and aliases, plurals folded, the
-  longest match first), or, for the spans an input gives (:class:`jaket.kg.linking.Target`), the
-  entities named by the target's lemma (or its written form and that form's singulars), of its
-  part of speech when the KG's ids follow WordNet's ``lemma.pos.NN`` naming
-  (:class:`jaket.tasks.word_in_context.data.SenseInventory`). The most probable candidate is linked; a mention
-  whose probability is below ``min_confidence`` is left unlinked and kept in
-  :attr:`LinkedText.unlinked`.
-
-A mention with one candidate has probability 1 (the softmax over one score) and is not read. One
-that lies past the first ``max_length`` tokens of its text, or covers no token, cannot be read: its
-scores are ``None`` and :meth:`link` leaves it unlinked (counted in
-:attr:`ContextLinkStats.unreadable`). Results are deterministic: the same texts, spans and
-candidates give the same probabilities.
+**The sense-order prior** (:func:`with_prior`, an explicit option, never part of a scorer): WordNet
+orders a lemma's senses by their frequency in its tagged corpora, so the candidate of rank ``r``
+(0 = first) gets the Zipf prior ``p(r) ∝ 1 / (r + 1)``. A scorer whose scores are logits is
+combined with it as a product of experts, ``log softmax(s / T) + w log p(r)``: ``T = 1`` for the
+masked-entity head (its scores are the logits pre-training's softmax was trained on) and
+:data:`COSINE_TEMPERATURE` for the cosine scorers; ``w = 0`` is the scorer alone, and large ``w``
+tends to the first sense. The rule-based scorers (first sense, random, Lesk) take no prior.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm import tqdm
+import torch.nn.functional as F
 
-from jaket.atomic import write_lines
-from jaket.kg.corpus import Mention, MentionCorpus, collate_texts
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.linking import CandidateSpan, EntityLinker, LinkStats, Target, singular_forms
-from jaket.model.device import resolve_device
-from jaket.model.jaket import JaketModel
-from jaket.tasks.variants import description_features
-from jaket.tasks.word_in_context.data import SenseInventory
+from jaket.kg.linking import EntityLinker
+from jaket.model.heads import span_mean
+from jaket.model.knowledge import KnowledgeModule
+from jaket.model.language import SplitLanguageModel
+from jaket.paths import default_model_path
+from jaket.tasks.word_sense.model import ContextLinker
+from jaket.tasks.variants import FrozenMemory, description_features
+from jaket.tasks.word_in_context.data import lemma_key
+from jaket.tasks.word_in_context.model import SenseGraph, km_embeddings, neighbourhood, target_spans
 
-logger = logging.getLogger(__name__)
-
-#: digits kept of a probability in :meth:`LinkedText.as_json`
-DIGITS = 6
-
-
-@dataclass(frozen=True)
-class ScoredMention:
-    """A mention ``[start, end)`` with its candidates ranked by the head: ``candidates`` holds
-    ``(entity index, probability)``, the most probable first (ties: the lower index); ``entity`` /
-    ``score`` are the first of them, ``margin`` its lead over the runner-up (the score itself when
-    there is no runner-up); ``inflected``: the gazetteer found it through a plural."""
-
-    start: int
-    end: int
-    entity: int
-    score: float
-    margin: float
-    candidates: tuple[tuple[int, float], ...]
-    inflected: bool = False
-
-    def as_json(self, kg: KnowledgeGraph) -> dict:
-        """The corpus format's mention (``start``, ``end``, ``entity`` id) with ``score``,
-        ``margin`` and ``candidates`` (``[{"entity", "score"}]``) beside it."""
-        return {"start": self.start, "end": self.end, "entity": kg.entity_ids[self.entity],
-                "score": round(self.score, DIGITS), "margin": round(self.margin, DIGITS),
-                "candidates": [{"entity": kg.entity_ids[e], "score": round(p, DIGITS)} for e, p in self.candidates]}
+#: every scorer, in the order they are computed and reported
+SCORERS = ("first sense", "random", "lesk", "lm", "lm+g+m", "jaket", "jaket (cosine)")
+#: how the reports name them
+SCORER_LABELS = {"first sense": "WordNet first sense", "random": "(random candidate)",
+                 "lesk": "jaket link's rule (simplified Lesk)", "lm": "LM only (cosine)",
+                 "lm+g+m": "LM+G+M (fresh KM, cosine)", "jaket": "JAKET (masked-entity head)",
+                 "jaket (cosine)": "JAKET encoder (cosine)"}
+#: the scorers that need a pre-trained model / the base encoder
+PRETRAINED_SCORERS = ("jaket", "jaket (cosine)")
+ENCODER_SCORERS = ("lm", "lm+g+m")
+#: the fresh KM of ``lm+g+m`` unless a task gives its own (sense linking's: 2 layers, 4 heads)
+FRESH_KM = {"layers": 2, "heads": 4, "composition": "add"}
+#: the temperature at which a cosine scorer's scores are read as logits for the prior
+COSINE_TEMPERATURE = 0.1
 
 
 @dataclass(frozen=True)
-class UnlinkedSpan:
-    """A span left unlinked and why: ``"below confidence"`` (``scored`` holds its ranking),
-    ``"not read"`` (past ``max_length`` tokens, or no token) or ``"no candidate"`` (a given target
-    whose lemma names no entity)."""
-
-    start: int
-    end: int
-    reason: str
-    scored: ScoredMention | None = None
-
-    def as_json(self, kg: KnowledgeGraph) -> dict:
-        record = self.scored.as_json(kg) if self.scored is not None else {"start": self.start, "end": self.end}
-        return {**record, "reason": self.reason}
-
-
-@dataclass
-class LinkedText:
-    """A text, the mentions linked in it, and the spans left unlinked."""
+class SenseExample:
+    """A target ``[start, end)`` of ``text`` with its candidate senses (indices of the sense KG, the
+    most frequent first; empty: no answer) and its gold senses (any is right; empty: unknown).
+    ``lemma`` is the word as the inventory knows it (Lesk's name rule)."""
 
     text: str
-    mentions: list[ScoredMention] = field(default_factory=list)
-    unlinked: list[UnlinkedSpan] = field(default_factory=list)
-
-    def as_json(self, kg: KnowledgeGraph) -> dict:
-        """One line of the corpus format (``jaket pretrain`` reads it; the extra fields are
-        ignored), with ``unlinked`` when some span was left unlinked."""
-        record: dict = {"text": self.text, "mentions": [m.as_json(kg) for m in self.mentions]}
-        if self.unlinked:
-            record["unlinked"] = [u.as_json(kg) for u in self.unlinked]
-        return record
-
-    def corpus_mentions(self) -> list[Mention]:
-        """The linked mentions as the corpus holds them."""
-        return [Mention(m.start, m.end, m.entity) for m in self.mentions]
+    start: int
+    end: int
+    gold: frozenset[int]
+    candidates: tuple[int, ...]
+    lemma: str = ""
 
 
 @dataclass
-class ContextLinkStats:
-    """Counts of :meth:`ContextLinker.link`: ``gazetteer`` as plain ``jaket link`` counts them
-    (``mentions``: linked ones; ``ambiguous_resolved``: mentions of several candidates the head
-    linked; ``resolved_by_context`` is the overlap rule's and stays 0), and what the head did."""
+class ScorerOutput:
+    """One scorer's scores of every example's candidates: one list per run (one run per seed for a
+    scorer with a fresh part, ``seeds`` naming them; one run otherwise). ``temperature``: the scores
+    are logits at this temperature (the prior combines with them); None for a rule."""
 
-    gazetteer: LinkStats = field(default_factory=LinkStats)
-    targets: int = 0  # spans given by the input
-    targets_without_candidate: int = 0  # ... whose lemma names no entity (of its part of speech)
-    scored: int = 0  # mentions of two or more candidates, ranked by the head
-    below_confidence: int = 0  # left unlinked: probability under min_confidence
-    unreadable: int = 0  # left unlinked: past max_length tokens, or covering no token
-    descriptions_encoded: int = 0  # E^context rows computed (Eq. 7)
-    descriptions_empty: int = 0  # ... of entities without a description (read from [CLS] [SEP] alone)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
+    runs: list[list[np.ndarray]]
+    seeds: tuple[int, ...] | None = None
+    temperature: float | None = None
+    expected: bool = False  # ``random``: counted as its expectation, not its argmax
 
 
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    if not len(logits):
-        return logits.astype(np.float64)
-    shifted = np.exp(logits.astype(np.float64) - logits.max())
-    return shifted / shifted.sum()
+def answers(examples: list[SenseExample], scores: list[np.ndarray]) -> list[int | None]:
+    """The chosen candidate of each example (the earlier on a tie; None without candidates)."""
+    return [e.candidates[int(np.argmax(s))] if e.candidates else None for e, s in zip(examples, scores)]
 
 
-def _grouped(texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> MentionCorpus:
-    """One corpus entry per distinct text holding its mentions (their ``entity`` field is the
-    mention's position in ``spans``), so each text is read once; a span overlapping one already
-    in its text's entry goes to another copy of the text (the corpus holds disjoint spans)."""
-    entries: list[list[Mention]] = []
-    owners: list[str] = []
-    by_text: dict[str, list[int]] = {}
-    for i, (text, (start, end)) in enumerate(zip(texts, spans)):
-        if not (isinstance(start, (int, np.integer)) and isinstance(end, (int, np.integer))
-                and 0 <= start < end <= len(text)):
-            raise ValueError(f"mention {i + 1}: span [{start}, {end}) is empty or outside its text "
-                             f"(length {len(text)})")
-        mention = Mention(int(start), int(end), i)
-        places = by_text.setdefault(text, [])
-        entry = next((e for e in places if all(end <= m.start or start >= m.end for m in entries[e])), None)
-        if entry is None:
-            entry = len(entries)
-            entries.append([])
-            owners.append(text)
-            places.append(entry)
-        entries[entry].append(mention)
-    return MentionCorpus(owners, entries)
+def correctness(examples: list[SenseExample], output: ScorerOutput, run: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(correct, answered)`` per example for one run: 1/0 (the answer is a gold sense), or for
+    ``random`` the expected share ``|gold ∩ candidates| / |candidates|``; answered = has candidates."""
+    answered = np.asarray([bool(e.candidates) for e in examples])
+    if output.expected:
+        correct = [len(e.gold.intersection(e.candidates)) / len(e.candidates) if e.candidates else 0.0
+                   for e in examples]
+    else:
+        correct = [float(a is not None and a in e.gold) for e, a in zip(examples, answers(examples, output.runs[run]))]
+    return np.asarray(correct, dtype=np.float64), answered
 
 
-class ContextLinker:
-    """A pre-trained JAKET model's masked-entity head over a KG's descriptions, as a linker (see
-    the module docstring). Build it with :meth:`from_pretrained` or from a loaded model."""
+def with_prior(examples: list[SenseExample], output: ScorerOutput, weight: float) -> ScorerOutput:
+    """``output`` combined with the sense-order prior of weight ``weight`` (module docstring)."""
+    if output.temperature is None:
+        raise ValueError("the sense-order prior combines with logits, not with a rule")
 
-    def __init__(self, model: JaketModel, kg: KnowledgeGraph, *, gazetteer: EntityLinker | None = None,
-                 inventory: SenseInventory | None = None, batch_size: int = 64, max_length: int = 128):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        if max_length < 4:
-            raise ValueError(f"max_length must be at least 4 tokens, got {max_length}")
-        self.model = model.eval()
-        self.kg = kg
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self._gazetteer = gazetteer
-        self._inventory = inventory
-        self._rows: dict[int, torch.Tensor] = {}
-        self.stats = ContextLinkStats()  # descriptions_encoded / descriptions_empty over the linker's life
+    def combine(scores: np.ndarray) -> np.ndarray:
+        if not len(scores):
+            return scores
+        logits = scores / output.temperature
+        log_p = logits - (logits.max() + np.log(np.exp(logits - logits.max()).sum()))
+        return log_p - weight * np.log1p(np.arange(len(scores)))
+
+    return ScorerOutput([[combine(s) for s in run] for run in output.runs], output.seeds, output.temperature)
+
+
+# ----------------------------------------------------------------------------- the encoders' pieces
+
+
+@torch.no_grad()
+def context_vectors(language: SplitLanguageModel, examples: list[SenseExample], batch_size: int = 64,
+                    max_length: int = 96) -> torch.Tensor:
+    """``(Z_s + Z_o) / 2`` of each target through LM1 + LM2."""
+    language.eval()
+    device = next(language.parameters()).device
+    out = []
+    for begin in range(0, len(examples), batch_size):
+        chunk = examples[begin:begin + batch_size]
+        ids, start, end = target_spans(language.tokenizer, [e.text for e in chunk], [(e.start, e.end) for e in chunk],
+                                       max_length, [f"sense example {begin + i + 1}" for i in range(len(chunk))])
+        width = max(len(x) for x in ids)
+        pad = int(language.tokenizer.pad_token_id)
+        tokens = torch.full((len(chunk), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.long)
+        for i, x in enumerate(ids):
+            tokens[i, :len(x)] = torch.from_numpy(x)
+            mask[i, :len(x)] = 1
+        hidden = language(tokens.to(device), mask.to(device)).float()
+        out.append(span_mean(hidden, torch.arange(len(chunk), device=device), torch.from_numpy(start).to(device),
+                             torch.from_numpy(end).to(device)))
+    return torch.cat(out) if out else torch.zeros(0, int(language.hidden_size))
+
+
+def similarity_scores(examples: list[SenseExample], vectors: torch.Tensor, candidate_vectors: torch.Tensor,
+                      index: dict[int, int], cosine: bool) -> list[np.ndarray]:
+    """Each example's vector against its candidates' rows (``index``: entity -> row): cosine or dot."""
+    out = []
+    for e, v in zip(examples, vectors):
+        if not e.candidates:
+            out.append(np.zeros(0, dtype=np.float32))
+            continue
+        rows = candidate_vectors[[index[c] for c in e.candidates]]
+        s = F.cosine_similarity(v[None], rows) if cosine else rows @ v
+        out.append(s.float().cpu().numpy())
+    return out
+
+
+@dataclass
+class _Candidates:
+    """Every candidate of the examples once (sorted), with its description and name."""
+
+    used: np.ndarray
+    index: dict[int, int]
+    texts: list[str]
+    names: list[str]
 
     @classmethod
-    def from_pretrained(cls, model_dir: str | Path, kg: KnowledgeGraph, *, device=None, dtype=None,
-                        **options) -> "ContextLinker":
-        """The model of a folder written by ``save_pretrained`` (``jaket pretrain``'s ``model/``)
-        over ``kg``; ``device``: ``cpu``, ``cuda``, ... (None: a GPU when one is visible);
-        ``options``: those of the constructor (``gazetteer``, ``inventory``, ``batch_size``,
-        ``max_length``). The saved memory is not read: the rows come from ``kg``'s descriptions."""
-        model = JaketModel.from_pretrained(model_dir, load_memory=False, device=resolve_device(device), dtype=dtype)
-        return cls(model, kg, **options)
+    def of(cls, examples: list[SenseExample], kg: KnowledgeGraph) -> "_Candidates":
+        used = sorted({c for e in examples for c in e.candidates})
+        return cls(np.asarray(used, dtype=np.int64), {c: i for i, c in enumerate(used)},
+                   [kg.entity_descriptions[c] for c in used], [kg.entity_names[c] for c in used])
 
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.language.parameters()).device
 
-    @property
-    def gazetteer(self) -> EntityLinker:
-        """The names-and-aliases gazetteer of the KG (default options, built on first need)."""
-        if self._gazetteer is None:
-            self._gazetteer = EntityLinker.from_kg(self.kg)
-        return self._gazetteer
+# ----------------------------------------------------------------------------- the scorers
 
-    @property
-    def inventory(self) -> SenseInventory:
-        """Lemma and part of speech -> entities (for given targets; built on first need)."""
-        if self._inventory is None:
-            self._inventory = SenseInventory(self.kg)
-        return self._inventory
 
-    # the two sides of the inner product ------------------------------------------------------------
-    @torch.no_grad()
-    def entity_rows(self, entities: Sequence[int]) -> torch.Tensor:
-        """``E^context`` rows of ``entities`` (entity indices of the KG), ``(len, F)`` float32 on
-        the model's device: LM1's ``(Z_s + Z_o) / 2`` of each description at the entity's name
-        (Eq. 7; ``description_max_length`` tokens, as pre-training's memory), computed only for
-        entities not asked for before, in batches of ``batch_size``."""
-        wanted = np.asarray(entities, dtype=np.int64).reshape(-1)
-        if len(wanted) and (wanted.min() < 0 or wanted.max() >= self.kg.num_entities):
-            bad = int(wanted[(wanted < 0) | (wanted >= self.kg.num_entities)][0])
-            raise ValueError(f"entity index {bad} is outside the KG's {self.kg.num_entities} entities")
-        missing = sorted(set(wanted.tolist()) - self._rows.keys())
-        if missing:
-            descriptions = [self.kg.entity_descriptions[e] for e in missing]
-            rows = description_features(self.model.language, descriptions, [self.kg.entity_names[e] for e in missing],
-                                        full=False, max_length=self.model.config.description_max_length,
-                                        batch_size=self.batch_size, desc="entity descriptions (Eq. 7)")
-            self._rows.update(zip(missing, rows))
-            self.stats.descriptions_encoded += len(missing)
-            self.stats.descriptions_empty += sum(not d.strip() for d in descriptions)
-        if not len(wanted):
-            return torch.zeros(0, self.model.hidden_size, device=self.device)
-        return torch.stack([self._rows[e] for e in wanted.tolist()])
+def first_sense_scores(examples: list[SenseExample]) -> ScorerOutput:
+    return ScorerOutput([[np.asarray([1.0] + [0.0] * (len(e.candidates) - 1)) if e.candidates else np.zeros(0)
+                          for e in examples]])
 
-    @torch.no_grad()
-    def queries(self, texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> list[torch.Tensor | None]:
-        """``q = g((Z_s + Z_o) / 2)`` of mention ``i`` (the character span ``spans[i]`` of
-        ``texts[i]``) over LM1 + LM2 without fusion, as masked entity prediction reads a removed
-        mention; ``None`` for a mention that is not read (past ``max_length`` tokens, no token)."""
-        corpus = _grouped(texts, spans)
-        encoded = corpus.encode(self.model.language.tokenizer, max_length=self.max_length)
-        out: list[torch.Tensor | None] = [None] * len(spans)
-        pad = self.model.language.tokenizer.pad_token_id
-        language, head = self.model.language, self.model.entity_head
-        for begin in range(0, len(corpus), self.batch_size):
-            batch = collate_texts(encoded, range(begin, min(len(corpus), begin + self.batch_size)),
-                                  pad if pad is not None else 0).to(self.device)
-            hidden = language(batch.input_ids, batch.attention_mask).float()
-            q = head.query(hidden, batch.mention_batch, batch.mention_start, batch.mention_end)
-            for mention, row in zip(batch.mention_entity.tolist(), q):
-                out[mention] = row
+
+def random_scores(examples: list[SenseExample]) -> ScorerOutput:
+    return ScorerOutput([[np.zeros(len(e.candidates)) for e in examples]], expected=True)
+
+
+def lesk_scores(examples: list[SenseExample], kg: KnowledgeGraph, linker: EntityLinker | None = None) -> ScorerOutput:
+    """``jaket link``'s rule over each example's candidates, as scores: minus the rank of each
+    candidate's key (so the best key is the answer); ``linker`` over ``kg`` (default: built here)."""
+    linker = linker or EntityLinker.from_kg(kg, min_length=1)
+    out = []
+    for e in examples:
+        if not e.candidates:
+            out.append(np.zeros(0))
+            continue
+        names = [lemma_key(kg.entity_names[c]) == lemma_key(e.lemma) for c in e.candidates]
+        keys = linker.choice_keys(e.candidates, names, linker.context_of(e.text, e.start, e.end))
+        order = sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
+        scores = np.zeros(len(keys))
+        scores[order] = -np.arange(len(keys), dtype=np.float64)
+        out.append(scores)
+    return ScorerOutput([out])
+
+
+@torch.no_grad()
+def encoder_scores(examples: list[SenseExample], kg: KnowledgeGraph, *, encoder=None, seeds=(0, 1, 2),
+                   description_max_length: int = 32, max_length: int = 96, km: dict | None = None,
+                   with_km: bool = True, device="cpu") -> dict[str, ScorerOutput]:
+    """The ``lm`` and (``with_km``) ``lm+g+m`` scorers of the module docstring; ``km``: the fresh
+    KM's ``{"layers", "heads", "composition"}`` (default :data:`FRESH_KM`)."""
+    km = km or FRESH_KM
+    candidates = _Candidates.of(examples, kg)
+    base = SplitLanguageModel.from_pretrained(encoder or default_model_path()).to(device)
+    context = context_vectors(base, examples, max_length=max_length)
+    described = description_features(base, candidates.texts, candidates.names, full=True,
+                                      max_length=description_max_length)
+    out = {"lm": ScorerOutput([similarity_scores(examples, context, described, candidates.index, cosine=True)],
+                              temperature=COSINE_TEMPERATURE)}
+    if not with_km:
         return out
-
-    # scores ----------------------------------------------------------------------------------------------
-    @torch.no_grad()
-    def logits(self, texts: Sequence[str], spans: Sequence[tuple[int, int]],
-               candidates: Sequence[Sequence[int]]) -> list[np.ndarray | None]:
-        """The head's scores ``q · E^context_e`` of each mention's candidates ``e`` (entity
-        indices, in the order given), as masked entity prediction scores them; ``None`` for a
-        mention that is not read (:meth:`queries`)."""
-        if not len(texts) == len(spans) == len(candidates):
-            raise ValueError(f"{len(texts)} texts, {len(spans)} spans and {len(candidates)} candidate lists")
-        lists = [np.asarray(c, dtype=np.int64).reshape(-1) for c in candidates]
-        used = np.unique(np.concatenate(lists)) if lists else np.zeros(0, np.int64)
-        rows = self.entity_rows(used)
-        queries = self.queries(texts, spans)
-        out: list[np.ndarray | None] = []
-        for q, entities in zip(queries, lists):
-            if q is None:
-                out.append(None)
-                continue
-            mine = rows[torch.from_numpy(np.searchsorted(used, entities)).to(rows.device)]
-            out.append((mine @ q).double().cpu().numpy())
-        return out
-
-    def score(self, texts: Sequence[str], spans: Sequence[tuple[int, int]],
-              candidates: Sequence[Sequence[int]]) -> list[np.ndarray | None]:
-        """The probability of each candidate of each mention: the softmax over the mention's
-        candidates of :meth:`logits` (pre-training's cross-entropy over candidates, task 4). A
-        mention with one candidate gets ``[1.0]`` and one without any ``[]``, neither read;
-        ``None`` for a mention that is not read."""
-        if not len(texts) == len(spans) == len(candidates):
-            raise ValueError(f"{len(texts)} texts, {len(spans)} spans and {len(candidates)} candidate lists")
-        out: list[np.ndarray | None] = [np.ones(len(c)) if len(c) < 2 else None for c in candidates]
-        ranked = [i for i, c in enumerate(candidates) if len(c) >= 2]
-        scores = self.logits([texts[i] for i in ranked], [spans[i] for i in ranked], [candidates[i] for i in ranked])
-        for i, logits in zip(ranked, scores):
-            out[i] = None if logits is None else _softmax(logits)
-        return out
-
-    # linking texts -----------------------------------------------------------------------------------
-    def target_candidates(self, text: str, target: Target) -> list[int]:
-        """The entities a given target can name: those whose name or alias is its lemma (without
-        one: its written form, then that form's singulars), of its part of speech where the KG's
-        ids carry one (WordNet's ``lemma.pos.NN``; otherwise the part of speech is not used)."""
-        pos = target.pos if self.inventory.has_pos else None
-        written = text[target.start:target.end]
-        for word in [target.lemma] if target.lemma else [written, *singular_forms(written)]:
-            found = self.inventory.candidates(word, pos)
-            if found:
-                return found
-        return []
-
-    def link(self, texts: Sequence[str], *, targets: Sequence[Sequence[Target] | None] | None = None,
-             min_confidence: float = 0.0, progress: bool = False) -> list[LinkedText]:
-        """Link every text: each mention's candidates (the gazetteer's, or those of the targets
-        given for the text: ``targets[i]``, None for the gazetteer) ranked by :meth:`score`; the
-        most probable is linked unless its probability is below ``min_confidence``. Counts add up
-        in :attr:`stats`."""
-        if not 0.0 <= min_confidence <= 1.0:
-            raise ValueError(f"min_confidence must be in [0, 1], got {min_confidence}")
-        texts = list(texts)
-        if targets is not None and len(targets) != len(texts):
-            raise ValueError(f"{len(targets)} target lists for {len(texts)} texts")
-        chunk = 16 * self.batch_size
-        out: list[LinkedText] = []
-        with tqdm(total=len(texts), desc="linking", unit="text", disable=True if not progress else None) as bar:
-            for begin in range(0, len(texts), chunk):
-                given = targets[begin:begin + chunk] if targets is not None else None
-                out += self._link_chunk(texts[begin:begin + chunk], given, min_confidence)
-                bar.update(len(out) - bar.n)
-        return out
-
-    def _spans(self, text: str, given: Sequence[Target] | None) -> list[CandidateSpan | UnlinkedSpan]:
-        """The spans of a text to link with their candidates (a given target naming no entity is
-        an :class:`UnlinkedSpan`)."""
-        if given is None:
-            return self.gazetteer.candidate_spans(text, self.stats.gazetteer)
-        spans: list[CandidateSpan | UnlinkedSpan] = []
-        for target in given:
-            self.stats.targets += 1
-            found = self.target_candidates(text, target)
-            if not found:
-                self.stats.targets_without_candidate += 1
-                spans.append(UnlinkedSpan(target.start, target.end, "no candidate"))
-                continue
-            entities = np.asarray(found, dtype=np.int64)
-            spans.append(CandidateSpan(target.start, target.end, entities, np.ones(len(found), bool), False, -1, -1))
-        return spans
-
-    def _link_chunk(self, texts: list[str], targets, min_confidence: float) -> list[LinkedText]:
-        results = [LinkedText(text) for text in texts]
-        flat: list[tuple[int, CandidateSpan]] = []
-        for i, text in enumerate(texts):
-            for span in self._spans(text, targets[i] if targets is not None else None):
-                if isinstance(span, UnlinkedSpan):
-                    results[i].unlinked.append(span)
-                else:
-                    flat.append((i, span))
-        probabilities = self.score([texts[i] for i, _ in flat], [(s.start, s.end) for _, s in flat],
-                                   [s.candidates for _, s in flat])
-        counts = self.stats
-        for (i, span), p in zip(flat, probabilities):
-            if p is None:
-                counts.unreadable += 1
-                results[i].unlinked.append(UnlinkedSpan(span.start, span.end, "not read"))
-                continue
-            mention = ranked_mention(span.start, span.end, span.candidates, p, span.inflected)
-            counts.scored += len(span.candidates) > 1
-            if mention.score < min_confidence:
-                counts.below_confidence += 1
-                results[i].unlinked.append(UnlinkedSpan(span.start, span.end, "below confidence", mention))
-                continue
-            results[i].mentions.append(mention)
-            counts.gazetteer.inflected += span.inflected
-            counts.gazetteer.ambiguous_resolved += len(span.candidates) > 1
-        for result in results:
-            result.unlinked.sort(key=lambda u: u.start)
-            counts.gazetteer.add_text(len(result.mentions))
-        return results
+    # LM+G+M before fine-tuning: E^KM of a fresh KM over the base memory (LM1 of the descriptions)
+    old = neighbourhood(kg, candidates.used, 2)
+    ball, _ = kg.induced_subgraph(old)
+    local = np.searchsorted(old, candidates.used)
+    memory = description_features(base, list(ball.entity_descriptions), list(ball.entity_names), full=False,
+                                  max_length=description_max_length)
+    # R = 0 as in pre-training (the KM adds its direction embeddings)
+    graph = SenseGraph(ball, FrozenMemory(memory, memory.new_zeros(max(1, ball.num_relations), memory.shape[1])),
+                       (5, 5))
+    runs = []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        knowledge = KnowledgeModule(int(base.hidden_size), num_layers=km["layers"], heads=km["heads"],
+                                    composition=km["composition"]).to(device).eval()
+        rows = km_embeddings(knowledge, graph, local, np.random.default_rng(seed))
+        runs.append(similarity_scores(examples, context, rows, candidates.index, cosine=True))
+    out["lm+g+m"] = ScorerOutput(runs, tuple(seeds), COSINE_TEMPERATURE)
+    return out
 
 
-def ranked_mention(start: int, end: int, candidates: Sequence[int], probabilities: np.ndarray,
-                   inflected: bool = False) -> ScoredMention:
-    """A mention's candidates ranked by probability (ties: the lower entity index first)."""
-    order = sorted(range(len(candidates)), key=lambda k: (-probabilities[k], int(candidates[k])))
-    ranked = tuple((int(candidates[k]), float(probabilities[k])) for k in order)
-    runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
-    return ScoredMention(start, end, ranked[0][0], ranked[0][1], ranked[0][1] - runner_up, ranked, inflected)
+@torch.no_grad()
+def jaket_scores(examples: list[SenseExample], kg: KnowledgeGraph, pretrained, *, description_max_length: int = 32,
+                 max_length: int = 96, device="cpu") -> dict[str, ScorerOutput]:
+    """The ``jaket`` scorer (the masked-entity head, pre-training task 4, restricted to the
+    candidates: :meth:`jaket.tasks.word_sense.model.ContextLinker.logits`, the linker of ``jaket link
+    --model``) and ``jaket (cosine)`` of the module docstring."""
+    candidates = _Candidates.of(examples, kg)
+    linker = ContextLinker.from_pretrained(pretrained, kg, device=device, max_length=max_length)
+    language = linker.model.language
+    context = context_vectors(language, examples, max_length=max_length)  # names a target it cannot read
+    head = linker.logits([e.text for e in examples], [(e.start, e.end) for e in examples],
+                         [e.candidates for e in examples])
+    described = description_features(language, candidates.texts, candidates.names, full=True,
+                                     max_length=description_max_length)
+    return {"jaket": ScorerOutput([list(head)], temperature=1.0),
+            "jaket (cosine)": ScorerOutput([similarity_scores(examples, context, described, candidates.index,
+                                                              cosine=True)], temperature=COSINE_TEMPERATURE)}
 
 
-def write_linked_corpus(linked: Sequence[LinkedText], path: str | Path, kg: KnowledgeGraph) -> Path:
-    """Write linked texts in the corpus format (:meth:`LinkedText.as_json`, one a line), atomically;
-    ``jaket pretrain`` reads the file as its corpus."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return write_lines(path, (json.dumps(text.as_json(kg), ensure_ascii=False) for text in linked))
+def score_senses(examples: list[SenseExample], kg: KnowledgeGraph, *, scorers=SCORERS, pretrained=None,
+                 encoder=None, seeds=(0, 1, 2), description_max_length: int = 32, max_length: int = 96,
+                 km: dict | None = None, device="cpu") -> dict[str, ScorerOutput]:
+    """The ``scorers`` asked for (those of :data:`PRETRAINED_SCORERS` only with ``pretrained``), in
+    :data:`SCORERS`' order."""
+    out: dict[str, ScorerOutput] = {"first sense": first_sense_scores(examples), "random": random_scores(examples)}
+    if "lesk" in scorers:
+        out["lesk"] = lesk_scores(examples, kg)
+    if any(s in scorers for s in ENCODER_SCORERS):
+        out.update(encoder_scores(examples, kg, encoder=encoder, seeds=seeds,
+                                  description_max_length=description_max_length, max_length=max_length,
+                                  km=km, with_km="lm+g+m" in scorers,
+                                  device=device))
+    if pretrained is not None and any(s in scorers for s in PRETRAINED_SCORERS):
+        out.update(jaket_scores(examples, kg, pretrained, description_max_length=description_max_length,
+                                max_length=max_length, device=device))
+    return {name: out[name] for name in SCORERS if name in out and name in scorers}

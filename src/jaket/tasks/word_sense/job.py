@@ -21,7 +21,7 @@ SENSE_LINKING = "sense-linking"
 class WordSenseConfig(BackboneSettings):
     """Word-sense disambiguation (all-words, the unified framework of Raganato et al., 2017): each
     target's sense among its lemma's candidates in the sense KG, by the scorers of
-    :mod:`jaket.tasks.word_sense.model`, none of them fine-tuned. First sense, random and ``jaket
+    :mod:`jaket.tasks.word_sense.finetuned`, none of them fine-tuned. First sense, random and ``jaket
     link``'s Lesk rule always run; ``variants`` adds the encoder scorers: ``lm`` (the base
     encoder's cosine), ``lm+g+m`` (a fresh KM per seed, its structure as every task's:
     :meth:`VariantConfig.km_structure`) and ``jaket`` (the pre-trained masked-entity head, pre-training
@@ -35,7 +35,7 @@ class WordSenseConfig(BackboneSettings):
     #: tokens of a target's sentence (special tokens included; a target beyond them is an error)
     max_length: int = 256
     #: weights ``w`` of WordNet's sense order as a prior, each reported beside the scorers alone:
-    #: ``log softmax(s / T) + w log p(rank)``, ``p(r) ∝ 1 / (r + 1)`` (:func:`jaket.tasks.word_sense.model.with_prior`);
+    #: ``log softmax(s / T) + w log p(rank)``, ``p(r) ∝ 1 / (r + 1)`` (:func:`jaket.tasks.word_sense.finetuned.with_prior`);
     #: empty = not used. Choose ``w`` on the development set (SemEval-2007) only
     first_sense_prior: tuple[float, ...] = ()
     #: resamples of the targets for the paired differences of scorers without seeds

@@ -3,7 +3,7 @@
 Each target (:class:`jaket.tasks.word_sense.data.WsdInstance`) is given the sense among its candidates --
 the sense KG's entities named by its lemma, of its part of speech, in WordNet's sense order
 (:class:`jaket.tasks.word_in_context.data.SenseInventory`; the sense KG is all of WordNet by default) -- that
-each scorer of :mod:`jaket.tasks.word_sense.model` prefers, all of them on the same targets in one
+each scorer of :mod:`jaket.tasks.word_sense.finetuned` prefers, all of them on the same targets in one
 run: WordNet's first sense, random (its expectation), ``jaket link``'s rule (a simplified Lesk),
 LM only, LM+G+M (a fresh KM per seed) and, with a pre-trained model, JAKET's masked-entity head
 (pre-training task 4 restricted to the candidates) and its encoder's cosine. Nothing is trained.
@@ -18,7 +18,7 @@ are, how many have no candidate and how many have no gold among their candidates
 targets (the same resample for both, percentile 95% interval, :func:`jaket.tasks.report.paired_bootstrap`);
 where one side has seeds (LM+G+M's fresh KM), a Student-t interval over the seeds
 (:func:`jaket.tasks.report.paired_difference`). With ``first_sense_prior`` weights, each scorer with
-logits is also scored with WordNet's sense order as a prior (:func:`jaket.tasks.word_sense.model.with_prior`),
+logits is also scored with WordNet's sense order as a prior (:func:`jaket.tasks.word_sense.finetuned.with_prior`),
 in rows of their own named ``SCORER + prior W``.
 
 Outputs: ``OUT/<scorer>.key.txt`` (``OUT/<scorer>.seed<N>.key.txt`` per seed) in the framework's key
@@ -33,7 +33,7 @@ seeded split), so no WiC sentence either when the run excluded them; or the text
 KG' (:func:`unseen_examples`), whose synsets pre-training never saw at all -- each mention's synset is
 chosen among the candidate senses of the word as written (its lemma and part of speech in
 WordNet, :class:`jaket.tasks.word_in_context.data.SenseInventory`) by each scorer of
-:mod:`jaket.tasks.word_sense.model` (first sense, random, ``jaket link``'s Lesk rule, ``lm``,
+:mod:`jaket.tasks.word_sense.finetuned` (first sense, random, ``jaket link``'s Lesk rule, ``lm``,
 ``lm+g+m`` over fresh KMs, the ``jaket`` masked-entity head and ``jaket (cosine)``).
 
 Accuracy is over every mention whose synset is among its candidates, and over the ambiguous ones
@@ -56,7 +56,7 @@ from jaket.kg.sources.registry import build_source
 from jaket.kg.sources.wordnet import lemma_forms, load_wordnet_data
 from jaket.model.device import cpu_description
 from jaket.tasks import report as rep
-from jaket.tasks.word_sense.model import (PRETRAINED_SCORERS, SCORER_LABELS, SCORERS, ScorerOutput,
+from jaket.tasks.word_sense.finetuned import (PRETRAINED_SCORERS, SCORER_LABELS, SCORERS, ScorerOutput,
                                           SenseExample, answers, correctness, score_senses, with_prior)
 from jaket.tasks.word_sense.job import TASK, WordSenseConfig
 from jaket.kg.sources.wordnet_forms import POS_CODES
