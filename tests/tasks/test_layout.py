@@ -68,3 +68,15 @@ def test_no_task_is_named_outside_its_package_and_the_spec_registry():
         places = [(path.name, line) for path in sorted(folder.glob("*.py"))
                   for line, value in _string_literals(path) if value == name]
         assert [place for place, _ in places] == ["job.py"], f"{name!r} in {folder.name}: {places}"
+
+
+def test_a_task_model_imports_neither_its_run_nor_its_finetuned_module():
+    """The run loop and the fine-tuned class both import the model module, never the other way (no
+    cycle, and the model is the one piece both stand on)."""
+    for package in sorted(p.parent for p in TASKS.glob("*/__init__.py")):
+        tree = ast.parse((package / "model.py").read_text(encoding="utf-8"))
+        names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        names |= {f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+                  for a in n.names}
+        own = f"jaket.tasks.{package.name}"
+        assert not names & {f"{own}.run", f"{own}.finetuned"}, f"{package.name}/model.py imports {sorted(names)}"
