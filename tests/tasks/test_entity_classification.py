@@ -222,3 +222,11 @@ def test_km_lr_zero_is_a_linear_probe_of_the_frozen_km(small_kg):
     assert not all(torch.equal(v, start[k]) for k, v in trained_km(1e-2).items())
     assert ("km_lr", "must be positive, or 0 to freeze the KM (a linear probe), got -1.0") in \
         ec.EntityClassificationConfig(km_lr=-1.0).check()
+
+
+def test_trains_under_bf16(small_kg, tiny_bert_dir, tmp_path):
+    """``bf16`` (``--precision bf16``): the KM and head under bf16 autocast, the loss in fp32."""
+    config = ec.EntityClassificationConfig(variants=("lm+g+m",), train_fractions=(1.0,), seeds=(0,), epochs=3,
+                                           encoder=tiny_bert_dir, km_heads=4, bf16=True)
+    run = ec.run_entity_classification(small_kg, config, tmp_path)["runs"]["lm+g+m"]["1.0"][0]
+    assert np.isfinite(run["history"]["train_loss"]).all() and 0.0 <= run["test_accuracy"] <= 1.0

@@ -141,3 +141,13 @@ def test_sampled_subgraph_caps_in_edges_and_is_exact_when_the_cap_is_not_reached
 
 def torch_equal(a, b):
     return a.shape == b.shape and bool((a == b).all())
+
+
+def test_kgqa_trains_and_ranks_under_bf16(small_kg, tiny_bert_dir, tmp_path):
+    """``bf16`` (``--precision bf16``): the passes under bf16 autocast, the loss and the scores read
+    back in fp32; the run completes with finite losses and Hits@1 in [0, 1]."""
+    questions = kgqa.wordnet_questions(small_kg, seed=0, max_questions=40)
+    config = kgqa.KGQAConfig(variants=("lm+g+m",), kg_settings=("full",), seeds=(0,), steps=2, batch_size=4,
+                             encoder=tiny_bert_dir, km_heads=4, select_every=1, bf16=True)
+    run = kgqa.run_kgqa(small_kg, questions, config, tmp_path)["runs"]["lm+g+m"]["full"][0]
+    assert np.isfinite(run["train_loss"]).all() and 0.0 <= run["test"]["all"] <= 1.0

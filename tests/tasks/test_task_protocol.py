@@ -178,6 +178,27 @@ def test_config_set_and_print_config_on_every_task_command(command, task, tmp_pa
     assert status != 0 and "no_such_key" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command,task", sorted(k for k in _COMMANDS if k[0] != "predict"), ids=lambda x: x)
+def test_every_task_command_resolves_precision_once(command, task, capsys):
+    """--precision (and its alias --bf16) on every finetune / evaluate command: --print-config shows
+    it resolved into the config's one field (a typed job's bf16, a flag config's precision), never
+    "auto"; without the flag the config's own default (fp32) stays."""
+    from jaket.model.device import choose_precision
+
+    needed = _COMMANDS[(command, task)][0]
+    native = choose_precision("auto", "cpu")
+
+    def shown(*flags):
+        assert main([command, task, *needed, *flags, "--print-config"]) == 0
+        settings = yaml.safe_load(capsys.readouterr().out)
+        return "bf16" if settings.get("bf16", settings.get("precision") == "bf16") else "fp32"
+
+    assert shown() == "fp32"
+    assert shown("--precision", "bf16") == shown("--bf16") == "bf16"
+    assert shown("--precision", "fp32") == "fp32"
+    assert shown("--precision", "auto") == native
+
+
 def test_a_flag_on_the_command_line_wins_over_the_config_file(tmp_path, capsys):
     config = tmp_path / "run.yaml"
     config.write_text("steps: 5\nlr: 0.5\n")

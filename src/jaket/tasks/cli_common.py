@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from jaket.flags import add_device_argument
-from jaket.model.device import resolve_device
+from jaket.flags import add_device_argument, add_precision_argument
+from jaket.model.device import choose_precision, resolve_device
 from jaket.output import check_run_folder, human_stream, print_json
 from jaket.tasks.config import dump_task_config, flag_values, load_task_config
 from jaket.tasks.registry import task_spec
@@ -56,7 +56,28 @@ def add_common_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> Non
     parser.add_argument("--km-heads", type=int,
                         help="heads of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 8)")
     add_device_argument(parser)
+    add_precision_argument(parser, default_help="fp32, unless --config or --set says otherwise")
     add_log_with_argument(parser)
+    parser.set_defaults(_settle=settle_precision)
+
+
+def precision_of(args: argparse.Namespace) -> bool | None:
+    """``--precision`` / ``--bf16`` resolved once, on ``--device``, into the value of a task
+    config's one precision field, ``bf16`` (:func:`jaket.model.device.choose_precision`: ``auto`` is
+    bf16 exactly where the device computes it natively); None when neither flag is given (the
+    config's own ``bf16`` stays: fp32 unless its file or ``--set`` says otherwise)."""
+    precision = getattr(args, "precision", None)
+    if precision is None:
+        return None
+    return choose_precision(precision, resolve_device(args.device)) == "bf16"
+
+
+def settle_precision(args: argparse.Namespace) -> bool:
+    """A command whose settings are its flags: ``args.precision`` resolved in place to ``fp32`` or
+    ``bf16`` (what ``--print-config`` shows; fp32 when neither flag is given) and returned as the
+    config's ``bf16``."""
+    args.precision = "bf16" if precision_of(args) else "fp32"
+    return args.precision == "bf16"
 
 
 def add_sense_kg_argument(parser: argparse.ArgumentParser) -> None:
@@ -135,6 +156,9 @@ def start_job(args: argparse.Namespace, job_type: type, flag_keys: dict[str, str
     out)`` :func:`start_run`'s; None once ``--print-config`` has printed the job (a device this
     machine lacks is refused first, even then). A bad value is a ``ValueError`` naming the key."""
     values = {**flag_values(args, flag_keys), **(values or {})}
+    bf16 = precision_of(args)
+    if bf16 is not None:  # --precision / --bf16 win over the file's and --set's bf16
+        values["bf16"] = bf16
     job = resolve_job(load_task_config(job_type, args.config, list(args.overrides), values, what=task),
                       task, args.evaluate)
     resolve_device(args.device)

@@ -35,6 +35,9 @@ class EntityClassificationConfig(BackboneSettings):
     #: starts from the pre-trained category head (pre-training task 1) for the categories it
     #: shares by name with KG' (:func:`category_prior`); other settings have no such head
     head_init: Literal["fresh", "category"] = "fresh"
+    #: bf16 autocast for the KM and the head's passes in training and evaluation
+    #: (:func:`jaket.model.device.autocast`; ``--precision``)
+    bf16: bool = False
 
     def check(self) -> list[tuple[str, str]]:
         """``(key, problem)`` of every value that is well-typed but unusable."""

@@ -35,6 +35,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from jaket.kg.graph import KnowledgeGraph
+from jaket.model.device import autocast
 from jaket.tasks import report as rep
 from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
 from jaket.tasks.results import TaskResult
@@ -86,13 +87,14 @@ def train_one(backbone: Backbone, memory: FrozenMemory, kg: KnowledgeGraph, spli
     stopped = None
     for epoch in range(config.epochs):
         model.train()
-        logits = model(memory, edge_index, edge_type)
-        loss = nn.functional.cross_entropy(logits[train], labels[train])
+        with autocast(device, config.bf16):
+            logits = model(memory, edge_index, edge_type)
+        loss = nn.functional.cross_entropy(logits[train].float(), labels[train])
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         model.eval()
-        with torch.no_grad():
+        with torch.no_grad(), autocast(device, config.bf16):
             predicted = model(memory, edge_index, edge_type).argmax(-1)
         dev_acc = float((predicted[dev] == labels[dev]).float().mean()) if len(dev) else 0.0
         history["train_loss"].append(loss.item())

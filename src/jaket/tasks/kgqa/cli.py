@@ -12,8 +12,8 @@ from pathlib import Path
 
 from jaket.kg.sources.registry import build_source
 from jaket.overrides import add_config_arguments
-from jaket.tasks.cli_common import (add_relation_memory_argument, csv_list, finish, seed_range, start_run,
-                                    variants_of)
+from jaket.tasks.cli_common import (add_relation_memory_argument, csv_list, finish, seed_range, settle_precision,
+                                    start_run, variants_of)
 from jaket.tasks.kgqa.data import load_metaqa_task
 from jaket.tasks.kgqa.job import TASK, KGQAConfig
 
@@ -108,7 +108,7 @@ def run(args) -> int:
                              select_every=args.select_every,
                              max_selection=args.max_selection, encoder=args.encoder,
                              pretrained=args.model, km_layers=args.km_layers, km_heads=args.km_heads,
-                             relation_memory=args.relation_memory)
+                             relation_memory=args.relation_memory, bf16=settle_precision(args))
     results = kgqa.run_kgqa(kg, questions, config, out, splits=splits, data_info=info,
                             save_dir=None if args.evaluate else out / "model", device=device,
                             log_with=args.log_with)

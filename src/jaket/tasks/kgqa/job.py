@@ -35,3 +35,6 @@ class KGQAConfig(BackboneSettings):
     #: > 0: training samples at most this many in-edges per node and hop of the step's subgraph
     #: (seeded; like pre-training's fan-out), 0 = every edge, exact; evaluation always reads every edge
     km_fanout: int = 0
+    #: bf16 autocast for the question's and the candidates' passes in training and evaluation
+    #: (:func:`jaket.model.device.autocast`; ``--precision``)
+    bf16: bool = False

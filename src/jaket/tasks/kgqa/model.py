@@ -39,6 +39,7 @@ from torch import nn
 
 from jaket.kg.graph import CSRAdjacency, KnowledgeGraph
 from jaket.kg.sampling import _ragged_arange, sample_edges
+from jaket.model.device import autocast
 from jaket.model.fusion import MentionFusion
 from jaket.tasks.kgqa.data import QAExample
 from jaket.tasks.kgqa.job import KGQAConfig  # noqa: F401 (re-exported)
@@ -250,11 +251,14 @@ def rank_candidates(model: QuestionAnswerer, memory: FrozenMemory, graph: QAGrap
     read back to the CPU as numpy."""
     model.eval()
     device = memory.entities.device
-    entities = model.entities(memory, *graph.full_edges(device))
+    with autocast(device, config.bf16):  # config.bf16: the passes in bf16, the scores read back in fp32
+        entities = model.entities(memory, *graph.full_edges(device))
     for begin in range(0, len(questions), batch_size):
         chunk = questions[begin:begin + batch_size]
         ids, mask, s, o = encode_questions(model.language.tokenizer, chunk, config.max_length)
-        qv = model.questions(ids, mask, s, o, entities[torch.tensor([q.topic for q in chunk], device=device)])
-        for row in range(len(chunk)):
-            cand = np.asarray(candidates[begin + row], dtype=np.int64)
-            yield cand, (entities[torch.from_numpy(cand).to(device)] @ qv[row]).cpu().numpy()
+        cands = [np.asarray(candidates[begin + row], dtype=np.int64) for row in range(len(chunk))]
+        with autocast(device, config.bf16):
+            qv = model.questions(ids, mask, s, o, entities[torch.tensor([q.topic for q in chunk], device=device)])
+            scores = [(entities[torch.from_numpy(cand).to(device)] @ qv[row]).float().cpu().numpy()
+                      for row, cand in enumerate(cands)]
+        yield from zip(cands, scores)

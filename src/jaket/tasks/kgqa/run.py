@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from jaket.kg.graph import KnowledgeGraph
+from jaket.model.device import autocast
 from jaket.tasks.kgqa.model import QAGraph, drop_triples_mask
 from jaket.tasks.kgqa.model import (SUPPORTED_VARIANTS, QuestionAnswerer, batch_logits,  # noqa: F401 (re-exported)
                                    encode_questions, rank_candidates)
@@ -102,8 +103,10 @@ def train_qa(backbone: Backbone, memory: FrozenMemory, graph: QAGraph, questions
             break
         model.train()
         batch = [trainable[i] for i in rng.integers(len(trainable), size=min(config.batch_size, len(trainable)))]
-        logits = batch_logits(model, memory, graph, [questions[i] for i in batch], [cands[i] for i in batch],
-                              config, whole_graph=not config.subgraph, generator=rng)
+        with autocast(device, config.bf16):
+            logits = batch_logits(model, memory, graph, [questions[i] for i in batch], [cands[i] for i in batch],
+                                  config, whole_graph=not config.subgraph, generator=rng)
+        logits = [row.float() for row in logits]  # the loss in fp32 (the same tensors without bf16)
         loss = 0.0
         for row, i in enumerate(batch):
             target = torch.as_tensor(np.isin(cands[i], questions[i].answers), dtype=torch.float32).to(device)

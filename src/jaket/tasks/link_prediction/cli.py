@@ -14,10 +14,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from jaket.flags import add_precision_argument
-from jaket.model.device import choose_precision
 from jaket.overrides import add_config_arguments
-from jaket.tasks.cli_common import csv_list, finish, seed_range, start_run, variants_of
+from jaket.tasks.cli_common import csv_list, finish, seed_range, settle_precision, start_run, variants_of
 from jaket.tasks.link_prediction.data import load_data
 from jaket.tasks.link_prediction.job import OBJECTIVES, TASK, TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
 
@@ -79,7 +77,6 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--hard-negatives", type=int, default=d.hard_negatives, metavar="N",
                         help="with --train-encoder: N neighbours of each triple's head or tail (training "
                              f"graph) as extra negatives (default {d.hard_negatives})")
-    add_precision_argument(parser)
     parser.add_argument("--budget-cpu-seconds", type=float, metavar="S",
                         help="with --train-encoder: stop training after S process CPU seconds (memory fills "
                              f"included; default {t['budget_cpu_seconds']:g}; 0 = run every step)")
@@ -140,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         queue_batches=args.queue_batches, refresh_initial=args.refresh_initial,
         budget_cpu_seconds=args.budget_cpu_seconds, hard_negatives=args.hard_negatives, objective=args.objective,
         frozen_warmup_steps=args.frozen_warmup_steps, encoder_dropout=args.encoder_dropout,
-        bf16=choose_precision(args.precision, device) == "bf16")
+        bf16=settle_precision(args))
     save_dir = None if args.evaluate else out / "model"
     results = lp.run_link_prediction(kg, train, evaluation, config, out, save_dir=save_dir, device=device,
                                      log_with=args.log_with)

@@ -11,11 +11,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from jaket.flags import add_precision_argument
 from jaket.kg.sources.registry import build_source
-from jaket.model.device import choose_precision
 from jaket.overrides import add_config_arguments
-from jaket.tasks.cli_common import csv_list, finish, seed_range, start_run, variants_of
+from jaket.tasks.cli_common import csv_list, finish, seed_range, settle_precision, start_run, variants_of
 from jaket.tasks.relation_classification.data import load_fewrel, merge_fewrel
 from jaket.tasks.relation_classification.job import TASK, RelationClassificationConfig
 
@@ -42,7 +40,6 @@ def add_arguments(rc: argparse.ArgumentParser, evaluate: bool) -> None:
                     help=f"supports per relation in training (default {d.train_shot})")
     rc.add_argument("--episodes", type=int, default=d.episodes,
                     help=f"evaluation episodes per setting (default {d.episodes})")
-    add_precision_argument(rc)
     add_config_arguments(rc)
     rc.set_defaults(func=run, evaluate=evaluate)
 
@@ -89,7 +86,7 @@ def run(args) -> int:
         seeds=seed_range(args.seeds, args.first_seed), num_train_relations=args.train_relations,
         drop_overlap=args.drop_overlap, train_steps=args.train_steps, train_way=args.train_way,
         train_shot=args.train_shot, episodes=args.episodes, encoder=args.encoder, pretrained=args.model,
-        bf16=choose_precision(args.precision, device) == "bf16")
+        bf16=settle_precision(args))
     results = rc.run_relation_classification(data, config, out, train_data=train_data,
                                              save_dir=None if args.evaluate else out / "model", device=device,
                                              log_with=args.log_with)

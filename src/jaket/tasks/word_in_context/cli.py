@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from jaket.flags import add_precision_argument
-from jaket.model.device import choose_precision, resolve_device
 from jaket.overrides import add_config_flags
 from jaket.tasks.cli_common import add_sense_kg_argument, finish, start_job
 from jaket.tasks.word_in_context.job import TASK, WordInContextJob
@@ -33,7 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--batch-size", type=int, metavar="N", help=f"pairs per step (default {defaults.batch_size})")
     parser.add_argument("--sense-fusion", choices=("attention", "first", "none"),
                         help=f"how the KM settings fuse the target's senses (default {defaults.sense_fusion})")
-    add_precision_argument(parser, default_help="the config's bf16")
     parser.set_defaults(seeds=None, func=run, evaluate=evaluate)
 
 
@@ -62,10 +59,7 @@ _FLAG_KEYS = {"train": "data.train", "eval": "data.eval", "kg": "data.kg", "epoc
 
 def run(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate word-in-context``."""
-    values = {}
-    if getattr(args, "precision", None) is not None:  # --precision / --bf16 win over the file's bf16
-        values["bf16"] = choose_precision(args.precision, resolve_device(args.device)) == "bf16"
-    started = start_job(args, WordInContextJob, _FLAG_KEYS, TASK, values)
+    started = start_job(args, WordInContextJob, _FLAG_KEYS, TASK)
     if started is None:  # --print-config
         return 0
     job, device, out = started

@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from jaket.flags import add_device_argument
+from jaket.flags import add_device_argument, add_precision_argument
 from jaket.overrides import add_config_arguments, add_config_flags
-from jaket.tasks.cli_common import add_sense_kg_argument, finish, float_list, start_job, start_run
+from jaket.tasks.cli_common import add_sense_kg_argument, finish, float_list, settle_precision, start_job, start_run
 from jaket.tasks.word_sense.job import SENSE_LINKING, TASK, WordSenseJob
 
 
@@ -85,8 +85,9 @@ def add_sense_linking_arguments(parser: argparse.ArgumentParser, evaluate: bool 
                         help="replace the results of an earlier run in --out (refused otherwise)")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON on stdout (alone)")
     add_device_argument(parser)
+    add_precision_argument(parser)
     add_config_arguments(parser)
-    parser.set_defaults(func=run_sense_linking)
+    parser.set_defaults(func=run_sense_linking, _settle=settle_precision)
 
 
 def run_sense_linking(args) -> int:
@@ -109,7 +110,8 @@ def run_sense_linking(args) -> int:
         raise ValueError(f"{args.heldout_of or args.unseen_of}: no mention could be linked to a sense of "
                          f"{args.kg or 'WordNet'}")
     results = sl.evaluate_sense_linking(examples, kg, pretrained=args.model, encoder=args.encoder,
-                                        seeds=tuple(range(args.seeds)), device=device, baselines=args.baselines)
+                                        seeds=tuple(range(args.seeds)), device=device, baselines=args.baselines,
+                                        bf16=settle_precision(args))
     results["data"] = {**info, "examples_used": len(examples)}
     sl.write_sense_linking_report(results, out)
     return finish(args.json, results, sl.sense_linking_table(results), out, json_summary=results["scorers"])

@@ -41,6 +41,8 @@ class WordSenseConfig(BackboneSettings):
     #: resamples of the targets for the paired differences of scorers without seeds
     bootstrap: int = 10000
     bootstrap_seed: int = 0
+    #: bf16 autocast for the encoder scorers' passes (:func:`jaket.model.device.autocast`; ``--precision``)
+    bf16: bool = False
 
     def check(self) -> list[tuple[str, str]]:
         problems = [("variants", f"{v!r}: word-sense disambiguation runs lm, lm+g+m and jaket")

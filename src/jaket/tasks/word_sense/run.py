@@ -54,7 +54,7 @@ from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import load_kg
 from jaket.kg.sources.registry import build_source
 from jaket.kg.sources.wordnet import lemma_forms, load_wordnet_data
-from jaket.model.device import cpu_description
+from jaket.model.device import autocast, cpu_description
 from jaket.tasks import report as rep
 from jaket.tasks.word_sense.finetuned import (PRETRAINED_SCORERS, SCORER_LABELS, SCORERS, ScorerOutput,
                                           SenseExample, answers, correctness, score_senses, with_prior)
@@ -195,10 +195,11 @@ def run_wsd(instances: list[WsdInstance], kg: KnowledgeGraph, config: WordSenseC
     out_dir.mkdir(parents=True, exist_ok=True)
     examples, counts = wsd_examples(instances, kg, SenseInventory.for_wordnet(kg))
     wanted = RULE_SCORERS + tuple(config.variants) + (("jaket (cosine)",) if "jaket" in config.variants else ())
-    outputs = score_senses(examples, kg, scorers=wanted, pretrained=config.pretrained, encoder=config.encoder,
-                           seeds=config.seeds, description_max_length=config.description_max_length,
-                           max_length=config.max_length, km=config.variant_config("lm+g+m").km_structure(),
-                           device=device)
+    with autocast(device, config.bf16):
+        outputs = score_senses(examples, kg, scorers=wanted, pretrained=config.pretrained, encoder=config.encoder,
+                               seeds=config.seeds, description_max_length=config.description_max_length,
+                               max_length=config.max_length, km=config.variant_config("lm+g+m").km_structure(),
+                               device=device)
     for weight in config.first_sense_prior:
         for name in [n for n, o in outputs.items() if o.temperature is not None and " + prior " not in n]:
             outputs[f"{name} + prior {weight:g}"] = with_prior(examples, outputs[name], weight)
@@ -373,13 +374,14 @@ def _accuracy(examples: list[SenseExample], correct: np.ndarray) -> dict:
 def evaluate_sense_linking(examples: list[SenseExample], sense_kg: KnowledgeGraph, *,
                            pretrained: Path | None = None, encoder: Path | None = None,
                            seeds: tuple[int, ...] = (0, 1, 2), description_max_length: int = 32,
-                           device="cpu", baselines: bool = True) -> dict:
+                           device="cpu", baselines: bool = True, bf16: bool = False) -> dict:
     """Accuracy of every scorer on ``examples`` (``lm+g+m``: the mean over ``seeds``);
     ``baselines=False`` keeps the first-sense and random figures and the ``jaket`` scorers only (to
-    compare pre-trained models)."""
+    compare pre-trained models); ``bf16``: the encoder scorers' passes under bf16 autocast."""
     scorers = SCORERS if baselines else ("first sense", "random", *PRETRAINED_SCORERS)
-    outputs = score_senses(examples, sense_kg, scorers=scorers, pretrained=pretrained, encoder=encoder,
-                           seeds=seeds, description_max_length=description_max_length, device=device)
+    with autocast(device, bf16):
+        outputs = score_senses(examples, sense_kg, scorers=scorers, pretrained=pretrained, encoder=encoder,
+                               seeds=seeds, description_max_length=description_max_length, device=device)
     results: dict = {"scorers": {}, "cpu": cpu_description()}
     for name, output in outputs.items():
         per_run = [_accuracy(examples, correctness(examples, output, run)[0]) for run in range(len(output.runs))]
