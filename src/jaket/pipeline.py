@@ -1,45 +1,107 @@
-"""``from jaket.pipeline import pipeline``: a whole fine-tuning experiment from Python, as the command
-line runs it.
+"""``from jaket.pipeline import pipeline``: a whole fine-tuning experiment from Python, the library
+the command line stands on.
 
 PyKEEN's ``from pykeen.pipeline import pipeline`` is the model: one call runs a task's comparison
-(or one fine-tuning) and returns a typed result with ``to_dataframe()``::
+(or one fine-tuning) and returns a typed result with ``to_dataframe()``, the paired differences and
+the fine-tuned model in memory::
 
     from jaket.pipeline import pipeline
 
     result = pipeline("word-in-context", model="runs/reference-wic/model", variants=["lm", "jaket"], seeds=3,
                       out="runs/wic", data__train="wic/train.data.txt", data__eval="wic/dev.data.txt")
     result.to_dataframe().groupby("variant")["accuracy"].agg(["mean", "std"])
+    result.paired                                   # the paired differences, as metrics.json's "paired"
+    result.model.predict(pairs, kg)                 # the first run's fine-tuned model, in memory
 
-It goes through the one command-line path (:mod:`jaket.cli`): the same settings, ``--config`` files
-and ``--set`` keys as ``jaket evaluate TASK``, the same checks before any work, the same
-``metrics.json`` / ``report.md`` in ``out``; but an error is raised (the command's
-``ValueError`` naming the file or key), not printed.
+Settings are spelled as the task's job keys (``jaket evaluate TASK --print-config`` lists them): a
+nested key either as a dict (``data={"kg": "my_kg"}``) or with ``__`` (``data__kg="my_kg"``); both
+are ``data.kg``. ``model`` is the job's ``pretrained``, ``seeds`` a count (seeds 0 .. N-1) or the
+seeds themselves.
+
+Tasks called directly (their spec names a ``runner``: no argv, no subprocess, nothing read back from
+disk; the command is a thin layer over the same runner): entity classification.
+The others (word-in-context, link prediction, KGQA, relation classification, word-sense disambiguation) still go
+through the command line's path (:func:`_through_command_line`: their settings are their flags'
+names, ``steps=300``; the result is read back from ``out/metrics.json``, and there is no model in
+memory: load ``out/model`` with :func:`jaket.tasks.finetuned.load_finetuned`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from jaket.cli import build_parser
+from jaket.model.device import resolve_device
+from jaket.output import check_run_folder
 from jaket.overrides import apply_flag_config
+from jaket.tasks.cli_common import task_job
+from jaket.tasks.registry import TaskSpec, task_spec
 from jaket.tasks.results import TaskResult
+from jaket.tasks.tracking import check_trackers
 
 
-def pipeline(task: str, *, out: str | Path, evaluate: bool = True, model: str | Path | None = None,
-             encoder: str | Path | None = None, variants: list[str] | str | None = None, seeds: int | None = None,
-             config: str | Path | None = None, overwrite: bool = False, device: str | None = None,
-             **settings: Any) -> TaskResult:
-    """Run ``jaket evaluate TASK`` (``evaluate=False``: ``jaket finetune TASK``, one setting, the
-    model saved to ``out/model``) and return what it measured.
+def pipeline(task: str, *, out: str | Path | None = None, evaluate: bool = True, model: str | Path | None = None,
+             encoder: str | Path | None = None, variants: list[str] | str | None = None,
+             seeds: int | Sequence[int] | None = None, config: str | Path | None = None, overwrite: bool = False,
+             device: str | None = None, log_with: Sequence[str] = (), **settings: Any) -> TaskResult:
+    """Run ``jaket evaluate TASK`` (``evaluate=False``: ``jaket finetune TASK``, one setting) and
+    return what it measured, with ``model`` the first run's fine-tuned model in memory.
 
-    ``model``: a jointly pre-trained folder (the ``jaket`` setting); ``encoder``: the base encoder
-    (default: the bundled MiniLM); ``variants``: the settings to compare (one for finetune);
-    ``seeds``: how many; ``config``: a YAML file of the task's settings; ``settings``: any other
-    setting, by the name ``--set NAME=VALUE`` takes (entity classification and word-in-context:
-    their config keys, a dotted one with ``__``: ``data__kg="my_kg"`` for ``data.kg``; the other
-    tasks: their flags' names, ``steps=300``)."""
+    ``out``: the run's folder (``metrics.json``, ``report.md``; a fine-tuning's ``out/model``), checked
+    before any work (``overwrite`` replaces an earlier run); None writes nothing. ``model``: a jointly
+    pre-trained folder (the ``jaket`` setting); ``encoder``: the base encoder (default: the bundled
+    MiniLM); ``variants``: the settings to compare (one for finetune); ``seeds``: how many, or which;
+    ``config``: a YAML file of the job; ``settings``: any other job key (see the module). A bad
+    setting is a ``ValueError`` naming the key."""
+    spec = task_spec(task)
+    if spec.runner is None:
+        if out is None:
+            raise ValueError(f"pipeline({task!r}) still runs through the command line: give out=")
+        return _through_command_line(task, out, evaluate, model, encoder, variants, seeds, config, overwrite,
+                                     device, settings)
+    job = _job(spec, evaluate, model, encoder, variants, seeds, config, settings)
+    where = resolve_device(device)
+    check_trackers(tuple(log_with))
+    if out is not None:
+        check_run_folder(Path(out), overwrite)
+    save_dir = None if evaluate or out is None else Path(out) / "model"
+    return spec.run_function()(job, None if out is None else Path(out), save_dir=save_dir, device=where,
+                               log_with=tuple(log_with), keep_model=True)
+
+
+def _job(spec: TaskSpec, evaluate: bool, model, encoder, variants, seeds, config, settings: Mapping):
+    """The task's typed job: its defaults < ``config`` < the keyword settings."""
+    values = _dotted(settings)
+    for key, value in (("pretrained", model), ("encoder", encoder)):
+        if value is not None:
+            values[key] = value
+    if variants is not None:
+        values["variants"] = [variants] if isinstance(variants, str) else list(variants)
+    if seeds is not None:
+        values["seeds"] = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    return task_job(spec.job, spec.name, evaluate, config, [], values)
+
+
+def _dotted(settings: Mapping, prefix: str = "") -> dict[str, Any]:
+    """``{"data": {"kg": x}}`` and ``{"data__kg": x}`` both as ``{"data.kg": x}``."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        name = prefix + key.replace("__", ".")
+        if isinstance(value, Mapping):
+            flat.update(_dotted(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _through_command_line(task: str, out, evaluate: bool, model, encoder, variants, seeds, config, overwrite: bool,
+                          device, settings: Mapping) -> TaskResult:
+    """The path of the tasks not yet called directly: ``jaket evaluate|finetune TASK`` parsed from an
+    argv (settings through ``--set NAME=VALUE``, their flags' names), the result read back from
+    ``out/metrics.json``."""
     argv = ["evaluate" if evaluate else "finetune", task, "--out", str(out)]
     for flag, value in (("--model", model), ("--encoder", encoder), ("--config", config), ("--device", device)):
         if value is not None:

@@ -57,3 +57,48 @@ def test_an_unregistered_task_is_not_in_the_cli(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["evaluate", "toy-task"])
     assert "invalid choice: 'toy-task'" in capsys.readouterr().err
+
+
+@dataclass
+class ToyRunJob:
+    steps: int = 3
+    variants: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+    pretrained: str | None = None
+
+
+class ToyModel:
+    """The toy task's fine-tuned model: predicts its job's steps for every input."""
+
+    def __init__(self, steps: int):
+        self.steps = steps
+
+    def predict(self, inputs: list) -> list[int]:
+        return [self.steps for _ in inputs]
+
+
+def run_toy(job: ToyRunJob, out_dir=None, *, save_dir=None, device="cpu", log_with=(), keep_model=False):
+    """The toy task's runner (its spec's ``runner``): one score per (setting, seed)."""
+    from jaket.tasks.results import TaskResult
+
+    runs = {v: [{"seed": s, "score": float(job.steps + s)} for s in job.seeds] for v in job.variants}
+    result = TaskResult.from_metrics({"task": "toy-task", "runs": runs})
+    result.model = ToyModel(job.steps) if keep_model else None
+    return result
+
+
+def test_a_task_registered_from_a_test_file_appears_in_the_pipeline():
+    from jaket.pipeline import pipeline
+
+    spec = register_task(TaskSpec("toy-task", "tests.tasks", "a toy task of the tests", ToyRunJob,
+                                  default_variants=("lm", "jaket"), finetune_variant="lm", cli=__name__,
+                                  runner="run_toy", run_module=__name__))
+    try:
+        result = pipeline("toy-task", seeds=2, steps=5)
+        assert result.rows() == [{"variant": "lm", "budget": None, "seed": 0, "score": 5.0},
+                                 {"variant": "lm", "budget": None, "seed": 1, "score": 6.0}]
+        assert result.model.predict(["a", "b"]) == [5, 5]
+        with pytest.raises(ValueError, match="jaket"):
+            pipeline("toy-task", variants=["jaket"])
+    finally:
+        TASKS.pop(spec.name)

@@ -131,6 +131,14 @@ def resolve_job(job, task: str, evaluate: bool):
     return dataclasses.replace(job, variants=tuple(variants), seeds=tuple(seeds))
 
 
+def task_job(job_type: type, task: str, evaluate: bool, config: Path | str | None = None,
+             overrides: list[str] | None = None, values: dict | None = None):
+    """A task's typed job from its defaults < the YAML file ``config`` < ``overrides``
+    (``"a.b=value"``) < ``values`` (``{"a.b": value}``, used as given), checked and completed
+    (:func:`resolve_job`); the command line's and :func:`jaket.pipeline.pipeline`'s."""
+    return resolve_job(load_task_config(job_type, config, overrides, values, what=task), task, evaluate)
+
+
 def variants_of(args: argparse.Namespace, task: str) -> tuple[str, ...]:
     """:func:`chosen_variants` of a task command's flags."""
     return chosen_variants(task, args.evaluate, args.model, getattr(args, "variants", None),
@@ -159,8 +167,7 @@ def start_job(args: argparse.Namespace, job_type: type, flag_keys: dict[str, str
     bf16 = precision_of(args)
     if bf16 is not None:  # --precision / --bf16 win over the file's and --set's bf16
         values["bf16"] = bf16
-    job = resolve_job(load_task_config(job_type, args.config, list(args.overrides), values, what=task),
-                      task, args.evaluate)
+    job = task_job(job_type, task, args.evaluate, args.config, list(args.overrides), values)
     resolve_device(args.device)
     if args.print_config:
         print(dump_task_config(job), end="")

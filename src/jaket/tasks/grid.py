@@ -105,10 +105,17 @@ class GridTask:
     def after_seed(self, variant: str, seed: int, results: dict) -> None:
         """Called after the last budget of ``(variant, seed)`` (per-seed figures that are not a run)."""
 
+    def finetuned(self, cell: Cell, run: dict, held: dict):
+        """The first run's fine-tuned model in memory (:class:`jaket.tasks.finetuned.FinetunedModel`:
+        ``predict``, ``save_pretrained``); ``held``: the run's ``_`` entries. A task that defines it
+        gets :meth:`save` from it and ``run_grid(keep_model=True)`` returns it
+        (:func:`jaket.pipeline.pipeline`)."""
+        raise NotImplementedError
+
     def save(self, cell: Cell, run: dict, held: dict, directory: Path) -> Path:
         """Write the first run's fine-tuned folder (:class:`jaket.tasks.finetuned.FinetunedModel`);
         ``held``: the run's ``_`` entries."""
-        raise NotImplementedError
+        return self.finetuned(cell, run, held).save_pretrained(directory)
 
     def scores(self, run: dict) -> dict[str, float]:
         """The headline figures of one run (name -> value), the columns of the report's table and
@@ -175,9 +182,12 @@ class GridTask:
 
 
 def run_grid(task: GridTask, grid: Grid, results: dict, *, out_dir: Path | None = None,
-             save_dir: Path | None = None, log_with=()) -> TaskResult:
+             save_dir: Path | None = None, log_with=(), keep_model: bool = False) -> TaskResult:
     """Run every cell of ``grid`` into ``results`` (the task's header: config, data, …), then
-    the summaries, the paired differences and, with ``out_dir``, the report; see the module."""
+    the summaries, the paired differences and, with ``out_dir``, the report; see the module.
+    ``keep_model``: the result's ``model`` is the first run's fine-tuned model in memory (the one
+    ``save_dir`` receives; :meth:`GridTask.finetuned`)."""
+    kept: dict | None = {} if keep_model else None
     runs, summary = results.setdefault("runs", {}), results.setdefault("summary", {})
     if "config" in results:  # as metrics.json will hold it (lists, paths as text): the report reads it
         results["config"] = json.loads(json.dumps(results["config"], default=str))
@@ -185,7 +195,7 @@ def run_grid(task: GridTask, grid: Grid, results: dict, *, out_dir: Path | None 
     with task_progress(total, task.progress_name, task.progress_unit, log_with, out_dir,
                        results.get("config")) as progress:
         for cell in grid.cells():
-            _run_cell(task, cell, progress, results, save_dir)
+            _run_cell(task, cell, progress, results, save_dir, kept)
             if cell.budget == (grid.budgets or (None,))[-1]:
                 task.after_seed(cell.variant, cell.seed, results)
     for variant in grid.variants:
@@ -195,19 +205,27 @@ def run_grid(task: GridTask, grid: Grid, results: dict, *, out_dir: Path | None 
     task.after_grid(results)
     if out_dir is not None:
         write_report(task, results, Path(out_dir))
-    return TaskResult.from_metrics(results)
+    result = TaskResult.from_metrics(results)
+    result.model = (kept or {}).get("model")
+    return result
 
 
-def _run_cell(task: GridTask, cell: Cell, progress, results: dict, save_dir: Path | None) -> None:
-    """One run: its entry (seed first, the task's, then the seconds it took) and the saved folder."""
+def _run_cell(task: GridTask, cell: Cell, progress, results: dict, save_dir: Path | None,
+              kept: dict | None = None) -> None:
+    """One run: its entry (seed first, the task's, then the seconds it took), the saved folder and
+    (``kept``, the first run's) the fine-tuned model in memory."""
     progress.set_postfix_str(task.describe(cell))
-    keep = save_dir is not None and "saved_model" not in results
+    keep = (save_dir is not None and "saved_model" not in results) or (kept is not None and "model" not in kept)
     started = time.perf_counter()
     found = task.run(cell, progress, keep)
     held = {k: found.pop(k) for k in [k for k in found if k.startswith("_")]}
     run = {"seed": cell.seed, **found}
     run.setdefault("seconds", time.perf_counter() - started)
-    if keep:
+    if keep and kept is not None:
+        kept["model"] = task.finetuned(cell, run, held)
+        if save_dir is not None:
+            results["saved_model"] = str(kept["model"].save_pretrained(Path(save_dir)))
+    elif keep:
         results["saved_model"] = str(task.save(cell, run, held, Path(save_dir)))
     by_variant = results["runs"].setdefault(cell.variant, {} if cell.budget is not None else [])
     (by_variant.setdefault(cell.budget, []) if cell.budget is not None else by_variant).append(run)

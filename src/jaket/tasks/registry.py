@@ -58,11 +58,19 @@ class TaskSpec:
     common_flags: bool = True
     add_arguments: str = "add_arguments"
     cli: str | None = None
+    #: the function of ``run`` that runs a resolved job, ``(job, out_dir, *, save_dir, device,
+    #: log_with, keep_model) -> TaskResult``: what the command and :func:`jaket.pipeline.pipeline`
+    #: call (None: the pipeline still goes through the command line)
+    runner: str | None = None
+    #: the module of :attr:`runner` when it is not the package's ``run``
+    run_module: str | None = None
 
     def module(self, part: str):
         """The package's module ``part`` (``"run"``, ``"finetuned"``, ...), imported now."""
         if part == "cli" and self.cli is not None:
             return importlib.import_module(self.cli)
+        if part == "run" and self.run_module is not None:
+            return importlib.import_module(self.run_module)
         return importlib.import_module(f"{self.package}.{part}")
 
     def model_class(self):
@@ -70,6 +78,10 @@ class TaskSpec:
         if self.model is None:
             raise ValueError(f"task {self.name!r} saves no fine-tuned model")
         return getattr(self.module("finetuned"), self.model)
+
+    def run_function(self):
+        """:attr:`runner` of the package's ``run`` module, imported now (None without one)."""
+        return None if self.runner is None else getattr(self.module("run"), self.runner)
 
     def grid_task_class(self):
         return None if self.grid_task is None else getattr(self.module("run"), self.grid_task)
@@ -109,7 +121,8 @@ ENTITY_CLASSIFICATION = register_task(TaskSpec(
     entity_classification.TASK, "jaket.tasks.entity_classification",
     "categories of an unseen KG's entities (Table 3)", entity_classification.EntityClassificationJob,
     default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task="EntityClassificationRuns",
-    model="FinetunedEntityClassifier", predict_help="a label and its probability for entities of a KG"))
+    model="FinetunedEntityClassifier", predict_help="a label and its probability for entities of a KG",
+    runner="run_job"))
 LINK_PREDICTION = register_task(TaskSpec(
     link_prediction.TASK, "jaket.tasks.link_prediction",
     "filtered MRR / Hits@k over descriptions + KM", link_prediction.LinkPredictionConfig,

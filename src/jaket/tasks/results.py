@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from jaket.jsonio import read_json
 
@@ -54,6 +55,9 @@ class TaskResult(Mapping):
     paired: dict = field(default_factory=dict)
     #: ``metrics.json`` as written (configs, data reports, baselines)
     raw: dict = field(default_factory=dict)
+    #: the first run's fine-tuned model in memory (:func:`jaket.pipeline.pipeline`: ``predict``,
+    #: ``save_pretrained``); None when the run kept none
+    model: Any = field(default=None, repr=False)
 
     @classmethod
     def from_metrics(cls, metrics: Mapping | str | Path) -> "TaskResult":

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from jaket.overrides import add_config_flags
 from jaket.tasks.cli_common import finish, float_list, start_job
-from jaket.tasks.entity_classification.data import load_data
 from jaket.tasks.entity_classification.job import TASK, EntityClassificationJob
 
 # ----------------------------------------------------------------------------- arguments
@@ -100,12 +99,10 @@ def run(args: argparse.Namespace) -> int:
     if started is None:  # --print-config
         return 0
     job, device, out = started
-    kg, splits = load_data(job.data)
     from jaket.tasks.entity_classification import run as ec  # the task, loaded when it runs
 
-    save_dir = None if args.evaluate else out / "model"
-    results = ec.run_entity_classification(kg, job, out, splits=splits, save_dir=save_dir,
-                                           device=device, log_with=args.log_with)
+    results = ec.run_job(job, out, save_dir=None if args.evaluate else out / "model", device=device,
+                         log_with=args.log_with)
     for warning in results.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
     paired = ec.paired_table(results)

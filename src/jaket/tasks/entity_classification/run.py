@@ -40,12 +40,13 @@ from jaket.tasks import report as rep
 from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import step_done
-from jaket.tasks.entity_classification.data import (Split, identical_fractions, make_split,  # noqa: F401
+from jaket.tasks.entity_classification.data import (Split, identical_fractions, load_data, make_split,  # noqa: F401
                                                     split_entities, subsample_train)
 from jaket.tasks.entity_classification.finetuned import FinetunedEntityClassifier, predict_rows  # noqa: F401
 from jaket.tasks.entity_classification.model import EntityClassifier, category_prior  # noqa: F401
 from jaket.tasks.heldout import choose_heldout, label_leakage, split_pretraining, wordnet_protocol  # noqa: F401
-from jaket.tasks.entity_classification.job import TASK, EntityClassificationConfig  # noqa: F401 (re-exported)
+from jaket.tasks.entity_classification.job import (TASK, EntityClassificationConfig,  # noqa: F401 (re-exported)
+                                                   EntityClassificationJob)
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, SettingCache, full_graph
 from jaket.tasks.settings import variant as variant_spec
 
@@ -245,12 +246,11 @@ class EntityClassificationRuns(GridTask):
             run.update(_model=run.pop("model"), _backbone=backbone, _split=split, _fraction=fraction)
         return run
 
-    def save(self, cell: Cell, run: dict, held: dict, directory: Path) -> Path:
+    def finetuned(self, cell: Cell, run: dict, held: dict) -> FinetunedEntityClassifier:
         settings = _finetuned_settings(self.config, self.kg, cell.seed, held["_split"], self.splits, run,
                                        held["_fraction"])
         return FinetunedEntityClassifier(held["_backbone"], held["_model"], list(self.kg.category_names),
-                                         self.config.variant_config(cell.variant), settings=settings
-                                         ).save_pretrained(directory)
+                                         self.config.variant_config(cell.variant), settings=settings)
 
     def after_seed(self, variant: str, seed: int, results: dict) -> None:
         """The pre-trained category head's accuracy without a label (``jaket`` only): the head and
@@ -315,14 +315,16 @@ class EntityClassificationRuns(GridTask):
 
 
 def run_entity_classification(kg: KnowledgeGraph, config: EntityClassificationConfig, out_dir: Path | None = None,
-                              splits=None, save_dir: Path | None = None, device="cpu", log_with=()) -> TaskResult:
+                              splits=None, save_dir: Path | None = None, device="cpu", log_with=(),
+                              keep_model: bool = False) -> TaskResult:
     """Every (variant, training fraction, seed) on ``kg``; writes the report when ``out_dir``.
     Categories no entity of ``kg`` has are not classes (:func:`present_categories`).
 
     ``splits``: the user's :class:`jaket.tasks.splits.EntitySplits` (used for every seed; with
     labels, they replace the KG's categories) instead of the random 20/20/60 split.
     ``save_dir``: write the classifier of the first (variant, training fraction, seed) there as a
-    fine-tuned folder (:class:`FinetunedEntityClassifier`). ``device``: where the backbone,
+    fine-tuned folder (:class:`FinetunedEntityClassifier`); ``keep_model``: the result's ``model`` is
+    that classifier in memory. ``device``: where the backbone,
     the memory and the classifier run. ``log_with``: trackers of each epoch's loss
     (:mod:`jaket.tasks.tracking`)."""
     fixed = None
@@ -345,7 +347,18 @@ def run_entity_classification(kg: KnowledgeGraph, config: EntityClassificationCo
                                     for k, vals in majority.items() if None not in vals}
     task = EntityClassificationRuns(kg, config, fixed=fixed, splits=splits, device=device)
     grid = Grid(tuple(config.variants), tuple(config.seeds), tuple(str(f) for f in config.train_fractions))
-    return run_grid(task, grid, results, out_dir=out_dir, save_dir=save_dir, log_with=log_with)
+    return run_grid(task, grid, results, out_dir=out_dir, save_dir=save_dir, log_with=log_with,
+                    keep_model=keep_model)
+
+
+def run_job(job: EntityClassificationJob, out_dir: Path | None = None, *, save_dir: Path | None = None,
+            device="cpu", log_with=(), keep_model: bool = False) -> TaskResult:
+    """The task of a resolved job (:func:`jaket.tasks.cli_common.resolve_job`): its data
+    (``job.data``, :func:`load_data`), then :func:`run_entity_classification`. ``jaket
+    finetune|evaluate entity-classification`` and :func:`jaket.pipeline.pipeline` run this."""
+    kg, splits = load_data(job.data)
+    return run_entity_classification(kg, job, out_dir, splits=splits, save_dir=save_dir, device=device,
+                                     log_with=log_with, keep_model=keep_model)
 
 
 def results_table(results) -> str:

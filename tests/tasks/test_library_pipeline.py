@@ -1,0 +1,48 @@
+"""``jaket.pipeline.pipeline`` called directly (entity classification): it runs the
+task's runner with no argv and nothing read back from disk, measures what the command writes for
+the same settings, and returns the first run's fine-tuned model, which predicts in memory."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from jaket.cli import main
+from jaket.kg.io import save_kg
+from jaket.pipeline import pipeline
+from jaket.tasks.finetuned import load_finetuned
+from jaket.tasks.results import TaskResult
+
+
+def _measured(result) -> list[dict]:
+    """The runs' rows without their timing (seconds differ between two runs of the same cell)."""
+    frame = TaskResult.from_metrics(json.loads(json.dumps(dict(result), default=str))).rows()
+    return [{k: v for k, v in row.items() if "seconds" not in k} for row in frame]
+
+
+def _same_scores(result, metrics_path):
+    written = json.loads(metrics_path.read_text())
+    assert _measured(result) == _measured(TaskResult.from_metrics(written)) and _measured(result)
+    assert json.dumps(result.paired, default=str) == json.dumps(written["paired"])
+
+
+def test_entity_classification_pipeline_is_the_command(small_kg, tiny_bert_dir, tmp_path, capsys):
+    kg_dir = save_kg(small_kg, tmp_path / "kg")
+    assert main(["finetune", "entity-classification", "--kg", str(kg_dir), "--encoder", str(tiny_bert_dir),
+                 "--variant", "lm+g+m", "--epochs", "3", "--train-fractions", "1.0", "--km-heads", "4",
+                 "--out", str(tmp_path / "cli")]) == 0
+    result = pipeline("entity-classification", evaluate=False, out=tmp_path / "lib", encoder=tiny_bert_dir,
+                      variants="lm+g+m", epochs=3, train_fractions=[1.0], km_heads=4, data={"kg": kg_dir})
+    _same_scores(result, tmp_path / "cli" / "metrics.json")
+    assert (tmp_path / "lib" / "report.md").is_file() and (tmp_path / "lib" / "model").is_dir()
+    saved = load_finetuned(tmp_path / "cli" / "model")
+    assert result.model.predict(small_kg, top_k=2) == saved.predict(small_kg, top_k=2)
+    # nothing written without out; a nested key spelled with __ is the same key
+    again = pipeline("entity-classification", evaluate=False, encoder=tiny_bert_dir, variants="lm+g+m",
+                     epochs=3, train_fractions=[1.0], km_heads=4, data__kg=kg_dir)
+    assert _measured(again) == _measured(result) and "saved_model" not in again
+    assert again.model.predict(small_kg) == result.model.predict(small_kg)
+    with pytest.raises(ValueError, match="epochs"):
+        pipeline("entity-classification", encoder=tiny_bert_dir, epochs="many", data__kg=kg_dir)
