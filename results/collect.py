@@ -38,6 +38,7 @@ TASK_RUNS = {
     "pretraining_memory_speedup_107659_entities": "bench-pretrain-107k.json",
     "sense_linking_reference_wic": "sense-linking/reference-wic/metrics.json",
     "sense_linking_unseen_kg_sense_task_no_mlm": "sense-linking/unseen/metrics.json",
+    "sense_linking_unseen_kg_unseen_candidates_only": "sense-linking/unseen-candidates-only-all/metrics.json",
     "word_sense_disambiguation_semeval2007": "wsd/semeval2007/metrics.json",
     "word_sense_disambiguation_semeval2007_levers": "wsd/levers.json",
     "word_in_context_wic_dev_jaket_5_seeds_one_invocation_2026_11_27": "wic/jaket-sense-nomlm-5/metrics.json",
