@@ -19,8 +19,8 @@ are ``data.kg``. ``model`` is the job's ``pretrained``, ``seeds`` a count (seeds
 seeds themselves.
 
 Tasks called directly (their spec names a ``runner``: no argv, no subprocess, nothing read back from
-disk; the command is a thin layer over the same runner): entity classification.
-The others (word-in-context, link prediction, KGQA, relation classification, word-sense disambiguation) still go
+disk; the command is a thin layer over the same runner): entity classification and word-in-context.
+The others (link prediction, KGQA, relation classification, word-sense disambiguation) still go
 through the command line's path (:func:`_through_command_line`: their settings are their flags'
 names, ``steps=300``; the result is read back from ``out/metrics.json``, and there is no model in
 memory: load ``out/model`` with :func:`jaket.tasks.finetuned.load_finetuned`).

@@ -1,4 +1,4 @@
-"""``jaket.pipeline.pipeline`` called directly (entity classification): it runs the
+"""``jaket.pipeline.pipeline`` called directly (entity classification, word-in-context): it runs the
 task's runner with no argv and nothing read back from disk, measures what the command writes for
 the same settings, and returns the first run's fine-tuned model, which predicts in memory."""
 
@@ -46,3 +46,37 @@ def test_entity_classification_pipeline_is_the_command(small_kg, tiny_bert_dir, 
     assert again.model.predict(small_kg) == result.model.predict(small_kg)
     with pytest.raises(ValueError, match="epochs"):
         pipeline("entity-classification", encoder=tiny_bert_dir, epochs="many", data__kg=kg_dir)
+
+
+def _pair_rows(n: int, seed: int) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    texts = {"bank": [("they fished from the bank of the river", True), ("she put money in the bank", False)],
+             "run": [("I run every morning", True), ("they run a small business", False)]}
+    rows = []
+    for i in range(n):
+        lemma = ("bank", "run")[i % 2]
+        a, b = (texts[lemma][rng.integers(2)] for _ in range(2))
+        s1, s2 = a[0].index(lemma), b[0].index(lemma)
+        rows.append({"lemma": lemma, "pos": "n" if lemma == "bank" else "v", "text1": a[0], "start1": s1,
+                     "end1": s1 + len(lemma), "text2": b[0], "start2": s2, "end2": s2 + len(lemma),
+                     "label": a[1] == b[1]})
+    return rows
+
+
+def test_word_in_context_pipeline_is_the_command(tiny_bert_dir, tmp_path, capsys):
+    from jaket.tasks.word_in_context.data import load_pairs
+
+    train, dev = tmp_path / "train.jsonl", tmp_path / "dev.jsonl"
+    for path, n, seed in ((train, 16, 0), (dev, 8, 1)):
+        path.write_text("".join(json.dumps(r) + "\n" for r in _pair_rows(n, seed)), encoding="utf-8")
+    assert main(["evaluate", "word-in-context", "--encoder", str(tiny_bert_dir), "--variants", "lm", "--seeds", "2",
+                 "--epochs", "1", "--batch-size", "8", "--train", str(train), "--eval", str(dev),
+                 "--out", str(tmp_path / "cli")]) == 0
+    result = pipeline("word-in-context", out=tmp_path / "lib", encoder=tiny_bert_dir, variants=["lm"], seeds=2,
+                      epochs=1, batch_size=8, data__train=train, data__eval=dev)
+    _same_scores(result, tmp_path / "cli" / "metrics.json")
+    frame = result.to_dataframe()
+    assert sorted(frame["seed"]) == [0, 1] and set(frame["variant"]) == {"lm"}
+    rows = result.model.predict(load_pairs(dev))  # the first run's model (seed 0), in memory
+    accuracy = np.mean([row["same"] == pair["label"] for row, pair in zip(rows, _pair_rows(8, 1))])
+    assert accuracy == pytest.approx(result["runs"]["lm"][0]["accuracy"], abs=1e-9)

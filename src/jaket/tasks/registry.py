@@ -144,7 +144,7 @@ WORD_IN_CONTEXT = register_task(TaskSpec(
     "does a target word mean the same in two texts? (WiC; senses from the KG)", word_in_context.WordInContextJob,
     default_variants=("lm", "lm+g+m", "jaket"), finetune_variant="lm", grid_task="WordInContextRuns",
     model="FinetunedWordInContext",
-    predict_help="whether a target word means the same in two texts (WiC), with its senses"))
+    predict_help="whether a target word means the same in two texts (WiC), with its senses", runner="run_job"))
 SENSE_LINKING = register_task(TaskSpec(
     word_sense.SENSE_LINKING, "jaket.tasks.word_sense",
     "choose a word's WordNet sense in context (WSD) on held-out linked texts of a pre-training run", None,

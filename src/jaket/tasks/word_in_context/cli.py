@@ -65,20 +65,9 @@ def run(args: argparse.Namespace) -> int:
     job, device, out = started
     # --help: the task (torch, the model) is imported when it runs
     from jaket.tasks.word_in_context import run as wic
-    from jaket.tasks.word_in_context.data import load_pairs, wordnet_pairs  # --help: reads WordNet
 
-    needs_kg = any(v != "lm" for v in job.variants)
-    kg = wic.load_sense_kg(job.data.kg) if needs_kg or job.data.train is None else None
-    if job.data.train is not None:
-        train, evaluation = load_pairs(job.data.train), load_pairs(job.data.eval)
-        info = {"train": str(job.data.train), "eval": str(job.data.eval)}
-    else:
-        train, evaluation = wordnet_pairs(kg, job.data.wordnet_pairs, job.data.data_seed)
-        info = {"train": f"{len(train)} WordNet-derived pairs", "eval": f"{len(evaluation)} WordNet-derived pairs"}
-    info.update(train_pairs=len(train), eval_pairs=len(evaluation))
-    results = wic.run_word_in_context(train, evaluation, job, kg if needs_kg else None, out,
-                                      save_dir=None if args.evaluate else out / "model", device=device,
-                                      log_with=args.log_with, data_info=info)
+    results = wic.run_job(job, out, save_dir=None if args.evaluate else out / "model", device=device,
+                          log_with=args.log_with)
     return finish(args.json, results, wic.results_table(results), out, TASK, "--pairs FILE",
                   json_summary={"summary": results["summary"], "paired": results["paired"],
                                 "majority_class": results["majority_class"],

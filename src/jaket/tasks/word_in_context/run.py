@@ -50,13 +50,13 @@ from jaket.model.heads import span_mean
 from jaket.model.language import SplitLanguageModel
 from jaket.tasks import report as rep
 from jaket.tasks.settings import VARIANT_LABELS  # noqa: F401 (re-exported)
-from jaket.tasks.word_in_context.job import TASK, WordInContextConfig
+from jaket.tasks.word_in_context.job import TASK, WordInContextConfig, WordInContextJob
 from jaket.tasks.settings import variant as variant_spec
 from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import step_done
 from jaket.tasks.variants import load_backbone
-from jaket.tasks.word_in_context.data import SenseInventory, WordPair
+from jaket.tasks.word_in_context.data import SenseInventory, WordPair, load_pairs, wordnet_pairs
 from jaket.tasks.word_in_context.model import (SUPPORTED_VARIANTS, EncodedPairs,  # noqa: F401 (re-exported)
                                                SenseGraph, WordInContextModel, build_model, encode_pairs,
                                                predict_probabilities, restrict_to_candidates, sense_graph)
@@ -272,10 +272,10 @@ class WordInContextRuns(GridTask):
             run["_model"] = model
         return run
 
-    def save(self, cell: Cell, run: dict, held: dict, directory: Path) -> Path:
+    def finetuned(self, cell: Cell, run: dict, held: dict) -> FinetunedWordInContext:
         model = held["_model"]
         settings = _finetuned_settings(self.config, cell.variant, model.uses_kg, cell.seed, len(self.train_pairs), run)
-        return FinetunedWordInContext(model, settings, self.kg).save_pretrained(directory)
+        return FinetunedWordInContext(model, settings, self.kg)
 
     def scores(self, run: dict) -> dict[str, float]:
         return {"accuracy": run["accuracy"]}
@@ -305,11 +305,12 @@ class WordInContextRuns(GridTask):
 def run_word_in_context(train_pairs: list[WordPair], eval_pairs: list[WordPair], config: WordInContextConfig,
                         kg: KnowledgeGraph | None, out_dir: Path | None = None, *, save_dir: Path | None = None,
                         device="cpu", log_with=(), data_info: dict | None = None,
-                        frozen_baseline: bool = True) -> TaskResult:
+                        frozen_baseline: bool = True, keep_model: bool = False) -> TaskResult:
     """Fine-tune each setting of ``config.variants`` for each seed on ``train_pairs`` and measure
     accuracy on ``eval_pairs``; paired differences between settings (same seed, same selection
     split), the frozen-feature baseline and the majority class beside them. ``save_dir``: the
-    first run's model is saved there (:class:`FinetunedWordInContext`)."""
+    first run's model is saved there (:class:`FinetunedWordInContext`); ``keep_model``: the result's
+    ``model`` is that model in memory."""
     if any(p.label is None for p in train_pairs):
         raise ValueError("the training pairs need labels (WiC: the *.gold.txt beside the data file)")
     if not eval_pairs or any(p.label is None for p in eval_pairs):
@@ -321,7 +322,26 @@ def run_word_in_context(train_pairs: list[WordPair], eval_pairs: list[WordPair],
                      "data": dict(data_info or {}), "senses": {}}
     task = WordInContextRuns(train_pairs, eval_pairs, config, kg, device=device, frozen_baseline=frozen_baseline)
     return run_grid(task, Grid(tuple(config.variants), tuple(config.seeds)), results, out_dir=out_dir,
-                    save_dir=save_dir, log_with=log_with)
+                    save_dir=save_dir, log_with=log_with, keep_model=keep_model)
+
+
+def run_job(job: WordInContextJob, out_dir: Path | None = None, *, save_dir: Path | None = None, device="cpu",
+            log_with=(), keep_model: bool = False) -> TaskResult:
+    """The task of a resolved job (:func:`jaket.tasks.cli_common.resolve_job`): the sense KG where a
+    setting or the WordNet-derived pairs need it, the pairs (``job.data.train`` / ``eval``, else
+    :func:`wordnet_pairs`), then :func:`run_word_in_context`. ``jaket finetune|evaluate
+    word-in-context`` and :func:`jaket.pipeline.pipeline` run this."""
+    needs_kg = any(v != "lm" for v in job.variants)
+    kg = load_sense_kg(job.data.kg) if needs_kg or job.data.train is None else None
+    if job.data.train is not None:
+        train, evaluation = load_pairs(job.data.train), load_pairs(job.data.eval)
+        info = {"train": str(job.data.train), "eval": str(job.data.eval)}
+    else:
+        train, evaluation = wordnet_pairs(kg, job.data.wordnet_pairs, job.data.data_seed)
+        info = {"train": f"{len(train)} WordNet-derived pairs", "eval": f"{len(evaluation)} WordNet-derived pairs"}
+    info.update(train_pairs=len(train), eval_pairs=len(evaluation))
+    return run_word_in_context(train, evaluation, job, kg if needs_kg else None, out_dir, save_dir=save_dir,
+                               device=device, log_with=log_with, data_info=info, keep_model=keep_model)
 
 
 def results_table(results) -> str:
