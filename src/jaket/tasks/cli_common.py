@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -173,6 +174,34 @@ def start_job(args: argparse.Namespace, job_type: type, flag_keys: dict[str, str
         print(dump_task_config(job), end="")
         return None
     return (job, *start_run(args, task))
+
+
+#: the flags of :func:`add_common_arguments` that are a job's keys (destination -> key); the others
+#: (``--variant(s)``, ``--seeds``/``--first-seed`` -> ``variants``/``seeds``, ``--precision`` ->
+#: ``bf16``) are mapped by :func:`jaket.tasks.config.flag_values` and :func:`start_job`
+COMMON_FLAG_KEYS = {"model": "pretrained", "encoder": "encoder", "km_layers": "km_layers", "km_heads": "km_heads"}
+#: the flags of every command that say how and where to run, not what: they are no job key
+RUN_FLAGS = frozenset({"help", "debug", "variant", "variants", "seeds", "first_seed", "precision", "device", "out",
+                       "overwrite", "json", "log_with", "config", "overrides", "print_config"})
+
+
+def run_task(args: argparse.Namespace) -> int:
+    """``jaket finetune|evaluate TASK`` of every task with a typed job: the job the flags describe
+    (:func:`start_job`: the defaults < ``--config`` < ``--set`` < the task's flags, its ``cli``
+    module's ``FLAG_KEYS``), then the spec's runner (what :func:`jaket.pipeline.pipeline` calls),
+    then :func:`finish` with the run module's table (the spec's ``table``)."""
+    spec = task_spec(args.task)
+    started = start_job(args, spec.job, {**COMMON_FLAG_KEYS, **spec.command("FLAG_KEYS")}, spec.name)
+    if started is None:  # --print-config
+        return 0
+    job, device, out = started
+    result = spec.run_function()(job, out, save_dir=None if args.evaluate else out / "model", device=device,
+                                 log_with=args.log_with)
+    for warning in result.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
+    summary = None if spec.json_keys is None else {key: result.get(key) for key in spec.json_keys}
+    return finish(args.json, result, getattr(spec.module("run"), spec.table)(result), out, spec.name,
+                  spec.predict_usage, json_summary=summary)
 
 
 def finish(json_output: bool, results: Mapping, table: str, out: Path, task: str | None = None,

@@ -64,6 +64,12 @@ class TaskSpec:
     runner: str | None = None
     #: the module of :attr:`runner` when it is not the package's ``run``
     run_module: str | None = None
+    #: the function of ``run`` that prints a run's result as the command's table
+    table: str = "results_table"
+    #: ``jaket predict``'s input flags, shown after a fine-tuning (``--kg KG``)
+    predict_usage: str | None = None
+    #: the keys of the result that ``--json`` prints (None: its ``summary``)
+    json_keys: tuple[str, ...] | None = None
 
     def module(self, part: str):
         """The package's module ``part`` (``"run"``, ``"finetuned"``, ...), imported now."""
@@ -122,7 +128,7 @@ ENTITY_CLASSIFICATION = register_task(TaskSpec(
     "categories of an unseen KG's entities (Table 3)", entity_classification.EntityClassificationJob,
     default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task="EntityClassificationRuns",
     model="FinetunedEntityClassifier", predict_help="a label and its probability for entities of a KG",
-    runner="run_job"))
+    runner="run_job", table="scores_and_paired_table", predict_usage="--kg KG"))
 LINK_PREDICTION = register_task(TaskSpec(
     link_prediction.TASK, "jaket.tasks.link_prediction",
     "filtered MRR / Hits@k over descriptions + KM", link_prediction.LinkPredictionConfig,
@@ -144,7 +150,8 @@ WORD_IN_CONTEXT = register_task(TaskSpec(
     "does a target word mean the same in two texts? (WiC; senses from the KG)", word_in_context.WordInContextJob,
     default_variants=("lm", "lm+g+m", "jaket"), finetune_variant="lm", grid_task="WordInContextRuns",
     model="FinetunedWordInContext",
-    predict_help="whether a target word means the same in two texts (WiC), with its senses", runner="run_job"))
+    predict_help="whether a target word means the same in two texts (WiC), with its senses", runner="run_job",
+    predict_usage="--pairs FILE", json_keys=("summary", "paired", "majority_class", "frozen_features")))
 SENSE_LINKING = register_task(TaskSpec(
     word_sense.SENSE_LINKING, "jaket.tasks.word_sense",
     "choose a word's WordNet sense in context (WSD) on held-out linked texts of a pre-training run", None,

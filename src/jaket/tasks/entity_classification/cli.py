@@ -10,12 +10,11 @@ model of its first run to ``OUT/model`` for ``jaket predict entity-classificatio
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from jaket.overrides import add_config_flags
-from jaket.tasks.cli_common import finish, float_list, start_job
-from jaket.tasks.entity_classification.job import TASK, EntityClassificationJob
+from jaket.tasks.cli_common import float_list, run_task
+from jaket.tasks.entity_classification.job import EntityClassificationJob
 
 # ----------------------------------------------------------------------------- arguments
 
@@ -57,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--head-init", choices=("fresh", "category"),
                         help="the jaket setting's classifier: 'fresh' (the paper) or 'category' = start from the "
                              f"pre-trained category head for the categories it knows (default {defaults.head_init})")
-    parser.set_defaults(seeds=None, relation_memory=None, func=run, evaluate=evaluate)
+    parser.set_defaults(seeds=None, relation_memory=None, func=run_task, evaluate=evaluate)
 
 
 def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,31 +79,11 @@ def predict_from_flags(model, args: argparse.Namespace) -> list[dict]:
     return rows(model, args.kg, args.entities, args.all, args.top_k)
 
 
-#: flag destination -> config key (flags given on the command line win over the file and --set)
-_FLAG_KEYS = {"kg": "data.kg", "train": "data.train", "dev": "data.dev", "test": "data.test",
-              "max_entities": "data.max_entities", "heldout_fraction": "data.heldout_fraction",
-              "data_seed": "data.data_seed", "train_fractions": "train_fractions", "epochs": "epochs",
-              "patience": "patience", "head_lr": "head_lr", "km_lr": "km_lr", "dropout": "dropout",
-              "relation_memory": "relation_memory", "model": "pretrained", "encoder": "encoder",
-              "km_layers": "km_layers", "km_heads": "km_heads",
-              "description_max_length": "description_max_length", "head_init": "head_init"}
-
-
-# ----------------------------------------------------------------------------- running
-
-
-def run(args: argparse.Namespace) -> int:
-    """``jaket finetune|evaluate entity-classification``."""
-    started = start_job(args, EntityClassificationJob, _FLAG_KEYS, TASK)
-    if started is None:  # --print-config
-        return 0
-    job, device, out = started
-    from jaket.tasks.entity_classification import run as ec  # the task, loaded when it runs
-
-    results = ec.run_job(job, out, save_dir=None if args.evaluate else out / "model", device=device,
-                         log_with=args.log_with)
-    for warning in results.get("warnings", []):
-        print(f"warning: {warning}", file=sys.stderr)
-    paired = ec.paired_table(results)
-    return finish(args.json, results, ec.results_table(results) + ("\n\n" + paired if paired else ""), out,
-                  TASK, "--kg KG")
+#: flag destination -> job key (flags given on the command line win over the file and --set; the
+#: common flags' are :data:`jaket.tasks.cli_common.COMMON_FLAG_KEYS`)
+FLAG_KEYS = {"kg": "data.kg", "train": "data.train", "dev": "data.dev", "test": "data.test",
+             "max_entities": "data.max_entities", "heldout_fraction": "data.heldout_fraction",
+             "data_seed": "data.data_seed", "train_fractions": "train_fractions", "epochs": "epochs",
+             "patience": "patience", "head_lr": "head_lr", "km_lr": "km_lr", "dropout": "dropout",
+             "relation_memory": "relation_memory", "description_max_length": "description_max_length",
+             "head_init": "head_init"}

@@ -372,6 +372,12 @@ def paired_table(results) -> str:
     return EntityClassificationRuns().paired_table(results)
 
 
+def scores_and_paired_table(results) -> str:
+    """The command's table: :func:`results_table`, then :func:`paired_table` when there is one."""
+    paired = paired_table(results)
+    return results_table(results) + ("\n\n" + paired if paired else "")
+
+
 def _jsonable(value):
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}

@@ -14,8 +14,8 @@ import argparse
 from pathlib import Path
 
 from jaket.overrides import add_config_flags
-from jaket.tasks.cli_common import add_sense_kg_argument, finish, start_job
-from jaket.tasks.word_in_context.job import TASK, WordInContextJob
+from jaket.tasks.cli_common import add_sense_kg_argument, run_task
+from jaket.tasks.word_in_context.job import WordInContextJob
 
 
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--batch-size", type=int, metavar="N", help=f"pairs per step (default {defaults.batch_size})")
     parser.add_argument("--sense-fusion", choices=("attention", "first", "none"),
                         help=f"how the KM settings fuse the target's senses (default {defaults.sense_fusion})")
-    parser.set_defaults(seeds=None, func=run, evaluate=evaluate)
+    parser.set_defaults(seeds=None, func=run_task, evaluate=evaluate)
 
 
 def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,24 +51,7 @@ def predict_from_flags(finetuned, args: argparse.Namespace):
     return rows(finetuned, args.pairs, args.gold, args.kg)
 
 
-#: flag destination -> config key (flags win over the file and --set)
-_FLAG_KEYS = {"train": "data.train", "eval": "data.eval", "kg": "data.kg", "epochs": "epochs", "lr": "lr",
-              "batch_size": "batch_size", "sense_fusion": "sense_fusion", "model": "pretrained",
-              "encoder": "encoder", "km_layers": "km_layers", "km_heads": "km_heads"}
-
-
-def run(args: argparse.Namespace) -> int:
-    """``jaket finetune|evaluate word-in-context``."""
-    started = start_job(args, WordInContextJob, _FLAG_KEYS, TASK)
-    if started is None:  # --print-config
-        return 0
-    job, device, out = started
-    # --help: the task (torch, the model) is imported when it runs
-    from jaket.tasks.word_in_context import run as wic
-
-    results = wic.run_job(job, out, save_dir=None if args.evaluate else out / "model", device=device,
-                          log_with=args.log_with)
-    return finish(args.json, results, wic.results_table(results), out, TASK, "--pairs FILE",
-                  json_summary={"summary": results["summary"], "paired": results["paired"],
-                                "majority_class": results["majority_class"],
-                                "frozen_features": results.get("frozen_features")})
+#: flag destination -> job key (flags win over the file and --set; the common flags' are
+#: :data:`jaket.tasks.cli_common.COMMON_FLAG_KEYS`)
+FLAG_KEYS = {"train": "data.train", "eval": "data.eval", "kg": "data.kg", "epochs": "epochs", "lr": "lr",
+             "batch_size": "batch_size", "sense_fusion": "sense_fusion"}
