@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from jaket.tasks import report as rep
 from jaket.tasks.results import TaskResult
@@ -71,6 +72,17 @@ class Grid:
         return len(self.variants) * len(self.seeds) * max(1, len(self.budgets))
 
 
+@dataclass
+class RunOutcome:
+    """What one run gives :func:`run_grid`: its ``metrics.json`` entry (plain numbers and lists) and,
+    when the run is the one kept (``keep``), the trained parts :meth:`GridTask.finetuned` builds the
+    fine-tuned model from (each task's own typed record: the model, its backbone, its split, ...).
+    ``trained`` is never written anywhere."""
+
+    entry: dict
+    trained: Any = None
+
+
 class GridTask:
     """What a task tells :func:`run_grid`. Subclasses implement :meth:`run`, :meth:`save` and
     :meth:`scores`; the rest has defaults."""
@@ -92,10 +104,9 @@ class GridTask:
     bars_file = "scores.png"
     bars_ylabel = "accuracy (%)"
 
-    def run(self, cell: Cell, progress, keep: bool) -> dict:
-        """Train and evaluate one cell; the run's ``metrics.json`` entry. Keys starting with ``_``
-        hold objects for :meth:`save` (the trained model) and are not written. ``keep``: this
-        run will be saved."""
+    def run(self, cell: Cell, progress, keep: bool) -> RunOutcome:
+        """Train and evaluate one cell: the run's ``metrics.json`` entry and, with ``keep`` (this
+        run will be saved or kept in memory), what :meth:`finetuned` needs (:class:`RunOutcome`)."""
         raise NotImplementedError
 
     def describe(self, cell: Cell) -> str:
@@ -105,17 +116,16 @@ class GridTask:
     def after_seed(self, variant: str, seed: int, results: dict) -> None:
         """Called after the last budget of ``(variant, seed)`` (per-seed figures that are not a run)."""
 
-    def finetuned(self, cell: Cell, run: dict, held: dict):
+    def finetuned(self, cell: Cell, run: dict, trained):
         """The first run's fine-tuned model in memory (:class:`jaket.tasks.finetuned.FinetunedModel`:
-        ``predict``, ``save_pretrained``); ``held``: the run's ``_`` entries. A task that defines it
-        gets :meth:`save` from it and ``run_grid(keep_model=True)`` returns it
+        ``predict``, ``save_pretrained``) from its entry and ``trained`` (:attr:`RunOutcome.trained`).
+        A task that defines it gets :meth:`save` from it and ``run_grid(keep_model=True)`` returns it
         (:func:`jaket.pipeline.pipeline`)."""
         raise NotImplementedError
 
-    def save(self, cell: Cell, run: dict, held: dict, directory: Path) -> Path:
-        """Write the first run's fine-tuned folder (:class:`jaket.tasks.finetuned.FinetunedModel`);
-        ``held``: the run's ``_`` entries."""
-        return self.finetuned(cell, run, held).save_pretrained(directory)
+    def save(self, cell: Cell, run: dict, trained, directory: Path) -> Path:
+        """Write the first run's fine-tuned folder (:class:`jaket.tasks.finetuned.FinetunedModel`)."""
+        return self.finetuned(cell, run, trained).save_pretrained(directory)
 
     def scores(self, run: dict) -> dict[str, float]:
         """The headline figures of one run (name -> value), the columns of the report's table and
@@ -218,7 +228,10 @@ def _run_cell(task: GridTask, cell: Cell, progress, results: dict, save_dir: Pat
     keep = (save_dir is not None and "saved_model" not in results) or (kept is not None and "model" not in kept)
     started = time.perf_counter()
     found = task.run(cell, progress, keep)
-    held = {k: found.pop(k) for k in [k for k in found if k.startswith("_")]}
+    if isinstance(found, RunOutcome):
+        found, held = dict(found.entry), found.trained
+    else:  # a dict whose "_" keys hold the trained parts (the tasks not yet returning a RunOutcome)
+        held = {k: found.pop(k) for k in [k for k in found if k.startswith("_")]}
     run = {"seed": cell.seed, **found}
     run.setdefault("seconds", time.perf_counter() - started)
     if keep and kept is not None:

@@ -26,7 +26,7 @@ Protocol
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 from jaket.kg.graph import KnowledgeGraph
 from jaket.model.device import autocast
 from jaket.tasks import report as rep
-from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
+from jaket.tasks.grid import Cell, Grid, GridTask, RunOutcome, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import step_done
 from jaket.tasks.entity_classification.data import (Split, identical_fractions, load_data, make_split,  # noqa: F401
@@ -202,6 +202,17 @@ def _results_header(kg: KnowledgeGraph, config: EntityClassificationConfig, devi
             "km": {v: config.variant_config(v).km_structure() for v in config.variants if variant_spec(v).has_km}}
 
 
+@dataclass
+class TrainedClassifier:
+    """The kept run's trained parts (:attr:`jaket.tasks.grid.RunOutcome.trained`): the classifier
+    head, the setting's backbone (LM1, the KM), the split it was trained on and its training share."""
+
+    head: EntityClassifier
+    backbone: Backbone
+    split: Split
+    fraction: float
+
+
 class EntityClassificationRuns(GridTask):
     """The runs of one comparison on ``kg`` (:mod:`jaket.tasks.grid`): the budgets are the
     training fractions; a run is :func:`train_one` on the seed's split. Without ``kg`` (reading
@@ -230,7 +241,7 @@ class EntityClassificationRuns(GridTask):
     def describe(self, cell: Cell) -> str:
         return f"{cell.variant} train {self.fractions[cell.budget]:g} seed {cell.seed}"  # names the run's curve
 
-    def run(self, cell: Cell, progress, keep: bool) -> dict:
+    def run(self, cell: Cell, progress, keep: bool) -> RunOutcome:
         config, fraction = self.config, self.fractions[cell.budget]
         backbone = self.cache.backbone(cell.variant, cell.seed)
         memory = self.cache.memory(cell.variant, cell.seed)
@@ -242,14 +253,13 @@ class EntityClassificationRuns(GridTask):
                                                   len(self.kg.category_names))
         run.pop("test_predictions")
         run["train_size"] = int(len(split.train))
-        if keep:
-            run.update(_model=run.pop("model"), _backbone=backbone, _split=split, _fraction=fraction)
-        return run
+        model = run.pop("model", None)
+        return RunOutcome(run, TrainedClassifier(model, backbone, split, fraction) if keep else None)
 
-    def finetuned(self, cell: Cell, run: dict, held: dict) -> FinetunedEntityClassifier:
-        settings = _finetuned_settings(self.config, self.kg, cell.seed, held["_split"], self.splits, run,
-                                       held["_fraction"])
-        return FinetunedEntityClassifier(held["_backbone"], held["_model"], list(self.kg.category_names),
+    def finetuned(self, cell: Cell, run: dict, trained: TrainedClassifier) -> FinetunedEntityClassifier:
+        settings = _finetuned_settings(self.config, self.kg, cell.seed, trained.split, self.splits, run,
+                                       trained.fraction)
+        return FinetunedEntityClassifier(trained.backbone, trained.head, list(self.kg.category_names),
                                          self.config.variant_config(cell.variant), settings=settings)
 
     def after_seed(self, variant: str, seed: int, results: dict) -> None:

@@ -52,7 +52,7 @@ from jaket.tasks import report as rep
 from jaket.tasks.settings import VARIANT_LABELS  # noqa: F401 (re-exported)
 from jaket.tasks.word_in_context.job import TASK, WordInContextConfig, WordInContextJob
 from jaket.tasks.settings import variant as variant_spec
-from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
+from jaket.tasks.grid import Cell, Grid, GridTask, RunOutcome, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import step_done
 from jaket.tasks.variants import load_backbone
@@ -243,7 +243,7 @@ class WordInContextRuns(GridTask):
             self.units_per_run = math.ceil(len(train_pairs) * (1 - config.selection_fraction)
                                            / config.batch_size) * config.epochs
 
-    def run(self, cell: Cell, progress, keep: bool) -> dict:
+    def run(self, cell: Cell, progress, keep: bool) -> RunOutcome:
         config, seed = self.config, cell.seed
         model = build_model(config, cell.variant, seed).to(self.device)
         tokenizer = model.language.tokenizer
@@ -268,12 +268,9 @@ class WordInContextRuns(GridTask):
         probability, _ = predict_probabilities(model, evaluation, graph, bf16=config.bf16, seed=seed)
         run = {"accuracy": accuracy_of(probability, evaluation.labels), **history}
         logger.info("%s seed %d: accuracy %.4f (epoch %d)", cell.variant, seed, run["accuracy"], history["best_epoch"])
-        if keep:
-            run["_model"] = model
-        return run
+        return RunOutcome(run, model if keep else None)
 
-    def finetuned(self, cell: Cell, run: dict, held: dict) -> FinetunedWordInContext:
-        model = held["_model"]
+    def finetuned(self, cell: Cell, run: dict, model) -> FinetunedWordInContext:
         settings = _finetuned_settings(self.config, cell.variant, model.uses_kg, cell.seed, len(self.train_pairs), run)
         return FinetunedWordInContext(model, settings, self.kg)
 
