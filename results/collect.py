@@ -41,6 +41,7 @@ TASK_RUNS = {
     "sense_linking_unseen_kg_unseen_candidates_only": "sense-linking/unseen-candidates-only-all/metrics.json",
     "word_sense_disambiguation_semeval2007": "wsd/semeval2007/metrics.json",
     "word_sense_disambiguation_semeval2007_levers": "wsd/levers.json",
+    "word_sense_disambiguation_semeval2007_pretrained_2400_steps": "wsd/semeval2007-long-all/metrics.json",
     "word_in_context_wic_dev_jaket_5_seeds_one_invocation_2026_11_27": "wic/jaket-sense-nomlm-5/metrics.json",
     "word_in_context_wic_dev_jaket_seed0_after_probe_fix": "wic/jaket-seed0-after-fix/metrics.json",
     "word_in_context_wic_dev_lmgm_seeds_0_1_2026_11_27": "wic/lmgm/metrics.json",
@@ -74,6 +75,9 @@ PRETRAINING_RUNS = {
         "reference-wic-homonyms", "jaket pretrain --config configs/pretrain-wordnet.yaml --exclude-texts "
         "../shared/data/wic/train.data.txt ../shared/data/wic/dev.data.txt ../shared/data/wic/test.data.txt "
         "--set tasks.entity_homonym_negatives=16 --out runs/reference-wic-homonyms"),
+    "pretraining_sense_task_2400_steps": (
+        "lever-long-2400", "jaket pretrain --config configs/pretrain-wordnet-senses.yaml --precision auto "
+        "--set steps=2400 --out runs/lever-long-2400"),
     "pretraining_wic_excluded_lm_lr_2e-5": (
         "reference-wic-lmlr2e5", "jaket pretrain --config configs/pretrain-wordnet.yaml --exclude-texts "
         "../shared/data/wic/train.data.txt ../shared/data/wic/dev.data.txt ../shared/data/wic/test.data.txt "
