@@ -1,42 +1,83 @@
 """docs/contributing.md, "Adding a task": a task is one package and one spec. A toy task registered
-from this file appears in ``jaket finetune|evaluate`` with the common flags and its own, runs its
-handler, and gets its default settings from its spec."""
+from this file (its job, its flags, its runner) appears in ``jaket finetune|evaluate`` with the
+common flags and its own, runs through the one command handler (``cli_common.run_task``) and in
+``pipeline()``, both giving the same runs, and gets its default settings from its spec."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import dataclass
 
 import pytest
 
 from jaket.cli import build_parser, main
-from jaket.tasks.cli_common import chosen_variants
+from jaket.overrides import add_config_flags
+from jaket.tasks.cli_common import chosen_variants, run_task
 from jaket.tasks.registry import TASKS, TaskSpec, register_task
-
-RAN: list[argparse.Namespace] = []
 
 
 @dataclass
 class ToyJob:
     steps: int = 3
+    variants: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+    pretrained: str | None = None
+    encoder: str | None = None
+    km_layers: int | None = None
+    km_heads: int | None = None
+    bf16: bool = False
+
+
+#: the toy's flag -> job key (its ``cli`` module's, this file's)
+FLAG_KEYS = {"steps": "steps"}
 
 
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     """The toy task's flags (its spec's ``add_arguments``, in its ``cli`` module: this file)."""
-    parser.add_argument("--steps", type=int, default=ToyJob().steps)
-    parser.set_defaults(func=RAN.append, evaluate=evaluate)
+    add_config_flags(parser, "YAML config (keys of ToyJob)", "--set steps=5")
+    parser.add_argument("--steps", type=int, help=f"steps (default {ToyJob().steps})")
+    parser.set_defaults(seeds=None, func=run_task, evaluate=evaluate)
+
+
+class ToyModel:
+    """The toy task's fine-tuned model: predicts its job's steps for every input."""
+
+    def __init__(self, steps: int):
+        self.steps = steps
+
+    def predict(self, inputs: list) -> list[int]:
+        return [self.steps for _ in inputs]
+
+
+def run_toy(job: ToyJob, out_dir=None, *, save_dir=None, device="cpu", log_with=(), keep_model=False):
+    """The toy task's runner (its spec's ``runner``): one score per (setting, seed)."""
+    from jaket.tasks.results import TaskResult
+
+    runs = {v: [{"seed": s, "score": float(job.steps + s)} for s in job.seeds] for v in job.variants}
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "metrics.json").write_text(json.dumps({"task": "toy-task", "runs": runs}))
+    result = TaskResult.from_metrics({"task": "toy-task", "runs": runs, "summary": {"runs": len(runs)}})
+    result.model = ToyModel(job.steps) if keep_model else None
+    return result
+
+
+def results_table(result) -> str:
+    """The toy's table (its spec's ``table``)."""
+    return "\n".join(f"{row['variant']} seed {row['seed']}: {row['score']:g}" for row in result.rows())
 
 
 @pytest.fixture
 def toy_task():
     spec = register_task(TaskSpec("toy-task", "tests.tasks", "a toy task of the tests", ToyJob,
-                                  default_variants=("lm", "jaket"), finetune_variant="lm", cli=__name__))
+                                  default_variants=("lm", "jaket"), finetune_variant="lm", cli=__name__,
+                                  runner="run_toy", run_module=__name__))
     yield spec
     TASKS.pop(spec.name)
-    RAN.clear()
 
 
-def test_a_task_registered_from_a_test_file_appears_in_the_cli(toy_task, capsys):
+def test_a_task_registered_from_a_test_file_appears_in_the_cli(toy_task, tmp_path, capsys):
     parser = build_parser()
     for command in ("finetune", "evaluate"):
         with pytest.raises(SystemExit):
@@ -44,8 +85,10 @@ def test_a_task_registered_from_a_test_file_appears_in_the_cli(toy_task, capsys)
         assert "toy-task" in capsys.readouterr().out
     args = parser.parse_args(["evaluate", "toy-task", "--steps", "5", "--seeds", "2"])
     assert args.steps == 5 and args.seeds == 2 and args.evaluate  # its flags beside the common ones
-    assert main(["finetune", "toy-task", "--steps", "7"]) == 0
-    assert RAN[-1].steps == 7 and not RAN[-1].evaluate
+    assert main(["evaluate", "toy-task", "--steps", "5", "--seeds", "2", "--out", str(tmp_path / "a")]) == 0
+    assert "lm seed 1: 6" in capsys.readouterr().out  # its runner ran, its table printed
+    assert main(["finetune", "toy-task", "--set", "steps=7", "--print-config"]) == 0
+    assert "steps: 7" in capsys.readouterr().out
     assert chosen_variants("toy-task", True, None) == ("lm",)  # the spec's, jaket only with --model
     assert chosen_variants("toy-task", False, None) == ("lm",)
     with pytest.raises(ValueError, match="registered already"):
@@ -59,46 +102,15 @@ def test_an_unregistered_task_is_not_in_the_cli(capsys):
     assert "invalid choice: 'toy-task'" in capsys.readouterr().err
 
 
-@dataclass
-class ToyRunJob:
-    steps: int = 3
-    variants: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
-    pretrained: str | None = None
-
-
-class ToyModel:
-    """The toy task's fine-tuned model: predicts its job's steps for every input."""
-
-    def __init__(self, steps: int):
-        self.steps = steps
-
-    def predict(self, inputs: list) -> list[int]:
-        return [self.steps for _ in inputs]
-
-
-def run_toy(job: ToyRunJob, out_dir=None, *, save_dir=None, device="cpu", log_with=(), keep_model=False):
-    """The toy task's runner (its spec's ``runner``): one score per (setting, seed)."""
+def test_a_task_registered_from_a_test_file_appears_in_the_pipeline(toy_task, tmp_path):
+    from jaket.pipeline import pipeline
     from jaket.tasks.results import TaskResult
 
-    runs = {v: [{"seed": s, "score": float(job.steps + s)} for s in job.seeds] for v in job.variants}
-    result = TaskResult.from_metrics({"task": "toy-task", "runs": runs})
-    result.model = ToyModel(job.steps) if keep_model else None
-    return result
-
-
-def test_a_task_registered_from_a_test_file_appears_in_the_pipeline():
-    from jaket.pipeline import pipeline
-
-    spec = register_task(TaskSpec("toy-task", "tests.tasks", "a toy task of the tests", ToyRunJob,
-                                  default_variants=("lm", "jaket"), finetune_variant="lm", cli=__name__,
-                                  runner="run_toy", run_module=__name__))
-    try:
-        result = pipeline("toy-task", seeds=2, steps=5)
-        assert result.rows() == [{"variant": "lm", "budget": None, "seed": 0, "score": 5.0},
-                                 {"variant": "lm", "budget": None, "seed": 1, "score": 6.0}]
-        assert result.model.predict(["a", "b"]) == [5, 5]
-        with pytest.raises(ValueError, match="jaket"):
-            pipeline("toy-task", variants=["jaket"])
-    finally:
-        TASKS.pop(spec.name)
+    result = pipeline("toy-task", seeds=2, steps=5)
+    assert result.rows() == [{"variant": "lm", "budget": None, "seed": 0, "score": 5.0},
+                             {"variant": "lm", "budget": None, "seed": 1, "score": 6.0}]
+    assert result.model.predict(["a", "b"]) == [5, 5]
+    assert main(["evaluate", "toy-task", "--steps", "5", "--seeds", "2", "--out", str(tmp_path / "cli")]) == 0
+    assert TaskResult.from_metrics(tmp_path / "cli").rows() == result.rows()  # the command's runs are the pipeline's
+    with pytest.raises(ValueError, match="jaket"):
+        pipeline("toy-task", variants=["jaket"])
