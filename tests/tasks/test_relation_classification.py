@@ -1,11 +1,18 @@
+import dataclasses as dc
 import json
+from pathlib import Path
 
 import numpy as np
-
 import pytest
+import yaml
 
+from jaket.cli import main
+from jaket.pipeline import pipeline
+from jaket.tasks.config import load_task_config, read_yaml_mapping
+from jaket.tasks.finetuned import load_finetuned
 from jaket.tasks.relation_classification.data import load_fewrel
 from jaket.tasks.relation_classification import run as rc
+from jaket.tasks.relation_classification.job import RelationClassificationJob
 from jaket.tasks.variants import VariantError
 
 
@@ -107,3 +114,60 @@ def test_bf16_runs_the_encoder_in_bf16_and_scores_in_fp32(fewrel_file, tiny_bert
     run = results[True]["runs"]["lm"][0]
     assert all(np.isfinite(run["train_loss"])) and 0.0 <= run["3-1"] <= 1.0
     assert results[True]["config"]["bf16"] is True
+
+
+def test_pipeline_is_the_command(fewrel_file, tiny_bert_dir, tmp_path, capsys):
+    """``pipeline("relation-classification", ...)`` runs the command's runner (no argv): the scores of
+    ``jaket finetune relation-classification`` with the same settings, and the first run's model in
+    memory, which predicts what the saved one does; a bad setting is a ValueError naming its key."""
+    assert main(["finetune", "relation-classification", "--data", str(fewrel_file), "--encoder", str(tiny_bert_dir),
+                 "--train-steps", "2", "--train-way", "2", "--episodes", "4", "--settings", "3-1,2-2",
+                 "--out", str(tmp_path / "cli")]) == 0
+    result = pipeline("relation-classification", evaluate=False, out=tmp_path / "lib", encoder=tiny_bert_dir,
+                      train_steps=2, train_way=2, episodes=4, settings="3-1,2-2", data__data=fewrel_file)
+    written = json.loads((tmp_path / "cli" / "metrics.json").read_text())
+
+    def measured(runs):
+        return {v: [{k: x for k, x in run.items() if k != "seconds"} for run in by] for v, by in runs.items()}
+
+    assert measured(result["runs"]) == measured(written["runs"]) and list(result["runs"]) == ["lm"]
+    assert (tmp_path / "lib" / "model").is_dir()
+    data = load_fewrel(fewrel_file)
+    supports = data.without(["P0", "P1", "P2"])  # the evaluation relations
+    queries = [(1, data.instances["P4"][5]), (2, data.instances["P5"][6])]
+    saved = load_finetuned(tmp_path / "cli" / "model")
+    assert result.model.predict(supports, queries) == saved.predict(supports, queries)
+    with pytest.raises(ValueError, match="settings: '5-x' is not N-K"):
+        pipeline("relation-classification", encoder=tiny_bert_dir, settings="5-1,5-x", data__data=fewrel_file)
+    with pytest.raises(ValueError, match="data.train_data: --train-data needs --data"):
+        pipeline("relation-classification", encoder=tiny_bert_dir, data__train_data=[fewrel_file])
+
+
+def test_the_job_reads_the_settings_as_the_flag_spells_them(tmp_path, capsys):
+    """``--settings 5-1,5-5``, ``--set settings=[5-1, 10-1]`` and a config's ``[[5, 1]]`` are the same
+    (way, shot) pairs; ``--print-config`` writes them as the flag does; a bad item is one line
+    naming the key, and so are the data flags used without the one they need."""
+    def shown(*flags):
+        assert main(["evaluate", "relation-classification", *flags, "--print-config"]) == 0
+        return yaml.safe_load(capsys.readouterr().out)
+
+    assert shown()["settings"] == ["5-1", "5-5"]
+    assert shown("--settings", "5-1, 10-1,")["settings"] == ["5-1", "10-1"]
+    assert shown("--set", "settings=[5-1, 10-1]")["settings"] == ["5-1", "10-1"]
+    config = tmp_path / "rc.yaml"
+    config.write_text("settings: [[3, 2]]\ndata:\n  max_entities: 500\n")
+    job = shown("--config", str(config))
+    assert job["settings"] == ["3-2"] and job["data"]["max_entities"] == 500
+    for flags, line in [(["--settings", "5-1,5-x"], "--settings 5-1,5-x: settings: '5-x' is not N-K"),
+                        (["--settings", "1-1"], "--settings 1-1: settings: 1-1 is not N-K with N >= 2 ways"),
+                        (["--drop-overlap"], "--drop-overlap True: data.drop_overlap: --drop-overlap needs"),
+                        (["--km-heads", "4"], "--km-heads 4: km_heads: relation classification has no KM")]:
+        assert main(["evaluate", "relation-classification", *flags, "--print-config"]) == 1
+        assert any(x.startswith(f"error: {line}") for x in capsys.readouterr().err.splitlines()), flags
+
+
+def test_the_shipped_config_lists_every_key_with_its_default():
+    path = Path(__file__).resolve().parents[2] / "configs" / "finetune-relation-classification.yaml"
+    assert load_task_config(RelationClassificationJob, path) == RelationClassificationJob()
+    assert set(read_yaml_mapping(path)) == {f.name for f in dc.fields(RelationClassificationJob)}
+    assert set(read_yaml_mapping(path)["data"]) == {f.name for f in dc.fields(RelationClassificationJob().data)}

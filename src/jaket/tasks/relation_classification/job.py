@@ -1,26 +1,58 @@
-"""Relation classification's job: the task config (:class:`RelationClassificationConfig`).
+"""Relation classification's job: the task config (:class:`RelationClassificationConfig`) and its
+data section (:class:`RelationClassificationData`), plain dataclasses read by ``--config`` / ``--set``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, ConfigDict, PlainSerializer
+
+from jaket.tasks.settings import VARIANTS
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
 TASK = "relation-classification"
 
+#: the settings that can read a FewRel pair (the others need its entities in the KG)
+SUPPORTED_VARIANTS = ("lm", "jaket")
+
+
+def way_shot_pairs(value: Any) -> Any:
+    """N-way K-shot settings as ``--settings`` spells them: one comma text (``"5-1,5-5"``) or a list
+    whose items are ``"N-K"`` texts or ``[N, K]`` pairs; anything else is left to the type check."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        return value
+    pairs = []
+    for item in items:
+        if isinstance(item, str):
+            way, dash, shot = item.strip().partition("-")
+            if not item.strip():
+                continue  # "5-1," as the flag reads it
+            if not (way.isdigit() and dash and shot.isdigit()):
+                raise ValueError(f"{item.strip()!r} is not N-K (N ways, K shots), e.g. 5-1")
+            item = (int(way), int(shot))
+        pairs.append(item)
+    return pairs
+
+
+#: ``(way, shot)`` pairs, read from ``"N-K"`` texts too and written as them (``--print-config``)
+WayShots = Annotated[tuple[tuple[int, int], ...], BeforeValidator(way_shot_pairs),
+                     PlainSerializer(lambda pairs: [f"{way}-{shot}" for way, shot in pairs], when_used="json")]
+
 
 @dataclass
 class RelationClassificationConfig:
     variants: tuple[str, ...] = ("lm", "jaket")
-    settings: tuple[tuple[int, int], ...] = ((5, 1), (5, 5))
+    #: the N-way K-shot settings evaluated (``--settings 5-1,5-5``)
+    settings: WayShots = ((5, 1), (5, 5))
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    #: without separate training data: the first N relations of the data train, the others evaluate
     num_train_relations: int = 3
     train_relations: tuple[str, ...] | None = None  # explicit list overrides the count
-    #: with separate training data: drop its relations that are also evaluation relations
-    #: (otherwise such an overlap is an error)
-    drop_overlap: bool = False
     train_steps: int = 150
     train_way: int = 3
     train_shot: int = 1
@@ -32,3 +64,74 @@ class RelationClassificationConfig:
     pretrained: Path | None = None
     #: bf16 autocast for the encoder (:func:`jaket.model.device.autocast`); the score head is fp32
     bf16: bool = False
+
+    def check(self) -> list[tuple[str, str]]:
+        """``(key, problem)`` of every value that is well-typed but unusable."""
+        problems = [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}" if v not in VARIANTS
+                     else f"variant {v!r} needs the FewRel entities in the KG; relation classification "
+                     f"supports {', '.join(SUPPORTED_VARIANTS)}") for v in self.variants if v not in SUPPORTED_VARIANTS]
+        problems += [("settings", f"{way}-{shot} is not N-K with N >= 2 ways and K >= 1 shots, e.g. 5-1")
+                     for way, shot in self.settings if way < 2 or shot < 1]
+        if not self.settings:
+            problems.append(("settings", "give at least one N-way K-shot setting, e.g. 5-1"))
+        for key in ("num_train_relations", "train_shot", "episodes", "max_length"):
+            if getattr(self, key) < 1:
+                problems.append((key, f"must be at least 1, got {getattr(self, key)}"))
+        if self.train_steps < 0:
+            problems.append(("train_steps", f"must be 0 or more, got {self.train_steps}"))
+        if self.train_way < 2:
+            problems.append(("train_way", f"a training episode needs at least 2 relations, got {self.train_way}"))
+        for key in ("lr", "head_lr"):
+            if getattr(self, key) <= 0:
+                problems.append((key, f"must be positive, got {getattr(self, key)}"))
+        return problems
+
+
+@dataclass(kw_only=True)
+class RelationClassificationData:
+    """Where the evaluation and the training relations come from."""
+
+    #: FewRel JSON file or folder (:mod:`jaket.tasks.relation_classification.data`): the evaluation
+    #: relations; None = a WordNet-derived set (:func:`kg_relation_instances`)
+    data: Path | None = None
+    #: FewRel JSON file(s) of the training relations; then every relation of ``data`` is evaluated
+    #: (empty: ``data``'s relations are split, ``num_train_relations`` / ``train_relations``)
+    train_data: tuple[Path, ...] = ()
+    #: with ``train_data``: train without the relations ``data`` evaluates (otherwise such an
+    #: overlap is an error)
+    drop_overlap: bool = False
+    #: the WordNet subset of the WordNet-derived set (no ``data``)
+    max_entities: int = 3000
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # an unknown key is an error, not ignored
+
+
+@dataclass(kw_only=True)
+class RelationClassificationJob(RelationClassificationConfig):
+    """A fine-tuning (or evaluation) run: the task config plus its data.
+
+    ``variants`` / ``seeds`` left empty mean: ``finetune`` runs ``jaket`` with a pre-trained model
+    (``pretrained``, the ``--model`` folder), else ``lm``, with seed 0; ``evaluate`` runs ``lm`` and
+    (with a pre-trained model) ``jaket`` over seeds 0-4. ``km_layers`` / ``km_heads`` (the common
+    ``--km-layers`` / ``--km-heads``) must stay unset: no setting of this task has a KM."""
+
+    data: RelationClassificationData = field(default_factory=RelationClassificationData)
+    variants: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+    km_layers: int | None = None
+    km_heads: int | None = None
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    def check(self) -> list[tuple[str, str]]:
+        problems = super().check()
+        data = self.data
+        if data.train_data and data.data is None:
+            problems.append(("data.train_data", "--train-data needs --data FILE (data.data): the evaluation relations"))
+        if data.drop_overlap and not data.train_data:
+            problems.append(("data.drop_overlap", "--drop-overlap needs --train-data FILE ... (data.train_data)"))
+        if data.max_entities < 2:
+            problems.append(("data.max_entities", f"must be at least 2, got {data.max_entities}"))
+        problems += [(key, f"relation classification has no KM (settings {', '.join(SUPPORTED_VARIANTS)}): "
+                      "leave it unset") for key in ("km_layers", "km_heads") if getattr(self, key) is not None]
+        return problems

@@ -17,11 +17,9 @@ from torch import nn
 from jaket.model.jaket import JaketModel
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
+from jaket.tasks.relation_classification.job import SUPPORTED_VARIANTS
 from jaket.tasks.settings import VariantError
 from jaket.tasks.settings import variant as variant_spec
-
-#: the settings that can read a FewRel pair (the others need its entities in the KG)
-SUPPORTED_VARIANTS = ("lm", "jaket")
 
 
 class PairEncoder(nn.Module):

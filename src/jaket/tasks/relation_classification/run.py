@@ -11,7 +11,8 @@ K-shot episodes over the *evaluation* relations (disjoint from the training ones
 **Training and evaluation relations.** With separate training data (``--train-data FILE ...``,
 e.g. FewRel 2.0's ``nyt_train.json``), every relation of the training files trains and every
 relation of ``--data`` is evaluated; a relation in both is refused (an episode must never
-evaluate a relation it trained on) unless ``drop_overlap`` removes it from the training side.
+evaluate a relation it trained on) unless ``drop_overlap`` (``--drop-overlap``) removes it from the
+training side.
 With one file, its relations are divided. FewRel data beside this repo has 8 relations. Default
 split (relation ids in sorted order): the first 3 train (P177 crosses, P206 located next to body of water, P2094 competition class),
 the other 5 evaluate (P26 spouse, P410 military rank, P412 voice type, P413 position played,
@@ -38,13 +39,16 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from jaket.kg.sources.registry import build_source
 from jaket.model.device import autocast, module_device
-from jaket.tasks.relation_classification.data import FewRelData, FewRelInstance, kg_relation_instances  # noqa: F401
+from jaket.tasks.relation_classification.data import (FewRelData, FewRelInstance, kg_relation_instances,  # noqa: F401
+                                                      load_fewrel, merge_fewrel)
 from jaket.tasks.relation_classification.model import SUPPORTED_VARIANTS, PairEncoder  # noqa: F401 (re-exported)
 from jaket.tasks.relation_classification.finetuned import FinetunedPairClassifier
 from jaket.tasks.settings import VARIANT_LABELS, VariantError  # noqa: F401
-from jaket.tasks.relation_classification.job import TASK, RelationClassificationConfig
-from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
+from jaket.tasks.relation_classification.job import (TASK, RelationClassificationConfig,  # noqa: F401 (re-exported)
+                                                     RelationClassificationData, RelationClassificationJob)
+from jaket.tasks.grid import Cell, Grid, GridTask, RunOutcome, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import fine_tuning_step
 
@@ -56,11 +60,11 @@ class RelationOverlapError(ValueError):
 
 
 def relation_split(data: FewRelData, config: RelationClassificationConfig,
-                   train_data: FewRelData | None = None) -> tuple[list[str], list[str]]:
+                   train_data: FewRelData | None = None, drop_overlap: bool = False) -> tuple[list[str], list[str]]:
     """(training relations, evaluation relations); see the module docstring."""
     if train_data is not None:
         overlap = sorted(set(train_data.relations) & set(data.relations))
-        if overlap and not config.drop_overlap:
+        if overlap and not drop_overlap:
             raise RelationOverlapError(
                 f"relation(s) {', '.join(overlap)} are in both --train-data and --data: an episode must never "
                 "evaluate a relation it trained on; add --drop-overlap to train without them, or remove them "
@@ -178,7 +182,7 @@ class RelationClassificationRuns(GridTask):
         if config is not None:
             self.units_per_run = config.train_steps + config.episodes * len(config.settings)
 
-    def run(self, cell: Cell, progress, keep: bool) -> dict:
+    def run(self, cell: Cell, progress, keep: bool) -> RunOutcome:
         config = self.config
         torch.manual_seed(cell.seed)
         model = PairEncoder(cell.variant, config.encoder, config.pretrained).to(self.device)
@@ -186,16 +190,15 @@ class RelationClassificationRuns(GridTask):
         for way, shot in config.settings:
             run[f"{way}-{shot}"] = evaluate_pair(model, self.data, self.eval_rel, way, shot, config.episodes,
                                                  cell.seed, config.max_length, progress, config.bf16)
-        if keep:
-            run["_model"] = model
-        return run
+        return RunOutcome(run, model if keep else None)
 
-    def save(self, cell: Cell, run: dict, held: dict, directory: Path) -> Path:
+    def finetuned(self, cell: Cell, run: dict, model: PairEncoder) -> FinetunedPairClassifier:
+        """The run's PAIR classifier in memory (``finetune`` saves it, ``keep_model`` returns it)."""
         config = self.config
-        return FinetunedPairClassifier(held["_model"], {
+        return FinetunedPairClassifier(model, {
             "variant": cell.variant, "max_length": config.max_length,
             "training": {"seed": cell.seed, "steps": config.train_steps, "way": config.train_way,
-                         "shot": config.train_shot, "relations": self.train_rel}}, config).save_pretrained(directory)
+                         "shot": config.train_shot, "relations": self.train_rel}}, config)
 
     def scores(self, run: dict) -> dict[str, float]:
         """Accuracy of each N-way K-shot setting (``"5-1"``)."""
@@ -214,13 +217,15 @@ class RelationClassificationRuns(GridTask):
 
 def run_relation_classification(data: FewRelData, config: RelationClassificationConfig,
                                 out_dir: Path | None = None, *, train_data: FewRelData | None = None,
-                                save_dir: Path | None = None, device="cpu", log_with=()) -> TaskResult:
+                                drop_overlap: bool = False, save_dir: Path | None = None, device="cpu",
+                                log_with=(), keep_model: bool = False) -> TaskResult:
     """Train PAIR on the training relations and evaluate N-way K-shot episodes of the evaluation
-    relations, per setting and seed. ``train_data``: separate training relations (module
-    docstring). ``save_dir``: the first run's model is written there (FinetunedPairClassifier).
-    ``device``: where the encoder and every batch run. ``log_with``: trackers of each step's
-    loss (:mod:`jaket.tasks.tracking`)."""
-    train_rel, eval_rel = relation_split(data, config, train_data)
+    relations, per setting and seed. ``train_data``: separate training relations, without those
+    of ``data`` with ``drop_overlap`` (module docstring). ``save_dir``: the first run's model is
+    written there (FinetunedPairClassifier); ``keep_model``: the result's ``model`` is that model
+    in memory. ``device``: where the encoder and every batch run. ``log_with``: trackers of each
+    step's loss (:mod:`jaket.tasks.tracking`)."""
+    train_rel, eval_rel = relation_split(data, config, train_data, drop_overlap)
     train_source = train_data if train_data is not None else data
     for way, shot in config.settings:
         if way > len(eval_rel):
@@ -234,7 +239,29 @@ def run_relation_classification(data: FewRelData, config: RelationClassification
     task = RelationClassificationRuns(data, config, train_source=train_source, relations=(train_rel, eval_rel),
                                       device=device)
     return run_grid(task, Grid(tuple(config.variants), tuple(config.seeds)), results, out_dir=out_dir,
-                    save_dir=save_dir, log_with=log_with)
+                    save_dir=save_dir, log_with=log_with, keep_model=keep_model)
+
+
+def load_relations(data: RelationClassificationData) -> tuple[FewRelData, FewRelData | None]:
+    """``(evaluation data, training data or None)`` of a job's data section: ``data.data`` (FewRel),
+    else the WordNet-derived set of a ``max_entities`` subset (:func:`kg_relation_instances`);
+    ``data.train_data``'s files merged."""
+    if data.data is not None:
+        evaluation = load_fewrel(data.data)
+    else:
+        evaluation = kg_relation_instances(build_source("wordnet", max_entities=data.max_entities, seed=0).kg)
+    train = merge_fewrel([load_fewrel(p) for p in data.train_data]) if data.train_data else None
+    return evaluation, train
+
+
+def run_job(job: RelationClassificationJob, out_dir: Path | None = None, *, save_dir: Path | None = None,
+            device="cpu", log_with=(), keep_model: bool = False) -> TaskResult:
+    """The task of a resolved job (:func:`jaket.tasks.cli_common.resolve_job`): its relations
+    (``job.data``, :func:`load_relations`), then :func:`run_relation_classification`. ``jaket
+    finetune|evaluate relation-classification`` and :func:`jaket.pipeline.pipeline` run this."""
+    data, train_data = load_relations(job.data)
+    return run_relation_classification(data, job, out_dir, train_data=train_data, drop_overlap=job.data.drop_overlap,
+                                       save_dir=save_dir, device=device, log_with=log_with, keep_model=keep_model)
 
 
 def results_table(results) -> str:
