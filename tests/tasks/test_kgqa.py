@@ -151,3 +151,63 @@ def test_kgqa_trains_and_ranks_under_bf16(small_kg, tiny_bert_dir, tmp_path):
                              encoder=tiny_bert_dir, km_heads=4, select_every=1, bf16=True)
     run = kgqa.run_kgqa(small_kg, questions, config, tmp_path)["runs"]["lm+g+m"]["full"][0]
     assert np.isfinite(run["train_loss"]).all() and 0.0 <= run["test"]["all"] <= 1.0
+
+
+def _measured(result) -> list[dict]:
+    """The runs' rows without their timing (seconds differ between two runs of the same cell)."""
+    from jaket.tasks.results import TaskResult
+
+    rows = TaskResult.from_metrics(json.loads(json.dumps(dict(result), default=str))).rows()
+    return [{k: v for k, v in row.items() if "seconds" not in k} for row in rows]
+
+
+def test_pipeline_is_the_command(metaqa_splits_dir, tiny_bert_dir, tmp_path):
+    """``pipeline("kgqa", ...)`` runs the command's runner (:func:`jaket.tasks.kgqa.run.run_job`):
+    the scores ``jaket finetune kgqa`` writes for the same settings, and the first run's model in
+    memory answers as the folder the command saved."""
+    from jaket.cli import main
+    from jaket.pipeline import pipeline
+    from jaket.tasks.finetuned import load_finetuned
+    from jaket.tasks.kgqa.data import load_metaqa_task
+
+    flags = ["--metaqa", str(metaqa_splits_dir), "--eval-split", "test", "--encoder", str(tiny_bert_dir),
+             "--km-heads", "4", "--steps", "2", "--batch-size", "4", "--select-every", "1", "--kg-settings", "full"]
+    assert main(["finetune", "kgqa", *flags, "--out", str(tmp_path / "cli")]) == 0
+    result = pipeline("kgqa", evaluate=False, encoder=tiny_bert_dir, km_heads=4, steps=2, batch_size=4,
+                      select_every=1, kg_settings=["full"], data={"metaqa": metaqa_splits_dir, "eval_split": "test"})
+    written = json.loads((tmp_path / "cli" / "metrics.json").read_text())
+    assert _measured(result) == _measured(written) and _measured(result)
+    assert json.dumps(result.paired, default=str) == json.dumps(written["paired"])
+    assert result.variants == ["lm+g+m"] and "saved_model" not in result  # out=None writes nothing
+    data = load_metaqa_task(metaqa_splits_dir, eval_split="test")
+    test = [data.questions[i] for i in data.test]
+    saved = load_finetuned(tmp_path / "cli" / "model")
+    rows = result.model.predict(data.kg, test, hops=2, top_k=3)
+    assert rows and rows == saved.predict(data.kg, test, hops=2, top_k=3)
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("data.selection_fraction=1.5", "data.selection_fraction: must be in (0, 1), got 1.5"),
+    ("data.test_fraction=0.95", "data.test_fraction: must be in (0, 1 - data.selection_fraction), got 0.95"),
+    ("kg_settings=[half]", "kg_settings: unknown KG setting 'half'; choose from full, 50%"),
+    ("variants=[gnn]", "variants: variant 'gnn' cannot read a question; KGQA supports lm, lm+g, lm+g+m, jaket"),
+    ("data.hops=[0]", "data.hops: hop counts of at least 1, got [0]"),
+])
+def test_a_bad_setting_is_one_line_naming_its_key(setting, message, capsys):
+    from jaket.cli import main
+
+    assert main(["evaluate", "kgqa", "--set", setting, "--print-config"]) == 1
+    assert f"error: --set {setting}: {message}" in capsys.readouterr().err
+
+
+def test_the_shipped_config_lists_every_key_with_its_default():
+    import dataclasses as dc
+    from pathlib import Path
+
+    from jaket.tasks.config import load_task_config, read_yaml_mapping
+    from jaket.tasks.kgqa.job import KGQAJob
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "finetune-kgqa.yaml"
+    assert load_task_config(KGQAJob, path) == KGQAJob()
+    assert set(read_yaml_mapping(path)) == {f.name for f in dc.fields(KGQAJob)}
+    assert set(read_yaml_mapping(path)["data"]) == {f.name for f in dc.fields(KGQAJob().data)}

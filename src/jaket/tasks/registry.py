@@ -136,9 +136,10 @@ LINK_PREDICTION = register_task(TaskSpec(
     model="FinetunedLinkPredictor", predict_help="top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG"))
 KGQA = register_task(TaskSpec(
     kgqa.TASK, "jaket.tasks.kgqa",
-    "question answering over the KG, Hits@1 (Table 2)", kgqa.KGQAConfig,
+    "question answering over the KG, Hits@1 (Table 2)", kgqa.KGQAJob,
     default_variants=("lm", "lm+g", "lm+g+m", "jaket"), grid_task="QuestionAnsweringRuns",
-    model="FinetunedQuestionAnswerer", predict_help="ranked answers for questions over a KG"))
+    model="FinetunedQuestionAnswerer", predict_help="ranked answers for questions over a KG", runner="run_job",
+    predict_usage="--questions FILE"))
 RELATION_CLASSIFICATION = register_task(TaskSpec(
     relation_classification.TASK, "jaket.tasks.relation_classification",
     "few-shot relation classification, PAIR (Table 1)", relation_classification.RelationClassificationConfig,

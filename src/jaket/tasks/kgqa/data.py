@@ -42,6 +42,8 @@ from jaket.jsonio import quote
 from jaket.kg.errors import Problem
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.readers import read_lines, read_triples
+from jaket.kg.sources.registry import build_source
+from jaket.tasks.kgqa.job import KGQAData
 
 #: hand-written relation descriptions for the nine MetaQA relations (the paper writes its own)
 RELATION_DESCRIPTIONS = {
@@ -114,7 +116,8 @@ def kb_to_kg(kb: MetaQAKB, descriptions: Sequence[str] | None = None) -> Knowled
 
 
 __all__ = ["MetaQAFormatError", "MetaQAKB", "read_kb", "kb_to_kg", "QAExample", "MetaQAData", "read_questions", "load_metaqa",
-           "load_metaqa_task", "entity_descriptions_from_questions", "entity_lookup", "missing_answer_report"]
+           "load_metaqa_task", "entity_descriptions_from_questions", "entity_lookup", "missing_answer_report",
+           "load_data"]
 
 _TOPIC = re.compile(r"\[([^\]]+)\]")
 
@@ -314,6 +317,23 @@ def load_metaqa_task(root: str | Path, train_split: str = "dev", eval_split: str
                            "be scored (a question left with no answer is skipped), e.g. %s", root,
                            report["answers"], report["questions"], split, "; ".join(report["examples"]))
     return MetaQAData(kb_to_kg(kb, descriptions), questions, train, selection, test, info)
+
+
+def load_data(data: KGQAData) -> tuple[KnowledgeGraph, list[QAExample], tuple | None, dict | None]:
+    """``(KG, questions, (train, selection, test) indices or None, data info or None)`` named by the
+    job's data section: the MetaQA folder under the module's protocol (:func:`load_metaqa_task`;
+    the questions it skipped named in a warning), else templated questions over a WordNet subset
+    (:func:`wordnet_questions`; each seed then divides them by the config's ``split``)."""
+    if data.metaqa is None:
+        kg = build_source("wordnet", max_entities=data.max_entities, seed=0).kg
+        return kg, wordnet_questions(kg, seed=0, max_questions=data.max_questions), None, None
+    task = load_metaqa_task(data.metaqa, data.train_split, data.eval_split, data.hops, data.selection_fraction,
+                            data.test_fraction, data.split_seed)
+    for split, skipped in task.info["skipped"].items():
+        if skipped:
+            logger.warning("%s: %d %s questions skipped (topic or every answer not in kb.txt)", data.metaqa,
+                           skipped, split)
+    return task.kg, task.questions, (task.train, task.selection, task.test), task.info
 
 
 def missing_answer_report(missing: Sequence[tuple[str, int, str]]) -> dict:

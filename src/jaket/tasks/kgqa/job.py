@@ -1,21 +1,31 @@
-"""KGQA's job: the task config (:class:`KGQAConfig`).
+"""KGQA's job: the task config (:class:`KGQAConfig`) and its data section (:class:`KGQAData`),
+plain dataclasses read by ``--config`` / ``--set``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from jaket.tasks.settings import BackboneSettings
+from pydantic import ConfigDict
+
+from jaket.tasks.settings import VARIANTS, BackboneSettings
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
 TASK = "kgqa"
 
+#: the settings that can answer a question (``gnn`` cannot read one)
+SUPPORTED_VARIANTS = ("lm", "lm+g", "lm+g+m", "jaket")
+
+#: the KGs a run answers over: every triple, or each triple dropped with p = 0.5 (seeded)
+KG_SETTINGS = ("full", "50%")
+
 
 @dataclass
 class KGQAConfig(BackboneSettings):
     variants: tuple[str, ...] = ("lm", "lm+g+m", "jaket")
-    kg_settings: tuple[str, ...] = ("full", "50%")
+    kg_settings: tuple[str, ...] = KG_SETTINGS
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     steps: int = 300
     batch_size: int = 16
@@ -38,3 +48,85 @@ class KGQAConfig(BackboneSettings):
     #: bf16 autocast for the question's and the candidates' passes in training and evaluation
     #: (:func:`jaket.model.device.autocast`; ``--precision``)
     bf16: bool = False
+
+    def check(self) -> list[tuple[str, str]]:
+        """``(key, problem)`` of every value that is well-typed but unusable."""
+        problems = [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}" if v not in VARIANTS
+                     else f"variant {v!r} cannot read a question; KGQA supports {', '.join(SUPPORTED_VARIANTS)}")
+                    for v in self.variants if v not in SUPPORTED_VARIANTS]
+        problems += [("kg_settings", f"unknown KG setting {s!r}; choose from {', '.join(KG_SETTINGS)}")
+                     for s in self.kg_settings if s not in KG_SETTINGS]
+        if not self.kg_settings:
+            problems.append(("kg_settings", f"give at least one of {', '.join(KG_SETTINGS)}"))
+        for key in ("steps", "batch_size", "max_length", "max_candidates", "description_max_length"):
+            if getattr(self, key) < 1:
+                problems.append((key, f"must be at least 1, got {getattr(self, key)}"))
+        for key in ("select_every", "max_selection", "km_fanout"):
+            if getattr(self, key) < 0:
+                problems.append((key, f"must be 0 or more, got {getattr(self, key)}"))
+        for key in ("lr", "head_lr", "km_lr"):
+            if getattr(self, key) <= 0:
+                problems.append((key, f"must be positive, got {getattr(self, key)}"))
+        if len(self.split) != 3 or abs(sum(self.split) - 1.0) > 1e-6 or min(self.split, default=0) < 0:
+            problems.append(("split", "three non-negative fractions summing to 1 (train, selection, test), "
+                             f"got {list(self.split)}"))
+        return problems
+
+
+@dataclass(kw_only=True)
+class KGQAData:
+    """Where the KG and the questions come from: a MetaQA-format folder, or templated questions
+    over a WordNet subset (:func:`jaket.tasks.kgqa.data.load_data`)."""
+
+    #: a MetaQA-format folder (``kb.txt``, ``{1,2}-hop/qa_SPLIT.txt``); None = the WordNet questions
+    metaqa: Path | None = None
+    #: the MetaQA split whose questions train and select the model
+    train_split: str = "dev"
+    #: a MetaQA split that is only evaluated (e.g. ``test``); None = ``test_fraction`` of the train split
+    eval_split: str | None = None
+    #: the MetaQA hop counts read
+    hops: tuple[int, ...] = (1, 2)
+    #: shares of the train split held out for model selection and (without ``eval_split``) as test
+    selection_fraction: float = 0.1
+    test_fraction: float = 0.3
+    #: seed of the MetaQA question split, the same for every training seed
+    split_seed: int = 0
+    #: without MetaQA: the WordNet subset's size and the templated questions over it
+    max_entities: int = 2000
+    max_questions: int = 1500
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # an unknown key is an error, not ignored
+
+
+@dataclass(kw_only=True)
+class KGQAJob(KGQAConfig):
+    """A fine-tuning (or evaluation) run: the task config plus its data.
+
+    ``variants`` / ``seeds`` left empty mean: ``finetune`` runs ``jaket`` with a pre-trained
+    model (``pretrained``, the ``--model`` folder), else ``lm+g+m``, with seed 0; ``evaluate``
+    runs every setting that applies over seeds 0-4."""
+
+    data: KGQAData = field(default_factory=KGQAData)
+    variants: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    def check(self) -> list[tuple[str, str]]:
+        problems = super().check()
+        data = self.data
+        if not 0 < data.selection_fraction < 1:
+            problems.append(("data.selection_fraction", f"must be in (0, 1), got {data.selection_fraction}"))
+        elif data.eval_split is None and not 0 < data.test_fraction < 1 - data.selection_fraction:
+            problems.append(("data.test_fraction", "must be in (0, 1 - data.selection_fraction), got "
+                             f"{data.test_fraction}"))
+        if data.eval_split is not None and data.eval_split == data.train_split:
+            problems.append(("data.eval_split", f"{data.eval_split} is also data.train_split: evaluate a split the "
+                             "model is not trained or selected on, or leave it out to hold out part of it"))
+        if not data.hops or min(data.hops) < 1:
+            problems.append(("data.hops", f"hop counts of at least 1, got {list(data.hops)}"))
+        if data.max_entities < 2:
+            problems.append(("data.max_entities", f"must be at least 2, got {data.max_entities}"))
+        if data.max_questions < 1:
+            problems.append(("data.max_questions", f"must be at least 1, got {data.max_questions}"))
+        return problems

@@ -42,7 +42,7 @@ from jaket.kg.sampling import _ragged_arange, sample_edges
 from jaket.model.device import autocast
 from jaket.model.fusion import MentionFusion
 from jaket.tasks.kgqa.data import QAExample
-from jaket.tasks.kgqa.job import KGQAConfig  # noqa: F401 (re-exported)
+from jaket.tasks.kgqa.job import SUPPORTED_VARIANTS, KGQAConfig  # noqa: F401 (re-exported)
 from jaket.tasks.variants import Backbone, FrozenMemory, VariantError, full_graph
 
 def drop_triples_mask(num_triples: int, probability: float, seed: int) -> np.ndarray:
@@ -147,10 +147,6 @@ class QAGraph:
         edge_type = torch.from_numpy(np.concatenate(types or [np.zeros(0, np.int64)]))
         return ComputationSubgraph(np.concatenate(nodes), edge_index, edge_type, tuple(nodes_per_hop),
                                    tuple(edges_per_hop))
-
-
-#: the settings that can answer a question (``gnn`` cannot read one)
-SUPPORTED_VARIANTS = ("lm", "lm+g", "lm+g+m", "jaket")
 
 
 class QuestionAnswerer(nn.Module):

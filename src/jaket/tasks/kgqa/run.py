@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -42,11 +42,11 @@ from jaket.tasks.kgqa.model import QAGraph, drop_triples_mask
 from jaket.tasks.kgqa.model import (SUPPORTED_VARIANTS, QuestionAnswerer, batch_logits,  # noqa: F401 (re-exported)
                                    encode_questions, rank_candidates)
 from jaket.tasks.kgqa.finetuned import FinetunedQuestionAnswerer
-from jaket.tasks.kgqa.data import QAExample, wordnet_questions  # noqa: F401 (re-exported)
-from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
+from jaket.tasks.kgqa.data import QAExample, load_data, wordnet_questions  # noqa: F401 (re-exported)
+from jaket.tasks.grid import Cell, Grid, GridTask, RunOutcome, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import fine_tuning_step
-from jaket.tasks.kgqa.job import TASK, KGQAConfig  # noqa: F401 (re-exported)
+from jaket.tasks.kgqa.job import TASK, KGQAConfig, KGQAJob  # noqa: F401 (re-exported)
 from jaket.tasks.variants import Backbone, FrozenMemory, SettingCache, VariantError
 
 logger = logging.getLogger(__name__)
@@ -131,6 +131,17 @@ def train_qa(backbone: Backbone, memory: FrozenMemory, graph: QAGraph, questions
     return run, model
 
 
+@dataclass
+class TrainedAnswerer:
+    """The kept run's trained parts (:attr:`jaket.tasks.grid.RunOutcome.trained`): the question
+    answerer, the setting's backbone (LM1, the KM; the memory's source) and the hop counts it was
+    trained on."""
+
+    model: QuestionAnswerer
+    backbone: Backbone
+    hops: list[int]
+
+
 class QuestionAnsweringRuns(GridTask):
     """The runs of one comparison (:mod:`jaket.tasks.grid`): the budgets are the KG settings (full,
     50%: a different half dropped per seed); a run is :func:`train_qa`. Without ``kg`` (reading a
@@ -163,29 +174,27 @@ class QuestionAnsweringRuns(GridTask):
     def describe(self, cell: Cell) -> str:
         return f"{cell.variant} KG-{cell.budget} seed {cell.seed}"
 
-    def run(self, cell: Cell, progress, keep: bool) -> dict:
+    def run(self, cell: Cell, progress, keep: bool) -> RunOutcome:
         backbone = self.cache.backbone(cell.variant, cell.seed)
         memory = self.cache.memory(cell.variant, cell.seed)
         train_idx, sel_idx, test_idx = self.splits if self.splits is not None else split_indices(
             len(self.questions), self.config.split, cell.seed)
         run, model = train_qa(backbone, memory, self.graph(cell.budget, cell.seed), self.questions, train_idx,
                               sel_idx, test_idx, self.config, cell.seed, progress)
-        if keep:
-            run.update(_model=model, _backbone=backbone, _hops=sorted({self.questions[i].hops for i in train_idx}))
-        return run
+        hops = sorted({self.questions[i].hops for i in train_idx})
+        return RunOutcome(run, TrainedAnswerer(model, backbone, hops) if keep else None)
 
-    def save(self, cell: Cell, run: dict, held: dict, directory: Path) -> Path:
+    def finetuned(self, cell: Cell, run: dict, trained: TrainedAnswerer) -> FinetunedQuestionAnswerer:
         config = self.config
-        finetuned = FinetunedQuestionAnswerer(
-            held["_model"], settings={"variant": cell.variant, "kg_setting": cell.budget, "memory_seed": cell.seed,
-                                      "hops": held["_hops"], "max_candidates": config.max_candidates,
-                                      "max_length": config.max_length,
-                                      "description_max_length": config.description_max_length,
-                                      "relation_memory": config.relation_memory,
-                                      "training": {"seed": cell.seed, "steps": config.steps,
-                                                   "selection": run["selection"], "test": run["test"]}},
-            variant_config=config.variant_config(cell.variant), backbone=held["_backbone"], kg=self.kg)
-        return finetuned.save_pretrained(directory)
+        return FinetunedQuestionAnswerer(
+            trained.model, settings={"variant": cell.variant, "kg_setting": cell.budget, "memory_seed": cell.seed,
+                                     "hops": trained.hops, "max_candidates": config.max_candidates,
+                                     "max_length": config.max_length,
+                                     "description_max_length": config.description_max_length,
+                                     "relation_memory": config.relation_memory,
+                                     "training": {"seed": cell.seed, "steps": config.steps,
+                                                  "selection": run["selection"], "test": run["test"]}},
+            variant_config=config.variant_config(cell.variant), backbone=trained.backbone, kg=self.kg)
 
     def scores(self, run: dict) -> dict[str, float]:
         """Hits@1 on the test questions, per hop count and over all."""
@@ -216,10 +225,11 @@ class QuestionAnsweringRuns(GridTask):
 
 def run_kgqa(kg: KnowledgeGraph, questions: list[QAExample], config: KGQAConfig, out_dir: Path | None = None, *,
              splits: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, data_info: dict | None = None,
-             save_dir: Path | None = None, device="cpu", log_with=()) -> TaskResult:
+             save_dir: Path | None = None, device="cpu", log_with=(), keep_model: bool = False) -> TaskResult:
     """Every setting x KG setting x seed. ``splits`` (train, selection, test indices) fixes the
     question split for every seed; without it each seed divides the questions by ``config.split``.
-    ``save_dir``: the first run's model is written there (:class:`FinetunedQuestionAnswerer`).
+    ``save_dir``: the first run's model is written there (:class:`FinetunedQuestionAnswerer`);
+    ``keep_model``: the result's ``model`` is that model in memory.
     ``device``: where the backbone, the memory, the model and every batch run. ``log_with``:
     trackers of each step's loss (:mod:`jaket.tasks.tracking`)."""
     if not questions:
@@ -241,7 +251,18 @@ def run_kgqa(kg: KnowledgeGraph, questions: list[QAExample], config: KGQAConfig,
                                     "test 2-hop": sum(q.hops == 2 for q in test)}
     task = QuestionAnsweringRuns(kg, questions, config, splits=splits, device=device)
     grid = Grid(tuple(config.variants), tuple(config.seeds), tuple(config.kg_settings))
-    return run_grid(task, grid, results, out_dir=out_dir, save_dir=save_dir, log_with=log_with)
+    return run_grid(task, grid, results, out_dir=out_dir, save_dir=save_dir, log_with=log_with,
+                    keep_model=keep_model)
+
+
+def run_job(job: KGQAJob, out_dir: Path | None = None, *, save_dir: Path | None = None, device="cpu",
+            log_with=(), keep_model: bool = False) -> TaskResult:
+    """The task of a resolved job (:func:`jaket.tasks.cli_common.resolve_job`): its data
+    (``job.data``, :func:`jaket.tasks.kgqa.data.load_data`), then :func:`run_kgqa`. ``jaket
+    finetune|evaluate kgqa`` and :func:`jaket.pipeline.pipeline` run this."""
+    kg, questions, splits, info = load_data(job.data)
+    return run_kgqa(kg, questions, job, out_dir, splits=splits, data_info=info, save_dir=save_dir, device=device,
+                    log_with=log_with, keep_model=keep_model)
 
 
 def results_table(results) -> str:
