@@ -142,10 +142,11 @@ KGQA = register_task(TaskSpec(
     predict_usage="--questions FILE"))
 RELATION_CLASSIFICATION = register_task(TaskSpec(
     relation_classification.TASK, "jaket.tasks.relation_classification",
-    "few-shot relation classification, PAIR (Table 1)", relation_classification.RelationClassificationConfig,
+    "few-shot relation classification, PAIR (Table 1)", relation_classification.RelationClassificationJob,
     default_variants=("lm", "jaket"), finetune_variant="lm",  # no KM setting
     grid_task="RelationClassificationRuns", model="FinetunedPairClassifier",
-    predict_help="the relation of each query sentence, given support examples (PAIR)"))
+    predict_help="the relation of each query sentence, given support examples (PAIR)", runner="run_job",
+    predict_usage="--support FILE --queries FILE"))
 WORD_IN_CONTEXT = register_task(TaskSpec(
     word_in_context.TASK, "jaket.tasks.word_in_context",
     "does a target word mean the same in two texts? (WiC; senses from the KG)", word_in_context.WordInContextJob,
