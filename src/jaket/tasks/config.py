@@ -31,7 +31,7 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
     of values that are well-typed but wrong; they are reported like type errors."""
     path = Path(path) if path is not None else None
     data = read_yaml_mapping(path) if path is not None else {}
-    origins = layer_overrides(data, overrides, values, lambda key, value: f"{_flag(key)} {value}")
+    origins = layer_overrides(data, overrides, values, lambda key, value: f"{_flag(key)} {_shown(value)}")
     try:
         config = TypeAdapter(cls).validate_python(data)
     except ValidationError as error:
@@ -49,16 +49,29 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
 def flag_values(args, flag_keys: dict[str, str]) -> dict[str, Any]:
     """The config values a task command's own flags give (``{dest: key}``: the flags set, not
     None), with ``--variant`` / ``--variants`` and ``--seeds N --first-seed S`` as ``variants`` and
-    ``seeds``: what :func:`load_task_config` layers over the file and ``--set``."""
+    ``seeds`` (``--first-seed S`` alone: the command's default count of seeds from S): what
+    :func:`load_task_config` layers over the file and ``--set``."""
     values = {key: getattr(args, dest) for dest, key in flag_keys.items() if getattr(args, dest, None) is not None}
     if getattr(args, "variant", None):
         values["variants"] = [args.variant]
     if getattr(args, "variants", None):
         values["variants"] = list(args.variants)
-    if getattr(args, "seeds", None) is not None:
-        first = getattr(args, "first_seed", 0)
-        values["seeds"] = list(range(first, first + args.seeds))
+    first = getattr(args, "first_seed", 0) or 0
+    count = getattr(args, "seeds", None)
+    if count is None and first:  # --first-seed alone: the command's default count (5 to evaluate, 1 to fine-tune)
+        count = 5 if getattr(args, "evaluate", True) else 1
+    if count is not None:
+        if count < 1 or first < 0:
+            raise ValueError(f"--seeds {count} --first-seed {first}: need at least one seed, from seed 0 or later")
+        values["seeds"] = list(range(first, first + count))
     return values
+
+
+def _shown(value) -> str:
+    """A flag's value as typed: a list as its items, space-separated (``--train-data a.json b.json``)."""
+    if isinstance(value, (list, tuple)):
+        return " ".join(str(item) for item in value)
+    return str(value)
 
 
 def _flag(key: str) -> str:
