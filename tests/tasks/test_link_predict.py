@@ -7,8 +7,12 @@ import numpy as np
 import pytest
 
 from jaket.cli import main
-from jaket.kg.io import save_kg
+from jaket.kg.io import load_kg, save_kg
+from jaket.pipeline import pipeline
+from jaket.tasks.finetuned import load_finetuned
 from jaket.tasks.link_prediction import run as lp
+from jaket.tasks.link_prediction.finetuned import read_queries
+from jaket.tasks.results import TaskResult
 
 
 @pytest.fixture()
@@ -101,3 +105,37 @@ def test_bad_query_lines_are_named(small_kg, lp_data, tiny_bert_dir, tmp_path, c
     # an entity-classification folder is not a link predictor
     assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir)]) == 1
     assert "a fine-tuned link-prediction model, not entity-classification" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode", [[], ["--train-encoder", "--frozen-warmup-steps", "2"]], ids=["frozen", "train-encoder"])
+def test_pipeline_is_the_command(mode, small_kg, lp_data, tiny_bert_dir, tmp_path):
+    """``pipeline("link-prediction")`` runs the command's runner (the same job, the mode's defaults
+    resolved alike): the same settings and scores, and the first run's model predicts in memory as
+    its saved folder does."""
+    kg_dir, valid_file, _, valid = lp_data
+    assert main(["finetune", "link-prediction", "--kg", str(kg_dir), "--eval", str(valid_file), "--encoder",
+                 str(tiny_bert_dir), "--km-heads", "4", "--scorers", "rotate", "--steps", "4", "--batch-size", "8",
+                 "--negatives", "4", "--fanouts", "3,3", "--description-max-length", "16", *mode,
+                 "--out", str(tmp_path / "cli")]) == 0
+    result = pipeline("link-prediction", evaluate=False, encoder=tiny_bert_dir, km_heads=4, scorers=["rotate"],
+                      steps=4, batch_size=8, negatives=4, fanouts=[3, 3], description_max_length=16,
+                      train_encoder=bool(mode), frozen_warmup_steps=2 if mode else None,
+                      data={"kg": kg_dir, "eval": [valid_file]})
+    written = json.loads((tmp_path / "cli" / "metrics.json").read_text())
+    assert result["config"] == written["config"] and result["config"]["train_encoder"] == bool(mode)
+    assert _measured(result) == _measured(written) and _measured(result)
+    assert "saved_model" not in result  # out=None writes nothing
+    e, r = small_kg.entity_ids, small_kg.relation_ids
+    queries = tmp_path / "queries.tsv"
+    queries.write_text("".join(f"{e[h]}\t{r[p]}\t?\n?\t{r[p]}\t{e[t]}\n" for h, p, t in valid.tolist()))
+    kg = load_kg(kg_dir)
+    asked = read_queries(queries, kg)
+    saved = load_finetuned(tmp_path / "cli" / "model")
+    assert result.model.predict(kg, asked, top_k=5) == saved.predict(kg, asked, top_k=5)
+
+
+def _measured(metrics) -> list[dict]:
+    """The runs' rows without their timing (seconds, CPU rates and the refreshes' share of the time
+    differ between two runs of the same cell)."""
+    rows = TaskResult.from_metrics(json.loads(json.dumps(dict(metrics), default=str))).rows()
+    return [{k: v for k, v in row.items() if not any(part in k for part in ("second", "share"))} for row in rows]

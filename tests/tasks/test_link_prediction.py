@@ -4,6 +4,7 @@ import json
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from jaket.tasks.link_prediction import run as lp
 from jaket.tasks.link_prediction import model as lp_model
@@ -331,7 +332,7 @@ def test_in_batch_objective_trains_lm1_with_the_scorers_own_function(small_kg, t
         lp.LinkPredictionConfig(train_encoder=True, objective="margin")
     with pytest.raises(ValueError, match="must be >= 0"):
         lp.LinkPredictionConfig(train_encoder=True, frozen_warmup_steps=-1)
-    with pytest.raises(ValueError, match="frozen-warmup-steps needs"):
+    with pytest.raises(ValueError, match="frozen_warmup_steps: needs train_encoder"):
         lp.LinkPredictionConfig(train_encoder=True, objective="contrastive", frozen_warmup_steps=3)
 
 
@@ -343,7 +344,7 @@ def test_train_encoder_stops_at_its_cpu_budget(small_kg, tiny_bert_dir):
 
     train, _ = _split(small_kg)
     config = lp.LinkPredictionConfig(steps=50, batch_size=8, encoder=tiny_bert_dir, km_heads=4, fanouts=(2, 2),
-                                     train_encoder=True, description_max_length=16, budget_cpu_seconds=0.0)
+                                     train_encoder=True, description_max_length=16, budget_cpu_seconds=1e-9)
     backbone = load_backbone(config.variant_config("lm+g+m"))
     model = lp.LinkScorer(backbone, "transe", small_kg.num_relations, metric=config.metric)
     losses, record, memory = lp_model.train_with_encoder(model, backbone, lp.train_view(small_kg, train),
@@ -431,34 +432,54 @@ def test_train_encoder_without_km_trains_lm1_and_a_projection(small_kg, tiny_ber
     assert memory.entities.shape[0] == small_kg.num_entities
 
 
-def test_train_encoder_flags_default_to_the_documented_run():
+def _resolved(*argv: str) -> dict:
+    """The settings ``jaket evaluate link-prediction ARGV`` runs with (its ``--print-config``)."""
+    import contextlib
+    import io
+
+    from jaket.cli import main
+
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown):
+        assert main(["evaluate", "link-prediction", "--variants", "lm+g+m", *argv, "--print-config"]) == 0
+    return yaml.safe_load(shown.getvalue())
+
+
+def test_train_encoder_flags_default_to_the_documented_run(tmp_path):
     """`--train-encoder` alone gives the settings of the documented WN18RR run; the frozen mode keeps
-    its own defaults; a flag given wins; --budget-cpu-seconds 0 means no budget."""
-    import argparse
-
-    from jaket.tasks.link_prediction.cli import add_arguments, mode_defaults
-
-    parser = argparse.ArgumentParser()
-    add_arguments(parser, evaluate=True)
-    trained = parser.parse_args(["--train-encoder"])
-    mode_defaults(trained)
+    its own defaults; a value given (flag, --set or file) wins; --budget-cpu-seconds 0 means no
+    budget; --print-config shows the resolved values, and reading them back changes nothing."""
+    trained = _resolved("--train-encoder")
     for key, value in lp.TRAIN_ENCODER_DEFAULTS.items():
-        assert getattr(trained, key) == value, key
-    frozen = parser.parse_args([])
-    mode_defaults(frozen)
+        assert trained[key] == (list(value) if isinstance(value, tuple) else value), key
+    frozen = _resolved()
     d = lp.LinkPredictionConfig()
-    assert (frozen.steps, frozen.batch_size, frozen.scorers, frozen.budget_cpu_seconds) == \
-        (d.steps, d.batch_size, d.scorers, None)
-    given = parser.parse_args(["--train-encoder", "--steps", "7", "--budget-cpu-seconds", "0"])
-    mode_defaults(given)
-    assert given.steps == 7 and given.budget_cpu_seconds is None \
-        and given.batch_size == lp.TRAIN_ENCODER_DEFAULTS["batch_size"]
+    assert (frozen["steps"], frozen["batch_size"], frozen["scorers"], frozen["budget_cpu_seconds"]) == \
+        (d.steps, d.batch_size, list(d.scorers), None)
+    given = _resolved("--train-encoder", "--steps", "7", "--budget-cpu-seconds", "0", "--set", "fanouts=[3]")
+    assert given["steps"] == 7 and given["budget_cpu_seconds"] == 0 and given["fanouts"] == [3] \
+        and given["batch_size"] == lp.TRAIN_ENCODER_DEFAULTS["batch_size"]
+    config = tmp_path / "run.yaml"
+    config.write_text("train_encoder: true\nbatch_size: 12\n")
+    assert _resolved("--config", str(config))["batch_size"] == 12
+    assert _resolved("--config", str(config))["steps"] == lp.TRAIN_ENCODER_DEFAULTS["steps"]
+    (tmp_path / "shown.yaml").write_text(yaml.safe_dump(given))
+    assert _resolved("--config", str(tmp_path / "shown.yaml")) == given
     # the frozen warm-up belongs to the in-batch objective: the contrastive one starts without it
-    contrastive = parser.parse_args(["--train-encoder", "--objective", "contrastive"])
-    mode_defaults(contrastive)
-    assert contrastive.frozen_warmup_steps == 0 and lp.TRAIN_ENCODER_DEFAULTS["frozen_warmup_steps"] > 0
-    lp.LinkPredictionConfig(train_encoder=True, objective="contrastive",
-                            frozen_warmup_steps=contrastive.frozen_warmup_steps)  # accepted
+    contrastive = _resolved("--train-encoder", "--objective", "contrastive")
+    assert contrastive["frozen_warmup_steps"] == 0 and lp.TRAIN_ENCODER_DEFAULTS["frozen_warmup_steps"] > 0
+    job = lp.LinkPredictionJob(train_encoder=True, objective="contrastive", variants=("lm+g+m",)).resolved()
+    assert job.frozen_warmup_steps == 0 and job.steps == lp.TRAIN_ENCODER_DEFAULTS["steps"]
+
+
+def test_budget_zero_runs_every_step(small_kg, tiny_bert_dir):
+    """``budget_cpu_seconds: 0`` is no budget (the flag's 0), as None is."""
+    triples = np.asarray(small_kg.triples, dtype=np.int64)
+    config = lp.LinkPredictionConfig(variants=("lm+g+m",), scorers=("rotate",), steps=3, batch_size=8,
+                                     encoder=tiny_bert_dir, km_heads=4, fanouts=(2, 2), train_encoder=True,
+                                     description_max_length=16, refresh_initial=0, budget_cpu_seconds=0)
+    results = lp.run_link_prediction(small_kg, triples[:-5], {"valid": triples[-5:]}, config)
+    assert len(results["runs"]["lm+g+m"]["rotate"][0]["train_loss"]) == 3
 
 
 def test_negative_hard_negatives_are_refused_in_one_line(tmp_path):
@@ -469,7 +490,7 @@ def test_negative_hard_negatives_are_refused_in_one_line(tmp_path):
                            "--variants", "lm+g+m", "--hard-negatives", "-2", "--max-entities", "50", "--out", str(tmp_path / "out")],
                           capture_output=True, text=True)
     assert done.returncode != 0
-    assert "--hard-negatives -2: must be >= 0" in done.stderr and "Traceback" not in done.stderr
+    assert "--hard-negatives -2: hard_negatives: must be >= 0" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
 
 

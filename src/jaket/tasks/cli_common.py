@@ -120,7 +120,8 @@ def resolve_job(job, task: str, evaluate: bool):
     """A typed job (entity classification, word in context: ``variants``, ``seeds``, ``pretrained``)
     with what it left empty filled as the other tasks' flags are: the settings of
     :func:`chosen_variants`, seeds 0-4 to evaluate and 0 to fine-tune. ``ValueError`` (the CLI names
-    it): ``jaket`` without a pre-trained model, or several settings to fine-tune."""
+    it): ``jaket`` without a pre-trained model, or several settings to fine-tune. A job class with a
+    ``resolved()`` method is returned as that method makes it (the defaults it left None set)."""
     if "jaket" in job.variants and job.pretrained is None:
         raise ValueError("variant 'jaket' needs --model DIR (a pre-trained model folder)")
     if not evaluate and len(job.variants) > 1:
@@ -129,7 +130,9 @@ def resolve_job(job, task: str, evaluate: bool):
     variants = chosen_variants(task, evaluate, job.pretrained, tuple(job.variants) or None,
                                job.variants[0] if job.variants and not evaluate else None)
     seeds = job.seeds or ((0, 1, 2, 3, 4) if evaluate else (0,))
-    return dataclasses.replace(job, variants=tuple(variants), seeds=tuple(seeds))
+    job = dataclasses.replace(job, variants=tuple(variants), seeds=tuple(seeds))
+    resolved = getattr(job, "resolved", None)  # defaults that depend on other keys (link prediction's mode)
+    return resolved() if callable(resolved) else job
 
 
 def task_job(job_type: type, task: str, evaluate: bool, config: Path | str | None = None,

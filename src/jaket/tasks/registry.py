@@ -131,9 +131,10 @@ ENTITY_CLASSIFICATION = register_task(TaskSpec(
     runner="run_job", table="scores_and_paired_table", predict_usage="--kg KG"))
 LINK_PREDICTION = register_task(TaskSpec(
     link_prediction.TASK, "jaket.tasks.link_prediction",
-    "filtered MRR / Hits@k over descriptions + KM", link_prediction.LinkPredictionConfig,
+    "filtered MRR / Hits@k over descriptions + KM", link_prediction.LinkPredictionJob,
     default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task="LinkPredictionRuns",
-    model="FinetunedLinkPredictor", predict_help="top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG"))
+    model="FinetunedLinkPredictor", predict_help="top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG",
+    runner="run_job", predict_usage="--kg KG --queries FILE"))
 KGQA = register_task(TaskSpec(
     kgqa.TASK, "jaket.tasks.kgqa",
     "question answering over the KG, Hits@1 (Table 2)", kgqa.KGQAJob,

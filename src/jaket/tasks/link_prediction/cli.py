@@ -1,6 +1,10 @@
 """``jaket finetune link-prediction``, ``jaket evaluate link-prediction`` and the arguments of
 ``jaket predict link-prediction``.
 
+Settings come from the defaults < ``--config FILE`` (YAML, keys of
+:class:`~jaket.tasks.link_prediction.job.LinkPredictionJob`; ``configs/finetune-link-prediction.yaml``
+lists them) < ``--set key=value`` < the dedicated flags; the keys whose default depends on the mode
+(``--train-encoder`` or not) are resolved once, in the job (``--print-config`` shows them resolved).
 Data: ``--data DIR`` (a WN18RR-format folder: ``train.txt``, ``valid.txt``[, ``test.txt``], the
 entities described from WordNet), or ``--kg DIR`` (a KG folder whose triples are the training
 split; ``--eval FILE`` gives the evaluation triples), or neither (a WordNet subset split 90/10).
@@ -14,46 +18,56 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from jaket.overrides import add_config_arguments
-from jaket.tasks.cli_common import csv_list, finish, seed_range, settle_precision, start_run, variants_of
-from jaket.tasks.link_prediction.data import load_data
-from jaket.tasks.link_prediction.job import OBJECTIVES, TASK, TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
+from jaket.overrides import add_config_flags
+from jaket.tasks.cli_common import csv_list, run_task
+from jaket.tasks.link_prediction.job import OBJECTIVES, TRAIN_ENCODER_DEFAULTS, LinkPredictionJob
 
 
 def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     """The link-prediction flags (beside the common ones of :mod:`jaket.tasks.cli`)."""
-    d, t = LinkPredictionConfig(), TRAIN_ENCODER_DEFAULTS
+    add_config_flags(parser, "YAML config (see configs/finetune-link-prediction.yaml)",
+                     "--set steps=600 --set data.sample_entities=3000")
+    _add_data_arguments(parser)
+    _add_training_arguments(parser)
+    parser.set_defaults(seeds=None, func=run_task, evaluate=evaluate)
+
+
+def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    data = LinkPredictionJob().data
     parser.add_argument("--data", type=Path, help="a WN18RR-format folder (train.txt, valid.txt[, test.txt])")
     parser.add_argument("--kg", type=Path, help="a KG folder whose triples are the training split")
-    parser.add_argument("--eval", type=Path, action="append", default=[],
+    parser.add_argument("--eval", type=Path, action="append",
                         help="evaluation file(s) in the WN18RR format (repeatable)")
-    parser.add_argument("--max-entities", type=int, default=2000, help="WordNet subset size (default KG)")
+    parser.add_argument("--max-entities", type=int,
+                        help=f"WordNet subset size (default KG; default {data.max_entities})")
     parser.add_argument("--max-train", type=int, help="use at most this many training triples (random)")
     parser.add_argument("--sample-entities", type=int, metavar="N",
                         help="with --data: a quick trial on about N entities (those of random training triples) "
                              "and the triples among them; the memory is computed for these only")
     parser.add_argument("--max-eval", type=int, help="evaluate at most this many triples per file")
-    parser.add_argument("--scorers", type=csv_list,
-                        help=f"comma list of distmult,transe,rotate (default {','.join(d.scorers)}; "
-                             f"{','.join(t['scorers'])} with --train-encoder)")
-    parser.add_argument("--steps", type=int,
-                        help=f"training steps (default {d.steps}; {t['steps']} with --train-encoder)")
-    parser.add_argument("--negatives", type=int, default=d.negatives,
+
+
+def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
+    d, t = LinkPredictionJob().resolved(), TRAIN_ENCODER_DEFAULTS
+
+    def mode(key: str, text: str) -> str:  # a default that depends on --train-encoder
+        shown = lambda v: ",".join(map(str, v)) if isinstance(v, tuple) else f"{v:g}"  # noqa: E731
+        return f"{text} (default {shown(getattr(d, key))}; {shown(t[key])} with --train-encoder)"
+
+    parser.add_argument("--scorers", type=csv_list, help=mode("scorers", "comma list of distmult,transe,rotate"))
+    parser.add_argument("--steps", type=int, help=mode("steps", "training steps"))
+    parser.add_argument("--negatives", type=int,
                         help=f"shared negative entities per step, frozen mode (default {d.negatives})")
-    parser.add_argument("--batch-size", type=int,
-                        help=f"training triples per step (default {d.batch_size}; {t['batch_size']} with --train-encoder)")
+    parser.add_argument("--batch-size", type=int, help=mode("batch_size", "training triples per step"))
     parser.add_argument("--fanouts", type=lambda text: tuple(int(x) for x in csv_list(text)),
-                        help=f"neighbours sampled per hop in training (default {','.join(map(str, d.fanouts))}; "
-                             f"{','.join(map(str, t['fanouts']))} with --train-encoder)")
-    parser.add_argument("--holdout-fraction", type=float, default=0.0,
+                        help=mode("fanouts", "neighbours sampled per hop in training"))
+    parser.add_argument("--holdout-fraction", type=float,
                         help="inductive split: drop training triples touching this share of eval entities")
     parser.add_argument("--description-max-length", type=int,
-                        help=f"tokens of each description read by LM1 (default {d.description_max_length}; "
-                             f"{t['description_max_length']} with --train-encoder)")
-    parser.add_argument("--lr", type=float, default=d.lr, help=f"scorer learning rate (default {d.lr:g})")
-    parser.add_argument("--km-lr", type=float, default=d.km_lr,
-                        help=f"knowledge-module learning rate (default {d.km_lr:g})")
-    parser.add_argument("--train-encoder", action="store_true",
+                        help=mode("description_max_length", "tokens of each description read by LM1"))
+    parser.add_argument("--lr", type=float, help=f"scorer learning rate (default {d.lr:g})")
+    parser.add_argument("--km-lr", type=float, help=f"knowledge-module learning rate (default {d.km_lr:g})")
+    parser.add_argument("--train-encoder", action="store_const", const=True,
                         help="fine-tune LM1 on the descriptions: contrastive loss over in-batch, self- and "
                              "queued negatives, learnable temperature (default: frozen memory)")
     parser.add_argument("--encoder-lr", type=float,
@@ -64,26 +78,25 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--refresh-initial", type=int,
                         help="steps before the first full memory refresh with --train-encoder (Eq. 11 "
                              f"I_init; 0 = none; default {t['refresh_initial']})")
-    parser.add_argument("--objective", choices=OBJECTIVES, default=d.objective,
+    parser.add_argument("--objective", choices=OBJECTIVES,
                         help="with --train-encoder: in-batch = the scorer's own function in a softmax over "
                              "the step's entities; contrastive = cosine InfoNCE over in-batch and queued "
                              f"candidates, learnable temperature (default {d.objective})")
     parser.add_argument("--frozen-warmup-steps", type=int, metavar="N",
                         help="with --train-encoder: N steps of the frozen mode (KM and relation map on the "
-                             f"fixed memory) before LM1 joins (default {t['frozen_warmup_steps']})")
-    parser.add_argument("--encoder-dropout", action="store_true",
+                             f"fixed memory) before LM1 joins (default {t['frozen_warmup_steps']}; 0 with "
+                             "the contrastive objective)")
+    parser.add_argument("--encoder-dropout", action="store_const", const=True,
                         help="with --train-encoder: keep LM1's dropout on while it trains (default: off, the "
                              "step's rows computed as the memory's)")
-    parser.add_argument("--hard-negatives", type=int, default=d.hard_negatives, metavar="N",
+    parser.add_argument("--hard-negatives", type=int, metavar="N",
                         help="with --train-encoder: N neighbours of each triple's head or tail (training "
                              f"graph) as extra negatives (default {d.hard_negatives})")
     parser.add_argument("--budget-cpu-seconds", type=float, metavar="S",
                         help="with --train-encoder: stop training after S process CPU seconds (memory fills "
                              f"included; default {t['budget_cpu_seconds']:g}; 0 = run every step)")
-    parser.add_argument("--no-relation-memory", dest="relation_memory", action="store_false",
+    parser.add_argument("--no-relation-memory", dest="relation_memory", action="store_const", const=False,
                         help="R = 0 in the KM (ablation; default: R from relation descriptions, as the paper)")
-    add_config_arguments(parser)
-    parser.set_defaults(func=run, evaluate=evaluate)
 
 
 def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,40 +118,12 @@ def predict_from_flags(model, args: argparse.Namespace) -> list[dict]:
     return rows(model, args.kg, args.queries, args.top_k, args.exclude_known)
 
 
-def mode_defaults(args: argparse.Namespace) -> None:
-    """Fill the flags left unset with the frozen mode's defaults or, with ``--train-encoder``, those
-    of :data:`jaket.tasks.link_prediction.job.TRAIN_ENCODER_DEFAULTS` (``--budget-cpu-seconds 0``
-    means no budget)."""
-    defaults = TRAIN_ENCODER_DEFAULTS if args.train_encoder else vars(LinkPredictionConfig())
-    if args.objective != "in-batch" and args.frozen_warmup_steps is None:
-        defaults = {**defaults, "frozen_warmup_steps": 0}  # the warm-up trains the in-batch objective's scorer
-    for key in TRAIN_ENCODER_DEFAULTS:  # the flags whose default depends on the mode
-        if getattr(args, key) is None:
-            setattr(args, key, defaults[key])
-    if args.budget_cpu_seconds == 0:
-        args.budget_cpu_seconds = None
-
-
-def run(args: argparse.Namespace) -> int:
-    """``jaket finetune|evaluate link-prediction``."""
-    from jaket.tasks.link_prediction import run as lp  # the task, loaded when it runs
-
-    device, out = start_run(args, TASK)  # device, trackers and --out checked before any work
-    kg, train, evaluation = load_data(args.data, args.kg, args.eval, max_entities=args.max_entities,
-                                      max_train=args.max_train, sample_count=getattr(args, "sample_entities", None))
-    mode_defaults(args)
-    config = LinkPredictionConfig(
-        variants=variants_of(args, TASK), scorers=args.scorers, seeds=seed_range(args.seeds, args.first_seed),
-        steps=args.steps, negatives=args.negatives, batch_size=args.batch_size, fanouts=args.fanouts,
-        max_eval_triples=args.max_eval, holdout_fraction=args.holdout_fraction, encoder=args.encoder,
-        pretrained=args.model, km_layers=args.km_layers, km_heads=args.km_heads,
-        relation_memory=args.relation_memory, description_max_length=args.description_max_length,
-        lr=args.lr, km_lr=args.km_lr, train_encoder=args.train_encoder, encoder_lr=args.encoder_lr,
-        queue_batches=args.queue_batches, refresh_initial=args.refresh_initial,
-        budget_cpu_seconds=args.budget_cpu_seconds, hard_negatives=args.hard_negatives, objective=args.objective,
-        frozen_warmup_steps=args.frozen_warmup_steps, encoder_dropout=args.encoder_dropout,
-        bf16=settle_precision(args))
-    save_dir = None if args.evaluate else out / "model"
-    results = lp.run_link_prediction(kg, train, evaluation, config, out, save_dir=save_dir, device=device,
-                                     log_with=args.log_with)
-    return finish(args.json, results, lp.results_table(results), out, TASK, "--kg KG --queries FILE")
+#: flag destination -> job key (flags given on the command line win over the file and --set; the
+#: common flags' are :data:`jaket.tasks.cli_common.COMMON_FLAG_KEYS`)
+FLAG_KEYS = {"data": "data.data", "kg": "data.kg", "eval": "data.eval", "max_entities": "data.max_entities",
+             "max_train": "data.max_train", "sample_entities": "data.sample_entities",
+             "max_eval": "max_eval_triples", **{key: key for key in (
+                 "scorers", "steps", "negatives", "batch_size", "fanouts", "holdout_fraction",
+                 "description_max_length", "lr", "km_lr", "train_encoder", "encoder_lr", "queue_batches",
+                 "refresh_initial", "objective", "frozen_warmup_steps", "encoder_dropout", "hard_negatives",
+                 "budget_cpu_seconds", "relation_memory")}}

@@ -101,6 +101,9 @@ class FinetunedLinkPredictor(FinetunedModel):
         self.config = config
         self.variant = variant or backbone.variant
         self.settings = dict(settings or {})
+        if config is not None:  # in memory, it reads a KG as its saved folder will (task_config)
+            self.settings = {"description_max_length": int(config.description_max_length),
+                             "relation_memory": bool(config.relation_memory), **self.settings}
 
     def backbone_model(self) -> JaketModel:
         if self.config is None:

@@ -1,11 +1,18 @@
-"""Link prediction's job: the task config (:class:`LinkPredictionConfig`), its scorers and objectives.
+"""Link prediction's job: the task config (:class:`LinkPredictionConfig`), its scorers and objectives,
+and the job the command line and :func:`jaket.pipeline.pipeline` run (:class:`LinkPredictionJob`: the
+config, its data section :class:`LinkPredictionData`, and the settings whose default depends on the
+mode, resolved by :meth:`LinkPredictionJob.resolved`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from jaket.tasks.settings import BackboneSettings
+from pydantic import ConfigDict
+
+from jaket.tasks.settings import VARIANTS, BackboneSettings
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -74,31 +81,111 @@ class LinkPredictionConfig(BackboneSettings):
     hard_negatives: int = 0
     #: bf16 autocast for LM1 (``train_encoder``: its steps and refreshes)
     bf16: bool = False
-    #: stop training (``train_encoder``) once this many process CPU seconds are spent (None = run
-    #: every step): equal-CPU-time comparisons on a shared machine
+    #: stop training (``train_encoder``) once this many process CPU seconds are spent (None or 0 =
+    #: run every step): equal-CPU-time comparisons on a shared machine
     budget_cpu_seconds: float | None = None
 
     def __post_init__(self) -> None:
-        for s in self.scorers:
-            if s not in SCORERS:
-                raise ValueError(f"unknown scorer {s!r}; choose from {', '.join(SCORERS)}")
-        if self.train_encoder:
-            without = [v for v in self.variants if v not in ("lm", "lm+g+m", "jaket")]
-            if without:
-                raise ValueError(f"--train-encoder trains the LM1 that computes the memory: settings lm (LM1 "
-                                 f"without KM), lm+g+m and jaket only, not {', '.join(without)}")
-        if self.frozen_warmup_steps < 0:
-            raise ValueError(f"--frozen-warmup-steps {self.frozen_warmup_steps}: must be >= 0 (0 = none)")
-        if self.frozen_warmup_steps and (not self.train_encoder or self.objective != "in-batch"):
-            raise ValueError("--frozen-warmup-steps needs --train-encoder with the in-batch objective "
-                             "(the frozen mode trains the scorer's own function)")
-        if self.objective not in OBJECTIVES:
-            raise ValueError(f"unknown objective {self.objective!r}; choose from {', '.join(OBJECTIVES)}")
-        if self.hard_negatives < 0:
-            raise ValueError(f"--hard-negatives {self.hard_negatives}: must be >= 0 (0 = none)")
+        problems = self.check()
+        if problems:
+            raise ValueError("; ".join(f"{key}: {message}" for key, message in problems))
 
+    def check(self) -> list[tuple[str, str]]:
+        """``(key, problem)`` of every value that is well-typed but unusable."""
+        problems = [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
+                    for v in self.variants if v not in VARIANTS]
+        problems += [("scorers", f"unknown scorer {s!r}; choose from {', '.join(SCORERS)}")
+                     for s in self.scorers if s not in SCORERS]
+        if self.objective not in OBJECTIVES:
+            problems.append(("objective", f"unknown objective {self.objective!r}; choose from {', '.join(OBJECTIVES)}"))
+        without = [v for v in self.variants if v not in ("lm", "lm+g+m", "jaket")] if self.train_encoder else []
+        if without:
+            problems.append(("variants", f"--train-encoder trains the LM1 that computes the memory: settings lm (LM1 "
+                                         f"without KM), lm+g+m and jaket only, not {', '.join(without)}"))
+        for key in ("frozen_warmup_steps", "hard_negatives"):
+            if getattr(self, key) < 0:
+                problems.append((key, f"must be >= 0 (0 = none), got {getattr(self, key)}"))
+        if self.frozen_warmup_steps > 0 and (not self.train_encoder or self.objective != "in-batch"):
+            problems.append(("frozen_warmup_steps", "needs train_encoder (--train-encoder) with the in-batch "
+                                                    "objective (the frozen mode trains the scorer's own function)"))
+        return problems
 
     @property
     def metric(self) -> str:
         """The :class:`~jaket.tasks.link_prediction.model.LinkScorer` metric the objective trains."""
         return "cosine" if self.train_encoder and self.objective == "contrastive" else "native"
+
+
+#: the frozen mode's values of the settings whose default depends on the mode (those of
+#: :data:`TRAIN_ENCODER_DEFAULTS`): :class:`LinkPredictionConfig`'s defaults
+FROZEN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(LinkPredictionConfig) if f.name in TRAIN_ENCODER_DEFAULTS}
+
+
+@dataclass(kw_only=True)
+class LinkPredictionData:
+    """Where the KG and its training and evaluation triples come from
+    (:func:`jaket.tasks.link_prediction.data.load_data`)."""
+
+    #: a WN18RR-format folder (``train.txt``, ``valid.txt``[, ``test.txt``]): the KG is its training triples
+    data: Path | None = None
+    #: else a KG folder whose triples all train (``eval`` gives the evaluation triples); neither: a
+    #: WordNet subset of ``max_entities`` synsets, its triples split 90/10
+    kg: Path | None = None
+    #: evaluation files in the WN18RR format (added to ``data``'s splits)
+    eval: tuple[Path, ...] = ()
+    max_entities: int = 2000
+    #: use at most this many training triples (a seeded sample)
+    max_train: int | None = None
+    #: with ``data``: a quick trial on about this many entities (those of random training triples)
+    sample_entities: int | None = None
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # an unknown key is an error, not ignored
+
+
+@dataclass(kw_only=True)
+class LinkPredictionJob(LinkPredictionConfig):
+    """A fine-tuning (or evaluation) run: the task config plus its data.
+
+    ``variants`` / ``seeds`` left empty are filled by :func:`jaket.tasks.cli_common.resolve_job`;
+    the keys of :data:`TRAIN_ENCODER_DEFAULTS` left None take the mode's default
+    (:meth:`resolved`): :data:`TRAIN_ENCODER_DEFAULTS` with ``train_encoder``, else
+    :data:`FROZEN_DEFAULTS`. ``budget_cpu_seconds: 0`` means no budget."""
+
+    data: LinkPredictionData = field(default_factory=LinkPredictionData)
+    variants: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+    scorers: tuple[str, ...] | None = None
+    steps: int | None = None
+    batch_size: int | None = None
+    fanouts: tuple[int, ...] | None = None
+    description_max_length: int | None = None
+    encoder_lr: float | None = None
+    queue_batches: int | None = None
+    refresh_initial: int | None = None
+    budget_cpu_seconds: float | None = None
+    frozen_warmup_steps: int | None = None
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    def __post_init__(self) -> None:
+        """Nothing: :meth:`check` reports the bad values (:func:`jaket.tasks.config.load_task_config`)."""
+
+    def resolved(self) -> "LinkPredictionJob":
+        """The job with every mode-dependent key left None set to the mode's default (the frozen
+        warm-up belongs to the in-batch objective: 0 with another one);
+        :func:`jaket.tasks.cli_common.resolve_job` calls it, so ``--print-config`` shows the values."""
+        defaults = TRAIN_ENCODER_DEFAULTS if self.train_encoder else FROZEN_DEFAULTS
+        if self.objective != "in-batch":
+            defaults = {**defaults, "frozen_warmup_steps": 0}
+        unset = {key: defaults[key] for key in TRAIN_ENCODER_DEFAULTS if getattr(self, key) is None}
+        return dataclasses.replace(self, **unset) if unset else self
+
+    def check(self) -> list[tuple[str, str]]:
+        problems = LinkPredictionConfig.check(self.resolved())
+        data = self.data
+        if data.sample_entities is not None and data.sample_entities != 0 and data.sample_entities < 2:
+            problems.append(("data.sample_entities", f"needs at least 2 entities (0: all), got {data.sample_entities}"))
+        if data.data is None and data.kg is not None and not data.eval:
+            problems.append(("data.eval", "a KG folder's triples all train: give the evaluation triples "
+                                          "(--eval FILE, WN18RR format)"))
+        return problems

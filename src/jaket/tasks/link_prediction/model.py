@@ -38,7 +38,7 @@ fine-tuned for the task, as text-based KG completion (SimKGC) fine-tunes its enc
   (:func:`jaket.tasks.link_prediction.model.train_scorer` on the first fill's memory: only the KM and the
   relation map learn), then LM1 joins. A KM and a relation map that already rank well give LM1's
   first gradients a meaning (linear probing before fine-tuning); the warm-up's CPU time counts in
-  ``budget_cpu_seconds``.
+  ``budget_cpu_seconds`` (None or 0: no budget).
 * **Contrastive loss** (``objective="contrastive"``; InfoNCE with an additive margin, SimKGC's): a tail query
   ``q = h + r`` (or ``h o r``, the rotation) is scored by cosine against every entity of the batch
   (in-batch negatives; the query's own head among them, the *self-negative*) and, optionally,
@@ -496,7 +496,7 @@ def train_with_encoder(model: LinkScorer, backbone: Backbone, graph: KnowledgeGr
         if config.queue_batches > 0 and not in_batch:
             queue = ([(embedded.detach(), entities)] + queue)[: config.queue_batches]
         if next_refresh is not None and step + 1 == next_refresh and step + 1 < config.steps and \
-                (config.budget_cpu_seconds is None or time.process_time() - cpu_began < config.budget_cpu_seconds):
+                (not config.budget_cpu_seconds or time.process_time() - cpu_began < config.budget_cpu_seconds):
             refresh(step + 1)  # Eq. 11: the rows of every other entity, with the current LM1
             refreshes += 1
             if on_refresh is not None:
@@ -504,7 +504,7 @@ def train_with_encoder(model: LinkScorer, backbone: Backbone, graph: KnowledgeGr
             next_refresh += refresh_interval(refreshes, initial=config.refresh_initial,
                                              growth=config.refresh_growth, every=1, maximum=10 ** 9)
         step_done(progress, losses[-1])
-        if config.budget_cpu_seconds is not None and time.process_time() - cpu_began >= config.budget_cpu_seconds:
+        if config.budget_cpu_seconds and time.process_time() - cpu_began >= config.budget_cpu_seconds:  # 0: none
             break
     steps = len(losses)
     train_seconds, train_cpu = time.perf_counter() - began, time.process_time() - cpu_began

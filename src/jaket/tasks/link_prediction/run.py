@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,14 +40,15 @@ from jaket.kg.errors import KGFormatError
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.readers import read_split  # noqa: F401  (the split reader of every task)
 from jaket.tasks import report as rep
-from jaket.tasks.grid import Cell, Grid, GridTask, run_grid
+from jaket.tasks.grid import Cell, Grid, GridTask, RunOutcome, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.link_prediction.finetuned import FinetunedLinkPredictor
 from jaket.tasks.link_prediction.model import LinkScorer, known_answers, train_scorer, train_view  # noqa: F401 (re-exported)
 from jaket.tasks.link_prediction.model import train_with_encoder
+from jaket.tasks.link_prediction.data import load_data
 from jaket.tasks.link_prediction.job import (METRICS, SCORERS, TASK, TRAIN_ENCODER_DEFAULTS,  # noqa: F401 (re-exported)
-                                             LinkPredictionConfig)
-from jaket.tasks.variants import VARIANT_LABELS, SettingCache, full_graph
+                                             LinkPredictionConfig, LinkPredictionJob)
+from jaket.tasks.variants import VARIANT_LABELS, Backbone, SettingCache, full_graph
 from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)
@@ -125,6 +126,16 @@ def _ranked_splits(run: dict) -> list[str]:
     return [name for name, value in run.items() if isinstance(value, dict) and "mrr" in value]
 
 
+@dataclass
+class TrainedLinkScorer:
+    """The kept run's trained parts (:attr:`jaket.tasks.grid.RunOutcome.trained`): the scorer (its
+    KM, relation map and scoring function) and the setting's backbone (LM1, trained with
+    ``train_encoder``)."""
+
+    scorer: LinkScorer
+    backbone: Backbone
+
+
 class LinkPredictionRuns(GridTask):
     """The runs of one comparison (:mod:`jaket.tasks.grid`): the budgets are the scoring functions;
     a run trains a :class:`LinkScorer` on ``train`` and ranks each evaluation split. Without
@@ -151,7 +162,7 @@ class LinkPredictionRuns(GridTask):
             self.cache = SettingCache(config, kg, self.device, max_length=config.description_max_length,
                                       relation_memory=config.relation_memory)
 
-    def run(self, cell: Cell, progress, keep: bool) -> dict:
+    def run(self, cell: Cell, progress, keep: bool) -> RunOutcome:
         config, seed = self.config, cell.seed
         backbone = self.cache.backbone(cell.variant, seed, fresh=config.train_encoder)  # a trained LM1 is not reused
         memory = None if config.train_encoder else self.cache.memory(cell.variant, seed)
@@ -175,18 +186,14 @@ class LinkPredictionRuns(GridTask):
             run[name] = _evaluate(model, entities, relations, triples, self.all_true, self.seen, config)
             self.histograms[f"{cell.variant} {cell.budget}"] = run[name].pop("ranks")
         run["seconds"] = time.perf_counter() - started
-        if keep:
-            run.update(_model=model, _backbone=backbone)
-        return run
+        return RunOutcome(run, TrainedLinkScorer(model, backbone) if keep else None)
 
-    def save(self, cell: Cell, run: dict, held: dict, directory: Path) -> Path:
+    def finetuned(self, cell: Cell, run: dict, trained: TrainedLinkScorer) -> FinetunedLinkPredictor:
         settings = {"memory_seed": cell.seed, "kg": {"entities": int(self.kg.num_entities),
                                                      "relations": int(self.kg.num_relations),
                                                      "fingerprint": self.kg.fingerprint()},
                     "training": {k: v for k, v in run.items() if k != "train_loss"}}
-        FinetunedLinkPredictor(held["_backbone"], held["_model"], self.config, cell.variant,
-                               settings).save_pretrained(directory)
-        return directory
+        return FinetunedLinkPredictor(trained.backbone, trained.scorer, self.config, cell.variant, settings)
 
     def scores(self, run: dict) -> dict[str, float]:
         """MRR of each evaluation split (the paired differences' figure)."""
@@ -231,9 +238,10 @@ class LinkPredictionRuns(GridTask):
 def run_link_prediction(kg: KnowledgeGraph, train: np.ndarray, evaluation: dict[str, np.ndarray],
                         config: LinkPredictionConfig,
                         out_dir: Path | None = None, save_dir: Path | None = None, device="cpu",
-                        log_with=()) -> TaskResult:
+                        log_with=(), keep_model: bool = False) -> TaskResult:
     """Train on ``train`` (indices of ``kg``), evaluate on each named split; with ``save_dir``
-    the first run's model is saved there (a fine-tuned folder, :mod:`jaket.tasks.link_prediction.finetuned`).
+    the first run's model is saved there (a fine-tuned folder, :mod:`jaket.tasks.link_prediction.finetuned`);
+    ``keep_model``: the result's ``model`` is that model in memory.
     ``device``: where the backbone, the memory, the scorer and every batch run. ``log_with``:
     trackers of each step's loss (:mod:`jaket.tasks.tracking`). ``runs[setting][scorer]`` holds
     one entry per seed (:mod:`jaket.tasks.grid`)."""
@@ -258,7 +266,24 @@ def run_link_prediction(kg: KnowledgeGraph, train: np.ndarray, evaluation: dict[
     if out_dir is not None:
         write_split(kg, train, eval_sets, Path(out_dir) / "split")
     return run_grid(task, Grid(tuple(config.variants), tuple(config.seeds), tuple(config.scorers)), results,
-                    out_dir=out_dir, save_dir=save_dir, log_with=log_with)
+                    out_dir=out_dir, save_dir=save_dir, log_with=log_with, keep_model=keep_model)
+
+
+def run_job(job: LinkPredictionJob, out_dir: Path | None = None, *, save_dir: Path | None = None,
+            device="cpu", log_with=(), keep_model: bool = False) -> TaskResult:
+    """The task of a resolved job (:func:`jaket.tasks.cli_common.resolve_job`, which sets the
+    mode's defaults): its data (``job.data``, :func:`load_data`), then :func:`run_link_prediction`.
+    ``jaket finetune|evaluate link-prediction`` and :func:`jaket.pipeline.pipeline` run this. A
+    setting ``train_encoder`` cannot train (``gnn``, ``lm+g``: the settings are known only now) is a
+    ``ValueError`` naming the key, before any data is read."""
+    problems = LinkPredictionConfig.check(job)
+    if problems:
+        raise ValueError("; ".join(f"{key}: {message}" for key, message in problems))
+    data = job.data
+    kg, train, evaluation = load_data(data.data, data.kg, data.eval, max_entities=data.max_entities,
+                                      max_train=data.max_train, sample_count=data.sample_entities)
+    return run_link_prediction(kg, train, evaluation, job, out_dir, save_dir=save_dir, device=device,
+                               log_with=log_with, keep_model=keep_model)
 
 
 def _evaluate(model: LinkScorer, entities, relations, triples: np.ndarray, all_true: np.ndarray,
