@@ -67,3 +67,57 @@ def test_unseen_examples_are_the_texts_of_the_unseen_kg(tmp_path):
     assert [e.gold for e in only] == [e.gold for e in examples]
     for e in only:
         assert e.gold <= set(e.candidates) and all(kg.entity_ids[c] in unseen for c in e.candidates)
+
+
+def test_the_job_names_a_missing_or_double_source(capsys):
+    """The examples come from exactly one source; a job without one, or with both (a config file can
+    give both, the flags cannot), is one line naming the key."""
+    from jaket.cli import main
+
+    assert main(["evaluate", "sense-linking", "--print-config"]) == 1
+    assert "data.heldout_of: give the examples: --heldout-of RUN" in capsys.readouterr().err
+    assert main(["evaluate", "sense-linking", "--unseen-of", "D", "--set", "data.heldout_of=R", "--print-config"]) == 1
+    assert "data.unseen_of: give the examples once" in capsys.readouterr().err
+    assert main(["evaluate", "sense-linking", "--unseen-of", "D", "--max-examples", "0", "--print-config"]) == 1
+    assert "--max-examples 0: data.max_examples: must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_pipeline_runs_the_commands_runner_with_its_scores(tmp_path, capsys):
+    """``pipeline("sense-linking")`` calls the command's runner: the same scores as ``--json``, one
+    row per scorer, nothing written without ``out`` (the rule scorers only: no encoder is read)."""
+    import json
+
+    from jaket.cli import main
+    from jaket.kg.io import save_kg
+    from jaket.kg.sources.wordnet import full_wordnet_kg
+    from jaket.pipeline import pipeline
+
+    kg = full_wordnet_kg()
+    prime, _ = kg.induced_subgraph(np.arange(0, kg.num_entities, 50, dtype=np.int64))
+    save_kg(prime, tmp_path / "data" / "kg-unseen")
+    assert main(["evaluate", "sense-linking", "--unseen-of", str(tmp_path / "data"), "--no-baselines",
+                 "--max-examples", "30", "--seeds", "1", "--out", str(tmp_path / "cli"), "--json"]) == 0
+    command = json.loads(capsys.readouterr().out)
+    result = pipeline("sense-linking", seeds=1, baselines=False, data__unseen_of=tmp_path / "data",
+                      data__max_examples=30)
+    assert result.task == "sense-linking" and result.model is None and result.summary == command
+    assert set(command) == {"first sense", "random"} and result["data"]["examples_used"] == 30
+    frame = result.to_dataframe()
+    assert list(frame["variant"]) == ["first sense", "random"]
+    assert list(frame["accuracy"]) == [command[name]["accuracy"] for name in frame["variant"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cli", "data"]
+
+
+def test_the_shipped_config_lists_every_key_with_its_default():
+    import dataclasses as dc
+    from pathlib import Path
+
+    from jaket.tasks.config import load_task_config, read_yaml_mapping
+    from jaket.tasks.word_sense.job import SenseLinkingJob
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "evaluate-sense-linking.yaml"
+    assert load_task_config(SenseLinkingJob, path, ["data.heldout_of=RUN"]) == SenseLinkingJob(
+        data=dc.replace(SenseLinkingJob().data, heldout_of=Path("RUN")))
+    assert set(read_yaml_mapping(path)) == {f.name for f in dc.fields(SenseLinkingJob)}
+    assert set(read_yaml_mapping(path)["data"]) == {f.name for f in dc.fields(SenseLinkingJob().data)}

@@ -207,6 +207,47 @@ def test_the_command_runs_on_a_kg_folder(mini, sense_kg, tiny_bert_dir, tmp_path
     assert (out / "lm.key.txt").is_file()
 
 
+def test_the_pipeline_runs_the_commands_runner_with_its_scores(mini, sense_kg, tiny_bert_dir, tmp_path, capsys):
+    """``pipeline("word-sense-disambiguation")`` calls the command's runner (no argv): the same
+    scores, one row per scorer (per seed for lm+g+m's fresh KM), no model, nothing written without
+    ``out``."""
+    from jaket.cli import main
+    from jaket.pipeline import pipeline
+    from jaket.tasks.results import TaskResult
+
+    _, folder = sense_kg
+    out = tmp_path / "cli"
+    assert main(["evaluate", "word-sense-disambiguation", "--data", str(mini), "--kg", str(folder),
+                 "--encoder", str(tiny_bert_dir), "--variants", "lm,lm+g+m", "--seeds", "2", "--set",
+                 "description_max_length=16", "--set", "bootstrap=200", "--out", str(out), "--json"]) == 0
+    command = json.loads(capsys.readouterr().out)
+    result = pipeline("word-sense-disambiguation", encoder=tiny_bert_dir, variants=["lm", "lm+g+m"], seeds=2,
+                      description_max_length=16, bootstrap=200, data__path=mini, data__kg=folder)
+    assert result.task == "word-sense-disambiguation" and result.model is None
+    assert result.summary["scorers"] == command["scorers"] and set(result.paired) == set(command["paired"])
+    assert {k: v["mean"] for k, v in result.paired.items()} == {k: v["mean"] for k, v in command["paired"].items()}
+    assert result.rows() == TaskResult.from_metrics(out).rows()
+    frame = result.to_dataframe()
+    assert list(frame["variant"]) == ["first sense", "random", "lesk", "lm", "lm+g+m", "lm+g+m"]
+    assert list(frame[frame["variant"] == "lm+g+m"]["seed"]) == [0, 1]
+    rules = frame[frame["variant"] != "lm+g+m"]
+    assert dict(zip(rules["variant"], rules["f1"])) == {k: command["scorers"][k] for k in rules["variant"]}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cli", "mini.data.xml", "mini.gold.key.txt"]
+
+
+def test_the_shipped_config_lists_every_key_with_its_default():
+    import dataclasses as dc
+
+    from jaket.tasks.config import load_task_config, read_yaml_mapping
+    from jaket.tasks.word_sense.job import WordSenseJob
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "evaluate-word-sense-disambiguation.yaml"
+    assert load_task_config(WordSenseJob, path, ["data.path=X.data.xml"]) == WordSenseJob(
+        data=dc.replace(WordSenseJob().data, path=Path("X.data.xml")))
+    assert set(read_yaml_mapping(path)) == {f.name for f in dc.fields(WordSenseJob)}
+    assert set(read_yaml_mapping(path)["data"]) == {f.name for f in dc.fields(WordSenseJob().data)}
+
+
 def test_the_bootstrap_interval_is_paired():
     from jaket.tasks import report as rep
 

@@ -121,7 +121,10 @@ def resolve_job(job, task: str, evaluate: bool):
     with what it left empty filled as the other tasks' flags are: the settings of
     :func:`chosen_variants`, seeds 0-4 to evaluate and 0 to fine-tune. ``ValueError`` (the CLI names
     it): ``jaket`` without a pre-trained model, or several settings to fine-tune. A job class with a
-    ``resolved()`` method is returned as that method makes it (the defaults it left None set)."""
+    ``resolved()`` method is returned as that method makes it (the defaults it left None set). A job
+    that compares no settings (no ``variants``: sense linking's) is complete as it is."""
+    if not hasattr(job, "variants"):
+        return job
     if "jaket" in job.variants and job.pretrained is None:
         raise ValueError("variant 'jaket' needs --model DIR (a pre-trained model folder)")
     if not evaluate and len(job.variants) > 1:
@@ -191,10 +194,11 @@ RUN_FLAGS = frozenset({"help", "debug", "variant", "variants", "seeds", "first_s
 def run_task(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate TASK`` of every task with a typed job: the job the flags describe
     (:func:`start_job`: the defaults < ``--config`` < ``--set`` < the task's flags, its ``cli``
-    module's ``FLAG_KEYS``), then the spec's runner (what :func:`jaket.pipeline.pipeline` calls),
-    then :func:`finish` with the run module's table (the spec's ``table``)."""
+    module's ``FLAG_KEYS``, or the dict the spec's ``flag_keys`` names), then the spec's runner (what
+    :func:`jaket.pipeline.pipeline` calls), then :func:`finish` with the run module's table (the
+    spec's ``table``)."""
     spec = task_spec(args.task)
-    started = start_job(args, spec.job, {**COMMON_FLAG_KEYS, **spec.command("FLAG_KEYS")}, spec.name)
+    started = start_job(args, spec.job, {**COMMON_FLAG_KEYS, **spec.command(spec.flag_keys)}, spec.name)
     if started is None:  # --print-config
         return 0
     job, device, out = started

@@ -57,6 +57,9 @@ class TaskSpec:
     #: the flags of every finetune / evaluate command (:func:`jaket.tasks.cli_common.add_common_arguments`)
     common_flags: bool = True
     add_arguments: str = "add_arguments"
+    #: the dict of ``cli`` that maps the task's flags to its job's keys (destination -> key); a
+    #: second name where two commands share one ``cli`` module (word sense's)
+    flag_keys: str = "FLAG_KEYS"
     cli: str | None = None
     #: the function of ``run`` that runs a resolved job, ``(job, out_dir, *, save_dir, device,
     #: log_with, keep_model) -> TaskResult``: what the command and :func:`jaket.pipeline.pipeline`
@@ -157,10 +160,11 @@ WORD_IN_CONTEXT = register_task(TaskSpec(
     predict_usage="--pairs FILE", json_keys=("summary", "paired", "majority_class", "frozen_features")))
 SENSE_LINKING = register_task(TaskSpec(
     word_sense.SENSE_LINKING, "jaket.tasks.word_sense",
-    "choose a word's WordNet sense in context (WSD) on held-out linked texts of a pre-training run", None,
-    commands=("evaluate",), common_flags=False, add_arguments="add_sense_linking_arguments"))
+    "choose a word's WordNet sense in context (WSD) on held-out linked texts of a pre-training run",
+    word_sense.SenseLinkingJob, commands=("evaluate",), common_flags=False, add_arguments="add_sense_linking_arguments",
+    flag_keys="SENSE_LINKING_FLAG_KEYS", runner="run_sense_linking_job", table="sense_linking_table"))
 WORD_SENSE_DISAMBIGUATION = register_task(TaskSpec(
     word_sense.TASK, "jaket.tasks.word_sense",
     "all-words WSD in the unified framework (SemEval-2007 ...): every scorer of a word's WordNet senses "
     "on the same targets, F1", word_sense.WordSenseJob,
-    default_variants=("lm", "lm+g+m", "jaket"), commands=("evaluate",)))
+    default_variants=("lm", "lm+g+m", "jaket"), commands=("evaluate",), runner="run_job", table="scores_table"))

@@ -1,5 +1,6 @@
-"""Word-sense disambiguation's job: the task config (:class:`WordSenseConfig`) and its data section
-(:class:`WordSenseData`).
+"""The word-sense jobs: word-sense disambiguation's task config (:class:`WordSenseConfig`), its data
+section (:class:`WordSenseData`) and run (:class:`WordSenseJob`); sense linking's run
+(:class:`SenseLinkingJob`) and its data section (:class:`SenseLinkingData`).
 """
 
 from __future__ import annotations
@@ -87,4 +88,60 @@ class WordSenseJob(WordSenseConfig):
         problems = super().check()
         if self.data.path is None:
             problems.append(("data.path", "--data FILE is required (a framework *.data.xml or JSONL)"))
+        return problems
+
+
+@dataclass(kw_only=True)
+class SenseLinkingData:
+    """Where the linked texts come from: a pre-training run's held-out share or the texts of an
+    unseen KG' (exactly one of the two)."""
+
+    #: a pre-training run folder: its held-out linked texts (rebuilt from ``RUN/config.yaml``)
+    heldout_of: Path | None = None
+    #: a ``jaket prepare wordnet-reference`` folder: the texts of its unseen KG' (``DATA/kg-unseen``)
+    unseen_of: Path | None = None
+    #: with ``unseen_of``: a word's candidates are its KG' senses only (a KG never seen at all)
+    unseen_candidates_only: bool = False
+    #: the sense KG folder; None = WordNet 3.0 (all synsets)
+    kg: Path | None = None
+    #: the first N examples only; None = all
+    max_examples: int | None = None
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+
+@dataclass(kw_only=True)
+class SenseLinkingJob:
+    """Sense linking (:func:`jaket.tasks.word_sense.run.evaluate_sense_linking`): each linked
+    mention's synset among the senses of the word as written, by every scorer of
+    :mod:`jaket.tasks.word_sense.finetuned`; nothing is fine-tuned, and no setting is compared, so
+    :func:`jaket.tasks.cli_common.resolve_job` leaves the job as it is."""
+
+    #: jointly pre-trained model folder (the ``jaket`` scorers)
+    pretrained: Path | None = None
+    #: base Hugging Face encoder folder; None = the bundled MiniLM
+    encoder: Path | None = None
+    #: the fresh KMs of the ``lm+g+m`` scorer (``--seeds N``: 0 .. N-1)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    #: False: only the first-sense, random and ``jaket`` scorers (to compare pre-trained models)
+    baselines: bool = True
+    #: bf16 autocast for the encoder scorers' passes (``--precision``)
+    bf16: bool = False
+    data: SenseLinkingData = field(default_factory=SenseLinkingData)
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    def check(self) -> list[tuple[str, str]]:
+        problems = []
+        if self.data.heldout_of is None and self.data.unseen_of is None:
+            problems.append(("data.heldout_of", "give the examples: --heldout-of RUN (a pre-training run's "
+                                                "held-out texts) or --unseen-of DATA"))
+        elif self.data.heldout_of is not None and self.data.unseen_of is not None:
+            problems.append(("data.unseen_of", "give the examples once: --heldout-of RUN or --unseen-of DATA, "
+                                               "not both"))
+        if self.data.max_examples is not None and self.data.max_examples < 1:
+            problems.append(("data.max_examples", f"must be at least 1, got {self.data.max_examples}"))
+        if not self.seeds:
+            problems.append(("seeds", "give at least one seed (the fresh KMs of lm+g+m)"))
+        problems += [("seeds", f"seeds are non-negative, got {s}") for s in self.seeds if s < 0]
         return problems

@@ -22,7 +22,9 @@ logits is also scored with WordNet's sense order as a prior (:func:`jaket.tasks.
 in rows of their own named ``SCORER + prior W``.
 
 Outputs: ``OUT/<scorer>.key.txt`` (``OUT/<scorer>.seed<N>.key.txt`` per seed) in the framework's key
-format for its official scorer (none for random, an expectation), ``metrics.json`` and ``report.md``.
+format for its official scorer (none for random, an expectation), ``metrics.json`` and ``report.md``
+(:func:`run_job` runs a :class:`~jaket.tasks.word_sense.job.WordSenseJob`: ``jaket evaluate
+word-sense-disambiguation`` and :func:`jaket.pipeline.pipeline`).
 
 Sense linking: which of its lemma's senses does a word in context name? (WordNet WSD)
 
@@ -37,7 +39,9 @@ WordNet, :class:`jaket.tasks.word_in_context.data.SenseInventory`) by each score
 ``lm+g+m`` over fresh KMs, the ``jaket`` masked-entity head and ``jaket (cosine)``).
 
 Accuracy is over every mention whose synset is among its candidates, and over the ambiguous ones
-(two or more candidates), where the first-sense baseline is not trivially right.
+(two or more candidates), where the first-sense baseline is not trivially right
+(:func:`run_sense_linking_job` runs a :class:`~jaket.tasks.word_sense.job.SenseLinkingJob`: ``jaket
+evaluate sense-linking`` and :func:`jaket.pipeline.pipeline`).
 """
 
 from __future__ import annotations
@@ -56,12 +60,14 @@ from jaket.kg.sources.registry import build_source
 from jaket.kg.sources.wordnet import lemma_forms, load_wordnet_data
 from jaket.model.device import autocast, cpu_description
 from jaket.tasks import report as rep
+from jaket.tasks.results import TaskResult
 from jaket.tasks.word_sense.finetuned import (PRETRAINED_SCORERS, SCORER_LABELS, SCORERS, ScorerOutput,
                                           SenseExample, answers, correctness, score_senses, with_prior)
-from jaket.tasks.word_sense.job import TASK, WordSenseConfig
+from jaket.tasks.word_sense.job import SENSE_LINKING, TASK, SenseLinkingJob, WordSenseConfig, WordSenseJob
 from jaket.kg.sources.wordnet_forms import POS_CODES
 from jaket.tasks.word_in_context.data import SenseInventory, lemma_key
-from jaket.tasks.word_sense.data import FRAMEWORK_POS, WsdInstance, write_key_file
+from jaket.tasks.word_in_context.finetuned import load_sense_kg
+from jaket.tasks.word_sense.data import FRAMEWORK_POS, WsdInstance, key_path_of, load_wsd, write_key_file
 from jaket.train.build import load_kg_and_corpus
 from jaket.train.config import load_config
 
@@ -152,15 +158,18 @@ def key_file_name(scorer: str) -> str:
     return re.sub(r"-*\.-*", ".", name).strip("-")
 
 
-def _write_keys(out_dir: Path, instances, examples, name: str, output: ScorerOutput, kg: KnowledgeGraph) -> list[str]:
+def _write_keys(out_dir: Path | None, instances, examples, name: str, output: ScorerOutput,
+                kg: KnowledgeGraph) -> list[str]:
+    """A scorer's key files (one per seed) in ``out_dir``, their names returned (None: named, not written)."""
     if output.expected:
         return []
     written = []
     for run, scores in enumerate(output.runs):
         suffix = f".seed{output.seeds[run]}" if output.seeds is not None else ""
-        path = out_dir / f"{key_file_name(name)}{suffix}.key.txt"
-        chosen = [kg.entity_ids[a] if a is not None else None for a in answers(examples, scores)]
-        write_key_file(path, instances, chosen)
+        path = Path(f"{key_file_name(name)}{suffix}.key.txt")
+        if out_dir is not None:
+            chosen = [kg.entity_ids[a] if a is not None else None for a in answers(examples, scores)]
+            write_key_file(out_dir / path, instances, chosen)
         written.append(path.name)
     return written
 
@@ -187,12 +196,15 @@ def _paired(pairs, examples, outputs: dict[str, ScorerOutput], scorers: dict, sc
     return out
 
 
-def run_wsd(instances: list[WsdInstance], kg: KnowledgeGraph, config: WordSenseConfig, out_dir: Path, *,
+def run_wsd(instances: list[WsdInstance], kg: KnowledgeGraph, config: WordSenseConfig, out_dir: Path | None, *,
             device="cpu", data_info: dict | None = None) -> dict:
     """Score every target with every scorer the config asks for, write the key files, ``metrics.json``
-    and ``report.md`` into ``out_dir``; returns the results (``metrics.json``'s content)."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    and ``report.md`` into ``out_dir`` (None: nothing written); returns the results (``metrics.json``'s
+    content: beside ``scorers``, their runs as :class:`~jaket.tasks.results.TaskResult` reads them,
+    ``runs``, and ``--json``'s ``summary``: each scorer's F1, the paired differences and the data)."""
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
     examples, counts = wsd_examples(instances, kg, SenseInventory.for_wordnet(kg))
     wanted = RULE_SCORERS + tuple(config.variants) + (("jaket (cosine)",) if "jaket" in config.variants else ())
     with autocast(device, config.bf16):
@@ -217,8 +229,29 @@ def run_wsd(instances: list[WsdInstance], kg: KnowledgeGraph, config: WordSenseC
         results["paired"] = _paired(pairs, examples, outputs, results["scorers"], scored, config)
     else:
         logger.warning("no target has a gold sense: the key files are written, no score")
-    write_report(results, out_dir)
+    results["runs"] = {name: [{"seed": seed, **run} for seed, run in zip(entry["seeds"], entry["runs"])]
+                       if "runs" in entry else [entry] for name, entry in results["scorers"].items()}
+    results["summary"] = {"scorers": {name: entry["f1"] for name, entry in results["scorers"].items()},
+                          "paired": results["paired"], "data": results["data"]}
+    if out_dir is not None:
+        write_report(results, out_dir)
     return results
+
+
+def run_job(job: WordSenseJob, out_dir: Path | None = None, *, save_dir: Path | None = None, device="cpu",
+            log_with=(), keep_model: bool = False) -> TaskResult:
+    """The task of a resolved job (:func:`jaket.tasks.cli_common.resolve_job`): the targets of
+    ``job.data.path`` (gold senses from ``job.data.gold`` or the key file beside it), the sense KG
+    (``job.data.kg``, else all of WordNet), then :func:`run_wsd`. Nothing is fine-tuned, so there
+    is no model to save or keep (``save_dir``, ``keep_model`` and ``log_with`` have nothing to do).
+    ``jaket evaluate word-sense-disambiguation`` and :func:`jaket.pipeline.pipeline` run this."""
+    instances = load_wsd(job.data.path, job.data.gold)
+    kg = load_sense_kg(job.data.kg)
+    beside = key_path_of(job.data.path)
+    gold = job.data.gold or (beside if job.data.path.suffix != ".jsonl" and beside.is_file() else None)
+    info = {"data": str(job.data.path), "gold": str(gold) if gold else None,
+            "sense_kg": str(job.data.kg) if job.data.kg else "WordNet 3.0 (all synsets)"}
+    return TaskResult.from_metrics(run_wsd(instances, kg, job, out_dir, device=device, data_info=info))
 
 
 # ----------------------------------------------------------------------------- the report
@@ -245,6 +278,11 @@ def results_table(results: dict) -> str:
              _cell(results["scorers"][n], "recall"),
              *[_cell(results["scorers"][n]["by_pos"].get(p, {})) for p in pos]] for n in names]
     return rep.markdown_table(["Scorer", "F1 %", "P %", "R %", *[f"{p} F1" for p in pos]], rows)
+
+
+def scores_table(results) -> str:
+    """The command's table: :func:`results_table`, or a line saying there is no score (no gold)."""
+    return results_table(results) if results["scorers"] else "(no gold: no score)"
 
 
 def prior_table(results: dict) -> str:
@@ -382,13 +420,43 @@ def evaluate_sense_linking(examples: list[SenseExample], sense_kg: KnowledgeGrap
     with autocast(device, bf16):
         outputs = score_senses(examples, sense_kg, scorers=scorers, pretrained=pretrained, encoder=encoder,
                                seeds=seeds, description_max_length=description_max_length, device=device)
-    results: dict = {"scorers": {}, "cpu": cpu_description()}
+    results: dict = {"scorers": {}, "runs": {}, "cpu": cpu_description()}
     for name, output in outputs.items():
         per_run = [_accuracy(examples, correctness(examples, output, run)[0]) for run in range(len(output.runs))]
         results["scorers"][name] = {k: float(np.mean([r[k] for r in per_run])) for k in per_run[0]}
+        results["runs"][name] = per_run  # TaskResult's rows (a scorer without seeds: seed 0)
         if output.seeds is not None:
             results["scorers"][name]["seeds"] = len(output.seeds)
+            results["runs"][name] = [{"seed": seed, **run} for seed, run in zip(output.seeds, per_run)]
     return results
+
+
+def run_sense_linking_job(job: SenseLinkingJob, out_dir: Path | None = None, *, save_dir: Path | None = None,
+                          device="cpu", log_with=(), keep_model: bool = False) -> TaskResult:
+    """Sense linking of a checked job: the sense KG (``job.data.kg``, else all of WordNet), the
+    examples (:func:`unseen_examples` of ``job.data.unseen_of`` or :func:`heldout_examples` of
+    ``job.data.heldout_of``), then :func:`evaluate_sense_linking`; ``metrics.json`` and
+    ``report.md`` into ``out_dir`` (None: nothing written). Nothing is fine-tuned (``save_dir``,
+    ``keep_model`` and ``log_with`` have nothing to do). ``jaket evaluate sense-linking`` and
+    :func:`jaket.pipeline.pipeline` run this; ``--json`` prints the result's ``summary``, the scorers."""
+    data = job.data
+    kg = load_sense_kg(data.kg)
+    inventory = SenseInventory.for_wordnet(kg)
+    if data.unseen_of is not None:
+        examples, info = unseen_examples(data.unseen_of, kg, inventory, data.max_examples,
+                                         data.unseen_candidates_only)
+    else:
+        examples, info = heldout_examples(data.heldout_of, kg, inventory, data.max_examples)
+    if not examples:
+        raise ValueError(f"{data.heldout_of or data.unseen_of}: no mention could be linked to a sense of "
+                         f"{data.kg or 'WordNet'}")
+    results = evaluate_sense_linking(examples, kg, pretrained=job.pretrained, encoder=job.encoder,
+                                     seeds=tuple(job.seeds), device=device, baselines=job.baselines, bf16=job.bf16)
+    results["data"] = {**info, "examples_used": len(examples)}
+    results.update(task=SENSE_LINKING, summary=results["scorers"])
+    if out_dir is not None:
+        write_sense_linking_report(results, Path(out_dir))
+    return TaskResult.from_metrics(results)
 
 
 def sense_linking_table(results: dict) -> str:
