@@ -18,25 +18,19 @@ nested key either as a dict (``data={"kg": "my_kg"}``) or with ``__`` (``data__k
 are ``data.kg``. ``model`` is the job's ``pretrained``, ``seeds`` a count (seeds 0 .. N-1) or the
 seeds themselves.
 
-Tasks called directly (their spec names a ``runner``: no argv, no subprocess, nothing read back from
-disk; the command is a thin layer over the same runner): entity classification and word-in-context.
-The others (link prediction, KGQA, relation classification, word-sense disambiguation) still go
-through the command line's path (:func:`_through_command_line`: their settings are their flags'
-names, ``steps=300``; the result is read back from ``out/metrics.json``, and there is no model in
-memory: load ``out/model`` with :func:`jaket.tasks.finetuned.load_finetuned`).
+Every task is called directly: its spec's ``runner`` (no argv, no subprocess, nothing read back
+from disk), the same function ``jaket finetune|evaluate TASK`` runs
+(:func:`jaket.tasks.cli_common.run_task`, the thin layer over it).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jaket.cli import build_parser
 from jaket.model.device import resolve_device
 from jaket.output import check_run_folder
-from jaket.overrides import apply_flag_config
 from jaket.tasks.cli_common import task_job
 from jaket.tasks.registry import TaskSpec, task_spec
 from jaket.tasks.results import TaskResult
@@ -58,10 +52,7 @@ def pipeline(task: str, *, out: str | Path | None = None, evaluate: bool = True,
     setting is a ``ValueError`` naming the key."""
     spec = task_spec(task)
     if spec.runner is None:
-        if out is None:
-            raise ValueError(f"pipeline({task!r}) still runs through the command line: give out=")
-        return _through_command_line(task, out, evaluate, model, encoder, variants, seeds, config, overwrite,
-                                     device, settings)
+        raise ValueError(f"task {task!r} has no runner: its spec cannot be run from Python")
     job = _job(spec, evaluate, model, encoder, variants, seeds, config, settings)
     where = resolve_device(device)
     check_trackers(tuple(log_with))
@@ -95,30 +86,3 @@ def _dotted(settings: Mapping, prefix: str = "") -> dict[str, Any]:
         else:
             flat[name] = value
     return flat
-
-
-def _through_command_line(task: str, out, evaluate: bool, model, encoder, variants, seeds, config, overwrite: bool,
-                          device, settings: Mapping) -> TaskResult:
-    """The path of the tasks not yet called directly: ``jaket evaluate|finetune TASK`` parsed from an
-    argv (settings through ``--set NAME=VALUE``, their flags' names), the result read back from
-    ``out/metrics.json``."""
-    argv = ["evaluate" if evaluate else "finetune", task, "--out", str(out)]
-    for flag, value in (("--model", model), ("--encoder", encoder), ("--config", config), ("--device", device)):
-        if value is not None:
-            argv += [flag, str(value)]
-    if variants is not None:
-        names = [variants] if isinstance(variants, str) else list(variants)
-        argv += ["--variants", ",".join(names)] if evaluate else ["--variant", names[0]]
-    if seeds is not None:
-        argv += ["--seeds", str(seeds)]
-    if overwrite:
-        argv.append("--overwrite")
-    for key, value in settings.items():
-        text = str(value) if isinstance(value, Path) else json.dumps(value)  # JSON is YAML: --set reads it back
-        argv += ["--set", f"{key.replace('__', '.')}={text}"]
-    parser = build_parser()
-    args = apply_flag_config(parser, parser.parse_args(argv), argv)
-    status = args.func(args)
-    if status:
-        raise RuntimeError(f"jaket {' '.join(argv)} ended with status {status}")
-    return TaskResult.from_metrics(Path(out) / "metrics.json")

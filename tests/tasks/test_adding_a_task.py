@@ -102,11 +102,19 @@ def test_an_unregistered_task_is_not_in_the_cli(capsys):
     assert "invalid choice: 'toy-task'" in capsys.readouterr().err
 
 
-def test_a_task_registered_from_a_test_file_appears_in_the_pipeline(toy_task, tmp_path):
+def test_a_task_registered_from_a_test_file_appears_in_the_pipeline(toy_task, tmp_path, monkeypatch):
+    import jaket.pipeline
     from jaket.pipeline import pipeline
     from jaket.tasks.results import TaskResult
 
-    result = pipeline("toy-task", seeds=2, steps=5)
+    def no(*args, **kwargs):
+        raise AssertionError("pipeline() parsed an argv or read a result back from disk")
+
+    with monkeypatch.context() as patched:  # no command line, no metrics.json read back
+        patched.setattr("jaket.cli.build_parser", no)
+        patched.setattr("jaket.tasks.results.read_json", no)
+        result = pipeline("toy-task", seeds=2, steps=5)
+    assert not hasattr(jaket.pipeline, "build_parser")  # the module imports no command line
     assert result.rows() == [{"variant": "lm", "budget": None, "seed": 0, "score": 5.0},
                              {"variant": "lm", "budget": None, "seed": 1, "score": 6.0}]
     assert result.model.predict(["a", "b"]) == [5, 5]

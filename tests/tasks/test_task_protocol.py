@@ -124,7 +124,7 @@ _COMMANDS = {
     ("evaluate", "kgqa"): ([], "steps", 7),
     ("finetune", "relation-classification"): ([], "train_steps", 7),
     ("evaluate", "relation-classification"): ([], "train_steps", 7),
-    ("evaluate", "sense-linking"): (["--heldout-of", "RUN"], "max_examples", 7),
+    ("evaluate", "sense-linking"): (["--heldout-of", "RUN"], "pretrained", "M"),
     ("evaluate", "word-sense-disambiguation"): (["--data", "X.data.xml"], "max_length", 70),
     ("predict", "entity-classification"): (["--model", "M", "--kg", "K"], "top_k", 7),
     ("predict", "link-prediction"): (["--model", "M", "--kg", "K", "--queries", "Q"], "top_k", 7),
@@ -299,3 +299,65 @@ def test_a_broken_pretrained_folder_is_the_same_line_in_every_command(kind, smal
         assert main(command) == 1, command
         err = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]
         assert err and err[-1].startswith(f"error: {line}"), (command, err)
+
+
+def _task_parser(command: str, task: str):
+    """The argparse parser of ``jaket COMMAND TASK``."""
+    import argparse
+
+    from jaket.cli import build_parser
+
+    parser = build_parser()
+    for name in (command, task):
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[name]
+    return parser
+
+
+def _is_job_key(job_type, key: str) -> bool:
+    """``key`` (dotted) names a field of the dataclass ``job_type`` (nested through its sections)."""
+    import dataclasses
+    import typing
+
+    node = job_type
+    for part in key.split("."):
+        if not dataclasses.is_dataclass(node):
+            return False
+        hints = typing.get_type_hints(node)
+        if part not in hints:
+            return False
+        node = hints[part]
+    return True
+
+
+@pytest.mark.parametrize("command,task", sorted((c, n) for n, s in TASKS.items() for c in s.commands), ids=str)
+def test_every_flag_of_a_task_command_is_a_key_of_its_job(command, task):
+    """One CLI path: every flag of ``finetune|evaluate TASK`` is either how and where to run (device,
+    --out, --json, --config, ...) or a key of the task's typed job, layered over the file and --set
+    only when given (its default is None: the job's own default stands)."""
+    from jaket.tasks.cli_common import COMMON_FLAG_KEYS, RUN_FLAGS
+
+    spec = TASKS[task]
+    assert spec.job is not None and spec.runner is not None, f"{task} has no typed job and runner"
+    keys = {**COMMON_FLAG_KEYS, **spec.command(spec.flag_keys)}
+    parser = _task_parser(command, task)
+    flags = [action for action in parser._actions if action.dest not in RUN_FLAGS]
+    assert flags, task
+    for action in flags:
+        flag = action.option_strings[0] if action.option_strings else action.dest
+        assert action.dest in keys, f"{command} {task} {flag}: not a key of {spec.job.__name__} ({spec.flag_keys})"
+        assert _is_job_key(spec.job, keys[action.dest]), f"{flag} -> {keys[action.dest]}: no such key"
+        assert parser.get_default(action.dest) is None, f"{flag}: its default must be the job's, not the flag's"
+    for dest, key in spec.command(spec.flag_keys).items():
+        assert _is_job_key(spec.job, key), f"{spec.flag_keys}[{dest!r}] = {key!r}: no such key of {spec.job.__name__}"
+
+
+@pytest.mark.parametrize("command,count", [("finetune", 1), ("evaluate", 5)])
+def test_first_seed_alone_shifts_the_commands_default_seeds(command, count, capsys):
+    """``--first-seed S`` without ``--seeds``: the command's default count of seeds, from S (every
+    typed-job task alike); ``--seeds 0`` is refused in one line."""
+    for task in ("entity-classification", "kgqa"):
+        assert main([command, task, "--first-seed", "2", "--print-config"]) == 0
+        assert yaml.safe_load(capsys.readouterr().out)["seeds"] == list(range(2, 2 + count)), task
+    assert main([command, "kgqa", "--seeds", "0", "--print-config"]) == 1
+    assert "need at least one seed" in capsys.readouterr().err

@@ -36,10 +36,9 @@ class TaskSpec:
     """One task: its command name, its package and what the command line and ``jaket predict`` use.
 
     ``job``: the typed config (with a data section where the task has one) that ``--config`` /
-    ``--set`` / ``--print-config`` read, or the task's config for a command that still spells its
-    settings as flags; ``default_variants``: ``evaluate``'s settings when ``--variants`` is not
-    given (``jaket`` only with ``--model``); ``finetune_variant``: ``finetune``'s without ``--model``
-    or ``--variant``; ``grid_task``: the :class:`~jaket.tasks.grid.GridTask` of ``run``;
+    ``--set`` / ``--print-config`` read and the flags of ``FLAG_KEYS`` fill; ``default_variants``:
+    ``evaluate``'s settings when ``--variants`` is not given (``jaket`` only with ``--model``);
+    ``finetune_variant``: ``finetune``'s without ``--model`` or ``--variant``; ``grid_task``: the :class:`~jaket.tasks.grid.GridTask` of ``run``;
     ``model``: the :class:`~jaket.tasks.finetuned.FinetunedModel` of ``finetuned`` (None: nothing to
     predict with); ``add_arguments``: the function of ``cli`` that adds the task's flags and sets
     the handler, ``(parser, evaluate)``; ``cli``: that module when it is not the package's."""
@@ -63,7 +62,7 @@ class TaskSpec:
     cli: str | None = None
     #: the function of ``run`` that runs a resolved job, ``(job, out_dir, *, save_dir, device,
     #: log_with, keep_model) -> TaskResult``: what the command and :func:`jaket.pipeline.pipeline`
-    #: call (None: the pipeline still goes through the command line)
+    #: call (every registered task has one; tested)
     runner: str | None = None
     #: the module of :attr:`runner` when it is not the package's ``run``
     run_module: str | None = None
