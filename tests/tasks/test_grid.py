@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from jaket.tasks import report as rep
-from jaket.tasks.grid import PAIRS, Cell, Grid, GridTask, paired_differences, run_grid
+from jaket.tasks.grid import PAIRS, Cell, Grid, GridTask, RunOutcome, paired_differences, run_grid
 from jaket.tasks.results import TaskResult
 
 
@@ -21,6 +21,7 @@ class _Counting(GridTask):
 
     def __init__(self):
         self.order, self.after, self.saved = [], [], []
+        self.trained = object()  # what one run trained: handed to save, never written
 
     def run(self, cell, progress, keep):
         self.order.append((cell.variant, cell.seed, cell.budget))
@@ -29,15 +30,13 @@ class _Counting(GridTask):
         if cell.variant == "jaket":
             base += 0.001 * (cell.seed % 2)
         run = {"accuracy": base + (0.05 if cell.budget == "1.0" else 0.0), "train_loss": [1.0, 0.5]}
-        if keep:
-            run["_model"] = object()  # held for save, never written
-        return run
+        return RunOutcome(run, self.trained if keep else None)  # held for save, never written
 
     def after_seed(self, variant, seed, results):
         self.after.append((variant, seed))
 
-    def save(self, cell, run, held, directory):
-        assert set(held) == {"_model"}
+    def save(self, cell, run, trained, directory):
+        assert trained is self.trained
         self.saved.append(cell)
         directory.mkdir(parents=True)
         return directory
@@ -55,7 +54,7 @@ def test_grid_runs_every_cell_in_order_and_owns_summaries_pairs_and_report(tmp_p
     assert task.after == [(v, s) for v in grid.variants for s in grid.seeds]
     assert task.saved == [Cell("lm", 0, "0.2")] and result["saved_model"] == str(tmp_path / "model")
     runs = result["runs"]["jaket"]["1.0"]
-    assert [r["seed"] for r in runs] == [0, 1, 2] and all("_model" not in r and r["seconds"] >= 0 for r in runs)
+    assert [r["seed"] for r in runs] == [0, 1, 2] and all(set(r) == {"seed", "accuracy", "train_loss", "seconds"} and r["seconds"] >= 0 for r in runs)
     summary = result["summary"]["lm+g+m"]["0.2"]["accuracy"]
     assert summary["values"] == pytest.approx([0.5, 0.51, 0.52]) and summary["mean"] == pytest.approx(0.51)
     pair = result["paired"]["jaket - lm+g+m"]["0.2"]
@@ -122,3 +121,12 @@ def test_one_seed_gives_a_difference_without_an_interval(tmp_path, caplog):
     assert "could not be computed" not in caplog.text
     assert json.loads((tmp_path / "metrics.json").read_text())["paired"]["jaket - lm"]["accuracy"]["ci_low"] is None
     assert "| JAKET − LM only | +30.0 |" in task.table(result)
+
+
+def test_a_run_that_is_not_a_run_outcome_is_refused(tmp_path):
+    class _Untyped(_Counting):
+        def run(self, cell, progress, keep):
+            return {"accuracy": 0.5}
+
+    with pytest.raises(TypeError, match="must return a RunOutcome"):
+        run_grid(_Untyped(), Grid(("lm",), (0,)), {"task": "toy"})

@@ -227,12 +227,11 @@ def _run_cell(task: GridTask, cell: Cell, progress, results: dict, save_dir: Pat
     progress.set_postfix_str(task.describe(cell))
     keep = (save_dir is not None and "saved_model" not in results) or (kept is not None and "model" not in kept)
     started = time.perf_counter()
-    found = task.run(cell, progress, keep)
-    if isinstance(found, RunOutcome):
-        found, held = dict(found.entry), found.trained
-    else:  # a dict whose "_" keys hold the trained parts (the tasks not yet returning a RunOutcome)
-        held = {k: found.pop(k) for k in [k for k in found if k.startswith("_")]}
-    run = {"seed": cell.seed, **found}
+    outcome = task.run(cell, progress, keep)
+    if not isinstance(outcome, RunOutcome):
+        raise TypeError(f"{type(task).__name__}.run must return a RunOutcome, got {type(outcome).__name__}")
+    held = outcome.trained
+    run = {"seed": cell.seed, **outcome.entry}
     run.setdefault("seconds", time.perf_counter() - started)
     if keep and kept is not None:
         kept["model"] = task.finetuned(cell, run, held)

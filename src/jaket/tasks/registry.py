@@ -35,13 +35,14 @@ class FinetunedFormatError(ValueError):
 class TaskSpec:
     """One task: its command name, its package and what the command line and ``jaket predict`` use.
 
-    ``job``: the typed config (with a data section where the task has one) that ``--config`` /
-    ``--set`` / ``--print-config`` read and the flags of ``FLAG_KEYS`` fill; ``default_variants``:
-    ``evaluate``'s settings when ``--variants`` is not given (``jaket`` only with ``--model``);
-    ``finetune_variant``: ``finetune``'s without ``--model`` or ``--variant``; ``grid_task``: the :class:`~jaket.tasks.grid.GridTask` of ``run``;
-    ``model``: the :class:`~jaket.tasks.finetuned.FinetunedModel` of ``finetuned`` (None: nothing to
-    predict with); ``add_arguments``: the function of ``cli`` that adds the task's flags and sets
-    the handler, ``(parser, evaluate)``; ``cli``: that module when it is not the package's."""
+    ``job``: the typed config (with a data section where the task has one) that ``--config`` / ``--set``
+    / ``--print-config`` read and the flags of ``FLAG_KEYS`` fill; ``default_variants``: ``evaluate``'s
+    settings when ``--variants`` is not given (``jaket`` only with ``--model``); ``finetune_variant``:
+    ``finetune``'s without ``--model`` or ``--variant``; ``grid_task``: the
+    :class:`~jaket.tasks.grid.GridTask` of ``run``; ``model``: the
+    :class:`~jaket.tasks.finetuned.FinetunedModel` of ``finetuned`` (None: nothing to predict with);
+    ``add_arguments``: the function of ``cli`` that adds the task's flags and sets the handler,
+    ``(parser, evaluate)``; ``cli``: that module when it is not the package's."""
 
     name: str
     package: str
