@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from pydantic import ConfigDict
+
 from jaket.model.config import read_model_config
 
 
@@ -131,3 +133,17 @@ class BackboneSettings:
                              km_layers=self.km_layers, km_heads=self.km_heads,
                              description_max_length=self.description_max_length,
                              relation_memory=self.relation_memory)
+
+
+@dataclass(kw_only=True)
+class TaskJob:
+    """What a task's typed job adds to its config, first among its bases (``class XJob(TaskJob,
+    XConfig)``, with its own ``data`` section): ``variants`` / ``seeds`` left empty are filled by
+    :func:`jaket.tasks.cli_common.resolve_job` (``finetune``: ``jaket`` with a pre-trained model,
+    else the spec's ``finetune_variant``, seed 0; ``evaluate``: every setting of the spec that
+    applies, seeds 0-4), and an unknown key is an error, not ignored."""
+
+    variants: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+
+    __pydantic_config__ = ConfigDict(extra="forbid")

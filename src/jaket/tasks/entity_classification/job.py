@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import ConfigDict
 
-from jaket.tasks.settings import VARIANTS, BackboneSettings
+from jaket.tasks.settings import BackboneSettings, TaskJob, VARIANTS
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -78,18 +78,10 @@ class EntityClassificationData:
 
 
 @dataclass(kw_only=True)
-class EntityClassificationJob(EntityClassificationConfig):
-    """A fine-tuning (or evaluation) run: the task config plus its data.
-
-    ``variants`` / ``seeds`` left empty mean: ``finetune`` runs ``jaket`` with a pre-trained
-    model (``pretrained``, the ``--model`` folder), else ``lm+g+m``, with seed 0; ``evaluate``
-    runs every setting that applies over seeds 0-4."""
+class EntityClassificationJob(TaskJob, EntityClassificationConfig):
+    """A fine-tuning (or evaluation) run: the task config plus its data."""
 
     data: EntityClassificationData = field(default_factory=EntityClassificationData)
-    variants: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
-
-    __pydantic_config__ = ConfigDict(extra="forbid")
 
     def check(self) -> list[tuple[str, str]]:
         problems = super().check()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
-from jaket.tasks.settings import VARIANTS, BackboneSettings
+from jaket.tasks.settings import BackboneSettings, TaskJob, VARIANTS
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -99,18 +99,10 @@ class KGQAData:
 
 
 @dataclass(kw_only=True)
-class KGQAJob(KGQAConfig):
-    """A fine-tuning (or evaluation) run: the task config plus its data.
-
-    ``variants`` / ``seeds`` left empty mean: ``finetune`` runs ``jaket`` with a pre-trained
-    model (``pretrained``, the ``--model`` folder), else ``lm+g+m``, with seed 0; ``evaluate``
-    runs every setting that applies over seeds 0-4."""
+class KGQAJob(TaskJob, KGQAConfig):
+    """A fine-tuning (or evaluation) run: the task config plus its data."""
 
     data: KGQAData = field(default_factory=KGQAData)
-    variants: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
-
-    __pydantic_config__ = ConfigDict(extra="forbid")
 
     def check(self) -> list[tuple[str, str]]:
         problems = super().check()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
-from jaket.tasks.settings import VARIANTS, BackboneSettings
+from jaket.tasks.settings import BackboneSettings, TaskJob, VARIANTS
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -143,7 +143,7 @@ class LinkPredictionData:
 
 
 @dataclass(kw_only=True)
-class LinkPredictionJob(LinkPredictionConfig):
+class LinkPredictionJob(TaskJob, LinkPredictionConfig):
     """A fine-tuning (or evaluation) run: the task config plus its data.
 
     ``variants`` / ``seeds`` left empty are filled by :func:`jaket.tasks.cli_common.resolve_job`;
@@ -152,8 +152,6 @@ class LinkPredictionJob(LinkPredictionConfig):
     :data:`FROZEN_DEFAULTS`. ``budget_cpu_seconds: 0`` means no budget."""
 
     data: LinkPredictionData = field(default_factory=LinkPredictionData)
-    variants: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
     scorers: tuple[str, ...] | None = None
     steps: int | None = None
     batch_size: int | None = None
@@ -164,8 +162,6 @@ class LinkPredictionJob(LinkPredictionConfig):
     refresh_initial: int | None = None
     budget_cpu_seconds: float | None = None
     frozen_warmup_steps: int | None = None
-
-    __pydantic_config__ = ConfigDict(extra="forbid")
 
     def __post_init__(self) -> None:
         """Nothing: :meth:`check` reports the bad values (:func:`jaket.tasks.config.load_task_config`)."""

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, ConfigDict, PlainSerializer
 
-from jaket.tasks.settings import VARIANTS
+from jaket.tasks.settings import TaskJob, VARIANTS
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -107,7 +107,7 @@ class RelationClassificationData:
 
 
 @dataclass(kw_only=True)
-class RelationClassificationJob(RelationClassificationConfig):
+class RelationClassificationJob(TaskJob, RelationClassificationConfig):
     """A fine-tuning (or evaluation) run: the task config plus its data.
 
     ``variants`` / ``seeds`` left empty mean: ``finetune`` runs ``jaket`` with a pre-trained model
@@ -116,12 +116,8 @@ class RelationClassificationJob(RelationClassificationConfig):
     ``--km-layers`` / ``--km-heads``) must stay unset: no setting of this task has a KM."""
 
     data: RelationClassificationData = field(default_factory=RelationClassificationData)
-    variants: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
     km_layers: int | None = None
     km_heads: int | None = None
-
-    __pydantic_config__ = ConfigDict(extra="forbid")
 
     def check(self) -> list[tuple[str, str]]:
         problems = super().check()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
-from jaket.tasks.settings import BackboneSettings
+from jaket.tasks.settings import BackboneSettings, TaskJob
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -97,15 +97,11 @@ class WordInContextData:
 
 
 @dataclass(kw_only=True)
-class WordInContextJob(WordInContextConfig):
+class WordInContextJob(TaskJob, WordInContextConfig):
     """A run: the task config plus its data; empty ``variants`` / ``seeds``: ``finetune`` runs
     ``jaket`` with ``--model`` (else ``lm``) on seed 0, ``evaluate`` every setting on seeds 0-4."""
 
     data: WordInContextData = field(default_factory=WordInContextData)
-    variants: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
-
-    __pydantic_config__ = ConfigDict(extra="forbid")
 
     def check(self) -> list[tuple[str, str]]:
         problems = super().check()

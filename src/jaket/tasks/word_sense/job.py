@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
-from jaket.tasks.settings import BackboneSettings
+from jaket.tasks.settings import BackboneSettings, TaskJob
 
 
 #: the command names of all-words WSD and of sense linking, registered in :mod:`jaket.tasks.registry`
@@ -74,15 +74,11 @@ class WordSenseData:
 
 
 @dataclass(kw_only=True)
-class WordSenseJob(WordSenseConfig):
+class WordSenseJob(TaskJob, WordSenseConfig):
     """A run: the task config plus its data; empty ``variants`` / ``seeds``: every encoder scorer
     that applies (``jaket`` with ``--model``) and seeds 0-4."""
 
     data: WordSenseData = field(default_factory=WordSenseData)
-    variants: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
-
-    __pydantic_config__ = ConfigDict(extra="forbid")
 
     def check(self) -> list[tuple[str, str]]:
         problems = super().check()
