@@ -96,17 +96,19 @@ def test_the_pipeline_runs_the_commands_runner_with_its_scores(tmp_path, capsys)
     kg = full_wordnet_kg()
     prime, _ = kg.induced_subgraph(np.arange(0, kg.num_entities, 50, dtype=np.int64))
     save_kg(prime, tmp_path / "data" / "kg-unseen")
+    save_kg(prime, tmp_path / "senses")  # the sense KG: KG' itself (not all of WordNet, read again)
     assert main(["evaluate", "sense-linking", "--unseen-of", str(tmp_path / "data"), "--no-baselines",
-                 "--max-examples", "30", "--seeds", "1", "--out", str(tmp_path / "cli"), "--json"]) == 0
+                 "--kg", str(tmp_path / "senses"), "--max-examples", "30", "--seeds", "1",
+                 "--out", str(tmp_path / "cli"), "--json"]) == 0
     command = json.loads(capsys.readouterr().out)
     result = pipeline("sense-linking", seeds=1, baselines=False, data__unseen_of=tmp_path / "data",
-                      data__max_examples=30)
+                      data__kg=tmp_path / "senses", data__max_examples=30)
     assert result.task == "sense-linking" and result.model is None and result.summary == command
     assert set(command) == {"first sense", "random"} and result["data"]["examples_used"] == 30
     frame = result.to_dataframe()
     assert list(frame["variant"]) == ["first sense", "random"]
     assert list(frame["accuracy"]) == [command[name]["accuracy"] for name in frame["variant"]]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cli", "data"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cli", "data", "senses"]
 
 
 def test_the_shipped_config_lists_every_key_with_its_default():
