@@ -24,3 +24,13 @@ def test_the_command_exits_1_on_a_difference(tmp_path, capsys):
     assert main([str(one), str(two)]) == 0 and "1 numbers compared, 0 differences" in capsys.readouterr().out
     two.write_text(json.dumps({"accuracy": 0.6}))
     assert main([str(one), str(two)]) == 1 and "0.5 before, 0.6 after" in capsys.readouterr().out
+
+
+def test_a_run_folder_is_read_and_an_ignored_key_is_left_out(tmp_path, capsys):
+    for name, config in (("before", {"steps": 3}), ("after", {"steps": 3, "data": {"kg": None, "max": 9}})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.json").write_text(json.dumps({"config": config, "accuracy": 0.5}))
+    assert main([str(tmp_path / "before"), str(tmp_path / "after")]) == 1
+    assert "/config/data: only in the after run" in capsys.readouterr().out
+    assert main([str(tmp_path / "before"), str(tmp_path / "after"), "--ignore", "data"]) == 0
+    assert "2 numbers compared, 0 differences" in capsys.readouterr().out
