@@ -136,8 +136,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if getattr(args, "_flag_parser", None) is not None and args.print_config:
-        if getattr(args, "_settle", None) is not None:  # the settings resolved here (a task's --precision)
-            args._settle(args)
         print(dump_flag_settings(args), end="")
         return 0
     logging.basicConfig(

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     """The toy task's flags (its spec's ``add_arguments``, in its ``cli`` module: this file)."""
     add_config_flags(parser, "YAML config (keys of ToyJob)", "--set steps=5")
     parser.add_argument("--steps", type=int, help=f"steps (default {ToyJob().steps})")
-    parser.set_defaults(seeds=None, func=run_task, evaluate=evaluate)
+    parser.set_defaults(func=run_task, evaluate=evaluate)
 
 
 class ToyModel:

@@ -44,8 +44,9 @@ def add_common_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> Non
                             help="comma list of lm,gnn,lm+g,lm+g+m,jaket (default: all that apply)")
     else:
         parser.add_argument("--variant", help="one of lm,gnn,lm+g,lm+g+m,jaket")
-    parser.add_argument("--seeds", type=int, default=5 if evaluate else 1,
-                        help="number of seeds (--first-seed .. --first-seed + N - 1)")
+    parser.add_argument("--seeds", type=int,
+                        help=f"number of seeds (--first-seed .. --first-seed + N - 1; default {5 if evaluate else 1}, "
+                             "or the job's seeds from --config / --set)")
     parser.add_argument("--first-seed", type=int, default=0,
                         help="first seed (default 0): a table can be built seed by seed in separate runs")
     parser.add_argument("--out", type=Path, help="output folder (default runs/<task>)")
@@ -59,7 +60,6 @@ def add_common_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> Non
     add_device_argument(parser)
     add_precision_argument(parser, default_help="fp32, unless --config or --set says otherwise")
     add_log_with_argument(parser)
-    parser.set_defaults(_settle=settle_precision)
 
 
 def precision_of(args: argparse.Namespace) -> bool | None:
@@ -73,29 +73,9 @@ def precision_of(args: argparse.Namespace) -> bool | None:
     return choose_precision(precision, resolve_device(args.device)) == "bf16"
 
 
-def settle_precision(args: argparse.Namespace) -> bool:
-    """A command whose settings are its flags: ``args.precision`` resolved in place to ``fp32`` or
-    ``bf16`` (what ``--print-config`` shows; fp32 when neither flag is given) and returned as the
-    config's ``bf16``."""
-    args.precision = "bf16" if precision_of(args) else "fp32"
-    return args.precision == "bf16"
-
-
 def add_sense_kg_argument(parser: argparse.ArgumentParser) -> None:
     """``--kg DIR``: the KG whose entities are word senses (word in context, sense linking)."""
     parser.add_argument("--kg", type=Path, metavar="DIR", help="the sense KG (default: WordNet 3.0)")
-
-
-def add_relation_memory_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--no-relation-memory", dest="relation_memory", action="store_false",
-                        help="R = 0 in the KM (ablation; default: R from relation descriptions, as the paper)")
-
-
-def seed_range(seeds: int, first_seed: int = 0) -> tuple[int, ...]:
-    """The seeds of ``--seeds N --first-seed S``: S, S+1, ..., S+N-1."""
-    if seeds < 1 or first_seed < 0:
-        raise SystemExit("error: --seeds must be >= 1 and --first-seed >= 0")
-    return tuple(range(first_seed, first_seed + seeds))
 
 
 def chosen_variants(task: str, evaluate: bool, pretrained: Path | None, variants: tuple[str, ...] | None = None,
@@ -144,12 +124,6 @@ def task_job(job_type: type, task: str, evaluate: bool, config: Path | str | Non
     (``"a.b=value"``) < ``values`` (``{"a.b": value}``, used as given), checked and completed
     (:func:`resolve_job`); the command line's and :func:`jaket.pipeline.pipeline`'s."""
     return resolve_job(load_task_config(job_type, config, overrides, values, what=task), task, evaluate)
-
-
-def variants_of(args: argparse.Namespace, task: str) -> tuple[str, ...]:
-    """:func:`chosen_variants` of a task command's flags."""
-    return chosen_variants(task, args.evaluate, args.model, getattr(args, "variants", None),
-                           getattr(args, "variant", None))
 
 
 def start_run(args: argparse.Namespace, task: str):

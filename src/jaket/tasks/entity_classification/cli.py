@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--head-init", choices=("fresh", "category"),
                         help="the jaket setting's classifier: 'fresh' (the paper) or 'category' = start from the "
                              f"pre-trained category head for the categories it knows (default {defaults.head_init})")
-    parser.set_defaults(seeds=None, relation_memory=None, func=run_task, evaluate=evaluate)
+    parser.set_defaults(relation_memory=None, func=run_task, evaluate=evaluate)
 
 
 def add_predict_arguments(parser: argparse.ArgumentParser) -> None:

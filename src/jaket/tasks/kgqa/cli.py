@@ -69,7 +69,7 @@ def add_arguments(qa: argparse.ArgumentParser, evaluate: bool) -> None:
                     help=f"selection questions read at each check (default {d.max_selection})")
     qa.add_argument("--no-relation-memory", dest="relation_memory", action="store_const", const=False,
                     help="R = 0 in the KM (ablation; default: R from relation descriptions, as the paper)")
-    qa.set_defaults(seeds=None, relation_memory=None, func=run_task, evaluate=evaluate)
+    qa.set_defaults(relation_memory=None, func=run_task, evaluate=evaluate)
 
 
 def add_predict_arguments(parser: argparse.ArgumentParser) -> None:

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
                      "--set steps=600 --set data.sample_entities=3000")
     _add_data_arguments(parser)
     _add_training_arguments(parser)
-    parser.set_defaults(seeds=None, func=run_task, evaluate=evaluate)
+    parser.set_defaults(func=run_task, evaluate=evaluate)
 
 
 def _add_data_arguments(parser: argparse.ArgumentParser) -> None:

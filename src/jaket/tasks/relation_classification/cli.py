@@ -43,7 +43,7 @@ def add_arguments(rc: argparse.ArgumentParser, evaluate: bool) -> None:
     rc.add_argument("--train-way", type=int, help=f"relations per training episode (default {d.train_way})")
     rc.add_argument("--train-shot", type=int, help=f"supports per relation in training (default {d.train_shot})")
     rc.add_argument("--episodes", type=int, help=f"evaluation episodes per setting (default {d.episodes})")
-    rc.set_defaults(seeds=None, func=run_task, evaluate=evaluate)
+    rc.set_defaults(func=run_task, evaluate=evaluate)
 
 
 def add_predict_arguments(parser: argparse.ArgumentParser) -> None:

@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
     parser.add_argument("--batch-size", type=int, metavar="N", help=f"pairs per step (default {defaults.batch_size})")
     parser.add_argument("--sense-fusion", choices=("attention", "first", "none"),
                         help=f"how the KM settings fuse the target's senses (default {defaults.sense_fusion})")
-    parser.set_defaults(seeds=None, func=run_task, evaluate=evaluate)
+    parser.set_defaults(func=run_task, evaluate=evaluate)
 
 
 def add_predict_arguments(parser: argparse.ArgumentParser) -> None:

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser, evaluate: bool = True) -> Non
     parser.add_argument("--first-sense-prior", type=float_list, metavar="W,...",
                         help="also report each scorer with WordNet's sense order as a prior of these weights "
                              "(default: none; choose the weight on the development set only)")
-    parser.set_defaults(seeds=None, func=run_task, evaluate=True)
+    parser.set_defaults(func=run_task, evaluate=True)
 
 
 #: flag destination -> job key (flags given on the command line win over the file and --set; the
