@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from jaket.kg.errors import KGFormatError
 
@@ -202,7 +203,7 @@ def test_the_command_runs_on_a_kg_folder(mini, sense_kg, tiny_bert_dir, tmp_path
                  "--out", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["scorers"]["first sense"] == pytest.approx(6 / 13) and set(summary["scorers"]) == {
-        "first sense", "random", "lesk", "lm"}
+        "first sense", "random", "lesk", "lm", "lm (text)", "lm (text + kg)"}
     assert summary["data"]["gold"] == str(mini.with_name("mini.gold.key.txt"))
     assert (out / "lm.key.txt").is_file()
 
@@ -228,7 +229,8 @@ def test_the_pipeline_runs_the_commands_runner_with_its_scores(mini, sense_kg, t
     assert {k: v["mean"] for k, v in result.paired.items()} == {k: v["mean"] for k, v in command["paired"].items()}
     assert result.rows() == TaskResult.from_metrics(out).rows()
     frame = result.to_dataframe()
-    assert list(frame["variant"]) == ["first sense", "random", "lesk", "lm", "lm+g+m", "lm+g+m"]
+    assert list(frame["variant"]) == ["first sense", "random", "lesk", "lm", "lm+g+m", "lm+g+m", "lm (text)",
+                                      "lm (text + kg)"]
     assert list(frame[frame["variant"] == "lm+g+m"]["seed"]) == [0, 1]
     rules = frame[frame["variant"] != "lm+g+m"]
     assert dict(zip(rules["variant"], rules["f1"])) == {k: command["scorers"][k] for k in rules["variant"]}
@@ -269,3 +271,52 @@ def test_key_file_names_are_clean_for_every_scorer_and_prior():
     names = [key_file_name(s) for s in SCORERS] + [key_file_name(f"{s} + prior 2") for s in SCORERS]
     assert len(set(names)) == len(names)
     assert all("-." not in n and ".-" not in n and not n.startswith("-") and not n.endswith("-") for n in names)
+
+
+def test_the_text_scorers_read_each_sense_and_its_kg_neighbours(mini, sense_kg, tiny_bert_dir):
+    """``(text)``: the word in context against each candidate's names, description and usage
+    examples read as a sentence; ``(text + kg)``: plus β times the mean of its KG neighbours'
+    vectors (one uniform message-passing step); β = 0 is the text alone."""
+    from jaket.model.language import SplitLanguageModel
+    from jaket.tasks.word_sense.finetuned import (SenseTexts, kg_neighbours, sense_text, text_kg_rows,
+                                                  text_vectors)
+
+    kg, _ = sense_kg
+    bank = kg.entity_ids.index("bank.n.01")
+    assert sense_text(kg, bank) == f"{', '.join(dict.fromkeys([kg.entity_names[bank], *kg.entity_aliases[bank]]))}: " \
+        + kg.entity_descriptions[bank].split(": ", 1)[1]
+    assert sense_text(kg, bank, ("they sat on the bank",)).endswith("; they sat on the bank")
+    language = SplitLanguageModel.from_pretrained(tiny_bert_dir)
+    linked = [e for e in range(kg.num_entities) if len(kg_neighbours(kg, e))]
+    assert linked, "the sense KG of the test has triples"
+    entities = np.asarray(linked[:3])
+    own, spread = text_kg_rows(language, kg, entities, SenseTexts({}, neighbour_weight=2.0))
+    for i, e in enumerate(entities):
+        neighbours = kg_neighbours(kg, int(e))
+        assert int(e) not in neighbours.tolist() and len(set(neighbours.tolist())) == len(neighbours)
+        vectors = text_vectors(language, [sense_text(kg, int(n)) for n in neighbours])
+        assert torch.allclose(own[i], text_vectors(language, [sense_text(kg, int(e))])[0], atol=1e-5)
+        assert torch.allclose(spread[i], own[i] + 2.0 * vectors.mean(0), atol=1e-5)
+    alone, same = text_kg_rows(language, kg, entities, SenseTexts({}, neighbour_weight=0.0))
+    assert torch.allclose(alone, same)
+
+
+def test_no_usage_example_is_a_sentence_being_evaluated(sense_kg):
+    """A WordNet usage example equal to an evaluated sentence (case and punctuation aside) is
+    dropped and counted, never read as sense evidence."""
+    from jaket.kg.sources.wordnet import load_wordnet_data
+    from jaket.tasks.word_sense.data import WsdInstance
+    from jaket.tasks.word_sense.run import usage_examples
+
+    kg, _ = sense_kg
+    wordnet = load_wordnet_data()
+    position = {entity_id: i for i, entity_id in enumerate(kg.entity_ids)}
+    synset, text = next((s, t) for s, t in wordnet.raw_examples if wordnet.ids[s] in position)
+    entity = position[wordnet.ids[synset]]
+    kept, counts = usage_examples(kg, [])
+    assert text in kept[entity] and counts["usage_examples_dropped"] == 0
+    assert counts["usage_examples"] == sum(map(len, kept.values()))
+    target = WsdInstance("d0.s0.t0", text.upper() + " !", 0, 1, "x", "n")
+    kept, counts = usage_examples(kg, [target])
+    assert text not in kept.get(entity, ()) and counts["usage_examples_dropped"] >= 1
+    assert usage_examples(kg, [target], wanted=False) == ({}, {"usage_examples": 0, "usage_examples_dropped": 0})

@@ -19,7 +19,17 @@ earlier candidate on a tie, and no answer without candidates. Scorers (:data:`SC
 * ``jaket``: the pre-trained masked-entity head restricted to the candidates (pre-training's task
   4: ``q = g((Z_s + Z_o) / 2)`` against the candidates' E^context rows by JAKET's LM1), computed by
   the linker of ``jaket link --model`` (:class:`jaket.tasks.word_sense.model.ContextLinker`);
-* ``jaket (cosine)``: JAKET's encoder read as the base encoder is (the ``lm`` scorer).
+* ``jaket (cosine)``: JAKET's encoder read as the base encoder is (the ``lm`` scorer);
+* ``lm (text)`` / ``jaket (text)``: the word in context (as ``lm``) against each candidate's *text*
+  read as the sentence encoder reads a sentence (the mean of its tokens through LM1 + LM2): its
+  names and aliases, its description and, where :class:`SenseTexts` gives them, its usage examples
+  (:func:`sense_text`);
+* ``lm (text + kg)`` / ``jaket (text + kg)``: the same, each candidate's row being its text's
+  vector plus ``β`` times the mean of its KG neighbours' text vectors (:func:`text_kg_rows`): one
+  step of message passing over the KG (Eq. 1-5's aggregation with uniform attention, identity
+  composition and no weights), so a sense is also read from the senses it is linked to (its
+  hypernyms, hyponyms, derived forms, ...). Nothing is trained: the base encoder's rows are ``LM +
+  G`` before any fine-tuning, the pre-trained encoder's are what joint pre-training adds.
 
 **The sense-order prior** (:func:`with_prior`, an explicit option, never part of a scorer): WordNet
 orders a lemma's senses by their frequency in its tagged corpora, so the candidate of rank ``r``
@@ -50,15 +60,21 @@ from jaket.tasks.word_in_context.data import lemma_key
 from jaket.tasks.word_in_context.model import SenseGraph, km_embeddings, neighbourhood, target_spans
 
 #: every scorer, in the order they are computed and reported
-SCORERS = ("first sense", "random", "lesk", "lm", "lm+g+m", "jaket", "jaket (cosine)")
+SCORERS = ("first sense", "random", "lesk", "lm", "lm+g+m", "jaket", "jaket (cosine)", "lm (text)",
+           "lm (text + kg)", "jaket (text)", "jaket (text + kg)")
 #: how the reports name them
 SCORER_LABELS = {"first sense": "WordNet first sense", "random": "(random candidate)",
                  "lesk": "jaket link's rule (simplified Lesk)", "lm": "LM only (cosine)",
                  "lm+g+m": "LM+G+M (fresh KM, cosine)", "jaket": "JAKET (masked-entity head)",
-                 "jaket (cosine)": "JAKET encoder (cosine)"}
+                 "jaket (cosine)": "JAKET encoder (cosine)", "lm (text)": "LM only, sense texts (cosine)",
+                 "lm (text + kg)": "LM + KG neighbours, sense texts (cosine)",
+                 "jaket (text)": "JAKET encoder, sense texts (cosine)",
+                 "jaket (text + kg)": "JAKET encoder + KG neighbours, sense texts (cosine)"}
 #: the scorers that need a pre-trained model / the base encoder
-PRETRAINED_SCORERS = ("jaket", "jaket (cosine)")
-ENCODER_SCORERS = ("lm", "lm+g+m")
+PRETRAINED_SCORERS = ("jaket", "jaket (cosine)", "jaket (text)", "jaket (text + kg)")
+ENCODER_SCORERS = ("lm", "lm+g+m", "lm (text)", "lm (text + kg)")
+#: the scorers that read the senses' texts (:class:`SenseTexts`)
+TEXT_SCORERS = ("lm (text)", "lm (text + kg)", "jaket (text)", "jaket (text + kg)")
 #: the fresh KM of ``lm+g+m`` unless a task gives its own (sense linking's: 2 layers, 4 heads)
 FRESH_KM = {"layers": 2, "heads": 4, "composition": "add"}
 #: the temperature at which a cosine scorer's scores are read as logits for the prior
@@ -164,6 +180,83 @@ def similarity_scores(examples: list[SenseExample], vectors: torch.Tensor, candi
     return out
 
 
+@dataclass(frozen=True)
+class SenseTexts:
+    """What the ``(text)`` and ``(text + kg)`` scorers read of a sense (module docstring):
+    ``usage`` maps an entity to its usage examples (none that is an evaluated sentence: the caller
+    removes those), ``neighbour_weight`` is ``β`` and ``max_length`` the tokens read of a text."""
+
+    usage: dict[int, tuple[str, ...]]
+    neighbour_weight: float = 1.0
+    max_length: int = 128
+
+
+def sense_text(kg: KnowledgeGraph, entity: int, usage: tuple[str, ...] = ()) -> str:
+    """``"name, alias, ...: description; usage example ..."`` of ``entity`` (a description that
+    starts with ``"name: "``, as WordNet's do, is not given its name twice)."""
+    names = list(dict.fromkeys([kg.entity_names[entity], *kg.entity_aliases[entity]]))
+    body = kg.entity_descriptions[entity]
+    for name in names:
+        if body.startswith(f"{name}: "):
+            body = body[len(name) + 2:]
+            break
+    return f"{', '.join(names)}: {body}" + (f"; {' '.join(usage)}" if usage else "")
+
+
+@torch.no_grad()
+def text_vectors(language: SplitLanguageModel, texts: list[str], *, max_length: int = 128,
+                 batch_size: int = 64) -> torch.Tensor:
+    """Each text as the sentence encoder reads it: the mean of its tokens through LM1 + LM2, unit length."""
+    language.eval()
+    device = next(language.parameters()).device
+    out = []
+    for begin in range(0, len(texts), batch_size):
+        encoded = language.tokenizer(texts[begin:begin + batch_size], padding=True, truncation=True,
+                                     max_length=max_length, return_tensors="pt")
+        mask = encoded["attention_mask"].to(device)
+        hidden = language(encoded["input_ids"].to(device), mask).float()
+        weights = mask.float()[..., None]
+        out.append(F.normalize((hidden * weights).sum(1) / weights.sum(1), dim=1))
+    return torch.cat(out) if out else torch.zeros(0, int(language.hidden_size))
+
+
+def kg_neighbours(kg: KnowledgeGraph, entity: int) -> np.ndarray:
+    """The distinct entities linked to ``entity`` by a triple, either way (itself left out)."""
+    adjacency = kg.adjacency
+    found = np.unique(adjacency.neighbors[adjacency.indptr[entity]:adjacency.indptr[entity + 1]])
+    return found[found != entity]
+
+
+@torch.no_grad()
+def text_kg_rows(language: SplitLanguageModel, kg: KnowledgeGraph, entities: np.ndarray, texts: SenseTexts
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rows of ``entities`` for the ``(text)`` scorers (their texts' vectors) and for the
+    ``(text + kg)`` scorers (``v_e + β mean_{n ∈ N(e)} v_n``, ``N(e)``: :func:`kg_neighbours`;
+    ``v_e`` alone without neighbours)."""
+    neighbours = [kg_neighbours(kg, int(e)) for e in entities]
+    pool = np.unique(np.concatenate([np.asarray(entities, dtype=np.int64), *neighbours]).astype(np.int64))
+    row = {int(e): i for i, e in enumerate(pool)}
+    vectors = text_vectors(language, [sense_text(kg, int(e), texts.usage.get(int(e), ())) for e in pool],
+                           max_length=texts.max_length)
+    own = vectors[[row[int(e)] for e in entities]]
+    spread = own.clone()
+    for i, found in enumerate(neighbours):
+        if len(found):
+            spread[i] += texts.neighbour_weight * vectors[[row[int(n)] for n in found]].mean(0)
+    return own, spread
+
+
+def text_scores(examples: list[SenseExample], kg: KnowledgeGraph, language: SplitLanguageModel,
+                context: torch.Tensor, texts: SenseTexts, prefix: str) -> dict[str, ScorerOutput]:
+    """``PREFIX (text)`` and ``PREFIX (text + kg)`` (module docstring) of the contexts ``context``."""
+    candidates = _Candidates.of(examples, kg)
+    own, spread = text_kg_rows(language, kg, candidates.used, texts)
+    return {f"{prefix} (text)": ScorerOutput([similarity_scores(examples, context, own, candidates.index, cosine=True)],
+                                             temperature=COSINE_TEMPERATURE),
+            f"{prefix} (text + kg)": ScorerOutput([similarity_scores(examples, context, spread, candidates.index,
+                                                                     cosine=True)], temperature=COSINE_TEMPERATURE)}
+
+
 @dataclass
 class _Candidates:
     """Every candidate of the examples once (sorted), with its description and name."""
@@ -213,9 +306,10 @@ def lesk_scores(examples: list[SenseExample], kg: KnowledgeGraph, linker: Entity
 @torch.no_grad()
 def encoder_scores(examples: list[SenseExample], kg: KnowledgeGraph, *, encoder=None, seeds=(0, 1, 2),
                    description_max_length: int = 32, max_length: int = 96, km: dict | None = None,
-                   with_km: bool = True, device="cpu") -> dict[str, ScorerOutput]:
-    """The ``lm`` and (``with_km``) ``lm+g+m`` scorers of the module docstring; ``km``: the fresh
-    KM's ``{"layers", "heads", "composition"}`` (default :data:`FRESH_KM`)."""
+                   with_km: bool = True, texts: SenseTexts | None = None, device="cpu") -> dict[str, ScorerOutput]:
+    """The ``lm`` and (``with_km``) ``lm+g+m`` scorers of the module docstring, and ``lm (text)`` /
+    ``lm (text + kg)`` with ``texts``; ``km``: the fresh KM's ``{"layers", "heads", "composition"}``
+    (default :data:`FRESH_KM`)."""
     km = km or FRESH_KM
     candidates = _Candidates.of(examples, kg)
     base = SplitLanguageModel.from_pretrained(encoder or default_model_path()).to(device)
@@ -224,6 +318,8 @@ def encoder_scores(examples: list[SenseExample], kg: KnowledgeGraph, *, encoder=
                                       max_length=description_max_length)
     out = {"lm": ScorerOutput([similarity_scores(examples, context, described, candidates.index, cosine=True)],
                               temperature=COSINE_TEMPERATURE)}
+    if texts is not None:
+        out.update(text_scores(examples, kg, base, context, texts, "lm"))
     if not with_km:
         return out
     # LM+G+M before fine-tuning: E^KM of a fresh KM over the base memory (LM1 of the descriptions)
@@ -248,10 +344,11 @@ def encoder_scores(examples: list[SenseExample], kg: KnowledgeGraph, *, encoder=
 
 @torch.no_grad()
 def jaket_scores(examples: list[SenseExample], kg: KnowledgeGraph, pretrained, *, description_max_length: int = 32,
-                 max_length: int = 96, device="cpu") -> dict[str, ScorerOutput]:
+                 max_length: int = 96, texts: SenseTexts | None = None, device="cpu") -> dict[str, ScorerOutput]:
     """The ``jaket`` scorer (the masked-entity head, pre-training task 4, restricted to the
     candidates: :meth:`jaket.tasks.word_sense.model.ContextLinker.logits`, the linker of ``jaket link
-    --model``) and ``jaket (cosine)`` of the module docstring."""
+    --model``) and ``jaket (cosine)`` of the module docstring, and ``jaket (text)`` / ``jaket (text +
+    kg)`` with ``texts``."""
     candidates = _Candidates.of(examples, kg)
     linker = ContextLinker.from_pretrained(pretrained, kg, device=device, max_length=max_length)
     language = linker.model.language
@@ -260,16 +357,25 @@ def jaket_scores(examples: list[SenseExample], kg: KnowledgeGraph, pretrained, *
                          [e.candidates for e in examples])
     described = description_features(language, candidates.texts, candidates.names, full=True,
                                      max_length=description_max_length)
-    return {"jaket": ScorerOutput([list(head)], temperature=1.0),
-            "jaket (cosine)": ScorerOutput([similarity_scores(examples, context, described, candidates.index,
-                                                              cosine=True)], temperature=COSINE_TEMPERATURE)}
+    out = {"jaket": ScorerOutput([list(head)], temperature=1.0),
+           "jaket (cosine)": ScorerOutput([similarity_scores(examples, context, described, candidates.index,
+                                                             cosine=True)], temperature=COSINE_TEMPERATURE)}
+    if texts is not None:
+        out.update(text_scores(examples, kg, language, context, texts, "jaket"))
+    return out
 
 
-def score_senses(examples: list[SenseExample], kg: KnowledgeGraph, *, scorers=SCORERS, pretrained=None,
+def score_senses(examples: list[SenseExample], kg: KnowledgeGraph, *, scorers=None, pretrained=None,
                  encoder=None, seeds=(0, 1, 2), description_max_length: int = 32, max_length: int = 96,
-                 km: dict | None = None, device="cpu") -> dict[str, ScorerOutput]:
-    """The ``scorers`` asked for (those of :data:`PRETRAINED_SCORERS` only with ``pretrained``), in
-    :data:`SCORERS`' order."""
+                 km: dict | None = None, texts: SenseTexts | None = None, device="cpu") -> dict[str, ScorerOutput]:
+    """The ``scorers`` asked for (None: all of :data:`SCORERS`, those of :data:`TEXT_SCORERS` only
+    with ``texts``; those of :data:`PRETRAINED_SCORERS` only with ``pretrained``), in
+    :data:`SCORERS`' order; a text scorer asked for without ``texts`` is an error."""
+    if scorers is None:
+        scorers = tuple(s for s in SCORERS if texts is not None or s not in TEXT_SCORERS)
+    if texts is None and any(s in scorers for s in TEXT_SCORERS):
+        raise ValueError("the (text) scorers read the senses' texts: give texts=SenseTexts(...)")
+    wants_text = any(s in scorers for s in TEXT_SCORERS)
     out: dict[str, ScorerOutput] = {"first sense": first_sense_scores(examples), "random": random_scores(examples)}
     if "lesk" in scorers:
         out["lesk"] = lesk_scores(examples, kg)
@@ -277,8 +383,8 @@ def score_senses(examples: list[SenseExample], kg: KnowledgeGraph, *, scorers=SC
         out.update(encoder_scores(examples, kg, encoder=encoder, seeds=seeds,
                                   description_max_length=description_max_length, max_length=max_length,
                                   km=km, with_km="lm+g+m" in scorers,
-                                  device=device))
+                                  texts=texts if wants_text else None, device=device))
     if pretrained is not None and any(s in scorers for s in PRETRAINED_SCORERS):
         out.update(jaket_scores(examples, kg, pretrained, description_max_length=description_max_length,
-                                max_length=max_length, device=device))
+                                max_length=max_length, texts=texts if wants_text else None, device=device))
     return {name: out[name] for name in SCORERS if name in out and name in scorers}

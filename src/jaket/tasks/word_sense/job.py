@@ -26,7 +26,9 @@ class WordSenseConfig(BackboneSettings):
     link``'s Lesk rule always run; ``variants`` adds the encoder scorers: ``lm`` (the base
     encoder's cosine), ``lm+g+m`` (a fresh KM per seed, its structure as every task's:
     :meth:`VariantConfig.km_structure`) and ``jaket`` (the pre-trained masked-entity head, pre-training
-    task 4, restricted to the candidates, and the pre-trained encoder's cosine).
+    task 4, restricted to the candidates, and the pre-trained encoder's cosine); ``lm`` and ``jaket``
+    also bring their encoder's ``(text)`` and ``(text + kg)`` scorers (the candidates' texts, and
+    those plus their KG neighbours': :mod:`jaket.tasks.word_sense.finetuned`).
     """
 
     variants: tuple[str, ...] = ("lm", "lm+g+m", "jaket")
@@ -39,6 +41,13 @@ class WordSenseConfig(BackboneSettings):
     #: ``log softmax(s / T) + w log p(rank)``, ``p(r) ∝ 1 / (r + 1)`` (:func:`jaket.tasks.word_sense.finetuned.with_prior`);
     #: empty = not used. Choose ``w`` on the development set (SemEval-2007) only
     first_sense_prior: tuple[float, ...] = ()
+    #: ``β`` of the ``(text + kg)`` scorers: a candidate's row is its text's vector plus ``β`` times the
+    #: mean of its KG neighbours'; read on SemEval-2007 (every value in 0.5-5 within a point)
+    neighbour_weight: float = 1.0
+    #: a WordNet sense's text holds its usage examples (never a sentence of the evaluated file)
+    usage_examples: bool = True
+    #: tokens of a sense's text read by the ``(text)`` scorers (special tokens included)
+    text_max_length: int = 128
     #: resamples of the targets for the paired differences of scorers without seeds
     bootstrap: int = 10000
     bootstrap_seed: int = 0
@@ -54,6 +63,10 @@ class WordSenseConfig(BackboneSettings):
             problems.append(("max_length", f"must be at least 8, got {self.max_length}"))
         if self.description_max_length < 4:
             problems.append(("description_max_length", f"must be at least 4, got {self.description_max_length}"))
+        if not 0 <= self.neighbour_weight < float("inf"):
+            problems.append(("neighbour_weight", f"must be finite and not negative, got {self.neighbour_weight}"))
+        if self.text_max_length < 8:
+            problems.append(("text_max_length", f"must be at least 8, got {self.text_max_length}"))
         if self.bootstrap < 100:
             problems.append(("bootstrap", f"must be at least 100 resamples, got {self.bootstrap}"))
         return problems

@@ -6,7 +6,14 @@ the sense KG's entities named by its lemma, of its part of speech, in WordNet's 
 each scorer of :mod:`jaket.tasks.word_sense.finetuned` prefers, all of them on the same targets in one
 run: WordNet's first sense, random (its expectation), ``jaket link``'s rule (a simplified Lesk),
 LM only, LM+G+M (a fresh KM per seed) and, with a pre-trained model, JAKET's masked-entity head
-(pre-training task 4 restricted to the candidates) and its encoder's cosine. Nothing is trained.
+(pre-training task 4 restricted to the candidates) and its encoder's cosine; with either encoder,
+the word in context against the candidates' texts alone (``(text)``) and with their KG neighbours'
+(``(text + kg)``). Nothing is trained.
+
+**The senses' texts** (:func:`usage_examples`): a WordNet sense's text holds its usage examples
+(``usage_examples``) unless one is a sentence of the evaluated file (compared as
+:func:`jaket.kg.exclusion.normalise_text` does): those are dropped and counted
+(``usage_examples_dropped``), so no target's own sentence is sense evidence.
 
 **Scores**, as the framework's scorer counts them: a target without a candidate gets no answer;
 precision = right / answered, recall = right / targets with a gold sense, F1 their harmonic mean
@@ -61,8 +68,10 @@ from jaket.kg.sources.wordnet import lemma_forms, load_wordnet_data
 from jaket.model.device import autocast, cpu_description
 from jaket.tasks import report as rep
 from jaket.tasks.results import TaskResult
-from jaket.tasks.word_sense.finetuned import (PRETRAINED_SCORERS, SCORER_LABELS, SCORERS, ScorerOutput,
-                                          SenseExample, answers, correctness, score_senses, with_prior)
+from jaket.kg.exclusion import normalise_text
+from jaket.tasks.word_sense.finetuned import (PRETRAINED_SCORERS, SCORER_LABELS, SCORERS, TEXT_SCORERS, ScorerOutput,
+                                              SenseExample, SenseTexts, answers, correctness, score_senses,
+                                              with_prior)
 from jaket.tasks.word_sense.job import SENSE_LINKING, TASK, SenseLinkingJob, WordSenseConfig, WordSenseJob
 from jaket.kg.sources.wordnet_forms import POS_CODES
 from jaket.tasks.word_in_context.data import SenseInventory, lemma_key
@@ -75,7 +84,10 @@ logger = logging.getLogger(__name__)
 
 #: the paired differences reported when both scorers ran (``a - b``)
 PAIRS = (("jaket", "first sense"), ("jaket", "lm"), ("jaket", "lm+g+m"), ("jaket", "lesk"),
-         ("jaket (cosine)", "lm"), ("lm", "first sense"), ("lm+g+m", "lm"), ("lesk", "first sense"))
+         ("jaket (cosine)", "lm"), ("lm", "first sense"), ("lm+g+m", "lm"), ("lesk", "first sense"),
+         ("jaket (text + kg)", "first sense"), ("jaket (text + kg)", "lm (text)"),
+         ("jaket (text + kg)", "lm (text + kg)"), ("jaket (text + kg)", "lesk"), ("jaket (text + kg)", "jaket"),
+         ("jaket (text)", "lm (text)"), ("lm (text + kg)", "lm (text)"), ("lm (text + kg)", "first sense"))
 #: the scorers that always run (no encoder); ``variants`` add the others
 RULE_SCORERS = ("first sense", "random", "lesk")
 #: how many targets without a candidate the report names
@@ -153,8 +165,8 @@ def _summary(runs: list[dict], seeds) -> dict:
 
 def key_file_name(scorer: str) -> str:
     """``first sense`` -> ``first-sense``, ``jaket (cosine)`` -> ``jaket-cosine``, ``lm + prior 1`` ->
-    ``lm.prior-1``: a scorer's name as a file name."""
-    name = re.sub(r"[^A-Za-z0-9+.]+", "-", scorer.replace(" + prior ", ".prior-"))
+    ``lm.prior-1``, ``lm (text + kg)`` -> ``lm-text+kg``: a scorer's name as a file name."""
+    name = re.sub(r"[^A-Za-z0-9+.]+", "-", scorer.replace(" + prior ", ".prior-").replace(" + ", "+"))
     return re.sub(r"-*\.-*", ".", name).strip("-")
 
 
@@ -196,6 +208,30 @@ def _paired(pairs, examples, outputs: dict[str, ScorerOutput], scorers: dict, sc
     return out
 
 
+def usage_examples(kg: KnowledgeGraph, instances: list[WsdInstance], wanted: bool = True
+                   ) -> tuple[dict[int, tuple[str, ...]], dict]:
+    """The WordNet usage examples of the sense KG's entities (matched by synset id: a KG of other
+    ids has none), without those that are a sentence of ``instances`` (module docstring), and the
+    counts; ``wanted=False``: none."""
+    if not wanted:
+        return {}, {"usage_examples": 0, "usage_examples_dropped": 0}
+    wordnet = load_wordnet_data()
+    position = {entity_id: i for i, entity_id in enumerate(kg.entity_ids)}
+    banned = {normalise_text(i.text) for i in instances}
+    found: dict[int, list[str]] = {}
+    dropped = 0
+    for synset, text in wordnet.raw_examples:
+        entity = position.get(wordnet.ids[synset])
+        if entity is None:
+            continue
+        if normalise_text(text) in banned:
+            dropped += 1
+            continue
+        found.setdefault(entity, []).append(text)
+    return ({e: tuple(texts) for e, texts in found.items()},
+            {"usage_examples": sum(map(len, found.values())), "usage_examples_dropped": dropped})
+
+
 def run_wsd(instances: list[WsdInstance], kg: KnowledgeGraph, config: WordSenseConfig, out_dir: Path | None, *,
             device="cpu", data_info: dict | None = None) -> dict:
     """Score every target with every scorer the config asks for, write the key files, ``metrics.json``
@@ -207,11 +243,15 @@ def run_wsd(instances: list[WsdInstance], kg: KnowledgeGraph, config: WordSenseC
         out_dir.mkdir(parents=True, exist_ok=True)
     examples, counts = wsd_examples(instances, kg, SenseInventory.for_wordnet(kg))
     wanted = RULE_SCORERS + tuple(config.variants) + (("jaket (cosine)",) if "jaket" in config.variants else ())
+    wanted += tuple(s for s in TEXT_SCORERS if s.split(" ")[0] in config.variants)
+    usage, usage_counts = usage_examples(kg, instances, config.usage_examples)
+    counts.update(usage_counts)
+    texts = SenseTexts(usage, config.neighbour_weight, config.text_max_length)
     with autocast(device, config.bf16):
         outputs = score_senses(examples, kg, scorers=wanted, pretrained=config.pretrained, encoder=config.encoder,
                                seeds=config.seeds, description_max_length=config.description_max_length,
                                max_length=config.max_length, km=config.variant_config("lm+g+m").km_structure(),
-                               device=device)
+                               texts=texts, device=device)
     for weight in config.first_sense_prior:
         for name in [n for n, o in outputs.items() if o.temperature is not None and " + prior " not in n]:
             outputs[f"{name} + prior {weight:g}"] = with_prior(examples, outputs[name], weight)
@@ -416,7 +456,9 @@ def evaluate_sense_linking(examples: list[SenseExample], sense_kg: KnowledgeGrap
     """Accuracy of every scorer on ``examples`` (``lm+g+m``: the mean over ``seeds``);
     ``baselines=False`` keeps the first-sense and random figures and the ``jaket`` scorers only (to
     compare pre-trained models); ``bf16``: the encoder scorers' passes under bf16 autocast."""
-    scorers = SCORERS if baselines else ("first sense", "random", *PRETRAINED_SCORERS)
+    # the (text) scorers are word-sense disambiguation's: sense linking's texts are WordNet's usage examples
+    scorers = tuple(s for s in (SCORERS if baselines else ("first sense", "random", *PRETRAINED_SCORERS))
+                    if s not in TEXT_SCORERS)
     with autocast(device, bf16):
         outputs = score_senses(examples, sense_kg, scorers=scorers, pretrained=pretrained, encoder=encoder,
                                seeds=seeds, description_max_length=description_max_length, device=device)
