@@ -47,3 +47,11 @@ def probability(text: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be a probability in [0, 1], got {text}")
     return value
+
+
+def non_negative_float(text: str) -> float:
+    """An argparse type: a finite number of at least 0."""
+    value = float(text)
+    if not 0.0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of at least 0, got {text}")
+    return value

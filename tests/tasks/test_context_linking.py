@@ -273,3 +273,47 @@ def test_jaket_link_model_on_wordnet_counts_what_min_confidence_leaves(tiny_jake
     assert summary["model"]["scored"] == sum(len(s.candidates) > 1 for s in spans)
     assert f"{len(below)} left unlinked below --min-confidence 0.7" in err[-1]
     assert load_corpus(tmp_path / "linked.jsonl", kg).num_mentions == len(linked)
+
+
+def test_the_text_kg_scorer_reads_each_candidates_text_and_its_neighbours(bank, tmp_path, capsys):
+    """``scorer="text+kg"``: the mention as the encoder reads it (no head) against each candidate's
+    text plus β times its KG neighbours' mean, by cosine over the temperature; the context still
+    decides (here the neighbours "river" and "money" add their words), and ``jaket link --scorer
+    text+kg`` writes the same corpus format."""
+    from jaket.model.heads import span_mean
+    from jaket.tasks.word_sense.model import COSINE_TEMPERATURE, SenseTexts, text_kg_rows
+
+    kg, kg_dir, model_dir, negated_dir = bank
+    linker = ContextLinker.from_pretrained(model_dir, kg, device="cpu", scorer="text+kg",
+                                           texts=SenseTexts({}, neighbour_weight=0.5))
+    spans = [(TEXTS[0].index("bank"), TEXTS[0].index("bank") + 4), (TEXTS[1].index("bank"), TEXTS[1].index("bank") + 4)]
+    candidates = [[0, 1, 2], [2, 0, 1]]
+    logits = linker.logits(TEXTS[:2], spans, candidates)
+    language = linker.model.language
+    _, rows = text_kg_rows(language, kg, np.asarray([0, 1, 2]), SenseTexts({}, neighbour_weight=0.5))
+    for text, (start, end), entities, got in zip(TEXTS, spans, candidates, logits):
+        encoded = language.tokenizer(text, return_offsets_mapping=True, return_tensors="pt")
+        inside = [k for k, (a, b) in enumerate(encoded["offset_mapping"][0].tolist()) if b > a and a < end and b > start]
+        hidden = language(encoded["input_ids"], encoded["attention_mask"])
+        q = span_mean(hidden, torch.tensor([0]), torch.tensor([inside[0]]), torch.tensor([inside[-1]]))[0]
+        expected = torch.nn.functional.cosine_similarity(q[None], rows[entities]) / COSINE_TEMPERATURE
+        np.testing.assert_allclose(got, expected.detach().numpy(), rtol=1e-4, atol=1e-4)
+    # the head plays no part: the negated head's model links the same way
+    for folder in (model_dir, negated_dir):
+        found = _linked(kg, ContextLinker.from_pretrained(folder, kg, device="cpu", scorer="text+kg").link(TEXTS[:2]))
+        assert [[(w, e) for w, e, _, _ in text] for text in found] == [
+            [("bank", RIVER), ("river", "river.n.01")], [("bank", MONEY)]]
+    with pytest.raises(ValueError, match="scorer must be one of head, text\\+kg"):
+        ContextLinker(linker.model, kg, scorer="cosine")
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(TEXTS[:2]) + "\n")
+    status, summary, _ = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "kg.jsonl", "--model",
+                               model_dir, "--device", "cpu", "--scorer", "text+kg", "--neighbour-weight", "0.5")
+    records = _records(tmp_path / "kg.jsonl")
+    assert status == 0 and summary["model"]["scorer"] == "text+kg" and summary["model"]["neighbour_weight"] == 0.5
+    assert [r["mentions"][0]["entity"] for r in records] == [RIVER, MONEY]
+    assert records[0]["mentions"][0]["candidates"][0]["score"] == pytest.approx(
+        float(np.exp(logits[0] - logits[0].max()).max() / np.exp(logits[0] - logits[0].max()).sum()), abs=1e-5)
+    status, _, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "no.jsonl", "--scorer",
+                           "text+kg")
+    assert status == 2 and err == ["error: --scorer: only with --model (the gazetteer alone has no probabilities)"]

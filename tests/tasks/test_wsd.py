@@ -278,8 +278,7 @@ def test_the_text_scorers_read_each_sense_and_its_kg_neighbours(mini, sense_kg, 
     examples read as a sentence; ``(text + kg)``: plus β times the mean of its KG neighbours'
     vectors (one uniform message-passing step); β = 0 is the text alone."""
     from jaket.model.language import SplitLanguageModel
-    from jaket.tasks.word_sense.finetuned import (SenseTexts, kg_neighbours, sense_text, text_kg_rows,
-                                                  text_vectors)
+    from jaket.tasks.word_sense.model import SenseTexts, kg_neighbours, sense_text, text_kg_rows, text_vectors
 
     kg, _ = sense_kg
     bank = kg.entity_ids.index("bank.n.01")

@@ -22,14 +22,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 from jaket.errors import UsageError
-from jaket.flags import add_device_argument, positive_int, probability
+from jaket.flags import add_device_argument, non_negative_float, positive_int, probability
 from jaket.kg.io import load_kg
 from jaket.kg.linking import EntityLinker, LinkStats, read_texts, write_corpus
 from jaket.kg.readers import refuse_empty
 from jaket.output import check_output_file, print_json
 
 #: the flags that only mean something with --model, with their defaults
-_MODEL_FLAGS = {"min_confidence": 0.0, "max_length": 128, "batch_size": 64, "device": None}
+_MODEL_FLAGS = {"min_confidence": 0.0, "max_length": 128, "batch_size": 64, "device": None, "scorer": "head",
+                "neighbour_weight": 1.0}
 
 
 def _link_command(args: argparse.Namespace) -> int:
@@ -71,9 +72,11 @@ def _link_with_model(args: argparse.Namespace, kg, inputs, gazetteer: EntityLink
     """``jaket link --model``: the gazetteer's candidates (or the input's targets) ranked by the
     pre-trained masked-entity head (:class:`jaket.tasks.word_sense.model.ContextLinker`)."""
     from jaket.tasks.word_sense.model import ContextLinker, write_linked_corpus
+    from jaket.tasks.word_sense.model import SenseTexts
 
     scorer = ContextLinker.from_pretrained(args.model, kg, device=args.device, gazetteer=gazetteer,
-                                           batch_size=args.batch_size, max_length=args.max_length)
+                                           batch_size=args.batch_size, max_length=args.max_length,
+                                           scorer=args.scorer, texts=SenseTexts({}, args.neighbour_weight))
     targets = inputs.targets if any(t is not None for t in inputs.targets) else None
     linked = scorer.link(inputs.texts, targets=targets, min_confidence=args.min_confidence, progress=True)
     out = write_linked_corpus(linked, args.out, kg)
@@ -83,7 +86,8 @@ def _link_with_model(args: argparse.Namespace, kg, inputs, gazetteer: EntityLink
                **asdict(stats), "blank_lines_skipped": inputs.blank_lines,
                "gazetteer": asdict(gazetteer.gazetteer_stats),
                "model": {"path": str(args.model), "device": str(scorer.device), "min_confidence": args.min_confidence,
-                         "max_length": args.max_length,
+                         "max_length": args.max_length, "scorer": args.scorer,
+                         **({"neighbour_weight": args.neighbour_weight} if args.scorer == "text+kg" else {}),
                          **{k: v for k, v in counts.as_dict().items() if k != "gazetteer"}}}
     print_json(summary)
     print(f"{out}: {stats.mentions:,} mentions in {stats.linked_texts:,} of {stats.texts:,} texts "
@@ -109,6 +113,14 @@ def _add_model_arguments(link: argparse.ArgumentParser) -> None:
                             "candidates are ranked by its masked-entity head against their descriptions "
                             "(works on a KG the model never saw); each link records score, margin and "
                             "candidates")
+    model.add_argument("--scorer", choices=("head", "text+kg"), default=_MODEL_FLAGS["scorer"],
+                       help="how the candidates are ranked: 'head' (default), pre-training's masked-entity head "
+                            "against E^context; 'text+kg', the mention as the encoder reads it against each "
+                            "candidate's names, aliases and description read as a sentence plus the mean of its KG "
+                            "neighbours' (better senses on WordNet: docs/results.md)")
+    model.add_argument("--neighbour-weight", type=non_negative_float, default=_MODEL_FLAGS["neighbour_weight"],
+                       metavar="BETA", help="with --scorer text+kg: the weight of the KG neighbours' mean (default 1; "
+                                            "0: the candidate's own text only)")
     model.add_argument("--min-confidence", type=probability, default=_MODEL_FLAGS["min_confidence"], metavar="P",
                        help="leave mentions whose probability is below P unlinked (listed under 'unlinked', "
                             "counted in the summary; default 0: link every mention)")

@@ -23,9 +23,10 @@ earlier candidate on a tie, and no answer without candidates. Scorers (:data:`SC
 * ``lm (text)`` / ``jaket (text)``: the word in context (as ``lm``) against each candidate's *text*
   read as the sentence encoder reads a sentence (the mean of its tokens through LM1 + LM2): its
   names and aliases, its description and, where :class:`SenseTexts` gives them, its usage examples
-  (:func:`sense_text`);
+  (:func:`jaket.tasks.word_sense.model.sense_text`);
 * ``lm (text + kg)`` / ``jaket (text + kg)``: the same, each candidate's row being its text's
-  vector plus ``β`` times the mean of its KG neighbours' text vectors (:func:`text_kg_rows`): one
+  vector plus ``β`` times the mean of its KG neighbours' text vectors
+  (:func:`jaket.tasks.word_sense.model.text_kg_rows`): one
   step of message passing over the KG (Eq. 1-5's aggregation with uniform attention, identity
   composition and no weights), so a sense is also read from the senses it is linked to (its
   hypernyms, hyponyms, derived forms, ...). Nothing is trained: the base encoder's rows are ``LM +
@@ -54,7 +55,7 @@ from jaket.model.heads import span_mean
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
-from jaket.tasks.word_sense.model import ContextLinker
+from jaket.tasks.word_sense.model import COSINE_TEMPERATURE, ContextLinker, SenseTexts, text_kg_rows
 from jaket.tasks.variants import FrozenMemory, description_features
 from jaket.tasks.word_in_context.data import lemma_key
 from jaket.tasks.word_in_context.model import SenseGraph, km_embeddings, neighbourhood, target_spans
@@ -77,8 +78,6 @@ ENCODER_SCORERS = ("lm", "lm+g+m", "lm (text)", "lm (text + kg)")
 TEXT_SCORERS = ("lm (text)", "lm (text + kg)", "jaket (text)", "jaket (text + kg)")
 #: the fresh KM of ``lm+g+m`` unless a task gives its own (sense linking's: 2 layers, 4 heads)
 FRESH_KM = {"layers": 2, "heads": 4, "composition": "add"}
-#: the temperature at which a cosine scorer's scores are read as logits for the prior
-COSINE_TEMPERATURE = 0.1
 
 
 @dataclass(frozen=True)
@@ -178,72 +177,6 @@ def similarity_scores(examples: list[SenseExample], vectors: torch.Tensor, candi
         s = F.cosine_similarity(v[None], rows) if cosine else rows @ v
         out.append(s.float().cpu().numpy())
     return out
-
-
-@dataclass(frozen=True)
-class SenseTexts:
-    """What the ``(text)`` and ``(text + kg)`` scorers read of a sense (module docstring):
-    ``usage`` maps an entity to its usage examples (none that is an evaluated sentence: the caller
-    removes those), ``neighbour_weight`` is ``β`` and ``max_length`` the tokens read of a text."""
-
-    usage: dict[int, tuple[str, ...]]
-    neighbour_weight: float = 1.0
-    max_length: int = 128
-
-
-def sense_text(kg: KnowledgeGraph, entity: int, usage: tuple[str, ...] = ()) -> str:
-    """``"name, alias, ...: description; usage example ..."`` of ``entity`` (a description that
-    starts with ``"name: "``, as WordNet's do, is not given its name twice)."""
-    names = list(dict.fromkeys([kg.entity_names[entity], *kg.entity_aliases[entity]]))
-    body = kg.entity_descriptions[entity]
-    for name in names:
-        if body.startswith(f"{name}: "):
-            body = body[len(name) + 2:]
-            break
-    return f"{', '.join(names)}: {body}" + (f"; {' '.join(usage)}" if usage else "")
-
-
-@torch.no_grad()
-def text_vectors(language: SplitLanguageModel, texts: list[str], *, max_length: int = 128,
-                 batch_size: int = 64) -> torch.Tensor:
-    """Each text as the sentence encoder reads it: the mean of its tokens through LM1 + LM2, unit length."""
-    language.eval()
-    device = next(language.parameters()).device
-    out = []
-    for begin in range(0, len(texts), batch_size):
-        encoded = language.tokenizer(texts[begin:begin + batch_size], padding=True, truncation=True,
-                                     max_length=max_length, return_tensors="pt")
-        mask = encoded["attention_mask"].to(device)
-        hidden = language(encoded["input_ids"].to(device), mask).float()
-        weights = mask.float()[..., None]
-        out.append(F.normalize((hidden * weights).sum(1) / weights.sum(1), dim=1))
-    return torch.cat(out) if out else torch.zeros(0, int(language.hidden_size))
-
-
-def kg_neighbours(kg: KnowledgeGraph, entity: int) -> np.ndarray:
-    """The distinct entities linked to ``entity`` by a triple, either way (itself left out)."""
-    adjacency = kg.adjacency
-    found = np.unique(adjacency.neighbors[adjacency.indptr[entity]:adjacency.indptr[entity + 1]])
-    return found[found != entity]
-
-
-@torch.no_grad()
-def text_kg_rows(language: SplitLanguageModel, kg: KnowledgeGraph, entities: np.ndarray, texts: SenseTexts
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The rows of ``entities`` for the ``(text)`` scorers (their texts' vectors) and for the
-    ``(text + kg)`` scorers (``v_e + β mean_{n ∈ N(e)} v_n``, ``N(e)``: :func:`kg_neighbours`;
-    ``v_e`` alone without neighbours)."""
-    neighbours = [kg_neighbours(kg, int(e)) for e in entities]
-    pool = np.unique(np.concatenate([np.asarray(entities, dtype=np.int64), *neighbours]).astype(np.int64))
-    row = {int(e): i for i, e in enumerate(pool)}
-    vectors = text_vectors(language, [sense_text(kg, int(e), texts.usage.get(int(e), ())) for e in pool],
-                           max_length=texts.max_length)
-    own = vectors[[row[int(e)] for e in entities]]
-    spread = own.clone()
-    for i, found in enumerate(neighbours):
-        if len(found):
-            spread[i] += texts.neighbour_weight * vectors[[row[int(n)] for n in found]].mean(0)
-    return own, spread
 
 
 def text_scores(examples: list[SenseExample], kg: KnowledgeGraph, language: SplitLanguageModel,
