@@ -33,7 +33,8 @@ def test_examples_hold_their_gold_sense_and_scorers_run(wordnet_subset, tiny_ber
     first = np.mean([e.candidates[0] in e.gold for e in examples])
     assert results["scorers"]["first sense"]["accuracy"] == pytest.approx(first)
     assert results["scorers"]["random"]["accuracy"] == pytest.approx(np.mean([1 / len(e.candidates) for e in examples]))
-    for name in ("lesk", "lm", "lm+g+m", "jaket", "jaket (cosine)"):
+    for name in ("lesk", "lm", "lm+g+m", "jaket", "jaket (cosine)", "lm (text)", "lm (text + kg)", "jaket (text)",
+                 "jaket (text + kg)"):
         assert 0.0 <= results["scorers"][name]["accuracy"] <= 1.0
 
 

@@ -136,6 +136,8 @@ class SenseLinkingJob:
     baselines: bool = True
     #: bf16 autocast for the encoder scorers' passes (``--precision``)
     bf16: bool = False
+    #: ``β`` of the ``(text + kg)`` scorers (:class:`WordSenseConfig`'s); their texts hold no usage example
+    neighbour_weight: float = 1.0
     data: SenseLinkingData = field(default_factory=SenseLinkingData)
 
     __pydantic_config__ = ConfigDict(extra="forbid")
@@ -153,4 +155,6 @@ class SenseLinkingJob:
         if not self.seeds:
             problems.append(("seeds", "give at least one seed (the fresh KMs of lm+g+m)"))
         problems += [("seeds", f"seeds are non-negative, got {s}") for s in self.seeds if s < 0]
+        if not 0 <= self.neighbour_weight < float("inf"):
+            problems.append(("neighbour_weight", f"must be finite and not negative, got {self.neighbour_weight}"))
         return problems

@@ -452,16 +452,19 @@ def _accuracy(examples: list[SenseExample], correct: np.ndarray) -> dict:
 def evaluate_sense_linking(examples: list[SenseExample], sense_kg: KnowledgeGraph, *,
                            pretrained: Path | None = None, encoder: Path | None = None,
                            seeds: tuple[int, ...] = (0, 1, 2), description_max_length: int = 32,
-                           device="cpu", baselines: bool = True, bf16: bool = False) -> dict:
-    """Accuracy of every scorer on ``examples`` (``lm+g+m``: the mean over ``seeds``);
+                           device="cpu", baselines: bool = True, bf16: bool = False,
+                           neighbour_weight: float = 1.0) -> dict:
+    """Accuracy of every scorer on ``examples`` (``lm+g+m``: the mean over ``seeds``; the ``(text)``
+    scorers read names, aliases and descriptions, no usage example, ``(text + kg)`` with
+    ``neighbour_weight``);
     ``baselines=False`` keeps the first-sense and random figures and the ``jaket`` scorers only (to
     compare pre-trained models); ``bf16``: the encoder scorers' passes under bf16 autocast."""
-    # the (text) scorers are word-sense disambiguation's: sense linking's texts are WordNet's usage examples
-    scorers = tuple(s for s in (SCORERS if baselines else ("first sense", "random", *PRETRAINED_SCORERS))
-                    if s not in TEXT_SCORERS)
+    # the (text) scorers read no usage example: sense linking's texts are WordNet's usage examples
+    scorers = SCORERS if baselines else ("first sense", "random", *PRETRAINED_SCORERS)
     with autocast(device, bf16):
         outputs = score_senses(examples, sense_kg, scorers=scorers, pretrained=pretrained, encoder=encoder,
-                               seeds=seeds, description_max_length=description_max_length, device=device)
+                               seeds=seeds, description_max_length=description_max_length,
+                               texts=SenseTexts({}, neighbour_weight), device=device)
     results: dict = {"scorers": {}, "runs": {}, "cpu": cpu_description()}
     for name, output in outputs.items():
         per_run = [_accuracy(examples, correctness(examples, output, run)[0]) for run in range(len(output.runs))]
@@ -493,7 +496,8 @@ def run_sense_linking_job(job: SenseLinkingJob, out_dir: Path | None = None, *, 
         raise ValueError(f"{data.heldout_of or data.unseen_of}: no mention could be linked to a sense of "
                          f"{data.kg or 'WordNet'}")
     results = evaluate_sense_linking(examples, kg, pretrained=job.pretrained, encoder=job.encoder,
-                                     seeds=tuple(job.seeds), device=device, baselines=job.baselines, bf16=job.bf16)
+                                     seeds=tuple(job.seeds), device=device, baselines=job.baselines, bf16=job.bf16,
+                                     neighbour_weight=job.neighbour_weight)
     results["data"] = {**info, "examples_used": len(examples)}
     results.update(task=SENSE_LINKING, summary=results["scorers"])
     if out_dir is not None:
