@@ -42,7 +42,7 @@ class WordSenseConfig(BackboneSettings):
     #: empty = not used. Choose ``w`` on the development set (SemEval-2007) only
     first_sense_prior: tuple[float, ...] = ()
     #: ``β`` of the ``(text + kg)`` scorers: a candidate's row is its text's vector plus ``β`` times the
-    #: mean of its KG neighbours'; read on SemEval-2007 (every value in 0.5-5 within a point)
+    #: mean of its KG neighbours'; read on SemEval-2007 (a plateau from 1 to 3: results.wsd_neighbour_weight)
     neighbour_weight: float = 1.0
     #: a WordNet sense's text holds its usage examples (never a sentence of the evaluated file)
     usage_examples: bool = True
