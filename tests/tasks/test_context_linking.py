@@ -273,6 +273,16 @@ def test_jaket_link_model_on_wordnet_counts_what_min_confidence_leaves(tiny_jake
     assert summary["model"]["scored"] == sum(len(s.candidates) > 1 for s in spans)
     assert f"{len(below)} left unlinked below --min-confidence 0.7" in err[-1]
     assert load_corpus(tmp_path / "linked.jsonl", kg).num_mentions == len(linked)
+    # the text+kg scorer over the same spans: the same accounting
+    status, summary, _ = _link(capsys, "--kg", tmp_path / "wordnet", "--text", tmp_path / "texts.txt",
+                               "--out", tmp_path / "kg.jsonl", "--model", tiny_jaket_dir, "--device", "cpu",
+                               "--min-confidence", "0.7", "--scorer", "text+kg")
+    records = _records(tmp_path / "kg.jsonl")
+    linked = [m for r in records for m in r["mentions"]]
+    below = [u for r in records for u in r.get("unlinked", [])]
+    assert status == 0 and summary["model"]["scorer"] == "text+kg"
+    assert all(m["score"] >= 0.7 for m in linked) and all(u["score"] < 0.7 for u in below)
+    assert len(linked) + len(below) == len(spans) and summary["model"]["below_confidence"] == len(below)
 
 
 def test_the_text_kg_scorer_reads_each_candidates_text_and_its_neighbours(bank, tmp_path, capsys):
