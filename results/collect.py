@@ -44,6 +44,7 @@ TASK_RUNS = {
     "word_sense_disambiguation_semeval2007_pretrained_2400_steps": "wsd/semeval2007-long-all/metrics.json",
     "word_sense_disambiguation_semeval2007_sense_texts": "wsd/semeval2007-text/metrics.json",
     "word_sense_disambiguation_semeval2007_neighbour_weight": "wsd/neighbour-weight.json",
+    "word_sense_disambiguation_semeval2007_neighbour_weight_reference_encoder": "wsd/neighbour-weight-reference.json",
     "sense_linking_unseen_kg_sense_texts": "sense-linking/unseen-text/metrics.json",
     "word_in_context_wic_dev_jaket_5_seeds_one_invocation_2026_11_27": "wic/jaket-sense-nomlm-5/metrics.json",
     "word_in_context_wic_dev_jaket_seed0_after_probe_fix": "wic/jaket-seed0-after-fix/metrics.json",
