@@ -327,3 +327,6 @@ def test_the_text_kg_scorer_reads_each_candidates_text_and_its_neighbours(bank, 
     status, _, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "no.jsonl", "--scorer",
                            "text+kg")
     assert status == 2 and err == ["error: --scorer: only with --model (the gazetteer alone has no probabilities)"]
+    status, _, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "no.jsonl", "--model",
+                           model_dir, "--neighbour-weight", "2")
+    assert status == 2 and err == ["error: --neighbour-weight: only with --scorer text+kg (the head reads no neighbours)"]

@@ -43,6 +43,8 @@ def _link_command(args: argparse.Namespace) -> int:
         given = [f"--{k.replace('_', '-')}" for k, v in _MODEL_FLAGS.items() if getattr(args, k) != v]
         if given:
             raise UsageError(f"{', '.join(given)}: only with --model (the gazetteer alone has no probabilities)")
+    elif args.scorer != "text+kg" and args.neighbour_weight != _MODEL_FLAGS["neighbour_weight"]:
+        raise UsageError("--neighbour-weight: only with --scorer text+kg (the head reads no neighbours)")
     elif not Path(args.model).is_dir():
         raise UsageError(f"--model {args.model}: no such folder (a pre-trained jaket model: config.json, "
                          f"jaket.safetensors, encoder/; `jaket pretrain` writes one under OUT/model)")
