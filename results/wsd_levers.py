@@ -30,6 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from jaket.atomic import write_json
 from jaket.kg.exclusion import normalise_text, read_exclusion_texts
 from jaket.kg.sources.wordnet_db import load_wordnet_data
 from jaket.model.jaket import JaketModel
@@ -132,8 +133,7 @@ def main(argv: list[str] | None = None) -> int:
              **measure(examples, kg, usage, None), **measure(examples, kg, usage, args.model)}
     print(json.dumps(found, indent=1))
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(found, indent=1) + "\n")
+        write_json(args.out, found, indent=1)
     return 0
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from jaket.atomic import write_json
 from jaket.model.jaket import JaketModel
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
@@ -67,8 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                                                  examples, kg, usage)}
     print(json.dumps(found, indent=1))
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(found, indent=1) + "\n")
+        write_json(args.out, found, indent=1)
     return 0
 
 

@@ -215,21 +215,24 @@ def kg_neighbours(kg: KnowledgeGraph, entity: int) -> np.ndarray:
 
 
 @torch.no_grad()
-def text_kg_rows(language: SplitLanguageModel, kg: KnowledgeGraph, entities: np.ndarray, texts: SenseTexts
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
+def text_kg_rows(language: SplitLanguageModel, kg: KnowledgeGraph, entities: np.ndarray, texts: SenseTexts,
+                 known: dict[int, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The rows of ``entities`` for the ``(text)`` scorers (their texts' vectors) and for the
     ``(text + kg)`` scorers (``v_e + β mean_{n ∈ N(e)} v_n``, ``N(e)``: :func:`kg_neighbours`;
-    ``v_e`` alone without neighbours)."""
+    ``v_e`` alone without neighbours). ``known``: text vectors read before (entity -> vector),
+    used instead of reading those texts again and filled with the ones read here."""
+    known = {} if known is None else known
     neighbours = [kg_neighbours(kg, int(e)) for e in entities]
     pool = np.unique(np.concatenate([np.asarray(entities, dtype=np.int64), *neighbours]).astype(np.int64))
-    row = {int(e): i for i, e in enumerate(pool)}
-    vectors = text_vectors(language, [sense_text(kg, int(e), texts.usage.get(int(e), ())) for e in pool],
-                           max_length=texts.max_length)
-    own = vectors[[row[int(e)] for e in entities]]
+    unread = [int(e) for e in pool if int(e) not in known]
+    read = text_vectors(language, [sense_text(kg, e, texts.usage.get(e, ())) for e in unread],
+                        max_length=texts.max_length)
+    known.update(zip(unread, read))
+    own = torch.stack([known[int(e)] for e in entities]) if len(entities) else read[:0]
     spread = own.clone()
     for i, found in enumerate(neighbours):
         if len(found):
-            spread[i] += texts.neighbour_weight * vectors[[row[int(n)] for n in found]].mean(0)
+            spread[i] += texts.neighbour_weight * torch.stack([known[int(n)] for n in found]).mean(0)
     return own, spread
 
 
@@ -287,6 +290,7 @@ class ContextLinker:
         #: the ``text+kg`` scorer's reading of the senses (default: no usage examples, ``β = 1``)
         self.texts = texts or SenseTexts({})
         self._rows: dict[int, torch.Tensor] = {}
+        self._text_vectors: dict[int, torch.Tensor] = {}  # the text+kg scorer's, neighbours' included
         self.stats = ContextLinkStats()  # descriptions_encoded / descriptions_empty over the linker's life
 
     @classmethod
@@ -333,7 +337,8 @@ class ContextLinker:
         if missing:
             descriptions = [self.kg.entity_descriptions[e] for e in missing]
             if self.scorer == "text+kg":
-                _, rows = text_kg_rows(self.model.language, self.kg, np.asarray(missing), self.texts)
+                _, rows = text_kg_rows(self.model.language, self.kg, np.asarray(missing), self.texts,
+                                       self._text_vectors)
             else:
                 rows = description_features(self.model.language, descriptions, [self.kg.entity_names[e] for e in missing],
                                             full=False, max_length=self.model.config.description_max_length,

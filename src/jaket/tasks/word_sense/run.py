@@ -244,7 +244,9 @@ def run_wsd(instances: list[WsdInstance], kg: KnowledgeGraph, config: WordSenseC
     examples, counts = wsd_examples(instances, kg, SenseInventory.for_wordnet(kg))
     wanted = RULE_SCORERS + tuple(config.variants) + (("jaket (cosine)",) if "jaket" in config.variants else ())
     wanted += tuple(s for s in TEXT_SCORERS if s.split(" ")[0] in config.variants)
-    usage, usage_counts = usage_examples(kg, instances, config.usage_examples)
+    # WordNet's usage examples are read only for a text scorer
+    usage, usage_counts = usage_examples(kg, instances, config.usage_examples and any(s in TEXT_SCORERS
+                                                                                      for s in wanted))
     counts.update(usage_counts)
     texts = SenseTexts(usage, config.neighbour_weight, config.text_max_length)
     with autocast(device, config.bf16):
