@@ -45,6 +45,32 @@ from jaket.tasks.word_sense.run import wsd_examples
 from jaket.tasks.word_sense.data import load_wsd
 
 
+def wsd_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments every WSD research script takes: ``--model``, ``--data``, ``--gold``, ``--out``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, required=True, help="the pre-trained model folder")
+    parser.add_argument("--data", type=Path, required=True, help="the framework's XML (or our JSONL)")
+    parser.add_argument("--gold", type=Path, help="its key file (default: beside the XML)")
+    parser.add_argument("--out", type=Path, help="write the figures here as JSON")
+    return parser
+
+
+def wsd_targets(data: Path, gold: Path | None) -> tuple:
+    """``(sense KG, instances, examples)``: the whole of WordNet and the targets of ``data``."""
+    kg = load_sense_kg(None)
+    instances = load_wsd(data, gold)
+    examples, _ = wsd_examples(instances, kg, SenseInventory.for_wordnet(kg))
+    return kg, instances, examples
+
+
+def report(found: dict, out: Path | None) -> int:
+    """Print the figures and write them to ``out`` (JSON, atomically) when given; 0, the exit status."""
+    print(json.dumps(found, indent=1))
+    if out is not None:
+        write_json(out, found, indent=1)
+    return 0
+
+
 def usage_examples(kg, wanted: set[int], excluded: list[Path]) -> list[SenseExample]:
     """The WordNet usage examples of the senses ``wanted`` (indices of ``kg``), none of whose texts
     is one of the ``excluded`` files' sentences."""
@@ -116,25 +142,17 @@ def measure(examples: list[SenseExample], kg, usage: list[SenseExample], pretrai
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, required=True, help="the pre-trained model folder")
-    parser.add_argument("--data", type=Path, required=True, help="the framework's XML (or our JSONL)")
-    parser.add_argument("--gold", type=Path, help="its key file (default: beside the XML)")
+    parser = wsd_parser(__doc__)
     parser.add_argument("--exclude", type=Path, nargs="*", default=[],
                         help="sentence files whose sentences no usage example may be (the data file is added)")
-    parser.add_argument("--out", type=Path, help="write the accuracies here as JSON")
     args = parser.parse_args(argv)
     torch.manual_seed(0)
-    kg = load_sense_kg(None)
-    examples, _ = wsd_examples(load_wsd(args.data, args.gold), kg, SenseInventory.for_wordnet(kg))
+    kg, _, examples = wsd_targets(args.data, args.gold)
     usage = usage_examples(kg, set(_Candidates.of(examples, kg).used.tolist()), [*args.exclude, args.data])
     found = {"targets": len(examples), "usage_examples": len(usage),
              "senses_with_usage_examples": len({u.candidates[0] for u in usage}),
              **measure(examples, kg, usage, None), **measure(examples, kg, usage, args.model)}
-    print(json.dumps(found, indent=1))
-    if args.out is not None:
-        write_json(args.out, found, indent=1)
-    return 0
+    return report(found, args.out)
 
 
 if __name__ == "__main__":

@@ -13,24 +13,17 @@ scorer. It is how the default ``β = 1`` was read on SemEval-2007 (the developme
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-
-import numpy as np
 import torch
 
-from jaket.atomic import write_json
 from jaket.model.jaket import JaketModel
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
-from jaket.tasks.word_in_context.data import SenseInventory
-from jaket.tasks.word_in_context.finetuned import load_sense_kg
-from jaket.tasks.word_sense.data import load_wsd
 from jaket.tasks.word_sense.finetuned import (ScorerOutput, _Candidates, context_vectors, correctness,
                                               first_sense_scores, similarity_scores)
 from jaket.tasks.word_sense.model import SenseTexts, text_kg_rows
-from jaket.tasks.word_sense.run import usage_examples, wsd_examples
+from jaket.tasks.word_sense.run import usage_examples
+
+from results.wsd_levers import report, wsd_parser, wsd_targets
 
 WEIGHTS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0)
 
@@ -50,15 +43,8 @@ def sweep(language: SplitLanguageModel, examples, kg, usage, max_length: int = 2
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, required=True, help="the pre-trained model folder")
-    parser.add_argument("--data", type=Path, required=True, help="the framework's XML (or our JSONL)")
-    parser.add_argument("--gold", type=Path, help="its key file (default: beside the XML)")
-    parser.add_argument("--out", type=Path, help="write the F1s here as JSON")
-    args = parser.parse_args(argv)
-    kg = load_sense_kg(None)
-    instances = load_wsd(args.data, args.gold)
-    examples, _ = wsd_examples(instances, kg, SenseInventory.for_wordnet(kg))
+    args = wsd_parser(__doc__).parse_args(argv)
+    kg, instances, examples = wsd_targets(args.data, args.gold)
     usage, counts = usage_examples(kg, instances)
     first = correctness(examples, first_sense_scores(examples))[0].mean()
     found = {"targets": len(examples), **counts, "first sense": round(100 * float(first), 1),
@@ -66,10 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                                               usage),
              "jaket (text + kg), by beta": sweep(JaketModel.from_pretrained(args.model, load_memory=False).language,
                                                  examples, kg, usage)}
-    print(json.dumps(found, indent=1))
-    if args.out is not None:
-        write_json(args.out, found, indent=1)
-    return 0
+    return report(found, args.out)
 
 
 if __name__ == "__main__":
