@@ -42,7 +42,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", type=Path, nargs="+", help="output folders of the word-sense task, one per model")
     parser.add_argument("--out", type=Path, help="write the figures here as JSON")
     args = parser.parse_args(argv)
+    for folder in args.runs:
+        if not (folder / "metrics.json").is_file():
+            parser.error(f"{folder}: no metrics.json (the --out folder of jaket evaluate word-sense-disambiguation)")
     runs = [read_run(folder) for folder in args.runs]
+    for folder, run in zip(args.runs, runs):
+        missing = [name for name in SCORERS if name not in run["f1"]]
+        if missing:
+            parser.error(f"{folder / 'metrics.json'}: no {', '.join(missing)} scores (run the task with --model "
+                         f"and its sense texts)")
     found: dict = {"runs": {str(f): r for f, r in zip(args.runs, runs)}, "scorers": {}, "paired over runs": {}}
     for name in SCORERS:
         values = [r["f1"][name]["f1"] for r in runs]

@@ -82,7 +82,7 @@ def second_look(examples: list[SenseExample], scores: list[np.ndarray], context:
     for example, s, vector in zip(examples, scores, context):
         s = s.astype(np.float64).copy()
         for i in np.argsort(-s, kind="stable")[:top]:
-            centroid = centroids.get(categories[example.candidates[i]]) if categories[example.candidates[i]] else None
+            centroid = centroids.get(categories[example.candidates[i]])
             if centroid is not None:
                 s[i] += weight * float(F.cosine_similarity(vector[None], centroid[None])[0])
         out.append(s)

@@ -29,3 +29,11 @@ def test_scorers_over_pretraining_runs_and_differences_paired_by_run(tmp_path, c
     assert found["runs"][str(runs[1])]["f1"]["jaket (text + kg)"]["verb"] == pytest.approx(43.0)
     assert found["runs"][str(runs[0])]["model"] == "m0"
     assert "paired over runs" in capsys.readouterr().out
+
+
+def test_a_folder_without_the_tasks_metrics_is_one_clear_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        wsd_pretraining_seeds.main([str(tmp_path / "missing")])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "missing: no metrics.json" in error and "Traceback" not in error
