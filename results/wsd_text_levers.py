@@ -111,15 +111,7 @@ class LastLayersMean(torch.nn.Module):
         self.tokenizer, self.hidden_size = language.tokenizer, language.hidden_size
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        language = self.language
-        hidden = language._embeddings[0](input_ids=input_ids)
-        mask = language._mask(hidden, attention_mask)
-        states = []
-        for layer in language._layers[0]:
-            out = layer(hidden, mask)
-            hidden = out[0] if isinstance(out, tuple) else out
-            states.append(hidden)
-        return torch.stack(states[-self.k:]).mean(0)
+        return torch.stack(self.language.hidden_states(input_ids, attention_mask)[-self.k:]).mean(0)
 
 
 class Reading:

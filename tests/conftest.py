@@ -83,6 +83,24 @@ def tiny_roberta_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_mpnet_dir(tmp_path_factory) -> Path:
+    """A 4-layer, 32-wide random MPNet (relative position bias in every layer) with the bundled
+    MiniLM's WordPiece tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, MPNetConfig, MPNetForMaskedLM
+
+    from jaket.paths import default_model_path
+
+    out = tmp_path_factory.mktemp("tiny-mpnet")
+    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+    torch.manual_seed(0)
+    config = MPNetConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_token_id, **_TINY)
+    MPNetForMaskedLM(config).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="session")
 def toy_jaket(tiny_bert_dir):
     """``toy_jaket(**config) -> (model, kg)``: a seeded JaketModel over the toy KG (its categories and
     relations) with the tiny BERT, the model most model tests start from (``config``: JaketConfig

@@ -12,7 +12,7 @@ def _batch(tokenizer):
                      padding=True, return_tensors="pt")
 
 
-@pytest.mark.parametrize("fixture", ["tiny_bert_dir", "tiny_roberta_dir"])
+@pytest.mark.parametrize("fixture", ["tiny_bert_dir", "tiny_roberta_dir", "tiny_mpnet_dir"])
 def test_lm2_of_lm1_equals_the_unsplit_encoder(fixture, request):
     path = request.getfixturevalue(fixture)
     reference = AutoModel.from_pretrained(path).eval()
@@ -60,6 +60,61 @@ def test_an_architecture_that_cannot_be_split_is_named(tmp_path):
 
     with pytest.raises(UnsupportedArchitectureError, match="gpt2"):
         SplitLanguageModel(GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=32, n_head=2)), tokenizer=None)
+
+
+def test_mpnet_layers_get_the_relative_position_bias(tiny_mpnet_dir):
+    """MPNet's layers each add the encoder's relative position bias to their attention scores: run
+    without it (as every other family runs) the split is wrong, so it is passed, and LM1 reports
+    the bias among the parameters a memory refresh depends on."""
+    lm = SplitLanguageModel.from_pretrained(tiny_mpnet_dir).eval()
+    batch = _batch(lm.tokenizer)
+    hidden = lm._embeddings[0](input_ids=batch["input_ids"])
+    assert set(lm._layer_inputs(hidden)) == {"position_bias"}
+    layer = lm._layers[0][0]
+    with torch.no_grad():
+        mask = lm._mask(hidden, batch["attention_mask"])
+        assert not torch.allclose(layer(hidden, mask, **lm._layer_inputs(hidden))[0], layer(hidden, mask)[0])
+        states = lm.hidden_states(batch["input_ids"], batch["attention_mask"])
+        assert len(states) == lm.num_layers
+        assert torch.equal(states[-1], lm(batch["input_ids"], batch["attention_mask"]))
+    bias = lm._base[0].encoder.relative_attention_bias.weight
+    assert any(p is bias for p in lm.lm1_parameters())
+
+
+def test_an_encoder_whose_layers_need_more_inputs_is_refused(tmp_path, tiny_bert_dir):
+    """DeBERTa-v2 has ``embeddings`` and ``encoder.layer`` like BERT, but its layers read relative
+    embeddings the split does not pass: the probe at construction refuses it by name instead of
+    running it wrongly."""
+    from transformers import DebertaV2Config, DebertaV2ForMaskedLM
+
+    torch.manual_seed(0)
+    config = DebertaV2Config(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                             intermediate_size=64, max_position_embeddings=64, relative_attention=True,
+                             position_biased_input=False, pos_att_type=["p2c", "c2p"])
+    with pytest.raises(UnsupportedArchitectureError, match="deberta-v2.*layers need inputs"):
+        SplitLanguageModel(DebertaV2ForMaskedLM(config), tokenizer=None)
+
+
+def test_a_split_that_runs_but_differs_is_refused(tiny_mpnet_dir, monkeypatch):
+    """Without its position bias MPNet's layers still run, to the wrong states (as every jaket
+    before this check ran it, silently): the probe measures the difference and refuses."""
+    from transformers import AutoModelForMaskedLM
+
+    encoder = AutoModelForMaskedLM.from_pretrained(tiny_mpnet_dir)
+    with torch.no_grad():  # a trained model's bias is of this size (random init: 0.02)
+        encoder.base_model.encoder.relative_attention_bias.weight.normal_(0.0, 1.0)
+    assert SplitLanguageModel(encoder, tokenizer=None) is not None
+    monkeypatch.setattr(SplitLanguageModel, "_layer_inputs", lambda self, hidden: {})
+    with pytest.raises(UnsupportedArchitectureError, match="'mpnet'.*own output"):
+        SplitLanguageModel(encoder, tokenizer=None)
+
+
+def test_the_probe_leaves_the_training_mode_as_it_was(tiny_bert_dir):
+    from transformers import AutoModelForMaskedLM
+
+    encoder = AutoModelForMaskedLM.from_pretrained(tiny_bert_dir).train()
+    assert SplitLanguageModel(encoder, tokenizer=None).encoder.training
+    assert not SplitLanguageModel(encoder.eval(), tokenizer=None).encoder.training
 
 
 def test_missing_folder_is_a_clear_error(tmp_path):

@@ -8,8 +8,10 @@ output is merged into ``Z`` at the mentions (Eq. 8-9) and LM2 finishes (``Z^LM =
 
 :class:`SplitLanguageModel` wraps any Transformers masked-LM checkpoint of the BERT family (BERT,
 RoBERTa, XLM-R, ELECTRA, CamemBERT, ... whose base model exposes ``embeddings`` and
-``encoder.layer``) loaded from a local folder. With no fusion, ``lm2(lm1(x))`` is exactly the
-unsplit encoder.
+``encoder.layer``) or MPNet (whose layers also take the encoder's relative position bias) loaded
+from a local folder. With no fusion, ``lm2(lm1(x))`` is exactly the unsplit encoder, and every
+construction checks it on a probe batch: an encoder whose layers need inputs the split does not
+pass (DeBERTa's relative embeddings, ...) is refused by name instead of being run wrongly.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class SplitLanguageModel(nn.Module):
         self._layers = [layers]
         self._head = [head]
         self._base = [base]
+        self._check_split()
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -127,12 +130,67 @@ class SplitLanguageModel(nn.Module):
         return create_bidirectional_mask(config=self.encoder.config, inputs_embeds=hidden,
                                          attention_mask=attention_mask)
 
-    def _run_layers(self, hidden: torch.Tensor, attention_mask, layers) -> torch.Tensor:
-        mask = self._mask(hidden, attention_mask)
+    def _layer_inputs(self, hidden: torch.Tensor) -> dict:
+        """What every layer takes besides the states and the mask: MPNet's relative position bias
+        (computed once by its encoder from the sequence length, shared by all layers); nothing for
+        the BERT family."""
+        encoder = self._base[0].encoder
+        if hasattr(encoder, "compute_position_bias"):
+            return {"position_bias": encoder.compute_position_bias(hidden)}
+        return {}
+
+    def _states(self, hidden: torch.Tensor, attention_mask, layers):
+        """The output states of each of ``layers`` in turn, from ``hidden``."""
+        mask, extra = self._mask(hidden, attention_mask), self._layer_inputs(hidden)
         for layer in layers:
-            out = layer(hidden, mask)
+            out = layer(hidden, mask, **extra)
             hidden = out[0] if isinstance(out, tuple) else out
+            yield hidden
+
+    def _run_layers(self, hidden: torch.Tensor, attention_mask, layers) -> torch.Tensor:
+        for hidden in self._states(hidden, attention_mask, layers):
+            pass
         return hidden
+
+    def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+                      ) -> list[torch.Tensor]:
+        """Every layer's output states without fusion (``[-1]`` is :meth:`forward`'s), (B, L, F) each."""
+        return list(self._states(self._embeddings[0](input_ids=input_ids), attention_mask, self._layers[0]))
+
+    @torch.no_grad()
+    def _check_split(self) -> None:
+        """Refuse an encoder whose layers, run one by one as LM1 and LM2 run them, do not give the
+        model's own output on a padded probe batch (its layers need inputs the split does not pass)."""
+        base = self._base[0]
+        parameter = next(base.parameters())
+        vocab, pad = int(base.config.vocab_size), getattr(base.config, "pad_token_id", None)
+        pad = 0 if pad is None else int(pad)
+        ids = (torch.arange(7, device=parameter.device).repeat(2, 1) * 7 + 5) % vocab
+        ids[ids == pad] = (pad + 1) % vocab
+        mask = torch.ones_like(ids)
+        ids[1, 4:], mask[1, 4:] = pad, 0
+        training = self.encoder.training
+        self.encoder.eval()
+        try:
+            expected = base(input_ids=ids, attention_mask=mask).last_hidden_state
+            got = self.forward(ids, mask)
+        except Exception as error:  # a layer signature the split does not meet (TypeError, shapes, ...)
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            problem = f"its layers cannot be run one by one ({type(error).__name__}: {first})"
+        else:
+            valid = mask.bool()
+            gap = float((got[valid].float() - expected[valid].float()).abs().max())
+            scale = max(1.0, float(expected[valid].float().abs().max()))
+            problem = None if gap <= 1e-3 * scale else (
+                f"run layer by layer it does not give the model's own output (max |difference| {gap:.3g})")
+        finally:
+            self.encoder.train(training)
+        if problem is not None:
+            arch = ", ".join(getattr(base.config, "architectures", None) or [type(self.encoder).__name__])
+            raise UnsupportedArchitectureError(
+                f"cannot split a {base.config.model_type!r} encoder ({arch}) into LM1/LM2: {problem}; its "
+                f"layers need inputs jaket does not pass. Supported: the BERT family (BERT, RoBERTa, "
+                f"XLM-RoBERTa, ELECTRA, CamemBERT, ...) and MPNet")
 
     def lm1(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """``Z = LM1(X^embed)`` (Eq. 6): token embeddings through the first ``k`` layers, (B, L, F)."""
@@ -165,6 +223,9 @@ class SplitLanguageModel(nn.Module):
         yield from self._embeddings[0].parameters()
         for layer in self._layers[0][:self.lm1_layers]:
             yield from layer.parameters()
+        encoder = self._base[0].encoder
+        if hasattr(encoder, "relative_attention_bias"):  # MPNet's, shared by every layer
+            yield from encoder.relative_attention_bias.parameters()
 
     def save_pretrained(self, directory: str | Path) -> None:
         """The encoder and tokenizer as a plain Transformers folder."""
