@@ -28,7 +28,7 @@ from pathlib import Path
 from jaket.jsonio import read_json
 from jaket.tasks import report as rep
 
-from results.wsd_levers import report
+from results.wsd_levers import report, rounded
 
 
 def per_seed(folder: Path, variant: str, score: str) -> dict[int, float]:
@@ -38,10 +38,6 @@ def per_seed(folder: Path, variant: str, score: str) -> dict[int, float]:
     if not runs:
         raise ValueError(f"{folder / 'metrics.json'}: no {variant!r} runs (it has {sorted(metrics.get('runs', {}))})")
     return {int(run["seed"]): 100 * float(run[score]) for run in runs}
-
-
-def _rounded(found: dict) -> dict:
-    return {k: [round(v, 2) for v in found[k]] if k == "values" else round(found[k], 2) for k in found}
 
 
 def measure(baseline: dict[int, float], runs: dict[str, dict[int, float]]) -> dict:
@@ -58,11 +54,11 @@ def measure(baseline: dict[int, float], runs: dict[str, dict[int, float]]) -> di
         paired = rep.paired_difference([scores[s] for s in seeds], [baseline[s] for s in seeds])
         differences.append(paired["mean"])
         found["runs"][name] = {"mean": round(mean, 2), "std": round(std, 2),
-                               "values": [round(scores[s], 2) for s in seeds], "minus baseline": _rounded(paired)}
+                               "values": [round(scores[s], 2) for s in seeds], "minus baseline": rounded(paired, 2)}
     means = [r["mean"] for r in found["runs"].values()]
     mean, std = rep.mean_std(means)
     found["over runs"] = {"mean": round(mean, 2), "std": round(std, 2),
-                          "minus baseline": _rounded(rep.paired_difference(differences, [0.0] * len(differences)))}
+                          "minus baseline": rounded(rep.paired_difference(differences, [0.0] * len(differences)), 2)}
     return found
 
 

@@ -71,6 +71,12 @@ def report(found: dict, out: Path | None) -> int:
     return 0
 
 
+def rounded(difference: dict, digits: int = 1) -> dict:
+    """A paired difference (:func:`jaket.tasks.report.paired_difference`) rounded for a report."""
+    return {k: [round(v, digits) for v in difference[k]] if k == "values" else round(difference[k], digits)
+            for k in difference}
+
+
 def usage_examples(kg, wanted: set[int], excluded: list[Path]) -> list[SenseExample]:
     """The WordNet usage examples of the senses ``wanted`` (indices of ``kg``), none of whose texts
     is one of the ``excluded`` files' sentences."""

@@ -19,7 +19,7 @@ from pathlib import Path
 from jaket.jsonio import read_json
 from jaket.tasks import report as rep
 
-from results.wsd_levers import report
+from results.wsd_levers import report, rounded
 
 SCORERS = ("first sense", "lm (text + kg)", "jaket (text + kg)", "jaket (text)", "jaket", "jaket (cosine)")
 PAIRS = (("jaket (text + kg)", "first sense"), ("jaket (text + kg)", "lm (text + kg)"),
@@ -58,8 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         found["scorers"][name] = {"mean": round(mean, 2), "std": round(std, 2), "values": [round(v, 1) for v in values]}
     for a, b in PAIRS:
         paired = rep.paired_difference([r["f1"][a]["f1"] for r in runs], [r["f1"][b]["f1"] for r in runs])
-        found["paired over runs"][f"{a} - {b}"] = {k: [round(v, 1) for v in paired[k]] if k == "values"
-                                                   else round(paired[k], 1) for k in paired}
+        found["paired over runs"][f"{a} - {b}"] = rounded(paired)
     return report(found, args.out)
 
 

@@ -223,9 +223,9 @@ class SplitLanguageModel(nn.Module):
         yield from self._embeddings[0].parameters()
         for layer in self._layers[0][:self.lm1_layers]:
             yield from layer.parameters()
-        encoder = self._base[0].encoder
-        if hasattr(encoder, "relative_attention_bias"):  # MPNet's, shared by every layer
-            yield from encoder.relative_attention_bias.parameters()
+        in_layers = {id(p) for p in self._layers[0].parameters()}
+        # what the encoder shares across its layers (MPNet's position bias; nothing in the BERT family)
+        yield from (p for p in self._base[0].encoder.parameters() if id(p) not in in_layers)
 
     def save_pretrained(self, directory: str | Path) -> None:
         """The encoder and tokenizer as a plain Transformers folder."""
