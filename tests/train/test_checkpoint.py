@@ -6,6 +6,7 @@ toy KG, `jaket pretrain` in this process)."""
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -169,15 +170,37 @@ def test_a_checkpoint_for_another_kg_or_model_is_refused_before_loading(pretrain
         for name in ("quokka", "wombat"):
             handle.write(json.dumps({"id": name, "name": name, "description": f"a {name}",
                                      "category": "animal"}) + "\n")
+    written = {name: (out / name).read_bytes() for name in ("config.yaml", "data_report.json")}
     assert pretrain(out, "--kg", str(tmp_path / "kg"), "--resume", steps=4) == 1
     err = capsys.readouterr().err
     assert "this checkpoint was made for a KG of 40 entities; the KG has 42" in err
     assert "Traceback" not in err
+    # the refused resume left the run's settings and data report as the run wrote them
+    assert {name: (out / name).read_bytes() for name in written} == written
     # same KG, another knowledge-module shape
     assert pretrain(out, "--resume", "--set", "model.km_layers=2", steps=4) == 1
     err = capsys.readouterr().err
     assert "do not fit the model built from the config" in err and "model.km_layers (1 -> 2)" in err
     assert _steps(out) == [1, 2]
+
+
+def test_resume_without_config_continues_with_the_runs_own_settings(pretrain, tmp_path, capsys, caplog):
+    from jaket.cli import main
+
+    out = tmp_path / "run"
+    assert pretrain(out, "--set", "checkpoint_every=1", steps=3) == 0
+    settings = (out / "config.yaml").read_bytes()
+    for name in ("summary.json", "model"):  # the run as it was before its last step
+        shutil.rmtree(out / name) if (out / name).is_dir() else (out / name).unlink()
+    shutil.rmtree(out / "checkpoints" / "step-0000003")
+    (out / "checkpoints" / "latest").write_text("step-0000002")
+    capsys.readouterr()
+    with caplog.at_level(logging.INFO, logger="jaket.train.cli"):
+        assert main(["pretrain", "--out", str(out), "--no-progress", "--resume"]) == 0
+    assert f"--resume: the settings of {out / 'config.yaml'}" in caplog.text
+    assert json.loads((out / "summary.json").read_text())["steps"] == 3
+    assert _steps(out) == [1, 2, 3]
+    assert (out / "config.yaml").read_bytes() == settings
 
 
 def test_a_second_run_on_the_same_folder_is_refused(pretrain, tmp_path, capsys):

@@ -54,7 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "(model.use_relation_memory=true; paper: off)")
     parser.add_argument("--resume", nargs="?", const="require", type=_resume, metavar="auto",
                         help="continue from the newest intact checkpoint in OUT/checkpoints (an "
-                             "error when there is none); --resume=auto starts afresh when there is "
+                             "error when there is none), with the run's own settings (OUT/config.yaml) "
+                             "unless --config is given; --resume=auto starts afresh when there is "
                              "none (for a job that a scheduler may restart)")
     parser.add_argument("--overwrite", action="store_true",
                         help="start afresh even though OUT holds an earlier run (its metrics and "
@@ -71,7 +72,15 @@ def _resume(text: str) -> str:
 
 
 def config_from_args(args: argparse.Namespace):
-    """The typed config the flags describe (file < --set < dedicated flags)."""
+    """The typed config the flags describe (file < --set < dedicated flags). The file is
+    ``--config``; without it, ``--resume`` continues with the settings the run in ``--out`` wrote
+    (its ``config.yaml``), so that ``jaket pretrain --out DIR --resume`` continues that run rather
+    than trying the embedded default against its checkpoints."""
+    path = args.config
+    run_config = args.out / "config.yaml"
+    if path is None and args.resume and run_config.is_file():
+        path = run_config
+        log.info("--resume: the settings of %s (--config FILE to give others)", run_config)
     values: dict = {}
     if args.kg is not None:
         values["data.source"] = "dir"
@@ -99,7 +108,7 @@ def config_from_args(args: argparse.Namespace):
         values.update({"bf16": True} if chosen == "bf16" else {"bf16": False, "mixed_precision": "no"})
     if args.relation_memory:
         values["model.use_relation_memory"] = True
-    return load_config(args.config, list(args.overrides), values)
+    return load_config(path, list(args.overrides), values)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -335,22 +335,25 @@ class Pretrainer:
         return summary
 
     def _open_folder(self, mode: str, overwrite: bool) -> None:
-        """Check the output folder for ``mode`` (:func:`prepare_output`), write the run's config
-        and data report (rank 0) and resume from its newest checkpoint when there is one: the
-        metrics rows after that step are removed, as they are redone."""
+        """Check the output folder for ``mode`` (:func:`prepare_output`), resume from its newest
+        checkpoint when there is one (the metrics rows after that step are removed, as they are
+        redone), then write the run's config and data report (rank 0). The checkpoint is checked
+        first: a resume refused for another KG or model leaves the folder's ``config.yaml`` and
+        ``data_report.json`` as the run wrote them (later commands rebuild the run's held-out texts
+        from that ``config.yaml``)."""
         main = self.info.is_main
         if main:
             self.out.mkdir(parents=True, exist_ok=True)
         has_checkpoint = prepare_output(self.out, mode, overwrite, write=main)
-        if main:
-            write_text(self.out / "config.yaml", dump_config(self.config))
-            if self.data.report:
-                write_json(self.out / "data_report.json", self.data.report)
         if has_checkpoint and self.resume() and main:
             removed = truncate_metrics(self.out / "metrics.jsonl", self.step)
             if removed:
                 log.info("metrics.jsonl: %d rows after step %d removed (they are redone)",
                          removed, self.step)
+        if main:
+            write_text(self.out / "config.yaml", dump_config(self.config))
+            if self.data.report:
+                write_json(self.out / "data_report.json", self.data.report)
 
     def _first_fill_and_evaluation(self) -> None:
         """The memory's first fill (Eq. 7; none after a resume from a filled memory) and, on a
