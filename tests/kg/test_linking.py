@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from jaket.cli import main as jaket_main
 from jaket.kg.corpus import MentionCorpus, check_mentions
 from jaket.kg.io import KGFormatError, load_corpus, load_kg, save_kg, validate_kg_dir
-from jaket.kg.linking import (EntityLinker, LinkStats, read_texts, singular_forms, tokenize,
-                               write_corpus)
+from jaket.kg.linking import (EntityLinker, LinkStats, base_forms, keeps_capitals, read_texts, singular_forms,
+                               tokenize, write_corpus)
 from jaket.kg.toy import toy_kg
 
 
@@ -72,6 +72,83 @@ def test_case_sensitive(toy_linker):
     linker = EntityLinker.from_kg(kg, case_sensitive=True)
     assert _linked(kg, linker, "Dog and dog, Apple tree and apple tree") == [
         ("dog", "dog"), ("tree", "tree"), ("apple tree", "apple_tree")]
+
+
+def test_base_forms_of_inflected_words():
+    # WordNet's exception lists first (every part of speech), then the plural and -ed / -ing rules
+    assert base_forms("sat") == ("sit",) and base_forms("geese") == ("goose",)
+    assert base_forms("went") == ("go",) and set(base_forms("better")) == {"good", "well"}
+    assert "bake" in base_forms("baked") and "stop" in base_forms("stopped") and "stop" in base_forms("stopping")
+    assert base_forms("carried")[0] == "carry" and base_forms("dying")[0] == "die"
+    assert "picnic" in base_forms("picnicked") and "run" in base_forms("runs")
+    # no comparative rule ("corner" is no inflection of "corn"); the letter case follows the token
+    assert base_forms("corner") == () and base_forms("cat") == () and base_forms("C++") == ()
+    assert base_forms("Sat") == ("Sit",) and base_forms("GEESE") == ("GOOSE",)
+    assert base_forms("baked", regular=False) == () and base_forms("found", regular=False) == ("find",)
+
+
+def test_verbs_and_irregular_forms_link_to_their_base(make_kg):
+    """"sat" is the verb sit (an irregular past, WordNet's verb.exc), "baked" / "stopping" regular
+    inflections; an exact form keeps its regular inflections out ("glasses" is not glass), but an
+    irregular base stands beside it ("found": found and find), the exact form first."""
+    kg = make_kg(["sit", "bake", "stop", "glasses", "glass", "found", "find"],
+                 ["sit: be seated", "bake: cook in an oven", "stop: come to a halt", "glasses: spectacles",
+                  "glass: a hard brittle substance", "found: set up or establish", "find: come upon"])
+    linker = EntityLinker.from_kg(kg)
+    stats = LinkStats()
+    text = "She sat down, baked bread, then stopping she found her glasses."
+    assert [(text[m.start:m.end], kg.entity_names[m.entity]) for m in linker.link(text, stats)] == [
+        ("sat", "sit"), ("baked", "bake"), ("stopping", "stop"), ("found", "found"), ("glasses", "glasses")]
+    assert stats.inflected == 3
+    spans = {text[s.start:s.end]: (sorted(kg.entity_names[e] for e in s.candidates), s.inflected)
+             for s in linker.candidate_spans(text)}
+    assert spans["found"] == (["find", "found"], True) and spans["glasses"] == (["glasses"], False)
+    # the context decides between the form and the irregular base; the inflection is counted then
+    stats = LinkStats()
+    [m] = linker.link("we found what we were looking for, we come upon it", stats)
+    assert kg.entity_names[m.entity] == "find" and stats.inflected == 1 and stats.resolved_by_context == 1
+    exact = EntityLinker.from_kg(kg, inflections=False)
+    assert [kg.entity_names[m.entity] for m in exact.link(text)] == ["found", "glasses"]
+
+
+def test_short_and_all_capital_forms_keep_their_capitals(make_kg, tmp_path: Path, capsys):
+    """The defect found linking WordNet text: the alias "Sat" of Saturday claimed the verb "sat"."""
+    assert keeps_capitals("Sat") and keeps_capitals("NASA") and keeps_capitals("C++") and keeps_capitals("Go")
+    assert not keeps_capitals("Saturday") and not keeps_capitals("sat") and not keeps_capitals("New York")
+    kg = make_kg(["Saturday", "sit", "NASA", "Paris", "bill", "Bill"],
+                 ["the day after Friday", "be seated", "a space agency", "a city", "an invoice", "a man's name"],
+                 aliases=[["Sat"], [], [], [], [], []])
+    linker = EntityLinker.from_kg(kg)
+
+    def named(linker, text):
+        return [(text[s.start:s.end], sorted(kg.entity_names[e] for e in s.candidates))
+                for s in linker.candidate_spans(text)]
+
+    assert named(linker, "we sat on saturday; nasa in paris paid the bill") == [
+        ("sat", ["sit"]), ("saturday", ["Saturday"]), ("paris", ["Paris"]), ("bill", ["bill"])]
+    # with its capitals a short form names its entity (beside an irregular base), and in capitals too
+    assert named(linker, "Sat in NASA's office, SAT, Bill") == [
+        ("Sat", ["Saturday", "sit"]), ("NASA", ["NASA"]), ("SAT", ["Saturday", "sit"]), ("Bill", ["Bill", "bill"])]
+    assert linker.candidates("sat") == [] and linker.candidates("Sat") == [0] and linker.candidates("BILL") == [4, 5]
+    # ignore_case: every form in any case (the behaviour before); case_sensitive: every form exactly
+    loose = EntityLinker.from_kg(kg, ignore_case=True)
+    assert named(loose, "sat in nasa") == [("sat", ["Saturday", "sit"]), ("nasa", ["NASA"])]
+    assert named(EntityLinker.from_kg(kg, case_sensitive=True), "saturday Sat sit") == [
+        ("Sat", ["Saturday"]), ("sit", ["sit"])]
+    with pytest.raises(ValueError, match="exclude each other"):
+        EntityLinker.from_kg(kg, case_sensitive=True, ignore_case=True)
+    # the command line: --ignore-case, and not with --case-sensitive
+    save_kg(kg, tmp_path / "kg")
+    (tmp_path / "texts.txt").write_text("we sat in nasa\n", encoding="utf-8")
+    args = ["link", "--kg", str(tmp_path / "kg"), "--text", str(tmp_path / "texts.txt"), "--out"]
+    assert jaket_main(args + [str(tmp_path / "a.jsonl")]) == 0
+    assert json.loads(capsys.readouterr().out)["mentions"] == 1
+    assert [kg.entity_names[m.entity] for m in load_corpus(tmp_path / "a.jsonl", kg).mentions[0]] == ["sit"]
+    assert jaket_main(args + [str(tmp_path / "b.jsonl"), "--ignore-case"]) == 0
+    assert json.loads(capsys.readouterr().out)["mentions"] == 2
+    with pytest.raises(SystemExit):
+        jaket_main(args + [str(tmp_path / "c.jsonl"), "--ignore-case", "--case-sensitive"])
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_min_length_and_stop_words(make_kg):
@@ -170,7 +247,7 @@ def test_mentions_are_disjoint_forms_on_word_boundaries(pieces):
         assert m.end == len(text) or not text[m.end].isalnum()
         span = _tokens(text[m.start:m.end])
         forms = [_tokens(f) for f in (kg.entity_names[m.entity], *kg.entity_aliases[m.entity])]
-        assert any(f == span or (f[:-1] == span[:-1] and f[-1] in singular_forms(span[-1]))
+        assert any(f == span or (f[:-1] == span[:-1] and f[-1] in base_forms(span[-1]))
                    for f in forms), (text, m)
     # nothing linkable is left: every exact name standing alone between separators is covered
     covered = np.zeros(len(text) + 1, dtype=bool)

@@ -157,6 +157,19 @@ def test_given_targets_are_restricted_by_their_part_of_speech(bank):
     assert (linker.stats.targets, linker.stats.targets_without_candidate) == (3, 1)
 
 
+def test_a_target_without_lemma_finds_the_base_of_its_inflection(bank):
+    """A given span without a lemma reads as the gazetteer would: "banked" (a regular -ed) is the
+    verb bank, "banks" one of the nouns, restricted by the part of speech given."""
+    kg, _, model_dir, _ = bank
+    linker = ContextLinker.from_pretrained(model_dir, kg, device="cpu")
+    text = "she banked her pay at two banks"
+    assert [kg.entity_ids[e] for e in linker.target_candidates(text, Target(4, 10, pos="v"))] == [VERB]
+    assert sorted(kg.entity_ids[e] for e in linker.target_candidates(text, Target(26, 31, pos="n"))) == \
+        sorted([RIVER, MONEY])
+    assert [kg.entity_ids[e] for e in linker.target_candidates(text, Target(26, 31, pos="v"))] == [VERB]
+    assert linker.target_candidates(text, Target(14, 17)) == []  # "pay" names nothing
+
+
 def _link(capsys, *argv) -> tuple[int, dict | None, list[str]]:
     status = jaket_main(["link", *map(str, argv)])
     captured = capsys.readouterr()

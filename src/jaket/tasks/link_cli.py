@@ -51,7 +51,7 @@ def _link_command(args: argparse.Namespace) -> int:
     kg = load_kg(args.kg)  # errors (KGFormatError: path:line) are reported by jaket.cli
     inputs = read_texts(args.text, targets=args.model is not None)
     linker = EntityLinker.from_kg(kg, min_length=args.min_length, case_sensitive=args.case_sensitive,
-                                  max_ambiguity=args.max_ambiguity,
+                                  ignore_case=args.ignore_case, max_ambiguity=args.max_ambiguity,
                                   inflections=not args.exact_forms,
                                   context_window=args.context_window, short_forms=args.short_forms)
     if args.model is not None:
@@ -154,13 +154,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     link.add_argument("--short-forms", type=_forms, default=(), metavar="LIST",
                       help="comma list of names/aliases to link although shorter than --min-length, "
                            "e.g. Go,C,JS")
-    link.add_argument("--case-sensitive", action="store_true",
-                      help="match letter case exactly (default: case-insensitive)")
+    case = link.add_mutually_exclusive_group()
+    case.add_argument("--case-sensitive", action="store_true",
+                      help="match every name and alias with its letter case exactly (default: in any case, "
+                           "except that a short or all-capital form keeps its capitals: 'Sat' and 'NASA' "
+                           "do not match 'sat' and 'nasa')")
+    case.add_argument("--ignore-case", action="store_true",
+                      help="match every name and alias in any case, short and all-capital ones too")
     link.add_argument("--max-ambiguity", type=positive_int, default=None, metavar="K",
                       help="leave surface forms naming more than K entities unlinked "
                            "(default: no limit)")
     link.add_argument("--exact-forms", action="store_true",
-                      help="no plural normalisation of a form's last word")
+                      help="match forms only as written: no inflections of a form's last word "
+                           "(plurals, -ed, -ing, irregular forms such as sat -> sit)")
     link.add_argument("--context-window", type=int, default=50, metavar="TOKENS",
                       help="tokens on each side of a mention used to disambiguate it (default 50; "
                            "the gazetteer's rule, not --model's)")

@@ -140,6 +140,27 @@ def kg_signature(kg: KnowledgeGraph) -> dict:
             "ids_sha256": digest.hexdigest()}
 
 
+def corpus_signature(train, heldout) -> dict:
+    """Sizes of the tokenised pre-training texts (``train`` / ``heldout``:
+    :class:`~jaket.kg.corpus.EncodedCorpus` or None) and a SHA-256 of every text's token ids and
+    mentions, in order: what a checkpoint's data position (``texts_consumed``) counts in. Two
+    configs giving the same texts (``data.source`` ``dir`` or ``toy`` for the same KG) agree."""
+    digest = hashlib.sha256()
+    sizes = {}
+    for name, corpus in (("train", train), ("heldout", heldout)):
+        texts = corpus.input_ids if corpus is not None else []
+        mentions = corpus.mentions if corpus is not None else []
+        for ids, spans in zip(texts, mentions):
+            digest.update(np.ascontiguousarray(ids, dtype=np.int32).tobytes())
+            digest.update(b"\0")
+            digest.update(np.ascontiguousarray(spans, dtype=np.int64).tobytes())
+            digest.update(b"\1")
+        digest.update(b"\2")
+        sizes[f"{name}_texts"] = len(texts)
+        sizes[f"{name}_mentions"] = int(sum(len(m) for m in mentions))
+    return {**sizes, "sha256": digest.hexdigest()}
+
+
 def _sha256(path: Path) -> str:
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
@@ -316,6 +337,7 @@ class _State(BaseModel):
     evaluation_start: dict | None = None
     config: dict = {}
     kg: dict | None = None
+    corpus: dict | None = None  # corpus_signature (checkpoints since 2026-11-29)
     optimizer: dict
     scheduler: dict
     rng: dict
@@ -347,10 +369,12 @@ def _header_shapes(file: Path) -> dict[str, list[int]]:
 
 
 def check_compatible(path: str | Path, meta: dict, model: torch.nn.Module, kg: dict | None,
-                     memory_shapes: dict[str, Sequence[int]], config_changes: Sequence[str] = ()
-                     ) -> None:
-    """Refuse a checkpoint made for another KG (``kg``: :func:`kg_signature` of this run's) or
-    whose tensors do not fit the model and memory built from the config, before loading any."""
+                     memory_shapes: dict[str, Sequence[int]], config_changes: Sequence[str] = (),
+                     corpus: dict | None = None, data_changes: Sequence[str] = ()) -> None:
+    """Refuse a checkpoint made for another KG (``kg``: :func:`kg_signature` of this run's), for
+    other pre-training texts (``corpus``: :func:`corpus_signature`; ``data_changes``: the config's
+    ``data.*`` differences, named in the message) or whose tensors do not fit the model and memory
+    built from the config, before loading any."""
     path = Path(path)
     saved = meta.get("kg")
     advice = "resume with the KG and config it was made with, or start a new run with another --out"
@@ -369,6 +393,16 @@ def check_compatible(path: str | Path, meta: dict, model: torch.nn.Module, kg: d
             log.warning("%s: made for a KG of %s triples; the KG has %s (the run continues, but it "
                         "no longer repeats an uninterrupted one)", path, saved.get("triples"),
                         kg["triples"])
+    texts = meta.get("corpus")
+    if corpus is not None and isinstance(texts, dict) and texts != corpus:
+        labels = {"train_texts": "training texts", "heldout_texts": "held-out texts",
+                  "train_mentions": "training mentions", "heldout_mentions": "held-out mentions"}
+        sizes = ", ".join(f"{label}: {texts.get(k)} then, {corpus.get(k)} now" for k, label in labels.items()
+                          if texts.get(k) != corpus.get(k)) or "the same sizes, other texts"
+        changed = f"; the config differs in {', '.join(data_changes)}" if data_changes else ""
+        raise IncompatibleCheckpointError(
+            f"{path}: this checkpoint was made with other pre-training texts ({sizes}){changed}: resuming "
+            f"would train on other texts than the run it continues ({advice})")
     expected = {k: list(v.shape) for k, v in model.state_dict().items()}
     problems = _shape_problems(_header_shapes(path / "model.safetensors"), expected)
     problems += _shape_problems(_header_shapes(path / "memory.safetensors"),

@@ -39,7 +39,7 @@ from jaket.model.jaket import JaketModel
 from jaket.model.memory import refresh_steps
 from jaket.train.batching import BatchBuilder, StepBatch, batch_loader
 from jaket.train.build import PretrainData, build_model, load_kg_and_corpus, prepare_data, tasks_run
-from jaket.train.checkpoint import (check_compatible, kg_signature, load_checkpoint, read_state,
+from jaket.train.checkpoint import (check_compatible, corpus_signature, kg_signature, load_checkpoint, read_state,
                                    restore_newest, save_checkpoint)
 from jaket.train.config import PretrainConfig, dump_config, upgrade_keys
 from jaket.train.engine import (all_reduce_delta, all_reduce_sum, any_rank_max, dist_info, finish,
@@ -113,6 +113,7 @@ class Pretrainer:
         self.saved_step: int | None = None
         self.resumed_from: Path | None = None
         self._kg_signature: dict | None = None
+        self._corpus_signature: dict | None = None
 
     # ---------------------------------------------------------------- memory
     @property
@@ -221,6 +222,12 @@ class Pretrainer:
             self._kg_signature = kg_signature(self.data.kg)
         return self._kg_signature
 
+    @property
+    def corpus_signature(self) -> dict:
+        if self._corpus_signature is None:
+            self._corpus_signature = corpus_signature(self.data.train, self.data.heldout)
+        return self._corpus_signature
+
     def save(self) -> Path | None:
         """Checkpoint the current step (rank 0; once per step)."""
         if not self.info.is_main:
@@ -237,7 +244,8 @@ class Pretrainer:
                                    if self.data.has_texts else 0},
                  "refresh_seconds": self.refresh_seconds, "train_seconds": self.train_seconds,
                  "evaluation_start": self.evaluation_start,
-                 "config": self.config.model_dump(mode="json"), "kg": self.kg_signature}
+                 "config": self.config.model_dump(mode="json"), "kg": self.kg_signature,
+                 "corpus": self.corpus_signature}
         path = save_checkpoint(self.out, self.step, self.model, self.optimizer, self.scheduler,
                                memory, state, keep=self.config.keep_checkpoints, run_id=self.run_id,
                                scaler=self.accelerator.scaler)
@@ -260,8 +268,10 @@ class Pretrainer:
         meta = read_state(path)
         memory_shapes = {"entities": self.memory.entities.shape,
                          "relations": self.memory.relations.shape}
+        changes = self._config_changes(meta)
         check_compatible(path, meta, self.model, self.kg_signature, memory_shapes,
-                         [c for c in self._config_changes(meta) if c.startswith("model.")])
+                         [c for c in changes if c.startswith("model.")], self.corpus_signature,
+                         [c for c in changes if c.startswith("data.")])
         meta, memory = load_checkpoint(path, self.model, self.optimizer, self.scheduler,
                                        self.accelerator.scaler)
         with torch.no_grad():

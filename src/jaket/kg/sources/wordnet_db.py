@@ -460,6 +460,27 @@ def synset_offsets_index(directory: str | Path | None = None) -> dict[tuple[int,
     return out
 
 
+
+@lru_cache(maxsize=2)
+def _irregular_bases(directory: str) -> dict[str, tuple[str, ...]]:
+    bases: dict[str, list[str]] = {}
+    for table in _read_exceptions(Path(directory)).values():
+        for base, inflected_forms in table.items():
+            for inflected in inflected_forms:
+                found = bases.setdefault(inflected, [])
+                if base not in found:
+                    found.append(base)
+    return {inflected: tuple(found) for inflected, found in bases.items()}
+
+
+def irregular_bases(directory: str | Path | None = None) -> dict[str, tuple[str, ...]]:
+    """Irregular inflected English word -> its base forms, from WordNet's exception lists
+    (``noun.exc``, ``verb.exc``, ``adj.exc``, ``adv.exc``; every part of speech together, lower
+    case): ``"sat" -> ("sit",)``, ``"geese" -> ("goose",)``, ``"better" -> ("good", "well")``.
+    Reads only the four small files, not the database. Cached per folder."""
+    folder = Path(directory) if directory is not None else wordnet_dir()
+    return _irregular_bases(str(folder.resolve()))
+
 #: a sense key's ``ss_type`` digit -> the data file's letter (5, a satellite, lives in ``data.adj``)
 _SENSE_KEY_POS = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}
 

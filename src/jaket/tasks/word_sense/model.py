@@ -66,7 +66,7 @@ from tqdm import tqdm
 from jaket.atomic import write_lines
 from jaket.kg.corpus import Mention, MentionCorpus, collate_texts
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.linking import CandidateSpan, EntityLinker, LinkStats, Target, singular_forms
+from jaket.kg.linking import CandidateSpan, EntityLinker, LinkStats, Target, base_forms
 from jaket.model.device import resolve_device
 from jaket.model.heads import span_mean
 from jaket.model.jaket import JaketModel
@@ -87,7 +87,8 @@ class ScoredMention:
     """A mention ``[start, end)`` with its candidates ranked by the head: ``candidates`` holds
     ``(entity index, probability)``, the most probable first (ties: the lower index); ``entity`` /
     ``score`` are the first of them, ``margin`` its lead over the runner-up (the score itself when
-    there is no runner-up); ``inflected``: the gazetteer found it through a plural."""
+    there is no runner-up); ``inflected``: the gazetteer found it through an inflection of its
+    form (:func:`jaket.kg.linking.base_forms`)."""
 
     start: int
     end: int
@@ -415,12 +416,21 @@ class ContextLinker:
 
     # linking texts -----------------------------------------------------------------------------------
     def target_candidates(self, text: str, target: Target) -> list[int]:
-        """The entities a given target can name: those whose name or alias is its lemma (without
-        one: its written form, then that form's singulars), of its part of speech where the KG's
-        ids carry one (WordNet's ``lemma.pos.NN``; otherwise the part of speech is not used)."""
+        """The entities a given target can name: those whose name or alias is its lemma, of its
+        part of speech where the KG's ids carry one (WordNet's ``lemma.pos.NN``; otherwise the part
+        of speech is not used). Without a lemma, the gazetteer's rule (:func:`base_forms`): the
+        written form's entities and its irregular bases' (``"found"``: found and find), or else
+        those of the first regular guess that names any (``"baked"``: bake)."""
         pos = target.pos if self.inventory.has_pos else None
+        if target.lemma:
+            return self.inventory.candidates(target.lemma, pos)
         written = text[target.start:target.end]
-        for word in [target.lemma] if target.lemma else [written, *singular_forms(written)]:
+        found: list[int] = []
+        for word in [written, *base_forms(written, regular=False)]:
+            found += [e for e in self.inventory.candidates(word, pos) if e not in found]
+        if found:
+            return found
+        for word in base_forms(written):
             found = self.inventory.candidates(word, pos)
             if found:
                 return found
@@ -480,14 +490,15 @@ class ContextLinker:
                 counts.unreadable += 1
                 results[i].unlinked.append(UnlinkedSpan(span.start, span.end, "not read"))
                 continue
-            mention = ranked_mention(span.start, span.end, span.candidates, p, span.inflected)
+            inflected = span.inflected if span.exact is None else ~span.exact
+            mention = ranked_mention(span.start, span.end, span.candidates, p, inflected)
             counts.scored += len(span.candidates) > 1
             if mention.score < min_confidence:
                 counts.below_confidence += 1
                 results[i].unlinked.append(UnlinkedSpan(span.start, span.end, "below confidence", mention))
                 continue
             results[i].mentions.append(mention)
-            counts.gazetteer.inflected += span.inflected
+            counts.gazetteer.inflected += mention.inflected
             counts.gazetteer.ambiguous_resolved += len(span.candidates) > 1
         for result in results:
             result.unlinked.sort(key=lambda u: u.start)
@@ -496,11 +507,14 @@ class ContextLinker:
 
 
 def ranked_mention(start: int, end: int, candidates: Sequence[int], probabilities: np.ndarray,
-                   inflected: bool = False) -> ScoredMention:
-    """A mention's candidates ranked by probability (ties: the lower entity index first)."""
+                   inflected: bool | np.ndarray = False) -> ScoredMention:
+    """A mention's candidates ranked by probability (ties: the lower entity index first);
+    ``inflected``: for the mention, or per candidate (the value of the one ranked first)."""
     order = sorted(range(len(candidates)), key=lambda k: (-probabilities[k], int(candidates[k])))
     ranked = tuple((int(candidates[k]), float(probabilities[k])) for k in order)
     runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
+    if not isinstance(inflected, bool):
+        inflected = bool(np.asarray(inflected)[order[0]])
     return ScoredMention(start, end, ranked[0][0], ranked[0][1], ranked[0][1] - runner_up, ranked, inflected)
 
 
