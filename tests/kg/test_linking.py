@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from jaket.cli import main as jaket_main
 from jaket.kg.corpus import MentionCorpus, check_mentions
 from jaket.kg.io import KGFormatError, load_corpus, load_kg, save_kg, validate_kg_dir
-from jaket.kg.linking import (EntityLinker, LinkStats, base_forms, keeps_capitals, read_texts, singular_forms,
-                               tokenize, write_corpus)
+from jaket.kg.linking import (EntityLinker, LinkStats, base_forms, inflection_bases, keeps_capitals, read_texts,
+                               singular_forms, tokenize, write_corpus)
 from jaket.kg.toy import toy_kg
 
 
@@ -85,6 +85,26 @@ def test_base_forms_of_inflected_words():
     assert base_forms("corner") == () and base_forms("cat") == () and base_forms("C++") == ()
     assert base_forms("Sat") == ("Sit",) and base_forms("GEESE") == ("GOOSE",)
     assert base_forms("baked", regular=False) == () and base_forms("found", regular=False) == ("find",)
+    # each base with the parts of speech it is an inflection in
+    assert inflection_bases("sat") == (("sit", "v"),)
+    assert dict(inflection_bases("better")) == {"good": "a", "well": "ar"}
+    assert dict(inflection_bases("runs"))["run"] == "nv" and dict(inflection_bases("baked"))["bake"] == "v"
+
+
+def test_an_inflection_names_only_entities_of_its_parts_of_speech(make_kg):
+    """Entity ids in WordNet's naming give the part of speech: "watched" (a regular -ed, a verb's)
+    finds the verb watch, not the noun; "watches" (plural or third person) both; without such ids
+    nothing is restricted."""
+    names = ["watch", "watch", "good", "good", "well"]
+    ids = ["watch.n.01", "watch.v.01", "good.n.01", "good.a.01", "well.r.01"]
+    linker = EntityLinker.from_kg(make_kg(names, ids=ids))
+
+    def candidates(linker, text):
+        return [sorted(int(e) for e in s.candidates) for s in linker.candidate_spans(text)]
+
+    assert candidates(linker, "she watched, he watches, it got better") == [[1], [0, 1], [3, 4]]
+    plain = EntityLinker.from_kg(make_kg(names))
+    assert candidates(plain, "she watched, it got better") == [[0, 1], [2, 3, 4]]
 
 
 def test_verbs_and_irregular_forms_link_to_their_base(make_kg):

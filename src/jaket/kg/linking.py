@@ -23,9 +23,11 @@ token boundaries (``"cat"`` is not found inside ``"category"``). With ``inflecti
 the last token of a form may also appear inflected (:func:`base_forms`): a regular plural or third
 person, a past tense or participle in ``-ed`` / ``-ing``, or an irregular form of WordNet's exception
 lists (``"apple trees"`` links ``apple tree``, ``"wolves"`` links ``wolf``, ``"sat"`` links ``sit``).
-A span whose text is a form and also an inflection of another (``"glasses"``: the form
-``glasses`` and a plural of ``glass``) has the entities of both as candidates; the exact form's
-come first in the ambiguity rule below.
+Where the text is itself a form, only the irregular bases stand beside it (``"found"``: the form
+``found`` and the past of ``find``; ``"glasses"`` is not taken for ``glass``); the exact form's
+entities come first in the ambiguity rule below. Where an entity's id gives its part of speech
+(WordNet's ``lemma.pos.NN``), a base names only entities of the parts of speech it is an inflection
+in: ``"watched"`` finds the verbs ``watch.v.*``, not the noun ``watch.n.01``.
 
 **Letter case.** Texts and forms are compared ignoring case, except that a form keeps its capitals
 when it is written with capitals and is short (at most :data:`CASED_MAX_LETTERS` letters:
@@ -72,7 +74,7 @@ from jaket.kg.io import save_corpus
 from jaket.kg.parsing import json_object, string_field
 from jaket.kg.readers import read_lines
 from jaket.kg.sources.wordnet_db import irregular_bases
-from jaket.kg.sources.wordnet_forms import part_of_speech
+from jaket.kg.sources.wordnet_forms import id_part_of_speech, part_of_speech
 from jaket.paths import MissingResourceError
 
 #: a token: a run of letters/digits, one CJK ideograph or kana, or one other non-space character
@@ -181,8 +183,9 @@ def _verb_bases(word: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _irregular() -> dict[str, tuple[str, ...]]:
-    """WordNet's exception lists (inflected -> bases), or nothing when WordNet is not installed."""
+def _irregular() -> dict[str, dict[str, str]]:
+    """WordNet's exception lists (inflected -> base -> parts of speech), or nothing when WordNet
+    is not installed."""
     try:
         return irregular_bases()
     except (MissingResourceError, OSError) as error:  # pragma: no cover - wn is a dependency
@@ -191,26 +194,33 @@ def _irregular() -> dict[str, tuple[str, ...]]:
 
 
 @lru_cache(maxsize=1 << 16)
-def base_forms(token: str, regular: bool = True) -> tuple[str, ...]:
-    """Candidate base forms of an inflected English word ``token`` (empty when it does not look
-    inflected): the irregular bases of WordNet's exception lists (``sat -> sit``, ``went -> go``,
-    ``geese -> goose``), the singulars of :func:`singular_forms` (which are also the bases of a
-    third person, ``runs -> run``), then the regular ``-ed`` / ``-ing`` rules (``baked -> bake``,
-    ``stopping -> stop``). Letter case follows ``token``. Only guesses: the caller looks them up in
-    the gazetteer, so a wrong one finds nothing. Comparatives are folded only where irregular
-    (``better -> good``): a rule for ``-er`` would turn ``corner`` into ``corn``. ``regular=False``:
-    the irregular bases only."""
+def inflection_bases(token: str, regular: bool = True) -> tuple[tuple[str, str], ...]:
+    """``(base, parts of speech)`` for every candidate base form of an inflected English word
+    ``token`` (empty when it does not look inflected), in order: the irregular bases of WordNet's
+    exception lists with their parts of speech (``sat -> sit, "v"``; ``geese -> goose, "n"``;
+    ``better -> good, "a"`` and ``well, "ar"``), the singulars of :func:`singular_forms` (also the
+    bases of a third person: ``runs -> run, "nv"``), then the regular ``-ed`` / ``-ing`` rules of
+    verbs (``baked -> bake, "v"``, ``stopping -> stop, "v"``). Letter case follows ``token``. Only
+    guesses: the caller looks them up in the gazetteer, so a wrong one finds nothing. Comparatives
+    are folded only where irregular (``better -> good``): a rule for ``-er`` would turn ``corner``
+    into ``corn``. ``regular=False``: the irregular bases only."""
     if not token or not token.isalpha():
         return ()
     lower = token.lower()
-    found: list[str] = []
-    guesses = (*singular_forms(lower), *_verb_bases(lower)) if regular else ()
-    for base in (*_irregular().get(lower, ()), *guesses):
-        if base != lower and base not in found:
-            found.append(base)
+    found: dict[str, str] = {}
+    guesses = [*((b, "nv") for b in singular_forms(lower)), *((b, "v") for b in _verb_bases(lower))] \
+        if regular else []
+    for base, pos in (*_irregular().get(lower, {}).items(), *guesses):
+        if base != lower:
+            found[base] = found.get(base, "") + "".join(p for p in pos if p not in found.get(base, ""))
     if lower != token:
-        found = [_restore_case(token, base) for base in found]
-    return tuple(found)
+        return tuple((_restore_case(token, base), pos) for base, pos in found.items())
+    return tuple(found.items())
+
+
+def base_forms(token: str, regular: bool = True) -> tuple[str, ...]:
+    """The candidate base forms of :func:`inflection_bases`, without their parts of speech."""
+    return tuple(base for base, _ in inflection_bases(token, regular))
 
 
 def keeps_capitals(form: str) -> bool:
@@ -331,6 +341,9 @@ class EntityLinker:
         groups = np.searchsorted(group_pointer, np.fromiter(self._capitals, np.int64, len(self._capitals)),
                                  side="right") - 1
         self._cased_groups = frozenset(groups.tolist())
+        #: each entity's part of speech when its id is in WordNet's naming (``bank.n.01``), else "":
+        #: an inflection's base names only entities of the parts of speech it inflects
+        self._pos = [id_part_of_speech(str(e)) or "" for e in kg.entity_ids]
         self.case_sensitive = case_sensitive
         self.ignore_case = ignore_case
         self.inflections = inflections
@@ -479,18 +492,19 @@ class EntityLinker:
                 if group is not None and group >= 0:
                     exact = self._pairs(group, " ".join(written[i:j + 1])) if group in cased_groups else \
                         range(int(self._pointer[group]), int(self._pointer[group + 1]))
-                bases = base_forms(tokens[j], regular=not exact) if inflect else ()
+                bases = inflection_bases(tokens[j], regular=not exact) if inflect else ()
                 if bases:
                     pairs = list(exact)
                     seen = {int(self._entities[r]) for r in pairs}
                     prefix = key[:len(key) - len(tokens[j])]
-                    for base in bases:
+                    for base, pos in bases:
                         other = get(prefix + base)
                         if other is None or other < 0:
                             continue
                         for r in self._pairs(other, " ".join(written[i:j + 1])):
-                            if int(self._entities[r]) not in seen:
-                                seen.add(int(self._entities[r]))
+                            entity = int(self._entities[r])
+                            if entity not in seen and self._pos[entity] in pos:  # "" (no pos) is in any
+                                seen.add(entity)
                                 pairs.append(r)
                     if pairs:
                         found.append(_Match(j - i + 1, ends[j] - starts[i], i, j, pairs, len(exact)))

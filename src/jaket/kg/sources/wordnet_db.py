@@ -462,22 +462,23 @@ def synset_offsets_index(directory: str | Path | None = None) -> dict[tuple[int,
 
 
 @lru_cache(maxsize=2)
-def _irregular_bases(directory: str) -> dict[str, tuple[str, ...]]:
-    bases: dict[str, list[str]] = {}
-    for table in _read_exceptions(Path(directory)).values():
+def _irregular_bases(directory: str) -> dict[str, dict[str, str]]:
+    bases: dict[str, dict[str, str]] = {}
+    for pos, table in _read_exceptions(Path(directory)).items():
         for base, inflected_forms in table.items():
             for inflected in inflected_forms:
-                found = bases.setdefault(inflected, [])
-                if base not in found:
-                    found.append(base)
-    return {inflected: tuple(found) for inflected, found in bases.items()}
+                found = bases.setdefault(inflected, {})
+                if pos not in found.get(base, ""):
+                    found[base] = found.get(base, "") + pos
+    return bases
 
 
-def irregular_bases(directory: str | Path | None = None) -> dict[str, tuple[str, ...]]:
-    """Irregular inflected English word -> its base forms, from WordNet's exception lists
-    (``noun.exc``, ``verb.exc``, ``adj.exc``, ``adv.exc``; every part of speech together, lower
-    case): ``"sat" -> ("sit",)``, ``"geese" -> ("goose",)``, ``"better" -> ("good", "well")``.
-    Reads only the four small files, not the database. Cached per folder."""
+def irregular_bases(directory: str | Path | None = None) -> dict[str, dict[str, str]]:
+    """Irregular inflected English word -> its base forms, each with the parts of speech (``n``,
+    ``v``, ``a``, ``r``) it is their inflection in, from WordNet's exception lists (``noun.exc``,
+    ``verb.exc``, ``adj.exc``, ``adv.exc``; lower case): ``"sat" -> {"sit": "v"}``,
+    ``"geese" -> {"goose": "n"}``, ``"better" -> {"good": "a", "well": "ar"}``. Reads only the four
+    small files, not the database. Cached per folder (shared: treat it as read-only)."""
     folder = Path(directory) if directory is not None else wordnet_dir()
     return _irregular_bases(str(folder.resolve()))
 

@@ -32,6 +32,17 @@ def part_of_speech(value, path, line: int | None, problems: list[Problem]) -> st
     return code
 
 
+#: an entity id in WordNet's naming, ``lemma.pos.NN`` (``bank.n.01``, ``sit.v.01``)
+_WORDNET_ID = re.compile(r"^(?P<lemma>.+)\.(?P<pos>[nvasr])\.\d+$")
+
+
+def id_part_of_speech(entity_id: str) -> str | None:
+    """WordNet's code (``n``, ``v``, ``a``, ``r``; a satellite ``s`` as ``a``) of an entity id in
+    WordNet's naming (``bank.n.01``), or None for any other id."""
+    match = _WORDNET_ID.match(entity_id)
+    return POS_CODES[match["pos"]] if match else None
+
+
 _VOWELS = set("aeiou")
 
 def _doubles(word: str) -> bool:

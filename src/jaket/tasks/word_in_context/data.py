@@ -32,9 +32,7 @@ from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph, name_key
 from jaket.kg.readers import json_objects, read_text_file
 from jaket.kg.sources.wordnet import load_wordnet_data, sense_order
-from jaket.kg.sources.wordnet_forms import POS_CODES, part_of_speech
-
-_WORDNET_ID = re.compile(r"^(?P<lemma>.+)\.(?P<pos>[nvasr])\.\d+$")
+from jaket.kg.sources.wordnet_forms import POS_CODES, id_part_of_speech, part_of_speech
 
 
 @dataclass(frozen=True)
@@ -176,8 +174,7 @@ class SenseInventory:
         #: whether some entity's id carries a part of speech (WordNet's naming), so one can restrict
         self.has_pos = False
         for index, (entity_id, name, aliases) in enumerate(zip(kg.entity_ids, kg.entity_names, kg.entity_aliases)):
-            match = _WORDNET_ID.match(entity_id)
-            pos = POS_CODES[match["pos"]] if match else None
+            pos = id_part_of_speech(entity_id)
             self.has_pos |= pos is not None
             for word in {lemma_key(name), *(lemma_key(a) for a in aliases)}:
                 self._by_key.setdefault((word, pos), []).append(index)
