@@ -134,3 +134,20 @@ def test_a_huge_identifier_is_cut_in_the_message(kg_dir, capsys):
     assert main(["kg", "validate", str(kg_dir)]) == 1
     line = next(l for l in _err(capsys).splitlines() if "unknown tail" in l or "unknown" in l)
     assert len(line) < 400 and "(1,000,000 characters)" in line
+
+
+def test_a_utf8_byte_order_mark_is_read_as_the_jsonl_and_yaml_readers_read_it(tmp_path):
+    """Notepad and PowerShell start a UTF-8 file with a byte order mark: a whole JSON document
+    starting with one reads as the same document, and a byte that is not UTF-8 after it is still
+    named by its place in the file."""
+    document = {"P1": [{"tokens": ["a", "é"]}], "n": 1}
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(document, ensure_ascii=False).encode("utf-8"))
+    assert jsonio.read_json(path) == document
+    path.write_bytes(b"\xef\xbb\xbf{\n\"a\": \"\xff\"}")
+    with pytest.raises(JSONInputError, match=r"^not UTF-8 \(byte 11\)$") as caught:
+        jsonio.read_json(path)
+    assert caught.value.line == 2
+    path.write_bytes(b"\xef\xbb\xbf\xef\xbb\xbf{}")  # a second mark is not part of any JSON document
+    with pytest.raises(JSONInputError, match="invalid JSON"):
+        jsonio.read_json(path)

@@ -72,6 +72,32 @@ def test_an_existing_output_is_refused_before_any_work_unless_overwrite(command,
         assert out.read_text() == "an earlier output\n"
 
 
+@pytest.mark.parametrize("command", WRITERS)
+def test_a_file_of_an_input_folder_is_never_overwritten(command, kg_dir, tmp_path, capsys):
+    """The audit's data loss: `jaket link --out KG/entities.jsonl --overwrite` replaced the KG's
+    entities with corpus lines. A file already in an input folder (--kg, --model) is an input; a
+    new file there is not, and `jaket link` may replace the KG's corpus.jsonl (what it is for)."""
+    import shutil
+
+    kg = shutil.copytree(kg_dir, tmp_path / "kg")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    argv = WRITERS[command](str(model), str(kg), _inputs(tmp_path))
+    victims = [model / "config.json"] if "--model" in argv else []
+    victims += [kg / "entities.jsonl"] if str(kg) in argv else []
+    for victim in victims:
+        before = victim.read_bytes()
+        status, err = _run(capsys, argv + ["--out", str(victim), "--overwrite"])
+        folder = model if victim.parent == model else kg
+        assert status == 2 and err == [f"error: --out {victim}: is a file of the input folder {folder}; writing it "
+                                       "would destroy the input (name another output file)"], command
+        assert victim.read_bytes() == before
+    if command == "link":
+        status, _ = _run(capsys, argv + ["--out", str(kg / "corpus.jsonl"), "--overwrite"])
+        assert status == 0 and '"entity": "wolf"' in (kg / "corpus.jsonl").read_text()
+
+
 @pytest.mark.parametrize("companion", ["ids.json", "faiss"])
 def test_a_file_written_beside_the_output_is_an_output_too(companion, kg_dir, tmp_path, capsys):
     argv = WRITERS["embed"](str(tmp_path / "no-model"), str(kg_dir), _inputs(tmp_path))

@@ -11,6 +11,7 @@ quoted in a message. The limits are documented in docs/reliability.md.
 
 from __future__ import annotations
 
+import codecs
 import json
 import sys
 from pathlib import Path
@@ -122,14 +123,17 @@ def wide_encoding(data: bytes) -> str | None:
 
 
 def read_json(path: str | Path) -> Any:
-    """:func:`decode` of a whole file; :class:`JSONInputError` for a file that is not UTF-8 or
-    not usable JSON (``OSError`` for one that cannot be read)."""
+    """:func:`decode` of a whole file, a UTF-8 byte order mark at its start dropped (as the JSONL
+    and YAML readers drop it); :class:`JSONInputError` for a file that is not UTF-8 or not usable
+    JSON (``OSError`` for one that cannot be read)."""
     data = Path(path).read_bytes()
+    skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        text = data.decode("utf-8")
+        text = data[skip:].decode("utf-8")
     except UnicodeDecodeError as error:
         if wide_encoding(data):
             raise JSONInputError(wide_encoding(data), 1) from None
-        line = data[:error.start].count(b"\n") + 1
-        raise JSONInputError(f"not UTF-8 (byte {error.start})", line) from None
+        start = skip + error.start  # a byte of the file
+        line = data[:start].count(b"\n") + 1
+        raise JSONInputError(f"not UTF-8 (byte {start})", line) from None
     return decode(text)

@@ -90,14 +90,16 @@ def check_output_folder(out, overwrite: bool, holds: str = "KG", option: str = "
     check_writable(out, out, option)
 
 
-def check_output_file(out, overwrite: bool, inputs=(), companions=(), option: str = "--out") -> None:
+def check_output_file(out, overwrite: bool, inputs=(), companions=(), option: str = "--out",
+                      replaceable=()) -> None:
     """The one rule of every command that writes files, checked before any work: ``out`` and the
     ``companions`` written beside it (``OUT.ids.json``) may not be one of the command's ``inputs``
-    (:func:`refuse_same_file`) or a folder, may not exist unless ``overwrite`` (``--overwrite``),
-    and their folder must be writable (:func:`check_writable`)."""
+    or a file of an input folder (:func:`refuse_same_file`; ``replaceable``: files of an input folder
+    the command may replace, as ``jaket link`` a KG's ``corpus.jsonl``) or a folder, may not exist
+    unless ``overwrite`` (``--overwrite``), and their folder must be writable (:func:`check_writable`)."""
     out = Path(out)
     for path in (out, *(Path(c) for c in companions)):
-        refuse_same_file(path, inputs, option)
+        refuse_same_file(path, inputs, option, replaceable)
         which = "" if path == out else f" {path}"
         if path.is_dir():
             raise UsageError(f"{option} {out}:{which} is a folder; name a file to write")
@@ -107,16 +109,22 @@ def check_output_file(out, overwrite: bool, inputs=(), companions=(), option: st
     check_writable(out, out.parent, option)
 
 
-def refuse_same_file(out, inputs, option: str = "--out") -> None:
-    """An output file must not be one of the command's own inputs (it would be overwritten)."""
+def refuse_same_file(out, inputs, option: str = "--out", replaceable=()) -> None:
+    """An output file must not be one of the command's own inputs (it would be overwritten), nor a
+    file already in an input folder (a KG's ``entities.jsonl``, a model's ``config.json``), except
+    the ``replaceable`` ones; a new file inside an input folder is allowed."""
     if out is None:
         return
     out = Path(out)
+    allowed = {Path(p).resolve() for p in replaceable}
+    inputs = [Path(source) for source in inputs if source is not None]
     for source in inputs:
-        if source is None:
-            continue
-        source = Path(source)
         same = out.exists() and source.exists() and os.path.samefile(out, source)
         if same or out.resolve() == source.resolve():
             raise UsageError(f"{option} {out}: is the input {source}; writing it would destroy the input "
                              "(name another output file)")
+    for source in inputs:
+        if source.is_dir() and out.is_file() and out.resolve() not in allowed \
+                and out.resolve().is_relative_to(source.resolve()):
+            raise UsageError(f"{option} {out}: is a file of the input folder {source}; writing it would "
+                             "destroy the input (name another output file)")

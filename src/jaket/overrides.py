@@ -240,6 +240,8 @@ def _convert_one(action: argparse.Action, value: Any, where: str) -> Any:
             raise ValueError(f"{where}: {key}: {error}") from None
     elif action.type is not None and not isinstance(value, (str, int, float)):
         raise ValueError(f"{where}: {key}: expected a value for --{key.replace('_', '-')}, got {value!r}")
+    elif action.type is None and action.choices is None and not isinstance(value, str):  # the flag takes text
+        raise ValueError(f"{where}: {key}: expected text (a value for --{key.replace('_', '-')}), got {value!r}")
     if action.choices is not None and converted not in action.choices:
         raise ValueError(f"{where}: {key}: must be one of {', '.join(map(str, action.choices))}, got {value!r}")
     return converted

@@ -63,6 +63,21 @@ def test_plain_lines_and_bad_jsonl_name_the_line(tmp_path):
         read_exclusion_texts(tmp_path / "missing.txt")
 
 
+def test_one_malformed_wic_line_is_an_error_not_a_file_read_as_plain_lines(tmp_path):
+    """The audit's leak: one 4-column line made the whole WiC file read as plain lines, whose tabbed
+    texts matched nothing, so no WiC sentence was excluded and nothing said so."""
+    wic = tmp_path / "train.data.txt"
+    wic.write_text("dog\tN\t2-2\tThe man 's dog barked at the mailman .\tNothing like the corpus .\n"
+                   "bank\tN\t5-3\tShe sat on the River Bank\n"
+                   "run\tV\tfirst\tA sentence .\tAnother one .\n", encoding="utf-8")
+    with pytest.raises(KGFormatError) as error:
+        exclude_texts(_corpus(), [wic])
+    assert str(error.value).splitlines() == [
+        f"{wic}:2: expected WiC's 5 tab-separated fields (lemma, POS, i-j, sentence1, sentence2), got 4",
+        f"{wic}:3: expected WiC's 5 tab-separated fields (lemma, POS, i-j, sentence1, sentence2), got 5 "
+        f"with a third field that is not i-j"]
+
+
 def test_pretraining_data_excludes_the_files_and_reports_it(tmp_path):
     from jaket.kg.toy import toy_kg
     from jaket.train.build import load_kg_and_corpus

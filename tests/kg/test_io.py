@@ -175,6 +175,28 @@ def test_warnings_alone_do_not_fail(tmp_path: Path, capsys):
     assert load_kg(tmp_path).num_triples == 1
 
 
+def test_names_descriptions_aliases_and_spans_of_white_space_are_warned_about(tmp_path: Path):
+    """The audit's case: "   " passed where "" was warned about (the fast path tested truthiness)."""
+    _write(tmp_path, "entities.jsonl", [
+        json.dumps({"id": "ghost", "name": "   ", "description": " \t ", "aliases": [" ", "spook", ""]}),
+        _entity("dog")])
+    _write(tmp_path, "relations.jsonl", [json.dumps({"id": "r", "name": "r", "description": "  "})])
+    _write(tmp_path, "triples.tsv", ["dog\tr\tghost"])
+    _write(tmp_path, "corpus.jsonl", [json.dumps({"text": "The dog   barks.",
+                                                  "mentions": [{"start": 7, "end": 9, "entity": "ghost"},
+                                                               {"start": 4, "end": 7, "entity": "dog"}]})])
+    e, r, c = (str(tmp_path / n) for n in ("entities.jsonl", "relations.jsonl", "corpus.jsonl"))
+    assert [str(p) for p in validate_kg_dir(tmp_path)] == [
+        f"{e}:1: warning: entity 'ghost' has a blank (only white space) description",
+        f"{e}:1: warning: entity 'ghost' has a blank (only white space) name (no text to link it by; its "
+        f"description still embeds it)",
+        f"{e}:1: warning: entity 'ghost' has 2 blank alias(es) (only white space: nothing to link)",
+        f"{r}:1: warning: relation 'r' has a blank (only white space) description",
+        f"{c}:1: warning: mention 0: span [7, 9) holds only white space (no token to read it by: counted as "
+        f"unaligned when the corpus is tokenised)"]
+    assert load_kg(tmp_path).num_entities == 2  # warnings: the KG still loads
+
+
 def test_missing_files(tmp_path: Path):
     _write(tmp_path, "entities.jsonl", [_entity("dog")])
     with pytest.raises(KGFormatError, match="relations.jsonl: missing file"):

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from jaket.cli import main as jaket_main
 from jaket.kg.corpus import MentionCorpus, check_mentions
 from jaket.kg.io import KGFormatError, load_corpus, load_kg, save_kg, validate_kg_dir
-from jaket.kg.linking import (EntityLinker, LinkStats, base_forms, inflection_bases, keeps_capitals, read_texts,
-                               singular_forms, tokenize, write_corpus)
+from jaket.kg.linking import (EntityLinker, LinkStats, Target, base_forms, inflection_bases, keeps_capitals,
+                               read_texts, singular_forms, tokenize, write_corpus)
 from jaket.kg.toy import toy_kg
 
 
@@ -364,6 +364,26 @@ def test_bad_input_names_path_and_line(tmp_path: Path, capsys):
     assert jaket_main(["link", "--kg", str(tmp_path / "nokg"), "--text", str(plain),
                        "--out", str(out)]) == 1
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_input_read_another_way_than_written_is_refused(tmp_path: Path):
+    """JSON records in a file not named .jsonl (they would be linked as JSON text) are refused;
+    targets given where nothing reads them are counted; a record whose text is blank is skipped and
+    counted like a blank line."""
+    records = tmp_path / "texts.json"
+    records.write_text('{"text": "The dog eats meat."}\n{not json, a plain line}\n', encoding="utf-8")
+    with pytest.raises(KGFormatError) as error:
+        read_texts(records)
+    assert str(error.value).splitlines() == [
+        f"{records}:1: the line is a JSON object with a 'text'; name the file .jsonl to read its text "
+        f"(plain lines are linked as written)"]
+    given = tmp_path / "given.jsonl"
+    given.write_text('{"text": "a dog", "targets": [{"start": 2, "end": 5}]}\n{"text": "  "}\n{"text": "x"}\n',
+                     encoding="utf-8")
+    plain = read_texts(given)  # targets are not read: counted, for `jaket link` to say so
+    assert plain.texts == ["a dog", "x"] and plain.ignored_targets == 1 and plain.targets == []
+    read = read_texts(given, targets=True)
+    assert read.texts == ["a dog", "x"] and read.blank_lines == 1 and read.targets[0] == (Target(2, 5),)
 
 
 def test_lazy_string_tables(tmp_path: Path):

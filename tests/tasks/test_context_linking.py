@@ -221,13 +221,14 @@ def test_jaket_link_model_writes_scores_and_a_pretraining_corpus(bank, tmp_path,
     assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "all.jsonl").read_bytes()
 
 
-def test_jaket_link_without_model_is_the_gazetteer_unchanged(bank, tmp_path, capsys):
+def test_jaket_link_without_model_is_the_gazetteer_unchanged(bank, tmp_path, capsys, caplog):
     kg, kg_dir, _, _ = bank
     texts = tmp_path / "texts.jsonl"
     texts.write_text("".join(json.dumps({"text": t, "targets": [{"start": 0, "end": 2, "pos": "x"}]}) + "\n"
-                             for t in TEXTS))  # targets are read with --model only: ignored here, as before
+                             for t in TEXTS))  # targets are read with --model only: not read here, and said so
     status, summary, _ = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "out.jsonl")
     assert status == 0
+    assert f"--text {texts}: {len(TEXTS)} record(s) give 'targets', which only --model reads" in caplog.text
     save_corpus(EntityLinker.from_kg(kg).link_texts(TEXTS), tmp_path / "expected.jsonl", kg)
     assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "expected.jsonl").read_bytes()
     assert list(summary) == ["kg", "input", "output", "texts", "mentions", "linked_texts", "unlinked_texts",

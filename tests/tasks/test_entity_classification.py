@@ -71,6 +71,30 @@ def test_heldout_regions_and_pretraining_split(small_kg):
             assert text[m.start:m.end] == kg_pre.entity_names[m.entity]
 
 
+def test_heldout_counts_are_checked(small_kg, tmp_path, capsys):
+    """No held-out entity, more than the KG has, or no region: one line, not a silent 1 or n."""
+    from jaket.cli import main
+    from jaket.tasks.reference import wordnet_reference
+
+    n = small_kg.num_entities
+    assert len(ec.choose_heldout(small_kg, 1.0, seed=0, regions=3)) == n
+    for fraction in (0.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match=f"^the held-out fraction must be in \\(0, 1\\] \\(a share of the "
+                                             f"KG's {n} entities\\), got {fraction}$"):
+            ec.choose_heldout(small_kg, fraction, seed=0)
+    for regions in (0, -2):
+        with pytest.raises(ValueError, match=f"^the held-out entities need at least 1 region, got {regions}$"):
+            ec.choose_heldout(small_kg, 0.3, seed=0, regions=regions)
+    with pytest.raises(ValueError, match="^heldout_entities and regions must be at least 1, got 10 and 0$"):
+        wordnet_reference(tmp_path / "never", heldout_entities=10, regions=0)  # before WordNet is read
+    for flag in ("--regions", "--heldout-entities"):
+        with pytest.raises(SystemExit) as caught:
+            main(["prepare", "wordnet-reference", "--out", str(tmp_path / "never"), flag, "0"])
+        assert caught.value.code == 2
+        assert f"argument {flag}: must be a positive integer, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "never").exists()
+
+
 @pytest.mark.parametrize("variant", ["lm", "gnn", "lm+g+m"])
 def test_runs_each_variant_and_writes_report(small_kg, tiny_bert_dir, tmp_path, variant):
     config = ec.EntityClassificationConfig(variants=(variant,), train_fractions=(1.0, 0.2), seeds=(0, 1),

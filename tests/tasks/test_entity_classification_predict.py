@@ -6,9 +6,11 @@ import json
 
 import numpy as np
 import pytest
+import yaml
 
 from jaket.cli import main
 from jaket.kg.io import KGFormatError, save_kg
+from jaket.tasks.finetuned import load_finetuned
 from jaket.tasks.splits import read_splits
 
 
@@ -110,6 +112,24 @@ def test_finetune_saves_a_model_that_predict_uses(small_kg, kg_dir, tiny_bert_di
         assert r["label"] == r["top"][0]["label"] and 1 / 3 <= r["probability"] <= 1
         assert r["top"][0]["probability"] >= r["top"][1]["probability"]
         assert r["name"] == small_kg.entity_names[small_kg.entity_index(r["entity"])]
+    # a top_k below 1 is refused, not read as 1
+    classifier = load_finetuned(model_dir)
+    for top_k in (0, -1):
+        with pytest.raises(ValueError, match=f"^top_k must be at least 1, got {top_k}$"):
+            classifier.predict(small_kg, test_ids, top_k=top_k)
+
+
+@pytest.mark.parametrize("argv", [["entity-classification", "--model", "M", "--kg", "K", "--all"],
+                                  ["link-prediction", "--model", "M", "--kg", "K", "--queries", "Q"],
+                                  ["kgqa", "--model", "M", "--questions", "Q"]],
+                         ids=lambda argv: argv[0])
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_every_predict_command_refuses_a_top_k_below_one(argv, value, tmp_path, capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["predict", *argv, "--top-k", value, "--out", str(tmp_path / "rows.jsonl")])
+    assert caught.value.code == 2
+    assert f"argument --top-k: must be a positive integer, got {value}" in capsys.readouterr().err
+    assert not (tmp_path / "rows.jsonl").exists()
 
 
 def test_predict_labels_the_unlabelled_entities_by_default(small_kg, tiny_bert_dir, tmp_path, capsys):
@@ -195,6 +215,31 @@ def test_config_file_set_and_flags(kg_dir, tiny_bert_dir, tmp_path, capsys):
     assert "--set epoch=3: epoch: unknown key; the keys are:" in capsys.readouterr().err
     assert main(["finetune", "entity-classification", "--train", str(config)]) == 1
     assert "data.train: split files name entities of a KG" in capsys.readouterr().err
+
+
+def test_seeds_and_fractions_are_each_given_once(capsys):
+    """A list whose every value makes runs of its own: none at all, or a value given twice (one run
+    counted twice in the mean ± std), is one line naming where it was given; an empty ``seeds``
+    stays the job's default seeds."""
+    base = ["finetune", "entity-classification", "--print-config"]
+
+    def refused(*argv):
+        assert main(base + list(argv)) == 1
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        return [line.removesuffix(" (--debug shows where)") for line in err.splitlines()[1:]]
+
+    assert refused("--set", "train_fractions=[]") == [
+        "error: --set train_fractions=[]: train_fractions: give at least one fraction"]
+    assert refused("--set", "seeds=[1,1]") == ["error: --set seeds=[1,1]: seeds: seed 1 given twice"]
+    assert refused("--set", "train_fractions=[0.2,0.2,0.2,1.5]") == [
+        "error: --set train_fractions=[0.2,0.2,0.2,1.5]: train_fractions: fraction 0.2 given 3 times",
+        "error: --set train_fractions=[0.2,0.2,0.2,1.5]: train_fractions: 1.5 is not in (0, 1]"]
+    assert refused("--train-fractions", "0.5,0.5") == [
+        "error: --train-fractions 0.5 0.5: train_fractions: fraction 0.5 given twice"]
+    assert main(base + ["--set", "seeds=[]", "--set", "train_fractions=[0.5, 1]"]) == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["seeds"] == [0] and printed["train_fractions"] == [0.5, 1.0]  # finetune's default: seed 0
 
 
 def test_early_stopping_and_identical_fractions(kg_dir, tiny_bert_dir, tmp_path, capsys):

@@ -82,6 +82,10 @@ def test_finetune_then_predict_reproduces_the_evaluation(mode, small_kg, lp_data
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert all(not a["known"] for row in rows for a in row["answers"])
     assert sum(len(row["answers"]) for row in rows) < 12 * 36
+    # a top_k below 1 is refused, not read as 1
+    kg = load_kg(kg_dir)
+    with pytest.raises(ValueError, match="^top_k must be at least 1, got 0$"):
+        load_finetuned(model_dir).predict(kg, read_queries(queries, kg), top_k=0)
 
 
 def test_bad_query_lines_are_named(small_kg, lp_data, tiny_bert_dir, tmp_path, capsys):

@@ -15,6 +15,10 @@ Files (:func:`read_exclusion_texts`), recognised by their shape:
 * JSONL: every string under ``text``, ``text1``, ``text2``, ``sentence``, ``sentence1``, ``sentence2``
   or ``question`` of each object (our own word-in-context format among them);
 * anything else: one sentence per non-empty line.
+
+A file with a tab on any line is read as WiC's, and then every line must have WiC's five columns:
+a malformed line is an error naming it, never a reason to read the whole file another way (its
+sentences, read as whole lines with their tabs, would match nothing and exclude nothing).
 """
 
 from __future__ import annotations
@@ -63,7 +67,13 @@ def read_exclusion_texts(path: str | Path) -> list[str]:
         if problems:
             raise KGFormatError(problems)
         return texts
-    if all(_wic_columns(line) for _, line in content):
+    if any("\t" in line for _, line in content):  # WiC's columns: every line must have them
+        problems = [Problem(str(path), n, f"expected WiC's 5 tab-separated fields (lemma, POS, i-j, sentence1, "
+                                          f"sentence2), got {len(line.split(chr(9)))}"
+                            + ("" if len(line.split("\t")) != 5 else " with a third field that is not i-j"))
+                    for n, line in content if not _wic_columns(line)]
+        if problems:
+            raise KGFormatError(problems)
         return [s for _, line in content for s in line.split("\t")[3:5]]
     return [line.strip() for _, line in content]
 

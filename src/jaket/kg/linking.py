@@ -66,16 +66,12 @@ from pathlib import Path
 
 import numpy as np
 
-from jaket.jsonio import quote
 from jaket.kg.corpus import Mention, MentionCorpus
-from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.inflection import base_forms, inflection_bases, singular_forms
 from jaket.kg.io import save_corpus
-from jaket.kg.parsing import json_object, string_field
-from jaket.kg.readers import read_lines
-from jaket.kg.sources.wordnet_db import irregular_bases
-from jaket.kg.sources.wordnet_forms import id_part_of_speech, part_of_speech
-from jaket.paths import MissingResourceError
+from jaket.kg.sources.wordnet_forms import id_part_of_speech
+from jaket.kg.text_input import Target, TextFile, read_texts
 
 #: a token: a run of letters/digits, one CJK ideograph or kana, or one other non-space character
 #: (the underscore, neither, separates tokens like whitespace)
@@ -104,123 +100,9 @@ would you your yours yourself yourselves also may might must shall upon yet via 
 #: forms written with capitals and at most this many letters keep their capitals (module docstring)
 CASED_MAX_LETTERS = 4
 
-#: plural -> singular for common irregular English nouns
-_IRREGULAR_PLURALS = {
-    "men": "man", "women": "woman", "children": "child", "people": "person", "mice": "mouse",
-    "geese": "goose", "teeth": "tooth", "feet": "foot", "oxen": "ox", "lice": "louse",
-    "dice": "die", "criteria": "criterion", "phenomena": "phenomenon", "cacti": "cactus",
-    "fungi": "fungus", "nuclei": "nucleus", "bacteria": "bacterium", "data": "datum",
-}
-_ES_STEMS = ("s", "x", "z", "ch", "sh", "o")
-
-
 def tokenize(text: str) -> list[tuple[int, int, str]]:
     """``(start, end, token)`` of every token of ``text`` (character offsets, end exclusive)."""
     return [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
-
-
-def singular_forms(token: str) -> tuple[str, ...]:
-    """Candidate singulars of an English plural ``token`` (empty when it does not look plural).
-
-    Regular rules (``-ies -> -y / -ie``, ``-ves -> -f / -fe``, ``-es`` after a sibilant or ``o``,
-    ``-s``) and a short list of irregular nouns; letter case is kept. Only a guess: the caller
-    looks the candidates up in the gazetteer, so a wrong one simply finds nothing.
-    """
-    lower = token.lower()
-    if lower in _IRREGULAR_PLURALS:
-        singular = _IRREGULAR_PLURALS[lower]
-        if token.isupper():
-            return (singular.upper(),)
-        return (singular.capitalize() if token[0].isupper() else singular,)
-    if len(token) < 4 or not token.isalpha() or lower[-1] != "s" or lower.endswith(("ss", "us", "is")):
-        return ()
-    if lower.endswith("ies"):  # berries; movies, pies
-        return (token[:-3] + ("Y" if token[-3].isupper() else "y"), token[:-1])
-    forms: list[str] = []
-    if lower.endswith("ves"):  # wolves, knives
-        forms += [token[:-3] + "f", token[:-3] + "fe"]
-    if lower.endswith("es") and lower[:-2].endswith(_ES_STEMS):
-        # boxes, churches, glasses: "-es" first; horses, shoes: "-s" first
-        if lower[:-2].endswith(("ss", "x", "z", "ch", "sh")):
-            return tuple(forms + [token[:-2], token[:-1]])
-        return tuple(forms + [token[:-1], token[:-2]])
-    forms.append(token[:-1])
-    return tuple(forms)
-
-
-def _restore_case(like: str, word: str) -> str:
-    """``word`` (lower case) written with the capitals of ``like``: all capitals, a capital first
-    letter, or as it is."""
-    if like.isupper() and len(like) > 1:
-        return word.upper()
-    return word[:1].upper() + word[1:] if like[:1].isupper() else word
-
-
-def _ick(stem: str) -> bool:
-    """A stem of ``picnicked`` / ``panicking``: a verb in ``-ic`` takes a ``k`` before ``-ed`` / ``-ing``."""
-    return len(stem) > 5 and stem.endswith("ick")
-
-
-def _verb_bases(word: str) -> list[str]:
-    """Guesses at the base of a lower-case ``-ed`` / ``-ing`` form (``baked -> bake``, ``stopped ->
-    stop``, ``carried -> carry``, ``dying -> die``); empty for anything else."""
-    out: list[str] = []
-    if word.endswith("ied") and len(word) > 4:
-        out.append(word[:-3] + "y")
-    if word.endswith("ed") and len(word) > 4:
-        stem = word[:-2]
-        out += [stem, word[:-1]]
-        if (len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "aeiouls") or _ick(stem):
-            out.append(stem[:-1])
-    elif word.endswith("ing") and len(word) > 4:
-        stem = word[:-3]
-        if stem.endswith("y") and len(stem) > 2:
-            out.append(stem[:-1] + "ie")
-        out += [stem, stem + "e"]
-        if (stem[-1] == stem[-2] and stem[-1] not in "aeiouls") or _ick(stem):
-            out.append(stem[:-1])
-    return out
-
-
-@lru_cache(maxsize=1)
-def _irregular() -> dict[str, dict[str, str]]:
-    """WordNet's exception lists (inflected -> base -> parts of speech), or nothing when WordNet
-    is not installed."""
-    try:
-        return irregular_bases()
-    except (MissingResourceError, OSError) as error:  # pragma: no cover - wn is a dependency
-        log.warning("irregular English inflections are not folded: %s", error)
-        return {}
-
-
-@lru_cache(maxsize=1 << 16)
-def inflection_bases(token: str, regular: bool = True) -> tuple[tuple[str, str], ...]:
-    """``(base, parts of speech)`` for every candidate base form of an inflected English word
-    ``token`` (empty when it does not look inflected), in order: the irregular bases of WordNet's
-    exception lists with their parts of speech (``sat -> sit, "v"``; ``geese -> goose, "n"``;
-    ``better -> good, "a"`` and ``well, "ar"``), the singulars of :func:`singular_forms` (also the
-    bases of a third person: ``runs -> run, "nv"``), then the regular ``-ed`` / ``-ing`` rules of
-    verbs (``baked -> bake, "v"``, ``stopping -> stop, "v"``). Letter case follows ``token``. Only
-    guesses: the caller looks them up in the gazetteer, so a wrong one finds nothing. Comparatives
-    are folded only where irregular (``better -> good``): a rule for ``-er`` would turn ``corner``
-    into ``corn``. ``regular=False``: the irregular bases only."""
-    if not token or not token.isalpha():
-        return ()
-    lower = token.lower()
-    found: dict[str, str] = {}
-    guesses = [*((b, "nv") for b in singular_forms(lower)), *((b, "v") for b in _verb_bases(lower))] \
-        if regular else []
-    for base, pos in (*_irregular().get(lower, {}).items(), *guesses):
-        if base != lower:
-            found[base] = found.get(base, "") + "".join(p for p in pos if p not in found.get(base, ""))
-    if lower != token:
-        return tuple((_restore_case(token, base), pos) for base, pos in found.items())
-    return tuple(found.items())
-
-
-def base_forms(token: str, regular: bool = True) -> tuple[str, ...]:
-    """The candidate base forms of :func:`inflection_bases`, without their parts of speech."""
-    return tuple(base for base, _ in inflection_bases(token, regular))
 
 
 def keeps_capitals(form: str) -> bool:
@@ -419,35 +301,12 @@ class EntityLinker:
             pair_name.append(is_name)
             pair_cased.append(cased)
             has_form[entity] = True
-        groups = np.frombuffer(pair_group, dtype=np.int64) if len(pair_group) else np.zeros(0, np.int64)
-        entities = np.frombuffer(pair_entity, dtype=np.int64) if len(pair_entity) else np.zeros(0, np.int64)
-        names = np.frombuffer(pair_name, dtype=np.int8).astype(bool) if len(pair_name) \
-            else np.zeros(0, bool)
-        cased = np.frombuffer(pair_cased, dtype=np.int64) if len(pair_cased) else np.zeros(0, np.int64)
-        # one row per (group, entity); the form counts as a name when any occurrence is the name,
-        # and keeps its capitals only when every occurrence does
-        order = np.lexsort((~names, entities, groups))
-        groups, entities, names, cased = groups[order], entities[order], names[order], cased[order]
-        first = np.ones(len(groups), dtype=bool)
-        first[1:] = (groups[1:] != groups[:-1]) | (entities[1:] != entities[:-1])
-        any_case = np.zeros(int(first.sum()), dtype=bool)
-        np.logical_or.at(any_case, np.cumsum(first) - 1, cased < 0)
-        groups, entities, names, cased = groups[first], entities[first], names[first], cased[first]
-        capitals = {int(row): cased_forms[int(cased[row])] for row in np.flatnonzero(~any_case)}
-        counts = np.bincount(groups, minlength=stats.surface_forms)
-        pointer = np.zeros(stats.surface_forms + 1, dtype=np.int64)
-        np.cumsum(counts, out=pointer[1:])
-        stats.ambiguous_forms = int((counts > 1).sum())
+        pointer, entities, names, capitals = _pair_table(pair_group, pair_entity, pair_name, pair_cased,
+                                                         cased_forms, stats)
         stats.entities_with_forms = int(has_form.sum())
         if stats.skipped_short:
-            named = ", ".join(f"{s['form']!r} ({s['entity']})"
-                              for s in stats.skipped_short_forms[:MAX_NAMED_SHORT])
-            more = f" and {stats.skipped_short - MAX_NAMED_SHORT} more" if stats.skipped_short > MAX_NAMED_SHORT else ""
-            log.warning("%d name(s)/alias(es) shorter than %d characters are not linked: %s%s; to link "
-                        "them, lower the minimum (jaket link --min-length N) or name them "
-                        "(jaket link --short-forms %s)", stats.skipped_short, min_length, named, more,
-                        ",".join(s["form"].strip() for s in stats.skipped_short_forms[:3]))
-        return cls(kg, forms, pointer, entities.copy(), names.copy(), case_sensitive=case_sensitive,
+            _warn_short_forms(stats, min_length)
+        return cls(kg, forms, pointer, entities, names, case_sensitive=case_sensitive,
                    inflections=inflections, max_ambiguity=max_ambiguity,
                    context_window=context_window, gazetteer_stats=stats, capitals=capitals,
                    ignore_case=ignore_case)
@@ -628,6 +487,41 @@ class EntityLinker:
         return MentionCorpus(texts, mentions)
 
 
+def _pair_table(pair_group: array, pair_entity: array, pair_name: array, pair_cased: array, cased_forms: list[str],
+                stats: GazetteerStats) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
+    """The (group, entity) table of :meth:`EntityLinker.from_kg` from its form occurrences, one row
+    per pair sorted by group then entity: ``(group pointer, entities, is_name, capitals)``. A pair
+    counts as a name when any occurrence is the name, and keeps its capitals (``capitals``: row ->
+    the form as written) only when every occurrence does. Counts the ambiguous forms in ``stats``."""
+    groups = np.frombuffer(pair_group, dtype=np.int64) if len(pair_group) else np.zeros(0, np.int64)
+    entities = np.frombuffer(pair_entity, dtype=np.int64) if len(pair_entity) else np.zeros(0, np.int64)
+    names = np.frombuffer(pair_name, dtype=np.int8).astype(bool) if len(pair_name) else np.zeros(0, bool)
+    cased = np.frombuffer(pair_cased, dtype=np.int64) if len(pair_cased) else np.zeros(0, np.int64)
+    order = np.lexsort((~names, entities, groups))
+    groups, entities, names, cased = groups[order], entities[order], names[order], cased[order]
+    first = np.ones(len(groups), dtype=bool)
+    first[1:] = (groups[1:] != groups[:-1]) | (entities[1:] != entities[:-1])
+    any_case = np.zeros(int(first.sum()), dtype=bool)
+    np.logical_or.at(any_case, np.cumsum(first) - 1, cased < 0)
+    groups, entities, names, cased = groups[first], entities[first], names[first], cased[first]
+    capitals = {int(row): cased_forms[int(cased[row])] for row in np.flatnonzero(~any_case)}
+    counts = np.bincount(groups, minlength=stats.surface_forms)
+    pointer = np.zeros(stats.surface_forms + 1, dtype=np.int64)
+    np.cumsum(counts, out=pointer[1:])
+    stats.ambiguous_forms = int((counts > 1).sum())
+    return pointer, entities.copy(), names.copy(), capitals
+
+
+def _warn_short_forms(stats: GazetteerStats, min_length: int) -> None:
+    """The warning naming the names and aliases left out for being shorter than ``min_length``."""
+    named = ", ".join(f"{s['form']!r} ({s['entity']})" for s in stats.skipped_short_forms[:MAX_NAMED_SHORT])
+    more = f" and {stats.skipped_short - MAX_NAMED_SHORT} more" if stats.skipped_short > MAX_NAMED_SHORT else ""
+    log.warning("%d name(s)/alias(es) shorter than %d characters are not linked: %s%s; to link "
+                "them, lower the minimum (jaket link --min-length N) or name them "
+                "(jaket link --short-forms %s)", stats.skipped_short, min_length, named, more,
+                ",".join(s["form"].strip() for s in stats.skipped_short_forms[:3]))
+
+
 def _surface_forms(kg: KnowledgeGraph) -> Iterator[tuple[int, str, bool]]:
     """``(entity index, surface form, is the name)`` of every name and alias."""
     for entity, name in enumerate(kg.entity_names):
@@ -645,109 +539,13 @@ def _surface_forms(kg: KnowledgeGraph) -> Iterator[tuple[int, str, bool]]:
             yield entity, alias, False
 
 
-# reading texts ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Target:
-    """A span ``[start, end)`` of a text that the input asks to link (JSONL ``"targets"``), with
-    the lemma and part of speech (WordNet's ``n``, ``v``, ``a``, ``r``) when it gives them."""
-
-    start: int
-    end: int
-    lemma: str | None = None
-    pos: str | None = None
-
-
-@dataclass
-class TextFile:
-    """The texts of one input file; ``blank_lines`` were skipped (and are reported). With
-    ``targets`` asked for, ``targets[i]`` holds the spans text ``i`` gives, or None (not given)."""
-
-    texts: list[str] = field(default_factory=list)
-    blank_lines: int = 0
-    targets: list[tuple[Target, ...] | None] = field(default_factory=list)
-
-
-def _targets(record: dict, text: str | None, path: Path, number: int,
-             problems: list[Problem]) -> tuple[Target, ...] | None:
-    """The ``"targets"`` of a JSONL record: ``[{"start", "end", "lemma"?, "pos"?}]``, spans
-    inside the text, disjoint; every problem named ``path:line``."""
-    raw = record.get("targets")
-    if raw is None:
-        return None
-    if not isinstance(raw, list):
-        problems.append(Problem(str(path), number, "field 'targets' must be a list"))
-        return None
-    found: list[Target] = []
-    for k, item in enumerate(raw, 1):
-        where = f"target {k}"
-        if not isinstance(item, dict):
-            problems.append(Problem(str(path), number, f"{where}: expected an object"))
-            continue
-        start, end, lemma = item.get("start"), item.get("end"), item.get("lemma")
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
-            problems.append(Problem(str(path), number, f"{where}: 'start' and 'end' must be integers"))
-            continue
-        if text is not None and not 0 <= start < end <= len(text):
-            problems.append(Problem(str(path), number, f"{where}: span [{quote(start)}, {quote(end)}) is "
-                                                       f"empty or outside the text (length {len(text)})"))
-            continue
-        if lemma is not None and (not isinstance(lemma, str) or not lemma.strip()):
-            problems.append(Problem(str(path), number, f"{where}: 'lemma' must be a non-empty string"))
-            continue
-        before = len(problems)
-        pos = part_of_speech(item.get("pos"), path, number, problems)
-        if len(problems) == before:
-            found.append(Target(start, end, lemma.strip() if lemma else None, pos))
-    ordered = sorted(found, key=lambda t: (t.start, t.end))
-    for a, b in zip(ordered, ordered[1:]):
-        if b.start < a.end:
-            problems.append(Problem(str(path), number, f"targets overlap: [{a.start}, {a.end}) and [{b.start}, {b.end})"))
-    return tuple(ordered)
-
-
-def read_texts(path, targets: bool = False) -> TextFile:
-    """Texts of a plain-text file (one per line) or, for a ``.jsonl`` file, of each record's
-    ``"text"`` field (other fields are ignored; with ``targets``, a record's ``"targets"`` are
-    read too: see :class:`Target`). Blank lines are skipped and counted.
-
-    Raises :class:`jaket.kg.errors.KGFormatError` listing every bad line as ``path:line: message``
-    (invalid UTF-8, NUL bytes, malformed JSON, a record that is not an object or has no string
-    ``"text"``, a malformed target).
-    """
-    path = Path(path)
-    problems: list[Problem] = []
-    try:
-        lines = read_lines(path, problems, keep_blank=True)
-    except OSError as error:
-        raise KGFormatError([Problem(str(path), None, f"cannot read: {error.strerror or error}")]) from None
-    is_jsonl = path.suffix.lower() == ".jsonl"
-    result = TextFile()
-    for number, line in lines:
-        if "\0" in line:
-            problems.append(Problem(str(path), number, "contains NUL bytes (a binary file, not text?)"))
-        elif not line.strip():
-            result.blank_lines += 1
-        elif not is_jsonl:
-            result.texts.append(line)
-            result.targets.append(None)
-        elif (record := json_object(path, number, line, problems)) is not None:
-            text = string_field(record, "text", path, number, problems)
-            given = _targets(record, text, path, number, problems) if targets else None
-            if text is not None:
-                result.texts.append(text)
-                result.targets.append(given)
-    if problems:
-        raise KGFormatError(sorted(problems, key=lambda p: p.line or 0))
-    if not targets:
-        result.targets = []
-    return result
-
-
 def write_corpus(corpus: MentionCorpus, path, kg: KnowledgeGraph) -> Path:
     """Write ``corpus`` in the corpus format, atomically (see :func:`jaket.kg.io.save_corpus`)."""
     return save_corpus(corpus, path, kg)
 
 
+# the inflections and the text reader live in their own modules; importable from here as before
 __all__ = ["CandidateSpan", "EntityLinker", "GazetteerStats", "LinkStats", "STOP_WORDS", "Target", "TextFile",
-           "read_texts", "singular_forms", "tokenize", "write_corpus"]
+           "base_forms", "inflection_bases", "keeps_capitals", "read_texts", "singular_forms", "tokenize",
+           "write_corpus"]
 

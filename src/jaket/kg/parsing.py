@@ -79,9 +79,15 @@ def _admit(kind: str, item_id: str | None, description: str | None, first_line: 
         first_line[item_id] = number
     if len(problems) > problems_before:
         return False
-    if description == "":
-        problems.append(Problem(str(path), number, f"{kind} {quote(item_id)} has an empty description", "warning"))
+    if description is not None and not description.strip():
+        problems.append(Problem(str(path), number, f"{kind} {quote(item_id)} has {_empty(description)} description",
+                                "warning"))
     return True
+
+
+def _empty(text: str) -> str:
+    """How a text without a word is named in a warning: "an empty" or "a blank" (white space)."""
+    return "an empty" if text == "" else "a blank (only white space)"
 
 
 def _parse_entities(path: Path, problems: list[Problem]):
@@ -92,10 +98,10 @@ def _parse_entities(path: Path, problems: list[Problem]):
             continue
         entity_id, name, description = record.get("id"), record.get("name"), record.get("description")
         category, alias_list = record.get("category"), record.get("aliases", _NO_ALIASES)
-        if (type(entity_id) is str and type(name) is str and name and type(description) is str and description
-                and (category is None or (type(category) is str and category))
+        if (type(entity_id) is str and type(name) is str and name.strip() and type(description) is str
+                and description.strip() and (category is None or (type(category) is str and category))
                 and (alias_list is _NO_ALIASES or (type(alias_list) is list
-                                                   and all(type(a) is str for a in alias_list)))) \
+                                                   and all(type(a) is str and a.strip() for a in alias_list)))) \
                 and entity_id and "\t" not in entity_id and "\n" not in entity_id \
                 and "\r" not in entity_id and "\0" not in entity_id and entity_id not in first_line:
             first_line[entity_id] = number  # fast path: a well-formed new entity
@@ -118,9 +124,13 @@ def _parse_entities(path: Path, problems: list[Problem]):
             problems.append(Problem(str(path), number, "field 'aliases' must be a list of strings"))
         if not _admit("entity", entity_id, description, first_line, before, path, number, problems):
             continue
-        if name == "":
-            problems.append(Problem(str(path), number, f"entity {quote(entity_id)} has an empty name (no text to "
-                                                        "link it by; its description still embeds it)", "warning"))
+        if name is not None and not name.strip():
+            problems.append(Problem(str(path), number, f"entity {quote(entity_id)} has {_empty(name)} name (no text "
+                                                        "to link it by; its description still embeds it)", "warning"))
+        blank = sum(not a.strip() for a in alias_list)
+        if blank:
+            problems.append(Problem(str(path), number, f"entity {quote(entity_id)} has {blank} blank alias(es) "
+                                                        "(only white space: nothing to link)", "warning"))
         ids.append(entity_id)
         names.append(name)
         descriptions.append(description)
@@ -245,6 +255,10 @@ def parse_corpus(path: Path, entity_index, known_entities: dict[str, int] | None
                                         f"{where}: span [{quote(start)}, {quote(end)}) is outside the text "
                                         f"(length {len(text)}) or empty"))
                 continue
+            if text is not None and not text[start:end].strip():
+                problems.append(Problem(str(path), number, f"{where}: span [{start}, {end}) holds only white space "
+                                                            "(no token to read it by: counted as unaligned when "
+                                                            "the corpus is tokenised)", "warning"))
             try:
                 index = lookup(entity)
             except KeyError:
@@ -261,7 +275,7 @@ def parse_corpus(path: Path, entity_index, known_entities: dict[str, int] | None
             if b.start < a.end:
                 problems.append(Problem(str(path), number,
                                         f"mentions overlap: [{a.start}, {a.end}) and [{b.start}, {b.end})"))
-        if len(problems) > before or text is None:
+        if any(p.is_error for p in problems[before:]) or text is None:
             continue
         texts.append(text)
         mentions.append(spans)

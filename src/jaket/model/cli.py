@@ -43,7 +43,7 @@ from jaket.atomic import atomic_open, write_lines, write_text
 from jaket.kg.io import load_kg
 from jaket.kg.linking import read_texts
 from jaket.kg.readers import refuse_empty
-from jaket.flags import add_device_argument
+from jaket.flags import add_device_argument, positive_int
 from jaket.model.device import resolve_device
 from jaket.output import check_output_file, print_json
 from jaket.paths import require_package
@@ -218,7 +218,7 @@ def _run(args: argparse.Namespace) -> int:
         require_package(*NEEDS[wanted])  # before the model runs: one line naming the extra to install
     texts = args.texts is not None
     files = companions(args.out, texts, args.format, args.faiss_index)
-    check_output_file(args.out, args.overwrite, inputs=[args.texts], companions=files.values())
+    check_output_file(args.out, args.overwrite, inputs=[args.texts, args.model, args.kg], companions=files.values())
     if texts:
         refuse_empty(args.texts, "--texts", "embed")
         summary = embed_texts(args.model, args.kg, args.texts, args.out, args.max_length,
@@ -248,13 +248,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--texts", type=Path, metavar="FILE",
                         help="embed these texts instead (one a line, or .jsonl with a 'text' field): "
                              "linked to the KG, encoded with the KM fused at the mentions")
-    parser.add_argument("--max-length", type=int, default=128,
+    parser.add_argument("--max-length", type=positive_int, default=128,
                         help="with --texts: tokens per text, special tokens included (default 128)")
-    parser.add_argument("--text-batch-size", type=int, default=16, help="with --texts: texts per batch (default 16)")
+    parser.add_argument("--text-batch-size", type=positive_int, default=16,
+                        help="with --texts: texts per batch (default 16)")
     parser.add_argument("--layer", choices=["km", "memory"], default="km",
                         help="km = knowledge-module output E^KM (default); memory = LM1 description "
                              "embeddings E^context")
-    parser.add_argument("--batch-size", type=int, default=1024, help="entities per sampled batch (default 1024)")
+    parser.add_argument("--batch-size", type=positive_int, default=1024,
+                        help="entities per sampled batch (default 1024)")
     parser.add_argument("--seed", type=int, default=0, help="neighbour sampling seed")
     parser.add_argument("--normalize", action="store_true", help="unit-length vectors (cosine = dot product)")
     parser.add_argument("--format", choices=["npy", "parquet"], default="npy",

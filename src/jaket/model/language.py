@@ -49,6 +49,19 @@ def _split_points(model: nn.Module) -> tuple[nn.Module, nn.Module, nn.ModuleList
     return base, embeddings, layers, heads[0]
 
 
+def _check_tokenizer_size(path: Path, tokenizer, config) -> None:
+    """Refuse a tokenizer with fewer than half the tokens of the encoder's vocabulary.
+
+    The two may differ a little (an embedding matrix padded to a multiple of 8 or 64, a few added
+    tokens), never by half: a folder without its vocabulary (no ``tokenizer.json`` nor ``vocab.txt``)
+    still loads, as a tokenizer of the special tokens alone that reads every word as the unknown token.
+    """
+    vocab_size = getattr(config, "vocab_size", None)
+    if isinstance(vocab_size, int) and len(tokenizer) * 2 < vocab_size:
+        raise EncoderLoadError(f"{path}: the tokenizer has {len(tokenizer)} tokens but the encoder's "
+                               f"vocabulary has {vocab_size} (is tokenizer.json / vocab.txt missing?)")
+
+
 class SplitLanguageModel(nn.Module):
     """A Transformers masked LM cut into LM1 (embeddings + first ``lm1_layers`` layers) and LM2.
 
@@ -107,6 +120,7 @@ class SplitLanguageModel(nn.Module):
         if not getattr(tokenizer, "is_fast", False):
             raise EncoderLoadError(f"{path}: jaket needs a fast tokenizer (tokenizer.json) for mention "
                                    f"offsets")
+        _check_tokenizer_size(path, tokenizer, encoder.config)
         missing = sorted(info.get("missing_keys") or [])
         if missing:
             base_prefix = encoder.base_model_prefix + "."

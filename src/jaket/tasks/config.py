@@ -18,6 +18,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from jaket.overrides import describe_error, layer_overrides, read_yaml_mapping
+from jaket.tasks.settings import list_problems
 
 T = TypeVar("T")
 
@@ -28,7 +29,9 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
     (``"a.b=value"``, values parsed as YAML) < ``values`` (``{"a.b": value}``, used as given).
 
     After pydantic's type checks, ``cls.check()`` (when defined) returns ``(key, message)`` pairs
-    of values that are well-typed but wrong; they are reported like type errors."""
+    of values that are well-typed but wrong, and a ``seeds`` list is checked for a seed given twice
+    (:func:`jaket.tasks.settings.list_problems`; left empty, a job's seeds are its defaults); they
+    are reported like type errors."""
     path = Path(path) if path is not None else None
     data = read_yaml_mapping(path) if path is not None else {}
     origins = layer_overrides(data, overrides, values, lambda key, value: f"{_flag(key)} {_shown(value)}")
@@ -40,6 +43,7 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
         raise ValueError(f"invalid {what} config:\n" + "\n".join(text for _, text in located)) from None
     check = getattr(config, "check", None)
     problems = check() if callable(check) else []
+    problems += list_problems("seeds", getattr(config, "seeds", None) or (), "seed", required=False)
     if problems:
         raise ValueError(f"invalid {what} config:\n" + "\n".join(
             describe_error({"loc": tuple(key.split(".")), "msg": message}, path, origins)[1] for key, message in problems))

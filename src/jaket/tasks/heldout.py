@@ -16,13 +16,19 @@ def choose_heldout(kg: KnowledgeGraph, fraction: float, seed: int, regions: int 
     """Held-out entities for the unseen KG': ``regions`` breadth-first regions grown from random
     seed entities (over both directions of every triple) until ``fraction`` of the entities is
     taken. Regions keep the triples among held-out entities (a random subset would leave KG'
-    nearly edgeless) while several regions keep several categories."""
+    nearly edgeless) while several regions keep several categories. ``ValueError`` for a
+    ``fraction`` outside (0, 1] (none held out, or more than the KG has) or ``regions`` below 1."""
     n = int(kg.num_entities)
+    if not 0 < fraction <= 1:
+        raise ValueError(f"the held-out fraction must be in (0, 1] (a share of the KG's {n} entities), "
+                         f"got {fraction}")
+    if regions < 1:
+        raise ValueError(f"the held-out entities need at least 1 region, got {regions}")
     target = max(1, int(round(fraction * n)))
     rng = np.random.default_rng(seed)
     adjacency = kg.adjacency
     taken = np.zeros(n, dtype=bool)
-    per_region = max(1, target // max(1, regions))
+    per_region = max(1, target // regions)
     order = rng.permutation(n)
     cursor = 0
     while taken.sum() < target and cursor < n:

@@ -17,6 +17,7 @@ so ``jaket --help`` stays light).
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -25,8 +26,11 @@ from jaket.errors import UsageError
 from jaket.flags import add_device_argument, non_negative_float, positive_int, probability
 from jaket.kg.io import load_kg
 from jaket.kg.linking import EntityLinker, LinkStats, read_texts, write_corpus
+from jaket.kg.parsing import CORPUS
 from jaket.kg.readers import refuse_empty
 from jaket.output import check_output_file, print_json
+
+log = logging.getLogger(__name__)
 
 #: the flags that only mean something with --model, with their defaults
 _MODEL_FLAGS = {"min_confidence": 0.0, "max_length": 128, "batch_size": 64, "device": None, "scorer": "head",
@@ -37,7 +41,9 @@ def _link_command(args: argparse.Namespace) -> int:
     if Path(args.out).is_dir():
         raise UsageError(f"--out {args.out}: is a folder; name the corpus file to write, e.g. "
                          f"{Path(args.out) / 'corpus.jsonl'}")
-    check_output_file(args.out, args.overwrite, inputs=[args.text])  # the output rule of every command
+    # the output rule of every command; a KG's corpus.jsonl is what `jaket link` is for
+    check_output_file(args.out, args.overwrite, inputs=[args.text, args.kg, args.model],
+                      replaceable=[Path(args.kg) / CORPUS])
     refuse_empty(Path(args.text), "--text", "link")
     if args.model is None:
         given = [f"--{k.replace('_', '-')}" for k, v in _MODEL_FLAGS.items() if getattr(args, k) != v]
@@ -50,6 +56,9 @@ def _link_command(args: argparse.Namespace) -> int:
                          f"jaket.safetensors, encoder/; `jaket pretrain` writes one under OUT/model)")
     kg = load_kg(args.kg)  # errors (KGFormatError: path:line) are reported by jaket.cli
     inputs = read_texts(args.text, targets=args.model is not None)
+    if inputs.ignored_targets:
+        log.warning("--text %s: %d record(s) give 'targets', which only --model reads; the gazetteer finds "
+                    "its own mentions in them", args.text, inputs.ignored_targets)
     linker = EntityLinker.from_kg(kg, min_length=args.min_length, case_sensitive=args.case_sensitive,
                                   ignore_case=args.ignore_case, max_ambiguity=args.max_ambiguity,
                                   inflections=not args.exact_forms,

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from jaket.atomic import atomic_directory
+from jaket.flags import positive_int
 from jaket.jsonio import quote
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
@@ -148,7 +149,11 @@ def evaluation_triples_mask(kg: KnowledgeGraph, wn18rr_dir: str | Path) -> tuple
 
 def wordnet_reference(out: str | Path, heldout_entities: int = 10_000, regions: int = 20, seed: int = 0,
                       wn18rr: str | Path | None = None) -> dict:
-    """Build and write the reference data (module docstring); returns the report."""
+    """Build and write the reference data (module docstring); returns the report. ``ValueError``
+    for ``heldout_entities`` or ``regions`` below 1 (before WordNet is read) or more held-out
+    entities than WordNet has."""
+    if heldout_entities < 1 or regions < 1:
+        raise ValueError(f"heldout_entities and regions must be at least 1, got {heldout_entities} and {regions}")
     began = time.perf_counter()
     out = Path(out)
     bundle = build_source("wordnet", max_entities=None, seed=seed)
@@ -161,6 +166,8 @@ def wordnet_reference(out: str | Path, heldout_entities: int = 10_000, regions: 
     else:
         report["wn18rr"] = None
         logger.warning("no --wn18rr folder: WN18RR evaluation triples are NOT removed from pre-training")
+    if heldout_entities > kg.num_entities:
+        raise ValueError(f"--heldout-entities {heldout_entities}: more than the {kg.num_entities} entities of WordNet")
     heldout = choose_heldout(kg, heldout_entities / kg.num_entities, seed, regions=regions)
     kg_pre, corpus_pre, kg_prime, info = split_pretraining(kg, corpus, heldout)
     report["split"] = info
@@ -181,9 +188,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
     ref = kinds.add_parser("wordnet-reference", help="full WordNet minus KG' and WN18RR evaluation triples")
     ref.add_argument("--out", type=Path, default=Path("runs/reference/data"), help="output folder (default %(default)s)")
-    ref.add_argument("--heldout-entities", type=int, default=10_000,
+    ref.add_argument("--heldout-entities", type=positive_int, default=10_000,
                      help="synsets of the unseen KG' of entity classification (default %(default)s)")
-    ref.add_argument("--regions", type=int, default=20, help="breadth-first regions of KG' (default %(default)s)")
+    ref.add_argument("--regions", type=positive_int, default=20,
+                     help="breadth-first regions of KG' (default %(default)s)")
     ref.add_argument("--seed", type=int, default=0, help="seed of the held-out regions (default %(default)s)")
     ref.add_argument("--wn18rr", type=Path,
                      help="a WN18RR folder whose non-training triples are kept out of pre-training")

@@ -112,6 +112,19 @@ class VariantConfig:
                 "composition": str(saved.get("composition", "add"))}
 
 
+def list_problems(key: str, values, noun: str, *, required: bool = True) -> list[tuple[str, str]]:
+    """``(key, problem)`` of a list setting each of whose values makes runs of its own (seeds,
+    training fractions): none given (when ``required``), or a value given twice, which would run
+    the same thing twice and count it twice in the mean ± std."""
+    problems = [] if values or not required else [(key, f"give at least one {noun}")]
+    counts: dict = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    problems += [(key, f"{noun} {value} given {'twice' if n == 2 else f'{n} times'}")
+                 for value, n in counts.items() if n > 1]
+    return problems
+
+
 @dataclass(kw_only=True)
 class BackboneSettings:
     """The backbone fields every task config shares; ``variant_config`` turns them into the

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from jaket.flags import positive_int
 from jaket.overrides import add_config_flags
 from jaket.tasks.cli_common import float_list, run_task
 from jaket.tasks.entity_classification.job import EntityClassificationJob
@@ -67,7 +68,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="entity ids to label, one a line (split-file format; default: every entity "
                              "that had no label in fine-tuning)")
     parser.add_argument("--all", action="store_true", help="label every entity of the KG")
-    parser.add_argument("--top-k", type=int, default=1, metavar="K",
+    parser.add_argument("--top-k", type=positive_int, default=1, metavar="K",
                         help="also list the K most probable labels per entity (default 1: only the best)")
 
 

@@ -108,12 +108,15 @@ class FinetunedEntityClassifier(FinetunedModel):
     def predict(self, kg: KnowledgeGraph, entities=None, top_k: int = 1) -> list[dict]:
         """One row per entity (default: :meth:`unlabelled`; else entity ids, indices or a mix, as
         :meth:`KnowledgeGraph.entity_indices` reads them): ``{"entity", "name", "label",
-        "probability"}``, and with ``top_k > 1`` the ``top_k`` most probable labels (``"top"``)."""
+        "probability"}``, and with ``top_k > 1`` the ``top_k`` most probable labels (``"top"``;
+        ``ValueError`` for a ``top_k`` below 1)."""
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {top_k}")
         entities = self.unlabelled(kg) if entities is None else kg.entity_indices(entities)
         if not len(entities):
             return []
         probabilities = self.probabilities(kg)[torch.as_tensor(entities)]
-        values, indices = probabilities.topk(min(max(1, top_k), len(self.labels)), dim=1)
+        values, indices = probabilities.topk(min(top_k, len(self.labels)), dim=1)
         rows = []
         for i, entity in enumerate(entities.tolist()):
             row = {"entity": kg.entity_ids[entity], "name": kg.entity_names[entity],

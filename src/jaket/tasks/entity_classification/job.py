@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import ConfigDict
 
-from jaket.tasks.settings import BackboneSettings, TaskJob, VARIANTS
+from jaket.tasks.settings import BackboneSettings, TaskJob, VARIANTS, list_problems
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -43,6 +43,7 @@ class EntityClassificationConfig(BackboneSettings):
         """``(key, problem)`` of every value that is well-typed but unusable."""
         problems = [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
                     for v in self.variants if v not in VARIANTS]
+        problems += list_problems("train_fractions", self.train_fractions, "fraction")
         problems += [("train_fractions", f"{f} is not in (0, 1]") for f in self.train_fractions if not 0 < f <= 1]
         if len(self.split) != 3 or abs(sum(self.split) - 1.0) > 1e-6 or min(self.split, default=0) < 0:
             problems.append(("split", f"three non-negative fractions summing to 1 (train, dev, test), got {list(self.split)}"))

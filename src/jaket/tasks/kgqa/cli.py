@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from jaket.flags import positive_int
 from jaket.overrides import add_config_flags
 from jaket.tasks.cli_common import csv_list, run_task
 from jaket.tasks.kgqa.job import KGQAJob
@@ -82,7 +83,8 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hops", type=int, metavar="K",
                         help="candidates = entities within K hops of the topic (default: the largest hop "
                              "count the model was fine-tuned on)")
-    parser.add_argument("--top-k", type=int, default=5, metavar="K", help="answers listed per question (default 5)")
+    parser.add_argument("--top-k", type=positive_int, default=5, metavar="K",
+                        help="answers listed per question (default 5)")
 
 
 def predict_from_flags(model, args: argparse.Namespace) -> list[dict]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from jaket.flags import positive_int
 from jaket.overrides import add_config_flags
 from jaket.tasks.cli_common import csv_list, run_task
 from jaket.tasks.link_prediction.job import OBJECTIVES, TRAIN_ENCODER_DEFAULTS, LinkPredictionJob
@@ -105,7 +106,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the KG whose entities are ranked and whose triples the KM reads")
     parser.add_argument("--queries", type=Path, required=True, metavar="FILE",
                         help="one query a line: head<TAB>relation<TAB>? or ?<TAB>relation<TAB>tail (docs/data.md)")
-    parser.add_argument("--top-k", type=int, default=10, metavar="K", help="answers per query (default 10)")
+    parser.add_argument("--top-k", type=positive_int, default=10, metavar="K", help="answers per query (default 10)")
     parser.add_argument("--exclude-known", action="store_true",
                         help="leave out answers whose triple is already in the KG")
 

@@ -158,7 +158,9 @@ class FinetunedLinkPredictor(FinetunedModel):
     @torch.no_grad()
     def predict(self, kg: KnowledgeGraph, queries: list[Query], top_k: int = 10,
                 exclude_known: bool = False) -> list[dict]:
-        """One row per query (module docstring)."""
+        """One row per query (module docstring); ``ValueError`` for a ``top_k`` below 1."""
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {top_k}")
         if not queries:
             return []
         entities, relations = self.embed(kg)
@@ -175,7 +177,7 @@ class FinetunedLinkPredictor(FinetunedModel):
                 known = set(heads_of.get((query.relation, query.tail), ()))
             if exclude_known and known:
                 scores[torch.tensor(sorted(known), dtype=torch.long, device=device)] = -torch.inf
-            values, order = scores.topk(min(max(1, top_k), len(scores)))
+            values, order = scores.topk(min(top_k, len(scores)))
             answers = [{"entity": kg.entity_ids[c], "name": kg.entity_names[c], "score": round(float(v), 6),
                         "known": c in known}
                        for v, c in zip(values.tolist(), order.tolist()) if v > -np.inf]

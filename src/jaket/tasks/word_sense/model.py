@@ -66,7 +66,8 @@ from tqdm import tqdm
 from jaket.atomic import write_lines
 from jaket.kg.corpus import Mention, MentionCorpus, collate_texts
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.linking import CandidateSpan, EntityLinker, LinkStats, Target, base_forms
+from jaket.kg.inflection import base_forms
+from jaket.kg.linking import CandidateSpan, EntityLinker, LinkStats, Target
 from jaket.model.device import resolve_device
 from jaket.model.heads import span_mean
 from jaket.model.jaket import JaketModel
