@@ -130,6 +130,11 @@ def test_every_predict_command_refuses_a_top_k_below_one(argv, value, tmp_path, 
     assert caught.value.code == 2
     assert f"argument --top-k: must be a positive integer, got {value}" in capsys.readouterr().err
     assert not (tmp_path / "rows.jsonl").exists()
+    if argv[0] == "kgqa":
+        with pytest.raises(SystemExit) as caught:
+            main(["predict", *argv, "--hops", value, "--out", str(tmp_path / "rows.jsonl")])
+        assert caught.value.code == 2
+        assert f"argument --hops: must be a positive integer, got {value}" in capsys.readouterr().err
 
 
 def test_predict_labels_the_unlabelled_entities_by_default(small_kg, tiny_bert_dir, tmp_path, capsys):

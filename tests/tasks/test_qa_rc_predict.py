@@ -97,6 +97,9 @@ def test_kgqa_saved_model_scores_like_the_trained_one(metaqa_splits_dir, tiny_be
     loaded = FinetunedQuestionAnswerer.from_pretrained(tmp_path / "m")
     test = [data.questions[i] for i in data.test]
     rows = loaded.predict(data.kg, test, hops=2, top_k=100)
+    for hops, top_k in ((0, 5), (2, 0), (2, -1)):  # the Python API refuses what the flags refuse
+        with pytest.raises(ValueError, match=f"^hops and top_k must be at least 1, got {hops} and {top_k}$"):
+            loaded.predict(data.kg, test, hops=hops, top_k=top_k)
     cands = [graph.candidates(q.topic, 2, config.max_candidates) for q in test]
     for row, (cand, scores) in zip(rows, kgqa.rank_candidates(model, memory, graph, test, cands, config)):
         expected = {str(data.kg.entity_ids[c]): float(s) for c, s in zip(cand, scores)}

@@ -80,7 +80,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                              "optionally <TAB>gold|answers (MetaQA format, docs/data.md)")
     parser.add_argument("--kg", type=Path, metavar="DIR",
                         help="the KG to answer over (default: the model folder's kg/, the fine-tuning KG)")
-    parser.add_argument("--hops", type=int, metavar="K",
+    parser.add_argument("--hops", type=positive_int, metavar="K",
                         help="candidates = entities within K hops of the topic (default: the largest hop "
                              "count the model was fine-tuned on)")
     parser.add_argument("--top-k", type=positive_int, default=5, metavar="K",

@@ -90,7 +90,10 @@ class FinetunedQuestionAnswerer(FinetunedModel):
         return cls(model, settings)
 
     def predict(self, kg: KnowledgeGraph, questions: list[QAExample], hops: int, top_k: int = 5) -> list[dict]:
-        """One row per question: the ``top_k`` candidates with their scores."""
+        """One row per question: the ``top_k`` candidates with their scores (``hops``, ``top_k``: at
+        least 1)."""
+        if hops < 1 or top_k < 1:
+            raise ValueError(f"hops and top_k must be at least 1, got {hops} and {top_k}")
         trained_on = self.settings.get("kg", {}).get("fingerprint")
         if variant_spec(self.model.variant).random_memory and trained_on not in (None, kg.fingerprint()):
             logger.warning("an lm+g model's memory is random per entity index: its answers on another KG than "
