@@ -225,7 +225,7 @@ class EntityLinker:
         self._cased_groups = frozenset(groups.tolist())
         #: each entity's part of speech when its id is in WordNet's naming (``bank.n.01``), else "":
         #: an inflection's base names only entities of the parts of speech it inflects
-        self._pos = [id_part_of_speech(str(e)) or "" for e in kg.entity_ids]
+        self._pos = [id_part_of_speech(str(e)) or "" for e in kg.entity_ids] if inflections else []
         self.case_sensitive = case_sensitive
         self.ignore_case = ignore_case
         self.inflections = inflections
@@ -348,9 +348,13 @@ class EntityLinker:
             while True:
                 group = get(key)
                 exact: range | list[int] = range(0)
+                span_text = ""  # the span as written, joined once and only for a form that keeps capitals
                 if group is not None and group >= 0:
-                    exact = self._pairs(group, " ".join(written[i:j + 1])) if group in cased_groups else \
-                        range(int(self._pointer[group]), int(self._pointer[group + 1]))
+                    if group in cased_groups:
+                        span_text = " ".join(written[i:j + 1])
+                        exact = self._pairs(group, span_text)
+                    else:
+                        exact = range(int(self._pointer[group]), int(self._pointer[group + 1]))
                 bases = inflection_bases(tokens[j], regular=not exact) if inflect else ()
                 if bases:
                     pairs = list(exact)
@@ -360,7 +364,9 @@ class EntityLinker:
                         other = get(prefix + base)
                         if other is None or other < 0:
                             continue
-                        for r in self._pairs(other, " ".join(written[i:j + 1])):
+                        if other in cased_groups and not span_text:
+                            span_text = " ".join(written[i:j + 1])
+                        for r in self._pairs(other, span_text):
                             entity = int(self._entities[r])
                             if entity not in seen and self._pos[entity] in pos:  # "" (no pos) is in any
                                 seen.add(entity)
