@@ -217,3 +217,17 @@ def test_no_command_overwrites_an_earlier_run_or_its_own_input(kgs, tiny_bert_di
     status, err = _run(capsys, "predict", "link-prediction", "--model", str(tmp_path), "--kg", str(kgs / "good"),
                        "--queries", str(queries), "--out", str(queries))
     assert status == 2 and "is the input" in err[0] and queries.read_text().startswith('{"head"')
+
+
+def test_pretrain_refuses_a_model_folder_of_something_else_before_training(kgs, tiny_bert_dir, tmp_path, capsys):
+    """``OUT/model`` is replaced as a whole when the run ends: a folder there that is no jaket model
+    (no ``jaket.safetensors``) was emptied after training; it is refused before the KG is read (the
+    broken KG given here is not reached)."""
+    (tmp_path / "o" / "model").mkdir(parents=True)
+    (tmp_path / "o" / "model" / "notes.txt").write_text("mine")
+    status, err = _run(capsys, "pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"), "--encoder",
+                       str(tiny_bert_dir), "--kg", str(kgs / "bad"), "--out", str(tmp_path / "o"), "--no-progress")
+    assert status == 1 and err == [f"error: {tmp_path / 'o' / 'model'}: is not a jaket model folder (no "
+                                   "jaket.safetensors; it holds notes.txt); saving replaces the folder as a whole "
+                                   "and would delete them: name a new or empty folder (--debug shows where)"]
+    assert (tmp_path / "o" / "model" / "notes.txt").read_text() == "mine"

@@ -128,3 +128,20 @@ def refuse_same_file(out, inputs, option: str = "--out", replaceable=()) -> None
                 and out.resolve().is_relative_to(source.resolve()):
             raise UsageError(f"{option} {out}: is a file of the input folder {source}; writing it would "
                              "destroy the input (name another output file)")
+
+
+def check_folder_to_replace(directory, marker: str, holds: str) -> None:
+    """Before a ``save_pretrained`` that replaces ``directory`` as a whole: it must be new, empty, or
+    an earlier folder of the same kind (one that holds ``marker``, e.g. ``jaket.safetensors``). A file,
+    or a folder of anything else, is a ``ValueError``: replacing it would delete what it holds (a
+    user's folder was emptied without a word). ``holds`` names the kind in the message."""
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(f"{directory}: is a file; a {holds} is saved as a folder (name a new folder)")
+    if not directory.is_dir() or (directory / marker).exists():
+        return
+    held = sorted(path.name for path in directory.iterdir())
+    if held:
+        shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+        raise ValueError(f"{directory}: is not a {holds} folder (no {marker}; it holds {shown}); saving replaces "
+                         "the folder as a whole and would delete them: name a new or empty folder")

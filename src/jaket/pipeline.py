@@ -25,12 +25,13 @@ from disk), the same function ``jaket finetune|evaluate TASK`` runs
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
 from jaket.model.device import resolve_device
-from jaket.output import check_run_folder
+from jaket.output import check_folder_to_replace, check_run_folder
 from jaket.tasks.cli_common import task_job
 from jaket.tasks.registry import TaskSpec, task_spec
 from jaket.tasks.results import TaskResult
@@ -48,17 +49,22 @@ def pipeline(task: str, *, out: str | Path | None = None, evaluate: bool = True,
     before any work (``overwrite`` replaces an earlier run); None writes nothing. ``model``: a jointly
     pre-trained folder (the ``jaket`` setting); ``encoder``: the base encoder (default: the bundled
     MiniLM); ``variants``: the settings to compare (one for finetune); ``seeds``: how many, or which;
-    ``config``: a YAML file of the job; ``settings``: any other job key (see the module). A bad
-    setting is a ``ValueError`` naming the key."""
+    ``config``: a YAML file of the job; ``settings``: any other job key (see the module);
+    ``log_with``: tracker names (one name alone is one tracker). A bad setting is a ``ValueError``
+    naming the key, and so is a key given twice (``data={"kg": a}`` beside ``data__kg=b``, ``model``
+    beside ``pretrained``); a value of the wrong type (``seeds=True``, ``device=0``) a ``TypeError``."""
     spec = task_spec(task)
     if spec.runner is None:
         raise ValueError(f"task {task!r} has no runner: its spec cannot be run from Python")
     job = _job(spec, evaluate, model, encoder, variants, seeds, config, settings)
     where = resolve_device(device)
-    check_trackers(tuple(log_with))
+    log_with = (log_with,) if isinstance(log_with, str) else tuple(log_with)
+    check_trackers(log_with)
     if out is not None:
         check_run_folder(Path(out), overwrite)
     save_dir = None if evaluate or out is None else Path(out) / "model"
+    if save_dir is not None:  # before any work, not when the first run is saved
+        check_folder_to_replace(save_dir, "task.json", "fine-tuned model")  # jaket.tasks.finetuned.TASK_FILE
     return spec.run_function()(job, None if out is None else Path(out), save_dir=save_dir, device=where,
                                log_with=tuple(log_with), keep_model=True)
 
@@ -66,23 +72,52 @@ def pipeline(task: str, *, out: str | Path | None = None, evaluate: bool = True,
 def _job(spec: TaskSpec, evaluate: bool, model, encoder, variants, seeds, config, settings: Mapping):
     """The task's typed job: its defaults < ``config`` < the keyword settings."""
     values = _dotted(settings)
-    for key, value in (("pretrained", model), ("encoder", encoder)):
+    for key, argument, value in (("pretrained", "model", model), ("encoder", "encoder", encoder)):
         if value is not None:
+            if key in values:
+                raise ValueError(f"{key}: given twice, as {argument}= and as the setting {key}; give it once")
             values[key] = value
     if variants is not None:
         values["variants"] = [variants] if isinstance(variants, str) else list(variants)
+        if not values["variants"]:
+            raise ValueError("variants=[]: give at least one variant, or None for the task's default settings")
     if seeds is not None:
-        values["seeds"] = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+        values["seeds"] = _seeds(seeds)
     return task_job(spec.job, spec.name, evaluate, config, [], values)
 
 
-def _dotted(settings: Mapping, prefix: str = "") -> dict[str, Any]:
-    """``{"data": {"kg": x}}`` and ``{"data__kg": x}`` both as ``{"data.kg": x}``."""
-    flat: dict[str, Any] = {}
+def _seeds(seeds) -> list[int]:
+    """``seeds`` as the job's list: a count ``N`` (seeds 0 .. N-1, N at least 1) or the seeds
+    themselves (integers, at least one; a bool is neither). Negative and repeated seeds are refused
+    with the job (:func:`jaket.tasks.config.load_task_config`)."""
+    if isinstance(seeds, Integral) and not isinstance(seeds, bool):
+        if seeds < 1:
+            raise ValueError(f"seeds={seeds}: give a number of seeds of at least 1, or the seeds themselves "
+                             "(None: the task's default)")
+        return list(range(int(seeds)))
+    if isinstance(seeds, (str, bytes, bool)) or not isinstance(seeds, Iterable):
+        raise TypeError(f"seeds={seeds!r}: give a number of seeds (an int) or the seeds themselves (a list of ints)")
+    chosen = list(seeds)
+    wrong = [s for s in chosen if isinstance(s, bool) or not isinstance(s, Integral)]
+    if wrong:
+        raise TypeError(f"seeds: {wrong[0]!r} is not an integer seed")
+    if not chosen:
+        raise ValueError("seeds=[]: give at least one seed, or None for the task's default seeds")
+    return [int(s) for s in chosen]
+
+
+def _dotted(settings: Mapping, prefix: str = "", flat: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{"data": {"kg": x}}`` and ``{"data__kg": x}`` both as ``{"data.kg": x}``; a key given
+    twice (the two spellings side by side) is a ``ValueError``, a key that is not text a ``TypeError``."""
+    flat = {} if flat is None else flat
     for key, value in settings.items():
+        if not isinstance(key, str):
+            raise TypeError(f"setting {prefix}{key!r}: a setting's name must be a string")
         name = prefix + key.replace("__", ".")
         if isinstance(value, Mapping):
-            flat.update(_dotted(value, name + "."))
+            _dotted(value, name + ".", flat)
+        elif name in flat:
+            raise ValueError(f"{name}: given twice (as a nested dict and with __); give it once")
         else:
             flat[name] = value
     return flat

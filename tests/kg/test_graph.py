@@ -101,6 +101,9 @@ def test_drop_triples(toy):
     assert dropped.adjacency.num_edges == 2 * int((~mask).sum())
     with pytest.raises(ValueError):
         kg.drop_triples(mask[:-1])
+    numbers = np.zeros(kg.num_triples, dtype=np.int64)  # triple numbers, not a mask: refused, not read as bools
+    with pytest.raises(TypeError, match="one bool per triple"):
+        kg.drop_triples(numbers)
 
 
 def test_bad_tables_are_rejected(toy):
@@ -113,3 +116,36 @@ def test_bad_tables_are_rejected(toy):
         KnowledgeGraph(kg.entity_ids, kg.entity_names, kg.entity_descriptions, kg.entity_aliases,
                        kg.entity_category, kg.category_names[::-1], kg.relation_ids,
                        kg.relation_names, kg.relation_descriptions, kg.triples)
+
+
+def test_tables_given_the_wrong_way_are_refused(make_kg):
+    """What the length checks missed: aliases given as one string per entity (linked character by
+    character), a table given as one string, an id given twice (its lookup gave the last), (T, 2)
+    triples (reshaped into other triples) and non-integer indices (0.7 read as entity 0)."""
+    def build(**changes):
+        values = dict(entity_ids=["e0", "e1", "e2"], entity_names=["dog", "cat", "cow"],
+                      entity_descriptions=["a dog", "a cat", "a cow"], entity_aliases=[[], [], []],
+                      entity_category=np.full(3, -1), category_names=[], relation_ids=["r"], relation_names=["r"],
+                      relation_descriptions=["r"], triples=np.array([[0, 0, 1]]))
+        return KnowledgeGraph(**{**values, **changes})
+
+    with pytest.raises(TypeError, match=r"entity_aliases\[0\]: give a list of aliases \(\['hound'\]\)"):
+        build(entity_aliases=["hound", "kitty", "heifer"])
+    with pytest.raises(TypeError, match="entity_names: give a list with one entry per row, not one string"):
+        build(entity_names="abc")
+    with pytest.raises(ValueError, match="entity_ids: entity id 'e0' is given twice"):
+        build(entity_ids=["e0", "e1", "e0"])
+    with pytest.raises(ValueError, match="relation_ids: relation id 'r' is given twice"):
+        build(relation_ids=["r", "r"], relation_names=["r", "s"], relation_descriptions=["r", "s"])
+    for triples in ([[0, 1], [1, 2], [2, 0]], [[0, 1], [1, 2]]):
+        with pytest.raises(ValueError, match=r"triples: expected \(T, 3\) rows .* got shape \(\d, 2\)"):
+            build(triples=np.array(triples))
+    for value in (0.7, np.nan):
+        with pytest.raises(ValueError, match=f"triples: the indices must be integers, got {value}"):
+            build(triples=np.array([[value, 0, 1]]))
+    # what was valid stays valid: no triple, whole floats, a flat list of triples, lists of aliases
+    assert build(triples=()).num_triples == 0
+    assert build(triples=np.array([[0.0, 0.0, 2.0]])).triples.tolist() == [[0, 0, 2]]
+    assert build(triples=[0, 0, 1, 1, 0, 2]).triples.tolist() == [[0, 0, 1], [1, 0, 2]]
+    assert build(entity_aliases=[["hound"], [], []]).entity_aliases[0] == ["hound"]
+    assert make_kg(["a", "b"], triples=[(0, 0, 1)]).num_triples == 1

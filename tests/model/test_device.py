@@ -195,3 +195,16 @@ def test_a_refresh_into_host_memory_waits_for_its_device_to_host_copy(tiny_bert_
     monkeypatch.setattr(torch.Tensor, "to", to)
     memory.refresh(lm, kg, max_length=16, momentum=0.8)
     assert torch.allclose(memory.entities, 0.8 + 0.2 * fresh, atol=1e-5)
+
+
+def test_a_device_that_is_not_a_name_is_refused_before_loading(model_folder, monkeypatch):
+    """``device=0`` (Torch's ordinal) was read as None, the default device; a device this machine
+    lacks was refused only once the weights had been loaded. Both are refused first now."""
+    import safetensors.torch
+
+    with pytest.raises(TypeError, match="--device 0: give a device name"):
+        resolve_device(0)
+    monkeypatch.setattr(safetensors.torch, "load_file", lambda *a, **k: pytest.fail("the weights were loaded"))
+    for device, error in ((0, TypeError), (1.0, TypeError), ("banana", ValueError)):
+        with pytest.raises(error, match=f"^device {device}: "):
+            JaketModel.from_pretrained(model_folder, device=device)

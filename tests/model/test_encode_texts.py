@@ -292,3 +292,17 @@ def test_embed_names_the_extra_of_a_missing_package_before_the_model_runs(model,
         err = capsys.readouterr().err.strip().splitlines()
         assert err == [f"error: {module} is not installed: pip install 'jaket[{extra}]'"]
         assert not list(tmp_path.glob(f"{module}.out*"))
+
+
+def test_a_batch_size_below_one_or_a_text_that_is_no_string_is_refused(model):
+    """``batch_size=-1`` encoded nothing and returned an empty result for every text (0: ``range()``'s
+    error); a ``None`` among the texts failed inside the linker's regular expressions."""
+    kg, _ = toy_kg()
+    for batch_size in (0, -1):
+        with pytest.raises(ValueError, match=f"batch_size must be an integer of at least 1, got {batch_size}"):
+            model.encode_texts(TEXTS, kg, batch_size=batch_size)
+        with pytest.raises(ValueError, match=f"batch_size must be an integer of at least 1, got {batch_size}"):
+            model.encode_entities(kg, ["wolf"], batch_size=batch_size)
+    with pytest.raises(TypeError, match="texts\\[1\\]: expected a string, got NoneType"):
+        model.encode_texts([TEXTS[0], None], kg)
+    assert model.encode_texts(TEXTS[0], kg).texts == [TEXTS[0]]  # one string alone is one text, as before

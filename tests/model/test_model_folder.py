@@ -121,3 +121,25 @@ def test_a_pickle_weight_file_is_never_opened(folder, tmp_path, monkeypatch):
         JaketModel.from_pretrained(target)
     assert str(target / "encoder") in str(caught.value) and "safetensors" in str(caught.value)
     assert not loads and not marker.exists()
+
+
+def test_saving_never_replaces_a_file_or_a_folder_of_something_else(folder, tmp_path):
+    """``save_pretrained`` replaces its folder as a whole: a folder that is no model (no
+    ``jaket.safetensors``) was emptied and a file replaced by a folder, without a word."""
+    model = JaketModel.from_pretrained(folder)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("mine")
+    (tmp_path / "file.txt").write_text("mine")
+    refusal = r"notes: is not a jaket model folder \(no jaket.safetensors; it holds a.txt\)"
+    with pytest.raises(ValueError, match=refusal):
+        model.save_pretrained(tmp_path / "notes")
+    with pytest.raises(ValueError, match=r"file.txt: is a file; a jaket model is saved as a folder"):
+        model.save_pretrained(tmp_path / "file.txt")
+    assert (tmp_path / "notes" / "a.txt").read_text() == (tmp_path / "file.txt").read_text() == "mine"
+    # a new folder, an empty one, an earlier model's and the model's own are saved as before
+    (tmp_path / "empty").mkdir()
+    for target in (tmp_path / "new", tmp_path / "empty", tmp_path / "new"):
+        model.save_pretrained(target)
+    own = shutil.copytree(folder, tmp_path / "own")
+    JaketModel.from_pretrained(own).save_pretrained(own)
+    assert JaketModel.from_pretrained(own).config.km_layers == model.config.km_layers

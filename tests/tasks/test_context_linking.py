@@ -344,3 +344,30 @@ def test_the_text_kg_scorer_reads_each_candidates_text_and_its_neighbours(bank, 
     status, _, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "no.jsonl", "--model",
                            model_dir, "--neighbour-weight", "2")
     assert status == 2 and err == ["error: --neighbour-weight: only with --scorer text+kg (the head reads no neighbours)"]
+
+
+def test_texts_and_targets_given_the_wrong_way_are_refused(bank):
+    """One string was linked character by character; a target past its text's end or ending before
+    it starts was linked as given when it had one candidate (or kept as "no candidate"); a flat list
+    of targets, a float span or an entity index 1.7 failed deep inside or were read otherwise."""
+    kg, _, model_dir, _ = bank
+    linker = ContextLinker.from_pretrained(model_dir, kg, device="cpu")
+    text = "the river bank"
+    with pytest.raises(TypeError, match=r"texts: give a list of texts \(link\(\[text\]\)\), not one string"):
+        linker.link(text)
+    with pytest.raises(TypeError, match=r"texts\[1\]: expected a string, got NoneType"):
+        linker.link([text, None])
+    for start, end in ((40, 50), (9, 4), (4, 4)):
+        for lemma in ("river", "zzz"):  # one candidate (was linked as given), none (was "no candidate")
+            with pytest.raises(ValueError, match=rf"targets\[1\]\[0\]: span \[{start}, {end}\) is empty or outside "
+                                                 r"text 1 \(length 14\)"):
+                linker.link([text, text], targets=[None, [Target(start, end, lemma=lemma)]])
+    with pytest.raises(TypeError, match=r"targets\[0\]: give text 0's targets as a list of Target"):
+        linker.link([text], targets=[Target(4, 9, lemma="river")])
+    with pytest.raises(TypeError, match=r"targets\[0\]\[0\]: start and end must be integers, got 4.0, 9"):
+        linker.link([text], targets=[[Target(4.0, 9, lemma="river")]])
+    with pytest.raises(ValueError, match="entity 1.7: give an entity id"):
+        linker.entity_rows([1.7])
+    assert torch.equal(linker.entity_rows([RIVER]), linker.entity_rows([0]))  # ids, as everywhere else
+    [result] = linker.link([text], targets=[[Target(4, 9, lemma="river")]])  # a valid target links as before
+    assert [(m.start, m.end, kg.entity_ids[m.entity]) for m in result.mentions] == [(4, 9, "river.n.01")]

@@ -3,6 +3,7 @@ fine-tuned folder and ``jaket predict``."""
 
 import dataclasses
 import json
+from functools import partial
 
 import numpy as np
 import pytest
@@ -222,17 +223,22 @@ def test_config_file_set_and_flags(kg_dir, tiny_bert_dir, tmp_path, capsys):
     assert "data.train: split files name entities of a KG" in capsys.readouterr().err
 
 
+_PRINT_CONFIG = ["finetune", "entity-classification", "--print-config"]
+
+
+def _refused_config(capsys, *argv) -> list[str]:
+    """The error lines of ``--print-config`` with ``argv``, which must fail in lines, not a traceback."""
+    assert main(_PRINT_CONFIG + list(argv)) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return [line.removesuffix(" (--debug shows where)") for line in err.splitlines()[1:]]
+
+
 def test_seeds_and_fractions_are_each_given_once(capsys):
     """A list whose every value makes runs of its own: none at all, or a value given twice (one run
     counted twice in the mean ± std), is one line naming where it was given; an empty ``seeds``
     stays the job's default seeds."""
-    base = ["finetune", "entity-classification", "--print-config"]
-
-    def refused(*argv):
-        assert main(base + list(argv)) == 1
-        err = capsys.readouterr().err
-        assert "Traceback" not in err
-        return [line.removesuffix(" (--debug shows where)") for line in err.splitlines()[1:]]
+    refused = partial(_refused_config, capsys)
 
     assert refused("--set", "train_fractions=[]") == [
         "error: --set train_fractions=[]: train_fractions: give at least one fraction"]
@@ -242,7 +248,7 @@ def test_seeds_and_fractions_are_each_given_once(capsys):
         "error: --set train_fractions=[0.2,0.2,0.2,1.5]: train_fractions: 1.5 is not in (0, 1]"]
     assert refused("--train-fractions", "0.5,0.5") == [
         "error: --train-fractions 0.5 0.5: train_fractions: fraction 0.5 given twice"]
-    assert main(base + ["--set", "seeds=[]", "--set", "train_fractions=[0.5, 1]"]) == 0
+    assert main(_PRINT_CONFIG + ["--set", "seeds=[]", "--set", "train_fractions=[0.5, 1]"]) == 0
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed["seeds"] == [0] and printed["train_fractions"] == [0.5, 1.0]  # finetune's default: seed 0
 
@@ -310,3 +316,28 @@ def test_every_setting_saves_a_folder_that_predicts_what_it_tested(variant, smal
     truth = {small_kg.entity_ids[i]: small_kg.category_names[small_kg.entity_category[i]] for i in range(36)}
     rows = _rows(predictions)
     assert len(rows) == 12 and np.mean([r["label"] == truth[r["entity"]] for r in rows]) == pytest.approx(tested)
+
+
+def test_a_boolean_nan_or_infinity_for_a_number_and_a_repeated_variant_are_refused(capsys):
+    """pydantic reads ``true`` as 1 (``head_lr: true`` trained at a learning rate of 1.0) and let NaN and
+    infinities through every learning rate; a variant given twice ran twice; a negative seed was kept.
+    Each is now one line naming where it was given (the same rule holds for ``jaket.pipeline``)."""
+    refused = partial(_refused_config, capsys)
+
+    assert refused("--set", "head_lr=true") == [
+        "error: --set head_lr=true: head_lr: expected a finite number, got true"]
+    assert refused("--set", "patience=true") == [
+        "error: --set patience=true: patience: expected a finite number, got true"]
+    assert refused("--set", "km_lr=.nan") == ["error: --set km_lr=.nan: km_lr: expected a finite number, got nan"]
+    assert refused("--set", "weight_decay=.inf") == [
+        "error: --set weight_decay=.inf: weight_decay: expected a finite number, got inf"]
+    assert refused("--set", "train_fractions=[0.5, true]") == [
+        "error: --set train_fractions=[0.5, true]: train_fractions: expected finite numbers, got true among them"]
+    assert refused("--set", "seeds=[2, -1]") == [
+        "error: --set seeds=[2, -1]: seeds: seed -1 is negative (seeds are 0 or more)"]
+    assert refused("--set", "variants=[lm, lm]") == [
+        "error: --set variants=[lm, lm]: variants: variant lm given twice"]
+    # booleans stay booleans, numbers numbers
+    assert main(_PRINT_CONFIG + ["--set", "bf16=true", "--set", "relation_memory=false", "--set", "head_lr=0.01"]) == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["bf16"] is True and printed["relation_memory"] is False and printed["head_lr"] == 0.01

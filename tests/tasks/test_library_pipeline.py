@@ -80,3 +80,44 @@ def test_word_in_context_pipeline_is_the_command(tiny_bert_dir, tmp_path, capsys
     rows = result.model.predict(load_pairs(dev))  # the first run's model (seed 0), in memory
     accuracy = np.mean([row["same"] == pair["label"] for row, pair in zip(rows, _pair_rows(8, 1))])
     assert accuracy == pytest.approx(result["runs"]["lm"][0]["accuracy"], abs=1e-9)
+
+
+@pytest.mark.parametrize("arguments, error, message", [
+    ({"seeds": 0}, ValueError, r"seeds=0: give a number of seeds of at least 1"),  # was: the 5 default seeds
+    ({"seeds": -2}, ValueError, r"seeds=-2: give a number of seeds of at least 1"),
+    ({"seeds": []}, ValueError, r"seeds=\[\]: give at least one seed"),
+    ({"seeds": True}, TypeError, r"seeds=True: give a number of seeds"),  # was: seed 0
+    ({"seeds": 2.5}, TypeError, r"seeds=2.5: give a number of seeds"),  # was: 'float' object is not iterable
+    ({"seeds": ["3"]}, TypeError, r"seeds: '3' is not an integer seed"),  # was: seed 3
+    ({"seeds": [0, -1]}, ValueError, r"seeds: seed -1 is negative"),
+    ({"variants": []}, ValueError, r"variants=\[\]: give at least one variant"),  # was: every default setting
+    ({"variants": ["lm", "lm"]}, ValueError, r"variants: variant lm given twice"),  # was: lm run twice
+    ({"data": {"kg": "a"}, "data__kg": "b"}, ValueError, r"data\.kg: given twice"),  # was: the last one
+    ({"model": "a", "pretrained": "b"}, ValueError, r"pretrained: given twice, as model= and as the setting"),
+    ({"data": {1: "a"}}, TypeError, r"setting data\.1: a setting's name must be a string"),  # was: AttributeError
+    ({"epochs": True}, ValueError, r"epochs: expected a finite number, got true"),  # was: 1 epoch
+    ({"head_lr": float("nan")}, ValueError, r"head_lr: expected a finite number, got nan"),
+    ({"device": 0}, TypeError, r"device 0: give a device name"),  # was: the default device
+    ({"log_with": "nope"}, ValueError, r"--log-with nope: unknown tracker\(s\) nope \("),  # was: n, o, p, e
+])
+def test_bad_arguments_are_refused_before_any_work(arguments, error, message, tmp_path, monkeypatch):
+    """Each bad argument is one clear error at the call, before the task's runner is reached."""
+    from jaket.tasks.registry import TaskSpec
+
+    monkeypatch.setattr(TaskSpec, "run_function", lambda self: pytest.fail("the task ran"))
+    with pytest.raises(error, match=message):
+        pipeline("entity-classification", encoder=tmp_path, **{"data__kg": tmp_path, **arguments})
+
+
+def test_a_fine_tuning_refuses_a_model_folder_that_holds_something_else(tmp_path, monkeypatch):
+    """``out/model`` is replaced as a whole when the first run is saved: a folder there that is no
+    fine-tuned model is refused before any work (it was emptied after the first run)."""
+    from jaket.tasks.registry import TaskSpec
+
+    monkeypatch.setattr(TaskSpec, "run_function", lambda self: pytest.fail("the task ran"))
+    (tmp_path / "run" / "model").mkdir(parents=True)
+    (tmp_path / "run" / "model" / "notes.txt").write_text("mine")
+    refusal = r"model: is not a fine-tuned model folder \(no task.json; it holds notes.txt\)"
+    with pytest.raises(ValueError, match=refusal):
+        pipeline("entity-classification", evaluate=False, out=tmp_path / "run", encoder=tmp_path, data__kg=tmp_path)
+    assert (tmp_path / "run" / "model" / "notes.txt").read_text() == "mine"

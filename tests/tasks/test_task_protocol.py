@@ -361,3 +361,24 @@ def test_first_seed_alone_shifts_the_commands_default_seeds(command, count, caps
         assert yaml.safe_load(capsys.readouterr().out)["seeds"] == list(range(2, 2 + count)), task
     assert main([command, "kgqa", "--seeds", "0", "--print-config"]) == 1
     assert "need at least one seed" in capsys.readouterr().err
+
+
+def test_a_fine_tuned_folder_never_replaces_a_file_or_a_folder_of_something_else(tmp_path, capsys):
+    """A fine-tuned folder is replaced as a whole: a file, or a folder without ``task.json``, was
+    replaced (its contents deleted); now it is refused, from Python and by ``finetune --out`` before
+    any work (``OUT/model``)."""
+    from jaket.tasks.finetuned import write_finetuned
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("mine")
+    (tmp_path / "file.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"notes: is not a fine-tuned model folder \(no task.json; it holds a.txt\)"):
+        write_finetuned(tmp_path / "notes", "entity-classification", None, {}, {})
+    with pytest.raises(ValueError, match=r"file.txt: is a file; a fine-tuned model is saved as a folder"):
+        write_finetuned(tmp_path / "file.txt", "entity-classification", None, {}, {})
+    (tmp_path / "run" / "model").mkdir(parents=True)
+    (tmp_path / "run" / "model" / "b.txt").write_text("mine")
+    assert main(["finetune", "entity-classification", "--kg", str(tmp_path), "--encoder", str(tmp_path),
+                 "--out", str(tmp_path / "run")]) == 1
+    assert "model: is not a fine-tuned model folder (no task.json; it holds b.txt)" in capsys.readouterr().err
+    assert [(tmp_path / p).read_text() for p in ("notes/a.txt", "file.txt", "run/model/b.txt")] == ["mine"] * 3

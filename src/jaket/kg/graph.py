@@ -142,6 +142,7 @@ class KnowledgeGraph:
     _fingerprint: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        self._check_tables_given()
         self.entity_category = np.asarray(self.entity_category, dtype=np.int32).reshape(-1)
         self.triples = np.asarray(self.triples, dtype=np.int32).reshape(-1, 3)
         self.category_names = list(self.category_names)
@@ -166,6 +167,36 @@ class KnowledgeGraph:
             rels = self.triples[:, 1]
             if rels.min() < 0 or rels.max() >= p:
                 raise ValueError("triples reference a relation index outside [0, num_relations)")
+
+    def _check_tables_given(self) -> None:
+        """What the length checks cannot see, for tables given as plain lists (a loaded KG's lazy
+        tables were validated when it was read): one string where a list of strings belongs (its
+        characters were read as the rows: ``entity_aliases=["hound", ...]`` linked ``h``, ``o``...),
+        an id given twice (its lookup silently gave the last), and triples that are not (T, 3)
+        integer indices (a (T, 2) array was reshaped into other triples, 0.7 cast to 0)."""
+        for name in ("entity_ids", "entity_names", "entity_descriptions", "entity_aliases", "relation_ids",
+                     "relation_names", "relation_descriptions"):
+            if isinstance(getattr(self, name), (str, bytes)):
+                raise TypeError(f"{name}: give a list with one entry per row, not one string")
+        if isinstance(self.entity_aliases, (list, tuple)):
+            row = next((i for i, aliases in enumerate(self.entity_aliases) if isinstance(aliases, (str, bytes))), None)
+            if row is not None:
+                raise TypeError(f"entity_aliases[{row}]: give a list of aliases ([{quote(self.entity_aliases[row])}]), "
+                                "not one string (its characters would be the aliases)")
+        for name, what in (("entity_ids", "entity"), ("relation_ids", "relation")):
+            ids = getattr(self, name)
+            if isinstance(ids, (list, tuple)) and len(set(ids)) != len(ids):
+                seen: set = set()
+                repeated = next(i for i in ids if i in seen or seen.add(i))
+                raise ValueError(f"{name}: {what} id {quote(repeated)} is given twice")
+        triples = np.asarray(self.triples)
+        if triples.size and not (triples.ndim == 2 and triples.shape[1] == 3 or triples.ndim == 1
+                                 and triples.size % 3 == 0):
+            raise ValueError(f"triples: expected (T, 3) rows of (head, relation, tail) indices, got shape "
+                             f"{triples.shape}")
+        flat = triples.reshape(-1)
+        if flat.dtype.kind == "f" and not np.array_equal(flat, np.round(flat)):
+            raise ValueError(f"triples: the indices must be integers, got {flat[flat != np.round(flat)][0]}")
 
     # sizes -------------------------------------------------------------------------------
     @property
@@ -343,8 +374,13 @@ class KnowledgeGraph:
         return repeated
 
     def drop_triples(self, mask) -> "KnowledgeGraph":
-        """The same entities and relations without the triples where ``mask`` (bool, (T,)) is True."""
-        mask = np.asarray(mask, dtype=bool).reshape(-1)
+        """The same entities and relations without the triples where ``mask`` (bool, (T,)) is True;
+        a mask of other values (``[0, 3]``: triple numbers, read as True / False) is a ``TypeError``."""
+        given = np.asarray(mask)
+        if given.size and given.dtype != bool:
+            raise TypeError(f"mask: give one bool per triple (True: drop it), got {given.dtype} values; for "
+                            "triple numbers: mask = np.zeros(kg.num_triples, bool); mask[numbers] = True")
+        mask = given.astype(bool).reshape(-1)
         if len(mask) != self.num_triples:
             raise ValueError(f"mask has {len(mask)} entries, the graph has {self.num_triples} triples")
         return KnowledgeGraph(

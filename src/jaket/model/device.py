@@ -39,9 +39,13 @@ def default_device() -> str:
 
 def resolve_device(name: str | torch.device | None = None, flag: str = "--device") -> torch.device:
     """``name`` (``cpu``, ``cuda``, ``cuda:1``, ``mps``; None = :func:`default_device`) as a
-    device this machine has; :class:`UsageError` naming ``flag`` otherwise."""
+    device this machine has; :class:`UsageError` naming ``flag`` otherwise, a ``TypeError`` for a
+    value that is not a name (``0``: Torch's ordinal, which read as None chose the default device)."""
     if isinstance(name, torch.device):
         return name
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"{flag} {name!r}: give a device name (cpu, cuda, cuda:N, mps) or a torch.device, "
+                        f"not {type(name).__name__}")
     text = (name or default_device()).strip()
     try:
         device = torch.device(text)

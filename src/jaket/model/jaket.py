@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +45,7 @@ from jaket.model.hub import IGNORED_HUB_ARGUMENTS, model_card_text, push_folder,
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
 from jaket.model.memory import MEMORY_FILE, MEMORY_META, EntityContextMemory
+from jaket.output import check_folder_to_replace
 from jaket.paths import default_model_path
 
 log = logging.getLogger(__name__)
@@ -110,6 +112,26 @@ def check_memory_fits(memory: EntityContextMemory, subgraph) -> None:
     if subgraph.num_nodes and int(subgraph.node_ids.max()) >= memory.num_entities:
         raise KGMismatchError(f"the subgraph holds entity index {int(subgraph.node_ids.max())}, the entity "
                               f"context memory only {memory.num_entities} rows: it describes another KG")
+
+
+def _text_list(texts) -> list[str]:
+    """``texts`` as a list of strings (one string alone is one text); anything else in it is a
+    ``TypeError`` naming its position (it failed inside the linker's regular expressions)."""
+    if isinstance(texts, str):
+        return [texts]
+    if not isinstance(texts, Iterable):
+        raise TypeError(f"texts: give a list of strings (or one string), got {type(texts).__name__}")
+    texts = list(texts)
+    wrong = next((i for i, text in enumerate(texts) if not isinstance(text, str)), None)
+    if wrong is not None:
+        raise TypeError(f"texts[{wrong}]: expected a string, got {type(texts[wrong]).__name__}")
+    return texts
+
+
+def _check_batch_size(batch_size: int) -> None:
+    """A batch size below 1 encoded nothing (negative: an empty result without a word; 0: ``range()``'s error)."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer of at least 1, got {batch_size!r}")
 
 
 def _describe_fingerprint(fingerprint: str) -> str:
@@ -271,6 +293,7 @@ class JaketModel(nn.Module):
         ``kg`` is not the attached one). Runs without gradients, in the model's current mode
         (call ``eval()`` for inference).
         """
+        _check_batch_size(batch_size)
         ids = kg.entity_indices(entities)  # first: a wrong id fails before the memory is computed
         memory = memory if memory is not None else self.memory_for(kg, progress=progress)
         generator = generator if generator is not None else np.random.default_rng(0)
@@ -328,7 +351,8 @@ class JaketModel(nn.Module):
         the mentions (Eq. 8-9) and LM2 finishes (Eq. 10). See :class:`TextEncoding`: each mention
         carries its entity's index (``entity``) and id (``entity_id``).
         """
-        texts = [texts] if isinstance(texts, str) else list(texts)
+        texts = _text_list(texts)
+        _check_batch_size(batch_size)
         if linker is None:
             linker = self._linker_for(kg)
         corpus = linker.link_texts(texts)
@@ -393,10 +417,13 @@ class JaketModel(nn.Module):
         """Write ``config.json``, ``jaket.safetensors`` (KM, fusion, heads), ``encoder/`` (a plain
         Transformers folder), ``memory/`` and, with ``model_card``, a model card ``README.md``
         (``card``: sections the caller adds to it, e.g. pre-training's configuration and data
-        report); the folder is replaced atomically."""
+        report); the folder is replaced atomically. ``directory`` may be new, empty or an earlier model
+        folder (one with ``jaket.safetensors``; the model's own is fine): a file or another folder is a
+        ``ValueError``, as replacing it would delete what it holds."""
         from safetensors.torch import save_file
 
         directory = Path(directory)
+        check_folder_to_replace(directory, WEIGHTS_FILE, "jaket model")
         with atomic_directory(directory) as tmp:
             self.language.save_pretrained(tmp / ENCODER_DIR)
             save_file({k: v.detach().contiguous() for k, v in self._head_state().items()},
@@ -448,6 +475,7 @@ class JaketModel(nn.Module):
         unknown = sorted(set(hub_arguments) - IGNORED_HUB_ARGUMENTS)
         if unknown:
             raise TypeError(f"JaketModel.from_pretrained() got unexpected keyword arguments {unknown}")
+        where = resolve_device("cpu" if device is None else device, flag="device")  # before any loading
         directory = resolve_folder(directory, revision=revision, cache_dir=cache_dir,
                                    local_files_only=local_files_only, token=token)
         config_path = directory / CONFIG_FILE
@@ -485,7 +513,7 @@ class JaketModel(nn.Module):
         model.load_state_dict(state, strict=False)
         if load_memory and (directory / MEMORY_DIR).is_dir():
             model.attach_memory(_load_memory(directory / MEMORY_DIR, model.hidden_size))
-        return model.place(device or "cpu", dtype).eval()
+        return model.place(where, dtype).eval()
 
 
 def _load_memory(folder: Path, hidden_size: int) -> EntityContextMemory:

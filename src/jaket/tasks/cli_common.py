@@ -16,7 +16,7 @@ from pathlib import Path
 
 from jaket.flags import add_device_argument, add_precision_argument
 from jaket.model.device import choose_precision, resolve_device
-from jaket.output import check_run_folder, human_stream, print_json
+from jaket.output import check_folder_to_replace, check_run_folder, human_stream, print_json
 from jaket.tasks.config import dump_task_config, flag_values, load_task_config
 from jaket.tasks.registry import task_spec
 from jaket.tasks.tracking import add_log_with_argument, check_trackers
@@ -134,6 +134,8 @@ def start_run(args: argparse.Namespace, task: str):
     check_trackers(getattr(args, "log_with", None) or ())
     out = args.out or Path("runs") / task
     check_run_folder(out, getattr(args, "overwrite", False))
+    if not getattr(args, "evaluate", True):  # finetune saves OUT/model: refused now, not after the first run
+        check_folder_to_replace(out / "model", "task.json", "fine-tuned model")  # finetuned.TASK_FILE
     return device, out
 
 

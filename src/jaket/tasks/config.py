@@ -10,6 +10,8 @@ override (the machinery is :mod:`jaket.overrides`, shared with pre-training).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
@@ -31,7 +33,9 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
     After pydantic's type checks, ``cls.check()`` (when defined) returns ``(key, message)`` pairs
     of values that are well-typed but wrong, and a ``seeds`` list is checked for a seed given twice
     (:func:`jaket.tasks.settings.list_problems`; left empty, a job's seeds are its defaults); they
-    are reported like type errors."""
+    are reported like type errors, as are a negative seed, a variant given twice (it ran twice) and a
+    ``true`` / ``false`` given for a number (pydantic read it as 1 or 0: ``head_lr: true`` trained
+    at a learning rate of 1.0)."""
     path = Path(path) if path is not None else None
     data = read_yaml_mapping(path) if path is not None else {}
     origins = layer_overrides(data, overrides, values, lambda key, value: f"{_flag(key)} {_shown(value)}")
@@ -42,12 +46,42 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
                          key=lambda described: described[0])
         raise ValueError(f"invalid {what} config:\n" + "\n".join(text for _, text in located)) from None
     check = getattr(config, "check", None)
-    problems = check() if callable(check) else []
-    problems += list_problems("seeds", getattr(config, "seeds", None) or (), "seed", required=False)
+    problems = _not_numbers(data, config)
+    problems += check() if callable(check) else []
+    seeds = getattr(config, "seeds", None) or ()
+    problems += list_problems("seeds", seeds, "seed", required=False)
+    problems += [("seeds", f"seed {seed} is negative (seeds are 0 or more)") for seed in seeds if seed < 0]
+    problems += list_problems("variants", getattr(config, "variants", None) or (), "variant", required=False)
     if problems:
         raise ValueError(f"invalid {what} config:\n" + "\n".join(
             describe_error({"loc": tuple(key.split(".")), "msg": message}, path, origins)[1] for key, message in problems))
     return config
+
+
+def _not_numbers(data: Mapping, config, prefix: str = "") -> list[tuple[str, str]]:
+    """``(key, problem)`` of each value of ``data`` (the layered values) that the validated ``config``
+    holds as a number but is none: ``true`` / ``false`` (read as 1 / 0) or a NaN or infinity (a learning
+    rate of NaN trained on NaN without a word), in a field or an item of a list field."""
+    problems: list[tuple[str, str]] = []
+    for key, value in data.items():
+        typed = config.get(key) if isinstance(config, Mapping) else getattr(config, str(key), None)
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            problems += _not_numbers(value, typed, name + ".")
+        elif _not_a_number(value, typed):
+            problems.append((name, f"expected a finite number, got {str(value).lower()}"))
+        elif isinstance(value, (list, tuple)) and isinstance(typed, (list, tuple)):
+            wrong = next((v for v, t in zip(value, typed) if _not_a_number(v, t)), None)
+            if wrong is not None:
+                problems.append((name, f"expected finite numbers, got {str(wrong).lower()} among them"))
+    return problems
+
+
+def _not_a_number(given, typed) -> bool:
+    """``given`` is a bool, NaN or infinity where the job holds a number ``typed`` (not a bool)."""
+    if not isinstance(typed, (int, float)) or isinstance(typed, bool):
+        return False
+    return isinstance(given, bool) or (isinstance(given, float) and not math.isfinite(given))
 
 
 def flag_values(args, flag_keys: dict[str, str]) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from jaket.jsonio import JSONInputError, read_json
 from jaket.kg.graph import KnowledgeGraph
 from jaket.model.jaket import CONFIG_FILE, WEIGHTS_FILE, JaketConfig, JaketModel
 from jaket.model.language import SplitLanguageModel
+from jaket.output import check_folder_to_replace
 from jaket.tasks.registry import FinetunedFormatError, predictable, task_spec  # noqa: F401 (re-exported)
 from jaket.tasks.settings import VARIANT_LABELS, VariantConfig
 from jaket.tasks.variants import Backbone, FrozenMemory, _encoder_path, kg_memory
@@ -71,12 +72,15 @@ def write_finetuned(directory, task: str, backbone: JaketModel, head: dict[str, 
 
     ``backbone``: a :class:`jaket.model.jaket.JaketModel` (see :func:`backbone_model`); ``head``:
     the head's state dict; ``task_config``: JSON-able task settings (``task.json``); ``extra``:
-    writes a task's own files into the folder being built (e.g. KGQA's ``kg/``)."""
+    writes a task's own files into the folder being built (e.g. KGQA's ``kg/``). ``directory`` may be
+    new, empty or an earlier fine-tuned folder (with ``task.json``); a file or another folder is a
+    ``ValueError`` (:func:`jaket.output.check_folder_to_replace`)."""
     from safetensors.torch import save_file
 
     if task not in predictable():
         raise ValueError(f"unknown task {task!r}; registered: {', '.join(predictable())}")
     directory = Path(directory)
+    check_folder_to_replace(directory, TASK_FILE, "fine-tuned model")
     with atomic_directory(directory) as tmp:
         backbone.save_pretrained(tmp / BACKBONE_DIR, save_memory=False, model_card=False)
         save_file({k: v.detach().contiguous() for k, v in head.items()}, str(tmp / HEAD_FILE))

@@ -35,8 +35,9 @@ import torch
 
 from jaket.atomic import write_json, write_text
 from jaket.model.device import machine_description, resolve_device
-from jaket.model.jaket import JaketModel
+from jaket.model.jaket import WEIGHTS_FILE, JaketModel
 from jaket.model.memory import refresh_steps
+from jaket.output import check_folder_to_replace
 from jaket.train.batching import BatchBuilder, StepBatch, batch_loader
 from jaket.train.build import PretrainData, build_model, load_kg_and_corpus, prepare_data, tasks_run
 from jaket.train.checkpoint import (check_compatible, corpus_signature, kg_signature, load_checkpoint, read_state,
@@ -447,6 +448,8 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool | str = F
     try:
         with output_lock(out_dir) if info.is_main else contextlib.nullcontext():
             prepare_output(out_dir, resume_mode(resume), overwrite, write=False)
+            # OUT/model is replaced at the end: a folder of something else is refused now (every rank, as above)
+            check_folder_to_replace(out_dir / "model", WEIGHTS_FILE, "jaket model")
             torch.manual_seed(config.seed)
             np.random.seed(config.seed)
             kg, corpus, report = load_kg_and_corpus(config)

@@ -331,10 +331,8 @@ class ContextLinker:
         (Eq. 7; ``description_max_length`` tokens, as pre-training's memory), computed only for
         entities not asked for before, in batches of ``batch_size``. With ``scorer="text+kg"``:
         their ``(text + kg)`` rows (module docstring)."""
-        wanted = np.asarray(entities, dtype=np.int64).reshape(-1)
-        if len(wanted) and (wanted.min() < 0 or wanted.max() >= self.kg.num_entities):
-            bad = int(wanted[(wanted < 0) | (wanted >= self.kg.num_entities)][0])
-            raise ValueError(f"entity index {bad} is outside the KG's {self.kg.num_entities} entities")
+        # ids or integer indices, out of range or not an integer a ValueError (1.7 was read as entity 1)
+        wanted = self.kg.entity_indices(entities)
         missing = sorted(set(wanted.tolist()) - self._rows.keys())
         if missing:
             descriptions = [self.kg.entity_descriptions[e] for e in missing]
@@ -445,9 +443,9 @@ class ContextLinker:
         in :attr:`stats`."""
         if not 0.0 <= min_confidence <= 1.0:
             raise ValueError(f"min_confidence must be in [0, 1], got {min_confidence}")
-        texts = list(texts)
-        if targets is not None and len(targets) != len(texts):
-            raise ValueError(f"{len(targets)} target lists for {len(texts)} texts")
+        texts = _checked_texts(texts)
+        if targets is not None:
+            targets = _checked_targets(texts, targets)
         chunk = 16 * self.batch_size
         out: list[LinkedText] = []
         with tqdm(total=len(texts), desc="linking", unit="text", disable=True if not progress else None) as bar:
@@ -505,6 +503,45 @@ class ContextLinker:
             result.unlinked.sort(key=lambda u: u.start)
             counts.gazetteer.add_text(len(result.mentions))
         return results
+
+
+def _checked_texts(texts) -> list[str]:
+    """``texts`` as a list of strings; one string alone is a ``TypeError`` (it was linked character
+    by character, each a text of its own), as is an item that is not a string."""
+    if isinstance(texts, str):
+        raise TypeError("texts: give a list of texts (link([text])), not one string: each of its characters "
+                        "would be a text")
+    texts = list(texts)
+    wrong = next((i for i, text in enumerate(texts) if not isinstance(text, str)), None)
+    if wrong is not None:
+        raise TypeError(f"texts[{wrong}]: expected a string, got {type(texts[wrong]).__name__}")
+    return texts
+
+
+def _checked_targets(texts: list[str], targets) -> list:
+    """``targets``, one entry per text (None, or that text's :class:`Target` spans), each span of
+    integers inside its text (``ValueError`` / ``TypeError`` naming ``targets[i][j]``): a span
+    past the end, or ending before it starts, was linked as given when it had one candidate."""
+    targets = list(targets)
+    if len(targets) != len(texts):
+        raise ValueError(f"{len(targets)} target lists for {len(texts)} texts")
+    for i, (text, given) in enumerate(zip(texts, targets)):
+        if given is None:
+            continue
+        if isinstance(given, (Target, str)) or not isinstance(given, Sequence):
+            raise TypeError(f"targets[{i}]: give text {i}'s targets as a list of Target (or None), "
+                            f"got {type(given).__name__}")
+        for j, target in enumerate(given):
+            if not isinstance(target, Target):
+                raise TypeError(f"targets[{i}][{j}]: expected a Target, got {type(target).__name__}")
+            if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                       for v in (target.start, target.end)):
+                raise TypeError(f"targets[{i}][{j}]: start and end must be integers, got "
+                                f"{target.start!r}, {target.end!r}")
+            if not 0 <= target.start < target.end <= len(text):
+                raise ValueError(f"targets[{i}][{j}]: span [{target.start}, {target.end}) is empty or outside "
+                                 f"text {i} (length {len(text)})")
+    return targets
 
 
 def ranked_mention(start: int, end: int, candidates: Sequence[int], probabilities: np.ndarray,
