@@ -11,7 +11,7 @@ from jaket.kg.io import load_kg, save_kg
 from jaket.pipeline import pipeline
 from jaket.tasks.finetuned import load_finetuned
 from jaket.tasks.link_prediction import run as lp
-from jaket.tasks.link_prediction.finetuned import read_queries
+from jaket.tasks.link_prediction.finetuned import Query, read_queries
 from jaket.tasks.results import TaskResult
 
 
@@ -106,6 +106,15 @@ def test_bad_query_lines_are_named(small_kg, lp_data, tiny_bert_dir, tmp_path, c
                      "--queries", str(queries)]) == 1
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"{queries}:3: {message}" in err, err
+    # queries built in Python are checked as the file's lines are (-1 picked the last entity)
+    kg, model = load_kg(kg_dir), load_finetuned(out / "model")
+    for query, message in [(Query(1, -1, 0, None), r"queries\[0\] \(line 1\): head -1 is not an index of the KG's"),
+                           (Query(1, 0, kg.num_relations, None),
+                            f"relation {kg.num_relations} is not an index of the KG's {kg.num_relations} relations"),
+                           (Query(1, 0, 0, 1), "exactly one of head and tail must be None"),
+                           (Query(1, None, 0, 0.5), "tail 0.5 is not an index")]:
+        with pytest.raises(ValueError, match=message):
+            model.predict(kg, [query])
     # an entity-classification folder is not a link predictor
     assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir)]) == 1
     assert "a fine-tuned link-prediction model, not entity-classification" in capsys.readouterr().err

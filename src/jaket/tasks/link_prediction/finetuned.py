@@ -52,6 +52,25 @@ class Query:
     tail: int | None
 
 
+def check_queries(kg: KnowledgeGraph, queries: list[Query]) -> None:
+    """Queries built in Python (:func:`read_queries` checks a file's): each asks for exactly one of
+    head and tail, with integer indices inside ``kg`` (a ``ValueError`` naming the query; an index of
+    -1 picked the last entity without a word)."""
+    sizes = {"head": kg.num_entities, "relation": kg.num_relations, "tail": kg.num_entities}
+    for i, query in enumerate(queries):
+        if not isinstance(query, Query):
+            raise TypeError(f"queries[{i}]: expected a Query, got {type(query).__name__}")
+        if (query.head is None) == (query.tail is None):
+            raise ValueError(f"queries[{i}] (line {query.line}): exactly one of head and tail must be None")
+        for part, size in sizes.items():
+            index = getattr(query, part)
+            if index is None:
+                continue
+            if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < size:
+                raise ValueError(f"queries[{i}] (line {query.line}): {part} {index!r} is not an index of the "
+                                 f"KG's {size} {'relations' if part == 'relation' else 'entities'}")
+
+
 def read_queries(path, kg: KnowledgeGraph) -> list[Query]:
     """The queries of ``path`` as indices of ``kg``; the first bad line raises :class:`QueryFormatError`."""
     path = Path(path)
@@ -158,9 +177,11 @@ class FinetunedLinkPredictor(FinetunedModel):
     @torch.no_grad()
     def predict(self, kg: KnowledgeGraph, queries: list[Query], top_k: int = 10,
                 exclude_known: bool = False) -> list[dict]:
-        """One row per query (module docstring); ``ValueError`` for a ``top_k`` below 1."""
+        """One row per query (module docstring); ``ValueError`` for a ``top_k`` below 1 or a query
+        that does not fit ``kg`` (:func:`check_queries`)."""
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
+        check_queries(kg, queries)
         if not queries:
             return []
         entities, relations = self.embed(kg)
