@@ -89,6 +89,13 @@ def test_induced_subgraph_keeps_only_inner_triples(toy):
     got = {(sub.entity_ids[h], r, sub.entity_ids[t]) for h, r, t in sub.triples.tolist()}
     assert got == expected and len(got) > 0
     assert ("lion", kg.relation_index("eats"), "cow") not in got  # cow is outside
+    # ids are read as entity_indices reads them; an unknown id or an index past the KG is named
+    by_id, _ = kg.induced_subgraph(["dog", "cat", "mammal", "meat", "house", "lion"])
+    assert by_id.entity_ids == sub.entity_ids and np.array_equal(by_id.triples, sub.triples)
+    with pytest.raises(ValueError, match="unknown entity id 'unicorn'"):
+        kg.induced_subgraph(["dog", "unicorn"])
+    with pytest.raises(ValueError, match=f"entity index {kg.num_entities} is out of range"):
+        kg.induced_subgraph([0, kg.num_entities])
 
 
 def test_drop_triples(toy):

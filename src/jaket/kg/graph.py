@@ -334,12 +334,12 @@ class KnowledgeGraph:
     def induced_subgraph(self, entity_indices) -> tuple["KnowledgeGraph", np.ndarray]:
         """The graph on the given entities, keeping only triples among them (the paper's unseen KG').
 
-        Relations and categories are all kept, so their indices stay the same. Returns the new
-        graph and ``old_index_of_new`` (sorted unique old entity indices).
+        Relations and categories are all kept, so their indices stay the same. ``entity_indices``:
+        indices or ids, read by :meth:`entity_indices` (an unknown id or an index out of range is a
+        ``ValueError`` naming it). Returns the new graph and ``old_index_of_new`` (sorted unique old
+        entity indices).
         """
-        old = np.unique(np.asarray(entity_indices, dtype=np.int64).reshape(-1))
-        if len(old) and (old[0] < 0 or old[-1] >= self.num_entities):
-            raise IndexError("entity index outside [0, num_entities)")
+        old = np.unique(self.entity_indices(entity_indices))
         new_of_old = np.full(self.num_entities, -1, dtype=np.int64)
         new_of_old[old] = np.arange(len(old))
         h, t = new_of_old[self.triples[:, 0]], new_of_old[self.triples[:, 2]]
