@@ -152,9 +152,8 @@ class SenseLinkingJob:
                                                "not both"))
         if self.data.max_examples is not None and self.data.max_examples < 1:
             problems.append(("data.max_examples", f"must be at least 1, got {self.data.max_examples}"))
-        if not self.seeds:
+        if not self.seeds:  # negative and repeated seeds: every job's check (jaket.tasks.config.load_task_config)
             problems.append(("seeds", "give at least one seed (the fresh KMs of lm+g+m)"))
-        problems += [("seeds", f"seeds are non-negative, got {s}") for s in self.seeds if s < 0]
         if not 0 <= self.neighbour_weight < float("inf"):
             problems.append(("neighbour_weight", f"must be finite and not negative, got {self.neighbour_weight}"))
         return problems
