@@ -183,12 +183,16 @@ class KnowledgeGraph:
             if row is not None:
                 raise TypeError(f"entity_aliases[{row}]: give a list of aliases ([{quote(self.entity_aliases[row])}]), "
                                 "not one string (its characters would be the aliases)")
-        for name, what in (("entity_ids", "entity"), ("relation_ids", "relation")):
+        for name, lookup_name, what in (("entity_ids", "_entity_lookup", "entity"),
+                                        ("relation_ids", "_relation_lookup", "relation")):
             ids = getattr(self, name)
-            if isinstance(ids, (list, tuple)) and len(set(ids)) != len(ids):
-                seen: set = set()
-                repeated = next(i for i in ids if i in seen or seen.add(i))
+            if getattr(self, lookup_name) is not None or not isinstance(ids, (list, tuple)):
+                continue
+            lookup = {key: i for i, key in enumerate(ids)}  # the id lookup, built once: the check's by-product
+            if len(lookup) != len(ids):
+                repeated = next(key for i, key in enumerate(ids) if lookup[key] != i)
                 raise ValueError(f"{name}: {what} id {quote(repeated)} is given twice")
+            setattr(self, lookup_name, lookup)
         triples = np.asarray(self.triples)
         if triples.size and not (triples.ndim == 2 and triples.shape[1] == 3 or triples.ndim == 1
                                  and triples.size % 3 == 0):

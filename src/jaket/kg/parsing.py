@@ -57,6 +57,19 @@ def string_field(record: dict, key: str, path: Path, number: int, problems: list
 _NO_ALIASES: list[str] = []
 
 
+def span_object(item, where: str, path: Path, number: int, problems: list[Problem]) -> tuple[int, int] | None:
+    """The integer ``start`` and ``end`` of one span object of a JSONL record (a corpus mention, a
+    target), or None with the problem named ``path:line`` (``where``: which span of the record)."""
+    if not isinstance(item, dict):
+        problems.append(Problem(str(path), number, f"{where}: expected an object"))
+        return None
+    start, end = item.get("start"), item.get("end")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+        problems.append(Problem(str(path), number, f"{where}: 'start' and 'end' must be integers"))
+        return None
+    return start, end
+
+
 def _records(path: Path, problems: list[Problem]) -> list[tuple[int, str, dict | None]]:
     """``(line number, line, JSON object or None)`` of every non-blank line of a JSONL file;
     malformed lines become problems. Each line is parsed on its own: parsing the whole file as
@@ -239,14 +252,10 @@ def parse_corpus(path: Path, entity_index, known_entities: dict[str, int] | None
         spans: list[Mention] = []
         for k, m in enumerate(raw):
             where = f"mention {k}"
-            if not isinstance(m, dict):
-                problems.append(Problem(str(path), number, f"{where}: expected an object"))
+            span = span_object(m, where, path, number, problems)
+            if span is None:
                 continue
-            start, end, entity = m.get("start"), m.get("end"), m.get("entity")
-            if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
-                problems.append(Problem(str(path), number,
-                                        f"{where}: 'start' and 'end' must be integers"))
-                continue
+            (start, end), entity = span, m.get("entity")
             if not isinstance(entity, str):
                 problems.append(Problem(str(path), number, f"{where}: 'entity' must be an entity id string"))
                 continue

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from jaket.jsonio import quote
 from jaket.kg.errors import KGFormatError, Problem
-from jaket.kg.parsing import json_object, string_field
+from jaket.kg.parsing import json_object, span_object, string_field
 from jaket.kg.readers import read_lines
 from jaket.kg.sources.wordnet_forms import part_of_speech
 
@@ -49,13 +49,10 @@ def _targets(record: dict, text: str | None, path: Path, number: int,
     found: list[Target] = []
     for k, item in enumerate(raw, 1):
         where = f"target {k}"
-        if not isinstance(item, dict):
-            problems.append(Problem(str(path), number, f"{where}: expected an object"))
+        span = span_object(item, where, path, number, problems)
+        if span is None:
             continue
-        start, end, lemma = item.get("start"), item.get("end"), item.get("lemma")
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
-            problems.append(Problem(str(path), number, f"{where}: 'start' and 'end' must be integers"))
-            continue
+        (start, end), lemma = span, item.get("lemma")
         if text is not None and not 0 <= start < end <= len(text):
             problems.append(Problem(str(path), number, f"{where}: span [{quote(start)}, {quote(end)}) is "
                                                        f"empty or outside the text (length {len(text)})"))

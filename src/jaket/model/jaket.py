@@ -114,7 +114,7 @@ def check_memory_fits(memory: EntityContextMemory, subgraph) -> None:
                               f"context memory only {memory.num_entities} rows: it describes another KG")
 
 
-def _text_list(texts) -> list[str]:
+def text_list(texts) -> list[str]:
     """``texts`` as a list of strings (one string alone is one text); anything else in it is a
     ``TypeError`` naming its position (it failed inside the linker's regular expressions)."""
     if isinstance(texts, str):
@@ -351,7 +351,7 @@ class JaketModel(nn.Module):
         the mentions (Eq. 8-9) and LM2 finishes (Eq. 10). See :class:`TextEncoding`: each mention
         carries its entity's index (``entity``) and id (``entity_id``).
         """
-        texts = _text_list(texts)
+        texts = text_list(texts)
         _check_batch_size(batch_size)
         if linker is None:
             linker = self._linker_for(kg)

@@ -70,7 +70,7 @@ from jaket.kg.inflection import base_forms
 from jaket.kg.linking import CandidateSpan, EntityLinker, LinkStats, Target
 from jaket.model.device import resolve_device
 from jaket.model.heads import span_mean
-from jaket.model.jaket import JaketModel
+from jaket.model.jaket import JaketModel, text_list
 from jaket.model.language import SplitLanguageModel
 from jaket.tasks.variants import description_features
 from jaket.tasks.word_in_context.data import SenseInventory
@@ -511,11 +511,7 @@ def _checked_texts(texts) -> list[str]:
     if isinstance(texts, str):
         raise TypeError("texts: give a list of texts (link([text])), not one string: each of its characters "
                         "would be a text")
-    texts = list(texts)
-    wrong = next((i for i, text in enumerate(texts) if not isinstance(text, str)), None)
-    if wrong is not None:
-        raise TypeError(f"texts[{wrong}]: expected a string, got {type(texts[wrong]).__name__}")
-    return texts
+    return text_list(texts)
 
 
 def _checked_targets(texts: list[str], targets) -> list:
