@@ -6,7 +6,7 @@ STAMP := $(VENV)/.jaket-installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test bench wheel-check gpu-bundle gpu-check install encoder-mpnet clean
+.PHONY: demo test docs bench wheel-check gpu-bundle gpu-check install encoder-mpnet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The API reference (docs/api: Sphinx autodoc over what jaket/__init__.py exports), warnings as errors,
+# offline; open build/docs/index.html. tests/test_api_reference.py builds it too.
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -q -b html docs/api build/docs
+	@echo "docs: build/docs/index.html"
 
 bench: $(STAMP)
 	$(PY) -m benchmarks

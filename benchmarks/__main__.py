@@ -88,6 +88,10 @@ def suite(quick: bool, work: Path) -> list[Spec]:
         Spec("precision", "precision", [*one, "--repeats", "1" if quick else "3"],
              "float32 vs bf16: a 512x384 @ 384x1536 product and a fine-tuning step (bundled MiniLM, "
              "32 x 64 tokens); what --precision auto chooses"),
+        # the sense-text pass of WSD and `jaket link --scorer text+kg`: before (unsorted) beside after
+        # (length-sorted), other batch sizes and the warm text-vector cache, interleaved
+        Spec("sense-texts", "sense-texts", [*one, *(q if quick else ["--texts", "2000", "--repeats", "3"])],
+             "Sense-text pass (WSD, text+kg linking), WordNet sense texts, bundled MiniLM"),
         # the data layer's figures (sampler speed on a WordNet-size synthetic KG and on WordNet,
         # compiled 1M-entity load); the scaling specs below use 10 triples per entity
         Spec("sampler-default", "sampler",

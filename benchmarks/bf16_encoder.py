@@ -1,6 +1,6 @@
 """fp32 against bf16 autocast for the encoder's forward and forward + backward on this CPU.
 
-The fine-tuning tasks' ``--bf16`` (:func:`jaket.model.device.autocast`) runs the encoder's matrix
+The fine-tuning tasks' ``--precision bf16`` (:func:`jaket.model.device.autocast`) runs the encoder's matrix
 products in bfloat16; on CPUs with AMX or AVX512-BF16 oneDNN executes them natively. This measures
 what that buys for the shape of a relation-classification episode (``--pairs`` sequences of
 about ``--tokens`` tokens, the bundled MiniLM unless ``--encoder``)::

@@ -106,7 +106,7 @@ torchrun --nnodes 2 --nproc_per_node 8 --node_rank 0 --master_addr 10.0.0.1 --ma
 | several processes | 2 CPU processes over gloo: `pretrain()` under `mp.spawn` keeps parameters and memory identical on both ranks (`tests/train/test_distributed.py`); `torchrun --standalone --nproc_per_node 2` and `accelerate launch --multi_gpu --num_processes 2` with `--device cpu` (a torchrun run resumed from its step-2 checkpoint under `accelerate launch` ends exactly as the uninterrupted one, `tests/train/test_launchers.py`) ; H200: one process under `accelerate launch` and under `torchrun`, the same losses | NCCL, several GPUs or nodes, `accelerate launch --cpu --num_processes 2` (Accelerate's `--cpu` path starts one process unless MPI is set up: use `--multi_gpu --num_processes N` with `--device cpu`) |
 | mixed precision | bf16 autocast on the CPU through the engine (`tests/train/test_loop.py`); fp16's gradient scaler saved in checkpoints and restored on resume (`tests/train/test_checkpoint.py`); H200: bf16 pre-training at the paper's shape and the memory refresh under the same autocast | an fp16 run on a GPU |
 | device code path | a fake accelerator whose tensors refuse `.numpy()` as CUDA tensors do runs a pre-training step, the masked-entity evaluation, entity classification, `encode_entities` and `encode_texts` (`tests/*/test_device.py`); the memory kept on the host serves rows to another device (`meta`), pins only the rows a step reads, and a refresh into it waits for its device-to-host copy (a non-blocking one reads as not yet landed: `tests/model/test_device.py`); H200: pinned batches and non-blocking copies in every pre-training step | the host-memory path on a real GPU (the check's 100,000-entity memory fits on the card) |
-| fine-tuning and prediction on a device | every task (entity classification, link prediction frozen and `--train-encoder`, KGQA on the step's subgraph and on the whole graph, relation classification with `--bf16`) runs with `device="cpu"` as `--device cpu` runs it, on the *strict* fake accelerator, and so do its saved model moved with `.to(device)` and its predictions (`tests/tasks/test_device.py`): what the code places (`module.to(device)`, `tensor.to(device)`, `device=`) is on the fake device, a CPU tensor that meets a device tensor fails as on CUDA ("Expected all tensors to be on the same device"), and so does `.numpy()` without `.cpu()`. Removing any one of the moves fails the test (checked by hand for six of them). `jaket finetune`/`evaluate`/`predict` of every task with `--device cpu` (`tests/tasks/test_link_predict.py`, `test_qa_rc_predict.py`), and a device the machine lacks refused before any work (`tests/model/test_device.py`); H200: the `gpu`-marked tests (these, word-in-context fine-tune → predict, and the killed-and-resumed pre-training) for real under `JAKET_TEST_DEVICE=cuda`, 11 passed | `mps` |
+| fine-tuning and prediction on a device | every task (entity classification, link prediction frozen and `--train-encoder`, KGQA on the step's subgraph and on the whole graph, relation classification with `--precision bf16`) runs with `device="cpu"` as `--device cpu` runs it, on the *strict* fake accelerator, and so do its saved model moved with `.to(device)` and its predictions (`tests/tasks/test_device.py`): what the code places (`module.to(device)`, `tensor.to(device)`, `device=`) is on the fake device, a CPU tensor that meets a device tensor fails as on CUDA ("Expected all tensors to be on the same device"), and so does `.numpy()` without `.cpu()`. Removing any one of the moves fails the test (checked by hand for six of them). `jaket finetune`/`evaluate`/`predict` of every task with `--device cpu` (`tests/tasks/test_link_predict.py`, `test_qa_rc_predict.py`), and a device the machine lacks refused before any work (`tests/model/test_device.py`); H200: the `gpu`-marked tests (these, word-in-context fine-tune → predict, and the killed-and-resumed pre-training) for real under `JAKET_TEST_DEVICE=cuda`, 11 passed | `mps` |
 | data pipeline | batches from 1-2 DataLoader workers equal those built in the main process, and a run with workers trains exactly as one without, and a pinning loader pins every tensor of a batch (`StepBatch.pin_memory`, `tests/train/test_pipeline.py`); H200: with 2 workers the step waits 0.1 ms for its batch, with none 77 ms (docs/performance.md, *On a GPU*) | - |
 
 ### Fine-tuning and prediction
@@ -117,7 +117,7 @@ backbone on the CPU (so a seed gives the same weights on every device), moves it
 `.to(device)` and computes the frozen memory there; its head is seeded on the CPU and moved the
 same way; every batch, index tensor and mask is moved to the device before it meets the model,
 and only scores and ranks are read back (`.cpu()` before `.numpy()`; `.item()`, `float()` and
-`.tolist()` copy a scalar or a list, which CUDA allows). `--bf16` autocasts on the run's device
+`.tolist()` copy a scalar or a list, which CUDA allows). `--precision bf16` autocasts on the run's device
 type. `metrics.json` records the device (`"device": "cuda:0"`).
 
 | task | on the device | on the CPU |
@@ -130,7 +130,7 @@ type. `metrics.json` records the device (`"device": "cuda:0"`).
 | `jaket predict` (every task) | the loaded model (`.to(device)`), the memory recomputed for the KG, the queries | the JSON rows |
 
 ```bash
-jaket finetune link-prediction --data wn18rr_dir/ --train-encoder --bf16 --device cuda --out runs/lp
+jaket finetune link-prediction --data wn18rr_dir/ --train-encoder --precision bf16 --device cuda --out runs/lp
 jaket evaluate kgqa --model runs/mine/model --metaqa metaqa/ --device cuda:1 --out runs/qa
 jaket predict link-prediction --model runs/lp/model --kg my_kg/ --queries q.tsv --device cuda
 ```
@@ -142,9 +142,9 @@ to the last digit, with `--device cpu` as with the code before the tasks took a 
 ```bash
 jaket finetune link-prediction --max-entities 300 --steps 5 --scorers distmult --max-eval 50 --device cpu
 jaket finetune link-prediction --max-entities 300 --steps 3 --train-encoder --batch-size 16 \\
-    --refresh-initial 2 --max-eval 50 --bf16 --device cpu
+    --refresh-initial 2 --max-eval 50 --precision bf16 --device cpu
 jaket finetune kgqa --max-entities 300 --max-questions 60 --steps 3 --kg-settings full --select-every 2 --device cpu
-jaket finetune relation-classification --max-entities 1000 --train-steps 3 --episodes 10 --settings 4-1 --bf16 --device cpu
+jaket finetune relation-classification --max-entities 1000 --train-steps 3 --episodes 10 --settings 4-1 --precision bf16 --device cpu
 ```
 
 The fine-tuning loops run in one process (no DDP): a task's model and data fit one GPU.

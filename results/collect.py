@@ -85,7 +85,7 @@ PRETRAINING_RUNS = {
     "pretraining_wic_excluded_lm_lr_2e-5": (
         "reference-wic-lmlr2e5", "jaket pretrain --config configs/pretrain-wordnet.yaml --exclude-texts "
         "../shared/data/wic/train.data.txt ../shared/data/wic/dev.data.txt ../shared/data/wic/test.data.txt "
-        "--set optim.lm_lr=2e-5 --bf16 --out runs/reference-wic-lmlr2e5"),
+        "--set optim.lm_lr=2e-5 --precision bf16 --out runs/reference-wic-lmlr2e5"),
     "pretraining_wic_excluded_sense_task": (
         "reference-wic-sense", "jaket pretrain --config configs/pretrain-wordnet.yaml --exclude-texts "
         "../shared/data/wic/train.data.txt ../shared/data/wic/dev.data.txt ../shared/data/wic/test.data.txt "

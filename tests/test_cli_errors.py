@@ -66,15 +66,15 @@ def test_kg_build_and_import(kgs, tmp_path, capsys):
 def test_link(kgs, tmp_path, capsys):
     binary = tmp_path / "texts.txt"
     binary.write_bytes(b"a dog\n\0\0\0\0\n")
-    status, err = _run(capsys, "link", "--kg", str(kgs / "good"), "--text", str(binary),
+    status, err = _run(capsys, "link", "--kg", str(kgs / "good"), "--texts", str(binary),
                        "--out", str(tmp_path / "c.jsonl"))
     assert status == 1 and err == [f"{binary}:2: contains NUL bytes (a binary file, not text?)"]
     (tmp_path / "folder").mkdir()
     binary.write_text("a dog\n")
-    status, err = _run(capsys, "link", "--kg", str(kgs / "good"), "--text", str(binary),
+    status, err = _run(capsys, "link", "--kg", str(kgs / "good"), "--texts", str(binary),
                        "--out", str(tmp_path / "folder"))
     assert status == 2 and err[0].startswith(f"error: --out {tmp_path / 'folder'}: is a folder")
-    status, err = _run(capsys, "link", "--kg", str(kgs / "bad"), "--text", str(binary),
+    status, err = _run(capsys, "link", "--kg", str(kgs / "bad"), "--texts", str(binary),
                        "--out", str(tmp_path / "c.jsonl"))
     assert status == 1 and err[0].startswith(f"{kgs / 'bad' / 'entities.jsonl'}:41:")
 
@@ -102,7 +102,7 @@ def test_embed_with_a_broken_model_folder(kgs, tiny_bert_dir, tmp_path, capsys):
 def test_pretrain_data_errors_name_the_file_and_the_remedy(kgs, tiny_bert_dir, tmp_path, capsys):
     def pretrain(kg):
         return _run(capsys, "pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"),
-                    "--model", str(tiny_bert_dir), "--kg", str(kgs / kg), "--out", str(tmp_path / kg),
+                    "--encoder", str(tiny_bert_dir), "--kg", str(kgs / kg), "--out", str(tmp_path / kg),
                     "--no-progress")
 
     status, err = pretrain("bad")
@@ -112,7 +112,7 @@ def test_pretrain_data_errors_name_the_file_and_the_remedy(kgs, tiny_bert_dir, t
                        "--out", str(tmp_path / "nowhere"), "--no-progress")
     assert status == 2 and err[-1] == (
         f"error: --corpus {tmp_path / 'nowhere.jsonl'}: no such file (a mention "
-        f"corpus: `jaket link --kg DIR --text FILE --out {tmp_path / 'nowhere.jsonl'}`)")
+        f"corpus: `jaket link --kg DIR --texts FILE --out {tmp_path / 'nowhere.jsonl'}`)")
     status, err = pretrain("no-triples")
     assert status == 1 and err[0].startswith(f"error: {kgs / 'no-triples' / 'triples.tsv'}: the KG has no triple")
     status, err = pretrain("bare")
@@ -153,7 +153,7 @@ def test_pretrain_config_errors_are_usage_errors(tmp_path, capsys):
 
 def test_pretrain_heads_must_divide_the_encoder_width(tiny_bert_dir, tmp_path, capsys):
     status, err = _run(capsys, "pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"),
-                       "--model", str(tiny_bert_dir), "--set", "model.km_heads=3",
+                       "--encoder", str(tiny_bert_dir), "--set", "model.km_heads=3",
                        "--out", str(tmp_path / "o"), "--no-progress")
     assert status == 1 and err == [
         f"error: model.encoder={tiny_bert_dir}: model.km_heads=3 does not divide the encoder's width 32 "
@@ -206,7 +206,7 @@ def test_no_command_overwrites_an_earlier_run_or_its_own_input(kgs, tiny_bert_di
     assert json.loads((out / "metrics.json").read_text()) == {"earlier": True}
     texts = tmp_path / "texts.txt"
     texts.write_text("a wolf in the forest\n")
-    status, err = _run(capsys, "link", "--kg", str(kgs / "good"), "--text", str(texts), "--out", str(texts))
+    status, err = _run(capsys, "link", "--kg", str(kgs / "good"), "--texts", str(texts), "--out", str(texts))
     assert status == 2 and f"--out {texts}: is the input {texts}" in err[0]
     assert texts.read_text() == "a wolf in the forest\n"
     status, err = _run(capsys, "embed", "--model", str(tiny_bert_dir), "--kg", str(kgs / "good"),
@@ -214,7 +214,7 @@ def test_no_command_overwrites_an_earlier_run_or_its_own_input(kgs, tiny_bert_di
     assert status == 2 and "writing it would destroy the input" in err[0]
     queries = tmp_path / "queries.jsonl"
     queries.write_text('{"head": "wolf", "relation": "r"}\n')
-    status, err = _run(capsys, "predict", "link-prediction", "--model", str(tmp_path), "--kg", str(kgs / "good"),
+    status, err = _run(capsys, "predict", "link-prediction", "--finetuned", str(tmp_path), "--kg", str(kgs / "good"),
                        "--queries", str(queries), "--out", str(queries))
     assert status == 2 and "is the input" in err[0] and queries.read_text().startswith('{"head"')
 

@@ -93,7 +93,7 @@ def test_what_yaml_means_stays_accepted(tmp_path):
 def test_a_text_setting_given_another_yaml_type_is_one_line(tmp_path, capsys):
     """A flag config's key whose flag takes text (``--device``) refuses a number, a list or a
     mapping where it was given, instead of handing it to the command."""
-    argv = ["predict", "entity-classification", "--model", "m", "--kg", "k", "--all", "--print-config"]
+    argv = ["predict", "entity-classification", "--finetuned", "m", "--kg", "k", "--all", "--print-config"]
     status, err = _errors(capsys, argv + ["--set", "device=5"])
     assert status == 2 and err == ["error: --set device=5: device: expected text (a value for --device), got 5"]
     config = tmp_path / "c.yaml"

@@ -97,3 +97,71 @@ def test_adding_a_task_is_one_spec_and_one_package():
     section = text.split("## Adding a task\n", 1)[1].split("\n## ", 1)[0].strip().splitlines()
     assert len(section) + 1 <= 20, f"'Adding a task': {len(section) + 1} lines (at most 20)"
     assert "TaskSpec(" in "\n".join(section) and "src/jaket/tasks/NAME/" in "\n".join(section)
+
+
+def test_the_readme_is_for_users():
+    """At most 150 lines; the first own-data command within the first 50; no commit hashes, run
+    dates, ../shared paths or equation numbers; quick start of exactly the two commands."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) <= 150, f"README.md: {len(lines)} lines"
+    first = next(i for i, line in enumerate(lines) if line.startswith("jaket "))
+    assert first < 50, f"the first own-data command is at line {first + 1}"
+    for pattern, what in ((r"\b[0-9a-f]{7,40}\b", "a commit hash"), (r"\b20\d\d-\d\d-\d\d\b", "a run date"),
+                          (r"\.\./shared", "a ../shared path"), (r"\bEq\.", "an equation number")):
+        found = re.search(pattern, text)
+        assert found is None, f"README.md holds {what}: {found.group(0)!r}"
+    assert "```\nmake demo\nmake test\n```" in text
+
+
+def test_the_pretraining_defaults_table_agrees_with_the_config():
+    """docs/pretraining.md's table of the model section is the one place the pre-training defaults are
+    written: each row's default is the embedded config's value (the walkthrough and data.md link to it)."""
+    import yaml
+
+    from jaket.train.config import load_config
+
+    model = load_config().model_dump(mode="json")["model"]
+    text = (DOCS / "pretraining.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `model\.(\w+)` \| ([^|]+) \|", text, flags=re.M)
+    assert len(rows) >= 10
+    for key, cell in rows:
+        written = re.sub(r"\*\*|\(.*?\)", "", cell).split("=")[0].strip()
+        assert yaml.safe_load(written) == model[key], f"model.{key}: the table says {written}, the config {model[key]}"
+
+
+def _documented_commands(page: Path) -> list[tuple[int, str]]:
+    """``(line, command)`` of every ``jaket ...`` line inside a page's code blocks (comments cut,
+    continuations joined; lines with ``...`` or ``[optional]`` placeholders left out)."""
+    found, inside = [], False
+    lines = page.read_text(encoding="utf-8").replace("\\\n", " ").splitlines()
+    for number, line in enumerate(lines, 1):
+        if line.startswith("```"):
+            inside = not inside
+            continue
+        command = line.split(" #")[0].strip()
+        if inside and command.startswith("jaket ") and "..." not in command and "[" not in command:
+            found.append((number, command))
+    return found
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/cli.md", "docs/own-data.md", "docs/data.md", "docs/results.md", "docs/tasks.md", "docs/pretraining.md", "docs/scaling.md", "docs/performance.md", "docs/design.md", "docs/reliability.md", "docs/contributing.md"])
+def test_every_documented_command_parses_with_the_current_flags(page, capsys):
+    """The commands of the user-facing pages parse as written, with no deprecated spelling."""
+    import shlex
+
+    from jaket.cli import build_parser
+
+    parser = build_parser()
+    commands = _documented_commands(REPO / page)
+    problems = []
+    for number, command in commands:
+        try:
+            parser.parse_args(shlex.split(re.sub(r"\$\{?\w+\}?", "0", command))[1:])  # $s: a shell loop's seed
+        except SystemExit:
+            problems.append(f"{page}:{number}: `{command}` does not parse: {capsys.readouterr().err.strip().splitlines()[-1]}")
+            continue
+        warned = capsys.readouterr().err
+        if "deprecated" in warned:
+            problems.append(f"{page}:{number}: `{command}`: {warned.strip()}")
+    assert not problems, "\n".join(problems)

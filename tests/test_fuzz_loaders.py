@@ -187,7 +187,7 @@ def checkpoint_run(tiny_bert_dir, tmp_path_factory):
     from jaket.cli import main
 
     out = tmp_path_factory.mktemp("fuzz") / "run"
-    assert main(["pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"), "--model", str(tiny_bert_dir),
+    assert main(["pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"), "--encoder", str(tiny_bert_dir),
                  "--out", str(out), "--no-progress", "--steps", "1", "--set", "eval_texts=0"]) == 0
     return out
 

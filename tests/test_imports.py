@@ -5,7 +5,9 @@ A function-level ``from jaket...`` import is allowed only in a command-line modu
 ``*_cli.py``, ``demo.py``: a command loads the task it runs when it runs), or when the import
 (or the comment line right above it) says why: ``# cycle: ...`` for an import that would close a
 real cycle (checked: the imported module does import this one), ``# --help: ...`` for a module that
-``jaket --help`` loads and whose function needs the model (torch_geometric takes seconds)."""
+``jaket --help`` loads and whose function needs the model (torch_geometric takes seconds), ``# inputs
+first: ...`` for model code a command loads only once its input files are read and checked (a bad
+file fails in the time it takes to parse it)."""
 
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ PACKAGE = SRC / "jaket"
 LAYERS = {"base": 0, "kg": 1, "model": 2, "train": 3, "tasks": 4, "bench": 5, "command": 6}
 BASE = {"jaket", "jaket.atomic", "jaket.errors", "jaket.fields", "jaket.flags", "jaket.jsonio", "jaket.output",
         "jaket.overrides", "jaket.paths"}
-COMMAND = {"jaket.cli", "jaket.demo", "jaket.__main__", "jaket.pipeline"}
-REASONS = ("# cycle:", "# --help:")  # a cycle: marker is refused (test below)
+COMMAND = {"jaket.cli", "jaket.demo", "jaket.__main__", "jaket.pipeline", "jaket.api"}
+REASONS = ("# cycle:", "# --help:", "# inputs first:")  # a cycle: marker is refused (test below)
 
 
 def _module(path: Path) -> str:

@@ -78,7 +78,7 @@ def test_texts_fewrel_model_and_task_files(kg_dir, tiny_bert_dir, tmp_path, caps
 
     texts = tmp_path / "texts.jsonl"
     texts.write_text('{"text": "fine"}\n' + SURROGATE + "\n" + '{"text": ' + DEEP + "}\n", encoding="utf-8")
-    assert main(["link", "--kg", str(kg_dir), "--text", str(texts), "--out", str(tmp_path / "linked.jsonl")]) == 1
+    assert main(["link", "--kg", str(kg_dir), "--texts", str(texts), "--out", str(tmp_path / "linked.jsonl")]) == 1
     err = _err(capsys)
     assert f"{texts}:2: invalid Unicode: a lone surrogate" in err and f"{texts}:3: invalid JSON: nested" in err
     fewrel = tmp_path / "fewrel.json"

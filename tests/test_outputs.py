@@ -41,17 +41,17 @@ def _inputs(folder):
 
 #: every command that writes one file (and the files beside it): name -> its arguments but --out
 WRITERS = {
-    "predict entity-classification": lambda f, kg, i: ["predict", "entity-classification", "--model", f, "--kg", kg,
+    "predict entity-classification": lambda f, kg, i: ["predict", "entity-classification", "--finetuned", f, "--kg", kg,
                                                        "--entities", i["entities"]],
-    "predict link-prediction": lambda f, kg, i: ["predict", "link-prediction", "--model", f, "--kg", kg,
+    "predict link-prediction": lambda f, kg, i: ["predict", "link-prediction", "--finetuned", f, "--kg", kg,
                                                  "--queries", i["queries"]],
-    "predict kgqa": lambda f, kg, i: ["predict", "kgqa", "--model", f, "--questions", i["questions"]],
-    "predict relation-classification": lambda f, kg, i: ["predict", "relation-classification", "--model", f,
+    "predict kgqa": lambda f, kg, i: ["predict", "kgqa", "--finetuned", f, "--questions", i["questions"]],
+    "predict relation-classification": lambda f, kg, i: ["predict", "relation-classification", "--finetuned", f,
                                                          "--support", i["support"], "--queries", i["sentences"]],
-    "predict word-in-context": lambda f, kg, i: ["predict", "word-in-context", "--model", f, "--pairs", i["pairs"]],
+    "predict word-in-context": lambda f, kg, i: ["predict", "word-in-context", "--finetuned", f, "--pairs", i["pairs"]],
     "embed": lambda f, kg, i: ["embed", "--model", f, "--kg", kg],
     "embed --texts": lambda f, kg, i: ["embed", "--model", f, "--kg", kg, "--texts", i["texts"]],
-    "link": lambda f, kg, i: ["link", "--kg", kg, "--text", i["texts"]],
+    "link": lambda f, kg, i: ["link", "--kg", kg, "--texts", i["texts"]],
 }
 
 
@@ -166,7 +166,7 @@ def test_a_write_that_fails_names_the_file_asked_for_not_the_temporary_one(tmp_p
 INPUTS = [("predict entity-classification", "--entities", "predict"), ("predict link-prediction", "--queries", "predict"),
           ("predict kgqa", "--questions", "predict"), ("predict relation-classification", "--support", "predict"),
           ("predict relation-classification", "--queries", "predict"), ("predict word-in-context", "--pairs", "predict"),
-          ("embed --texts", "--texts", "embed"), ("link", "--text", "link")]
+          ("embed --texts", "--texts", "embed"), ("link", "--texts", "link")]
 
 
 @pytest.mark.parametrize("content", [b"", b" \n\n\t\r\n", b"\xef\xbb\xbf\n"], ids=["empty", "blank", "bom"])

@@ -2,7 +2,9 @@
 
 Each subsystem owns its subcommands: a module with ``register(subparsers)`` that adds parsers whose
 ``func`` attribute is called with the parsed namespace and returns the exit status. This file only
-collects them, so the command-line surface grows without one file every part edits.
+collects them, so the command-line surface grows without one file every part edits; it lists them
+in ``jaket --help`` in the order a user meets them (:data:`COMMAND_GROUPS`) and shows every page of
+the tree as plain text (:func:`plain_text`: help reuses docstrings).
 
 It is also the one error boundary of every command (:func:`main`): a user error (a bad file, flag,
 config, model folder or checkpoint: ``ValueError`` and the project's subclasses of it, such as
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import re
 import sys
 import traceback
 
@@ -30,24 +33,33 @@ from jaket.output import command_output
 from jaket.overrides import apply_flag_config, dump_flag_settings
 from jaket.paths import MissingResourceError, offline_environment, thread_environment
 
-#: modules that contribute subcommands, in the order they appear in ``jaket --help``
+#: modules that contribute subcommands (registered in this order: ``jaket COMMAND`` completion and
+#: the usage line list them so)
 _SUBCOMMAND_MODULES = (
     "jaket.kg.cli",  # jaket kg ...
     "jaket.tasks.link_cli",  # jaket link
-    "jaket.model.cli",
-    "jaket.train.cli",
-    "jaket.tasks.cli",
-    "jaket.tasks.reference",
+    "jaket.train.cli",  # jaket pretrain
+    "jaket.tasks.cli",  # jaket finetune / evaluate
     "jaket.tasks.predict",
-    "jaket.bench.cli",
+    "jaket.model.cli",  # jaket embed
     "jaket.demo",
+    "jaket.tasks.reference",  # jaket prepare wordnet-reference
+    "jaket.bench.cli",
+)
+#: ``jaket --help``'s groups, in the order a user meets the commands (docs/cli.md); a command named
+#: in no group is listed last under the last group
+COMMAND_GROUPS = (
+    ("workflow", ("kg", "link", "pretrain", "finetune", "evaluate", "predict", "embed")),
+    ("experiments and tools", ("demo", "prepare", "bench")),
 )
 #: problems printed for one error before "... and N more"
 MAX_LINES = 5
 
 
 def _add_debug(parser: argparse.ArgumentParser, top: bool) -> None:
-    """``--debug`` before or after the subcommand (sub-parsers must not reset the top value)."""
+    """``--debug`` before or after the subcommand (sub-parsers must not reset the top value); and no
+    abbreviated flags anywhere (``--dev`` would silently be ``--device`` where a task has no ``--dev``)."""
+    parser.allow_abbrev = False
     parser.add_argument("--debug", action="store_true",
                         default=False if top else argparse.SUPPRESS,
                         help="show the Python traceback of an error")
@@ -57,17 +69,88 @@ def _add_debug(parser: argparse.ArgumentParser, top: bool) -> None:
                 _add_debug(child, top=False)
 
 
+class _GroupedCommandsFormatter(argparse.HelpFormatter):
+    """``jaket --help``: the commands under the headings of :data:`COMMAND_GROUPS` instead of one
+    flat list (argparse has no groups of sub-commands); every other page is argparse's own."""
+
+    def _format_action(self, action):
+        if not isinstance(action, argparse._SubParsersAction):
+            return super()._format_action(action)
+        by_name = {choice.dest: choice for choice in action._get_subactions()}
+        groups = [(title, [by_name.pop(n) for n in names if n in by_name]) for title, names in COMMAND_GROUPS]
+        groups[-1][1].extend(by_name.values())  # a command no group names is still listed
+        parts = []
+        for title, choices in groups:
+            if not choices:
+                continue
+            parts.append(f"{' ' * self._current_indent}{title}:\n")
+            self._indent()
+            parts.extend(super(_GroupedCommandsFormatter, self)._format_action(c) for c in choices)
+            self._dedent()
+        return self._join_parts(parts)
+
+    def _iter_indented_subactions(self, action):
+        if isinstance(action, argparse._SubParsersAction):  # at the indentation _format_action uses
+            self._indent()
+            yield from action._get_subactions()
+            self._dedent()
+        else:
+            yield from super()._iter_indented_subactions(action)
+
+
+#: reST markup of the docstrings that argparse pages reuse: ``literal``, :role:`target` (with ``~``:
+#: its last part; ``text <target>``: the text) and **strong**
+_LITERAL = re.compile(r"``(.+?)``", flags=re.DOTALL)
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`<]*?)\s*(?:<[^`]*>)?`")
+_STRONG = re.compile(r"\*\*(.+?)\*\*", flags=re.DOTALL)
+
+
+def plain_text(text: str | None) -> str | None:
+    """``text`` (a docstring reused as help) with its reST markup removed, for the terminal:
+    ``literal`` -> literal, :func:`~a.b.c` -> c, :mod:`a.b` -> a.b, **x** -> x."""
+    if not text:
+        return text
+
+    def role(match: re.Match) -> str:
+        tilde, target = match.groups()
+        return target.rsplit(".", 1)[-1] if tilde else target
+
+    return _STRONG.sub(r"\1", _LITERAL.sub(r"\1", _ROLE.sub(role, text)))
+
+
+def _plain_pages(parser: argparse.ArgumentParser) -> None:
+    """Every page of the tree in plain text (:func:`plain_text` on descriptions, epilogs and helps)."""
+    parser.description = plain_text(parser.description)
+    parser.epilog = plain_text(parser.epilog)
+    for action in parser._actions:
+        if action.help not in (None, argparse.SUPPRESS):
+            action.help = plain_text(action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._get_subactions():
+                choice.help = plain_text(choice.help)
+            for child in {id(c): c for c in action.choices.values()}.values():
+                _plain_pages(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jaket",
-        description="Joint pre-training of a knowledge graph and a language model (JAKET).",
+        description="Joint pre-training of a knowledge graph and a language model (JAKET): import or "
+                    "build a KG, link your texts to it, pre-train, fine-tune and predict, embed.",
+        epilog="`jaket COMMAND --help` describes a command; docs/cli.md lists every command and the "
+               "flag names they share.",
+        formatter_class=_GroupedCommandsFormatter,
     )
     parser.add_argument("--version", action="version", version=f"jaket {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(title="commands, in the order a user meets them", dest="command",
+                                       metavar="COMMAND")
+    commands = parser._action_groups.pop()  # the group add_subparsers made: listed before the options
+    parser._action_groups.insert(0, commands)
     for name in _SUBCOMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     _add_debug(parser, top=True)
+    _plain_pages(parser)
     return parser
 
 

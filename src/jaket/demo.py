@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaket.kg.io import save_kg
-from jaket.flags import add_device_argument
+from jaket.flags import add_device_argument, deprecated_alias, positive_int
 from jaket.model.device import machine_description, resolve_device
 from jaket.tasks import report as rep
 from jaket.tasks.registry import ENTITY_CLASSIFICATION
@@ -81,17 +81,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo", help="WordNet subset -> brief pre-training -> entity "
                                                 "classification on an unseen part (make demo)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("runs/demo"))
+    parser.add_argument("--out", type=Path, default=Path("runs/demo"), metavar="DIR",
+                        help="output folder (default runs/demo)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
     parser.add_argument("--protocol", choices=["default", "small"], default="default",
                         help="small: the demo until 2026-11-26 (3,000 synsets, 30%% held out, every classifier "
                              "from scratch; the demo-ec runs of docs/results.md)")
-    parser.add_argument("--encoder", type=Path, help="base encoder folder (default: bundled MiniLM)")
-    parser.add_argument("--model", type=Path, help="skip pre-training, use this pre-trained model folder")
-    parser.add_argument("--max-entities", type=int)
-    parser.add_argument("--pretrain-steps", type=int)
-    parser.add_argument("--seeds", type=int)
-    parser.add_argument("--epochs", type=int)
+    parser.add_argument("--encoder", type=Path, metavar="DIR", help="base encoder folder (default: bundled MiniLM)")
+    parser.add_argument("--model", type=Path, metavar="DIR",
+                        help="a pre-trained jaket model folder: skip pre-training and use it")
+    parser.add_argument("--max-entities", type=positive_int, metavar="N",
+                        help="synsets of the WordNet subset (default 10,000; --protocol small 3,000; --quick 300)")
+    parser.add_argument("--steps", dest="pretrain_steps", type=positive_int, metavar="N",
+                        help="pre-training's optimizer steps (default: the embedded default's, 120; --quick 4)")
+    deprecated_alias(parser, "--pretrain-steps", "--steps")
+    parser.add_argument("--seeds", type=positive_int, metavar="N",
+                        help="fine-tuning seeds, paired by split (default 5; --quick 2)")
+    parser.add_argument("--epochs", type=positive_int, metavar="N", help="fine-tuning epochs (default 150; --quick 15)")
     parser.add_argument("--head-init", choices=["category", "fresh"],
                         help="JAKET's classifier from the pre-trained category head (default) or from scratch "
                              "(the paper's protocol)")
@@ -170,9 +176,8 @@ def run_demo(config: DemoConfig) -> dict:
                                           "kg": results["kg"]},
                "pretrain_final_losses": {k: v[-1] for k, v in curves.items() if v},
                "seconds": timings, "machine": machine_description()}
-    rep.write_json_atomic(out / "metrics.json", metrics)
-    rep.write_text_atomic(out / "report.md", "\n".join(
-        _report_lines(config, info, leakage, table, paired, timings["total"], bool(curves), out)))
+    rep.write_run_report(out, metrics, _report_lines(config, info, leakage, table, paired, timings["total"],
+                                                     bool(curves), out))
     print()
     print(table)
     if paired:

@@ -21,16 +21,14 @@ PRECISIONS = ("auto", "fp32", "bf16")
 
 
 def add_precision_argument(parser: argparse.ArgumentParser, default_help: str = "fp32") -> None:
-    """``--precision auto|fp32|bf16`` and its alias ``--bf16`` (= ``--precision bf16``), both into
-    ``args.precision`` (None when neither is given; :func:`jaket.model.device.choose_precision` resolves it)."""
+    """``--precision auto|fp32|bf16`` and its hidden, deprecated alias ``--bf16`` (= ``--precision bf16``),
+    both into ``args.precision`` (None when neither is given; :func:`jaket.model.device.choose_precision` resolves it)."""
     parser.add_argument("--precision", choices=PRECISIONS, default=None,
                         help="bf16 autocast for the encoder's matrix products (weights, optimizer and scores "
                              "stay fp32), fp32, or auto: bf16 only where the device computes it natively "
                              "(a GPU with bf16, a CPU whose bf16 products are measured at least as fast as "
                              f"fp32), else fp32 (default {default_help})")
-    parser.add_argument("--bf16", dest="precision", action="store_const", const="bf16",
-                        help="the same as --precision bf16 (2-3x faster on CPUs with AMX / AVX512-BF16 and "
-                             "on GPUs; many times slower on CPUs without: --precision auto avoids that)")
+    deprecated_alias(parser, "--bf16", "--precision", store_const="bf16")  # the old spelling (docs/cli.md)
 
 
 def positive_int(text: str) -> int:
@@ -55,3 +53,43 @@ def non_negative_float(text: str) -> float:
     if not 0.0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number of at least 0, got {text}")
     return value
+
+
+def deprecation_line(old: str, new: str, what: str = "") -> str:
+    """The one stderr line of a deprecated spelling: ``warning: --old is deprecated; use --new``
+    (``what``: ``"config key "`` for a job key)."""
+    return f"warning: {what}{old} is deprecated; use {new}"
+
+
+class _DeprecatedAlias(argparse.Action):
+    """An old flag kept for one release: hidden from ``--help``, it stores into the new flag's
+    destination (with the new flag's type and choices, so the same values are refused the same way)
+    and prints :func:`deprecation_line` once per parse."""
+
+    def __init__(self, option_strings, dest, new: str, store_const=None, nargs=None, extend=False, **kwargs):
+        self.new = new
+        self.store_const = store_const
+        self.extend = extend  # the new flag collects its values (nargs="+", action="extend"): so does the alias
+        super().__init__(option_strings, dest, nargs=0 if store_const is not None else nargs, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import sys
+
+        print(deprecation_line(option_string, self.new), file=sys.stderr)
+        if self.extend:
+            values = [*(getattr(namespace, self.dest, None) or []), *values]
+        setattr(namespace, self.dest, self.store_const if self.store_const is not None else values)
+
+
+def deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str, *, store_const=None) -> None:
+    """Add ``old`` as a hidden alias of the already added flag ``new`` (same destination, type and
+    choices); ``store_const``: the alias takes no value and stores this one (``--bf16`` ->
+    ``--precision bf16``)."""
+    target = next((a for a in parser._actions if new in a.option_strings), None)
+    if target is None:
+        raise ValueError(f"deprecated_alias: {new} is not a flag of this parser")
+    extra = {} if store_const is not None else {"type": target.type, "choices": target.choices,
+                                                 "metavar": target.metavar, "nargs": target.nargs,
+                                                 "extend": isinstance(target, argparse._ExtendAction)}
+    parser.add_argument(old, dest=target.dest, action=_DeprecatedAlias, new=new, store_const=store_const,
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS, **extra)

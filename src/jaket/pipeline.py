@@ -11,20 +11,26 @@ the fine-tuned model in memory::
                       out="runs/wic", data__train="wic/train.data.txt", data__eval="wic/dev.data.txt")
     result.to_dataframe().groupby("variant")["accuracy"].agg(["mean", "std"])
     result.paired                                   # the paired differences, as metrics.json's "paired"
-    result.model.predict(pairs, kg)                 # the first run's fine-tuned model, in memory
+    result.finetuned.predict(pairs, kg)             # the first run's fine-tuned model, in memory
 
 Settings are spelled as the task's job keys (``jaket evaluate TASK --print-config`` lists them): a
 nested key either as a dict (``data={"kg": "my_kg"}``) or with ``__`` (``data__kg="my_kg"``); both
-are ``data.kg``. ``model`` is the job's ``pretrained``, ``seeds`` a count (seeds 0 .. N-1) or the
-seeds themselves.
+are ``data.kg``. ``model`` is the job's ``pretrained`` (the jointly pre-trained input, as ``--model``
+everywhere), ``seeds`` a count (seeds 0 .. N-1) or the seeds themselves; the fine-tuned model comes
+back as ``result.finetuned``.
 
 Every task is called directly: its spec's ``runner`` (no argv, no subprocess, nothing read back
-from disk), the same function ``jaket finetune|evaluate TASK`` runs
-(:func:`jaket.tasks.cli_common.run_task`, the thin layer over it).
+from disk). ``jaket finetune|evaluate TASK`` is a thin layer over this function
+(:func:`jaket.tasks.cli.run_task`: the job its flags describe, handed to :func:`pipeline`), and the
+checks before any work (the device, the trackers, ``out``) are written once, in :func:`prepare_run`.
+A bad argument is a ``ValueError`` (or ``TypeError``) naming the keyword as the caller wrote it;
+nothing here exits.
 """
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral
 from pathlib import Path
@@ -42,8 +48,8 @@ def pipeline(task: str, *, out: str | Path | None = None, evaluate: bool = True,
              encoder: str | Path | None = None, variants: list[str] | str | None = None,
              seeds: int | Sequence[int] | None = None, config: str | Path | None = None, overwrite: bool = False,
              device: str | None = None, log_with: Sequence[str] = (), **settings: Any) -> TaskResult:
-    """Run ``jaket evaluate TASK`` (``evaluate=False``: ``jaket finetune TASK``, one setting) and
-    return what it measured, with ``model`` the first run's fine-tuned model in memory.
+    """Run ``jaket evaluate TASK`` (``evaluate=False``: ``jaket finetune TASK``, one variant) and
+    return what it measured, with ``finetuned`` the first run's fine-tuned model in memory.
 
     ``out``: the run's folder (``metrics.json``, ``report.md``; a fine-tuning's ``out/model``), checked
     before any work (``overwrite`` replaces an earlier run); None writes nothing. ``model``: a jointly
@@ -57,33 +63,52 @@ def pipeline(task: str, *, out: str | Path | None = None, evaluate: bool = True,
     if spec.runner is None:
         raise ValueError(f"task {task!r} has no runner: its spec cannot be run from Python")
     job = _job(spec, evaluate, model, encoder, variants, seeds, config, settings)
+    where, out, save_dir, log_with = prepare_run(out, evaluate=evaluate, overwrite=overwrite, device=device,
+                                                 log_with=log_with)
+    return spec.run_function()(job, out, save_dir=save_dir, device=where, log_with=log_with, keep_model=True)
+
+
+def prepare_run(out: str | Path | None, *, evaluate: bool, overwrite: bool = False, device: str | None = None,
+                log_with: Sequence[str] | str = ()) -> tuple[str, Path | None, Path | None, tuple[str, ...]]:
+    """The checks before any work, the one place of them (``pipeline()`` and so every command):
+    ``(device, out, save_dir, trackers)`` once the device exists here, the trackers are installed and
+    ``out`` is not an earlier run's folder (``overwrite`` replaces it; a fine-tuning's ``out/model``,
+    its ``save_dir``, is refused now when it holds something else, not after the first run)."""
     where = resolve_device(device)
     log_with = (log_with,) if isinstance(log_with, str) else tuple(log_with)
     check_trackers(log_with)
+    out = None if out is None else Path(out)
     if out is not None:
-        check_run_folder(Path(out), overwrite)
-    save_dir = None if evaluate or out is None else Path(out) / "model"
-    if save_dir is not None:  # before any work, not when the first run is saved
+        check_run_folder(out, overwrite)
+    save_dir = None if evaluate or out is None else out / "model"
+    if save_dir is not None:
         check_folder_to_replace(save_dir, "task.json", "fine-tuned model")  # jaket.tasks.finetuned.TASK_FILE
-    return spec.run_function()(job, None if out is None else Path(out), save_dir=save_dir, device=where,
-                               log_with=tuple(log_with), keep_model=True)
+    return where, out, save_dir, log_with
 
 
 def _job(spec: TaskSpec, evaluate: bool, model, encoder, variants, seeds, config, settings: Mapping):
-    """The task's typed job: its defaults < ``config`` < the keyword settings."""
-    values = _dotted(settings)
+    """The task's typed job: its defaults < ``config`` < the keyword settings; a bad value is named
+    as the caller wrote it (``trian=3: trian: unknown key ...``, ``data__kg=...``, ``model=...``)."""
+    spelled: dict[str, str] = {}
+    values = _dotted(settings, spelled=spelled)
     for key, argument, value in (("pretrained", "model", model), ("encoder", "encoder", encoder)):
         if value is not None:
             if key in values:
                 raise ValueError(f"{key}: given twice, as {argument}= and as the setting {key}; give it once")
             values[key] = value
+            spelled[key] = argument
     if variants is not None:
         values["variants"] = [variants] if isinstance(variants, str) else list(variants)
         if not values["variants"]:
-            raise ValueError("variants=[]: give at least one variant, or None for the task's default settings")
+            raise ValueError("variants=[]: give at least one variant, or None for the task's default variants")
     if seeds is not None:
         values["seeds"] = _seeds(seeds)
-    return task_job(spec.job, spec.name, evaluate, config, [], values)
+
+    def origin(key: str, value) -> str:
+        return f"{spelled.get(key, key)}={value!r}"
+
+    return task_job(spec.job, evaluate, config, [], values, what=spec.name, origin=origin,
+                    default_variants=spec.default_variants, finetune_variant=spec.finetune_variant)
 
 
 def _seeds(seeds) -> list[int]:
@@ -106,18 +131,34 @@ def _seeds(seeds) -> list[int]:
     return [int(s) for s in chosen]
 
 
-def _dotted(settings: Mapping, prefix: str = "", flat: dict[str, Any] | None = None) -> dict[str, Any]:
+def _dotted(settings: Mapping, prefix: str = "", flat: dict[str, Any] | None = None,
+            spelled: dict[str, str] | None = None, written: str = "") -> dict[str, Any]:
     """``{"data": {"kg": x}}`` and ``{"data__kg": x}`` both as ``{"data.kg": x}``; a key given
-    twice (the two spellings side by side) is a ``ValueError``, a key that is not text a ``TypeError``."""
+    twice (the two spellings side by side) is a ``ValueError``, a key that is not text a ``TypeError``.
+    ``spelled``: filled with each key as the caller wrote it (``data__kg``, ``data['kg']``)."""
     flat = {} if flat is None else flat
+    spelled = {} if spelled is None else spelled
     for key, value in settings.items():
         if not isinstance(key, str):
             raise TypeError(f"setting {prefix}{key!r}: a setting's name must be a string")
         name = prefix + key.replace("__", ".")
+        as_written = f"{written}[{key!r}]" if written else key
         if isinstance(value, Mapping):
-            _dotted(value, name + ".", flat)
+            _dotted(value, name + ".", flat, spelled, as_written)
         elif name in flat:
             raise ValueError(f"{name}: given twice (as a nested dict and with __); give it once")
         else:
             flat[name] = value
+            spelled[name] = as_written
     return flat
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable: ``jaket.pipeline(task, ...)`` is :func:`pipeline` (as
+    ``transformers.pipeline(...)``), while ``from jaket.pipeline import pipeline`` keeps working."""
+
+    def __call__(self, task: str, **kwargs: Any) -> TaskResult:
+        return pipeline(task, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

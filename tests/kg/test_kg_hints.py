@@ -88,7 +88,7 @@ def test_utf16_and_utf32_input_is_said_in_one_line(bom, encoding, name, kg_dir, 
     said = f"{name} text (it starts with the byte order mark {mark}); save it as UTF-8"
     texts = tmp_path / "texts.txt"
     texts.write_bytes(bom + "a wolf in the forest\n".encode(encoding))
-    status, err, _ = _run(capsys, "link", "--kg", str(kg_dir), "--text", str(texts), "--out", str(tmp_path / "c.jsonl"))
+    status, err, _ = _run(capsys, "link", "--kg", str(kg_dir), "--texts", str(texts), "--out", str(tmp_path / "c.jsonl"))
     assert status == 1 and err == [f"{texts}:1: {said}"]
     config = tmp_path / "c.yaml"
     config.write_bytes(bom + "steps: 3\n".encode(encoding))

@@ -160,7 +160,7 @@ def test_short_and_all_capital_forms_keep_their_capitals(make_kg, tmp_path: Path
     # the command line: --ignore-case, and not with --case-sensitive
     save_kg(kg, tmp_path / "kg")
     (tmp_path / "texts.txt").write_text("we sat in nasa\n", encoding="utf-8")
-    args = ["link", "--kg", str(tmp_path / "kg"), "--text", str(tmp_path / "texts.txt"), "--out"]
+    args = ["link", "--kg", str(tmp_path / "kg"), "--texts", str(tmp_path / "texts.txt"), "--out"]
     assert jaket_main(args + [str(tmp_path / "a.jsonl")]) == 0
     assert json.loads(capsys.readouterr().out)["mentions"] == 1
     assert [kg.entity_names[m.entity] for m in load_corpus(tmp_path / "a.jsonl", kg).mentions[0]] == ["sit"]
@@ -207,7 +207,7 @@ def test_short_names_are_listed_and_linked_when_asked(make_kg, tmp_path: Path, c
     # the command line: the summary lists what was left out; --short-forms / --min-name-length link it
     save_kg(kg, tmp_path / "kg")
     (tmp_path / "texts.txt").write_text(text + "\n", encoding="utf-8")
-    args = ["link", "--kg", str(tmp_path / "kg"), "--text", str(tmp_path / "texts.txt"), "--out"]
+    args = ["link", "--kg", str(tmp_path / "kg"), "--texts", str(tmp_path / "texts.txt"), "--out"]
     assert jaket_main(args + [str(tmp_path / "a.jsonl"), "--short-forms", "Go,JS"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["mentions"] == 3 and summary["gazetteer"]["skipped_short_forms"] == [{"entity": "e1", "form": "C"}]
@@ -313,7 +313,7 @@ def test_cli_end_to_end(tmp_path: Path, capsys):
     plain.write_text("The hound ate meat.\n\nAn apple tree grows on the farm.\r\nNo entity here.\n",
                      encoding="utf-8")
     out = tmp_path / "kg" / "corpus.jsonl"
-    status = jaket_main(["link", "--kg", str(tmp_path / "kg"), "--text", str(plain), "--out", str(out)])
+    status = jaket_main(["link", "--kg", str(tmp_path / "kg"), "--texts", str(plain), "--out", str(out)])
     assert status == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
@@ -331,7 +331,7 @@ def test_cli_end_to_end(tmp_path: Path, capsys):
     # JSONL input, case-sensitive
     jsonl = tmp_path / "texts.jsonl"
     jsonl.write_text(json.dumps({"text": "Dog and dog", "id": 7}) + "\n", encoding="utf-8")
-    assert jaket_main(["link", "--kg", str(tmp_path / "kg"), "--text", str(jsonl), "--out",
+    assert jaket_main(["link", "--kg", str(tmp_path / "kg"), "--texts", str(jsonl), "--out",
                        str(tmp_path / "out.jsonl"), "--case-sensitive"]) == 0
     assert json.loads(capsys.readouterr().out)["mentions"] == 1
     assert json.loads((tmp_path / "out.jsonl").read_text())["mentions"] == [
@@ -345,7 +345,7 @@ def test_bad_input_names_path_and_line(tmp_path: Path, capsys):
     bad.write_bytes(b'{"text": "a dog"}\n{"text": "a cat"\n\n[1]\n{"title": "x"}\n'
                     b'{"text": "caf\xe9"}\n{"text": 3}\n')
     out = tmp_path / "out.jsonl"
-    status = jaket_main(["link", "--kg", str(tmp_path / "kg"), "--text", str(bad), "--out", str(out)])
+    status = jaket_main(["link", "--kg", str(tmp_path / "kg"), "--texts", str(bad), "--out", str(out)])
     assert status == 1
     err = capsys.readouterr().err.splitlines()
     assert err == [f"{bad}:2: invalid JSON: Expecting ',' delimiter (column 17)",
@@ -358,10 +358,10 @@ def test_bad_input_names_path_and_line(tmp_path: Path, capsys):
     plain.write_bytes(b"a dog\n\xff\xfe\n")
     with pytest.raises(KGFormatError, match=rf"^{plain}:2: invalid UTF-8"):
         read_texts(plain)
-    assert jaket_main(["link", "--kg", str(tmp_path / "kg"), "--text", str(tmp_path / "missing.txt"),
+    assert jaket_main(["link", "--kg", str(tmp_path / "kg"), "--texts", str(tmp_path / "missing.txt"),
                        "--out", str(out)]) == 1
     assert "missing.txt: cannot read" in capsys.readouterr().err
-    assert jaket_main(["link", "--kg", str(tmp_path / "nokg"), "--text", str(plain),
+    assert jaket_main(["link", "--kg", str(tmp_path / "nokg"), "--texts", str(plain),
                        "--out", str(out)]) == 1
     assert "not a directory" in capsys.readouterr().err
 

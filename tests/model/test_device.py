@@ -77,10 +77,10 @@ def test_inference_on_the_fake_device_reads_back_with_cpu(model_folder, fake_dev
     ["evaluate", "kgqa"],
     ["finetune", "relation-classification"],
     ["evaluate", "link-prediction", "--train-encoder"],
-    ["predict", "entity-classification", "--model", "M", "--kg", "K"],
-    ["predict", "link-prediction", "--model", "M", "--kg", "K", "--queries", "Q"],
-    ["predict", "kgqa", "--model", "M", "--questions", "Q"],
-    ["predict", "relation-classification", "--model", "M", "--support", "S", "--queries", "Q"],
+    ["predict", "entity-classification", "--finetuned", "M", "--kg", "K"],
+    ["predict", "link-prediction", "--finetuned", "M", "--kg", "K", "--queries", "Q"],
+    ["predict", "kgqa", "--finetuned", "M", "--questions", "Q"],
+    ["predict", "relation-classification", "--finetuned", "M", "--support", "S", "--queries", "Q"],
     ["demo", "--quick"],
 ])
 def test_every_command_takes_a_device_and_refuses_one_it_lacks(command, capsys):

@@ -1,43 +1,34 @@
 """docs/contributing.md, "Adding a task": a task is one package and one spec. A toy task registered
-from this file (its job, its flags, its runner) appears in ``jaket finetune|evaluate`` with the
-common flags and its own, runs through the one command handler (``cli_common.run_task``) and in
-``pipeline()``, both giving the same runs, and gets its default settings from its spec."""
+from this file (its job and its runner: its flags are made from the job) appears in ``jaket
+finetune|evaluate``, runs through the one command handler (``jaket.tasks.cli.run_task``, a layer over
+``pipeline()``) and in ``pipeline()``, both giving the same runs, and gets its default variants from
+its spec."""
 
 from __future__ import annotations
 
-import argparse
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
 from jaket.cli import build_parser, main
-from jaket.overrides import add_config_flags
-from jaket.tasks.cli_common import chosen_variants, run_task
-from jaket.tasks.registry import TASKS, TaskSpec, register_task
+from jaket.tasks.cli_common import chosen_variants
+from jaket.tasks.job_flags import flag
+from jaket.tasks.registry import TASKS, register_task
+from jaket.tasks.spec import TaskSpec
 
 
 @dataclass
 class ToyJob:
+    #: steps of the toy
     steps: int = 3
     variants: tuple[str, ...] = ()
     seeds: tuple[int, ...] = ()
-    pretrained: str | None = None
+    pretrained: str | None = field(default=None, metadata=flag("model"))
     encoder: str | None = None
     km_layers: int | None = None
     km_heads: int | None = None
     bf16: bool = False
-
-
-#: the toy's flag -> job key (its ``cli`` module's, this file's)
-FLAG_KEYS = {"steps": "steps"}
-
-
-def add_arguments(parser: argparse.ArgumentParser, evaluate: bool) -> None:
-    """The toy task's flags (its spec's ``add_arguments``, in its ``cli`` module: this file)."""
-    add_config_flags(parser, "YAML config (keys of ToyJob)", "--set steps=5")
-    parser.add_argument("--steps", type=int, help=f"steps (default {ToyJob().steps})")
-    parser.set_defaults(func=run_task, evaluate=evaluate)
 
 
 class ToyModel:
@@ -59,7 +50,7 @@ def run_toy(job: ToyJob, out_dir=None, *, save_dir=None, device="cpu", log_with=
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "metrics.json").write_text(json.dumps({"task": "toy-task", "runs": runs}))
     result = TaskResult.from_metrics({"task": "toy-task", "runs": runs, "summary": {"runs": len(runs)}})
-    result.model = ToyModel(job.steps) if keep_model else None
+    result.finetuned = ToyModel(job.steps) if keep_model else None
     return result
 
 
@@ -70,9 +61,9 @@ def results_table(result) -> str:
 
 @pytest.fixture
 def toy_task():
-    spec = register_task(TaskSpec("toy-task", "tests.tasks", "a toy task of the tests", ToyJob,
-                                  default_variants=("lm", "jaket"), finetune_variant="lm", cli=__name__,
-                                  runner="run_toy", run_module=__name__))
+    spec = register_task(TaskSpec("toy-task", "a toy task of the tests", ToyJob, runner=lambda: run_toy,
+                                  table=lambda: results_table, default_variants=("lm", "jaket"),
+                                  finetune_variant="lm"))
     yield spec
     TASKS.pop(spec.name)
 
@@ -89,8 +80,11 @@ def test_a_task_registered_from_a_test_file_appears_in_the_cli(toy_task, tmp_pat
     assert "lm seed 1: 6" in capsys.readouterr().out  # its runner ran, its table printed
     assert main(["finetune", "toy-task", "--set", "steps=7", "--print-config"]) == 0
     assert "steps: 7" in capsys.readouterr().out
-    assert chosen_variants("toy-task", True, None) == ("lm",)  # the spec's, jaket only with --model
-    assert chosen_variants("toy-task", False, None) == ("lm",)
+    defaults = {"default_variants": toy_task.default_variants, "finetune_variant": toy_task.finetune_variant}
+    assert chosen_variants(True, None, **defaults) == ("lm",)  # the spec's, jaket only with --model
+    assert chosen_variants(False, None, **defaults) == ("lm",)
+    assert main(["evaluate", "toy-task", "--model", "M", "--print-config"]) == 0  # its pretrained field is --model
+    assert "pretrained: M" in capsys.readouterr().out
     with pytest.raises(ValueError, match="registered already"):
         register_task(toy_task)
 
@@ -117,7 +111,7 @@ def test_a_task_registered_from_a_test_file_appears_in_the_pipeline(toy_task, tm
     assert not hasattr(jaket.pipeline, "build_parser")  # the module imports no command line
     assert result.rows() == [{"variant": "lm", "budget": None, "seed": 0, "score": 5.0},
                              {"variant": "lm", "budget": None, "seed": 1, "score": 6.0}]
-    assert result.model.predict(["a", "b"]) == [5, 5]
+    assert result.finetuned.predict(["a", "b"]) == [5, 5]
     assert main(["evaluate", "toy-task", "--steps", "5", "--seeds", "2", "--out", str(tmp_path / "cli")]) == 0
     assert TaskResult.from_metrics(tmp_path / "cli").rows() == result.rows()  # the command's runs are the pipeline's
     with pytest.raises(ValueError, match="jaket"):

@@ -82,7 +82,7 @@ def test_kgqa_embedded_default(tiny_bert_dir, tmp_path):
 
 def test_kgqa_on_metaqa_files(metaqa_dir, tiny_bert_dir, tmp_path):
     out = tmp_path / "qa"
-    assert main(["finetune", "kgqa", "--metaqa", str(metaqa_dir), "--train-split", "train", "--encoder",
+    assert main(["finetune", "kgqa", "--data", str(metaqa_dir), "--train", "train", "--encoder",
                  str(tiny_bert_dir), "--variant", "lm", "--steps", "2", "--kg-settings", "full", "--out", str(out)]) == 0
     assert _metrics(out)["data"]["questions"] == 3
 
@@ -90,7 +90,7 @@ def test_kgqa_on_metaqa_files(metaqa_dir, tiny_bert_dir, tmp_path):
 @pytest.mark.slow
 def test_relation_classification_embedded_default(tiny_bert_dir, tmp_path):
     metrics = _embedded_default("evaluate", "relation-classification", tiny_bert_dir, tmp_path / "rc", "--seeds", "1",
-                                "--train-steps", "2", "--episodes", "5", "--settings", "2-1", "--train-relations", "1")
+                                "--steps", "2", "--episodes", "5", "--settings", "2-1", "--train-relations", "1")
     assert list(metrics["summary"]) == ["lm"]
     assert len(metrics["train_relations"]) == 1 and len(metrics["eval_relations"]) >= 2
     assert not set(metrics["train_relations"]) & set(metrics["eval_relations"])
@@ -101,7 +101,7 @@ def test_relation_classification_embedded_default(tiny_bert_dir, tmp_path):
 def test_relation_classification_fewrel_and_10_way(shared_data, tiny_bert_dir, tmp_path, capsys):
     out = tmp_path / "rc"
     assert main(["evaluate", "relation-classification", "--data", str(shared_data / "fewrel"),
-                 "--encoder", str(tiny_bert_dir), "--seeds", "1", "--train-steps", "2", "--episodes", "4",
+                 "--encoder", str(tiny_bert_dir), "--seeds", "1", "--steps", "2", "--episodes", "4",
                  "--settings", "5-1", "--out", str(out)]) == 0
     metrics = _metrics(out)
     assert list(metrics["train_relations"]) == ["P177", "P206", "P2094"] and len(metrics["eval_relations"]) == 5

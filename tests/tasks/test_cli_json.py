@@ -59,7 +59,7 @@ def test_json_commands_print_strict_json_alone(small_kg, metaqa_dir, tiny_bert_d
     questions.write_text(questions.read_text().replace("who directed [Kismet]\tWilliam Dieterle",
                                                        "who directed [Kismet]\tWilliam Dieterle|Nobody Known"))
     out = tmp_path / "qa"
-    summary, err = run("finetune", "kgqa", "--metaqa", str(metaqa_dir), "--train-split", "train", "--encoder",
+    summary, err = run("finetune", "kgqa", "--data", str(metaqa_dir), "--train", "train", "--encoder",
                        str(tiny_bert_dir), "--variant", "lm", "--steps", "2", "--kg-settings", "full",
                        "--out", str(out))
     assert list(summary) == ["lm"] and "fine-tuned model:" in err  # the hint after the JSON: stderr

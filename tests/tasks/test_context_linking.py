@@ -185,8 +185,8 @@ def test_jaket_link_model_writes_scores_and_a_pretraining_corpus(bank, tmp_path,
     kg, kg_dir, model_dir, _ = bank
     texts = tmp_path / "texts.txt"
     texts.write_text("\n".join(TEXTS) + "\n")
-    status, summary, _ = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "all.jsonl",
-                               "--model", model_dir, "--device", "cpu")
+    status, summary, _ = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "all.jsonl",
+                               "--model", model_dir, "--device", "cpu", "--scorer", "head")
     assert status == 0
     records = _records(tmp_path / "all.jsonl")
     assert [[(r["text"][m["start"]:m["end"]], m["entity"]) for m in r["mentions"]] for r in records][:2] == [
@@ -206,8 +206,9 @@ def test_jaket_link_model_writes_scores_and_a_pretraining_corpus(bank, tmp_path,
     # --min-confidence between the two most confident banks leaves the others unlinked, counted
     scores = sorted(m["score"] for m in banks)
     threshold = (scores[-1] + scores[-2]) / 2
-    status, summary, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "sure.jsonl",
-                                 "--model", model_dir, "--device", "cpu", "--min-confidence", threshold)
+    status, summary, err = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "sure.jsonl",
+                                 "--model", model_dir, "--device", "cpu", "--min-confidence", threshold,
+                                 "--scorer", "head")
     sure = _records(tmp_path / "sure.jsonl")
     kept = [m for r in sure for m in r["mentions"] if m["entity"].startswith("bank.")]
     dropped = [u for r in sure for u in r.get("unlinked", [])]
@@ -216,8 +217,8 @@ def test_jaket_link_model_writes_scores_and_a_pretraining_corpus(bank, tmp_path,
     assert summary["model"]["below_confidence"] == 2 and summary["mentions"] == 2
     assert "2 left unlinked below --min-confidence" in err[-1]
     # deterministic: the same run writes the same bytes
-    _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "again.jsonl", "--model", model_dir,
-          "--device", "cpu")
+    _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "again.jsonl", "--model", model_dir,
+          "--device", "cpu", "--scorer", "head")
     assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "all.jsonl").read_bytes()
 
 
@@ -226,9 +227,9 @@ def test_jaket_link_without_model_is_the_gazetteer_unchanged(bank, tmp_path, cap
     texts = tmp_path / "texts.jsonl"
     texts.write_text("".join(json.dumps({"text": t, "targets": [{"start": 0, "end": 2, "pos": "x"}]}) + "\n"
                              for t in TEXTS))  # targets are read with --model only: not read here, and said so
-    status, summary, _ = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "out.jsonl")
+    status, summary, _ = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "out.jsonl")
     assert status == 0
-    assert f"--text {texts}: {len(TEXTS)} record(s) give 'targets', which only --model reads" in caplog.text
+    assert f"--texts {texts}: {len(TEXTS)} record(s) give 'targets', which only --model reads" in caplog.text
     save_corpus(EntityLinker.from_kg(kg).link_texts(TEXTS), tmp_path / "expected.jsonl", kg)
     assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "expected.jsonl").read_bytes()
     assert list(summary) == ["kg", "input", "output", "texts", "mentions", "linked_texts", "unlinked_texts",
@@ -241,20 +242,20 @@ def test_jaket_link_bad_input_is_one_line(bank, tiny_bert_dir, tmp_path, capsys)
     texts = tmp_path / "texts.txt"
     texts.write_text(TEXTS[0] + "\n")
     out = tmp_path / "out.jsonl"
-    status, _, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", out, "--min-confidence", "0.5")
+    status, _, err = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", out, "--min-confidence", "0.5")
     assert status == 2 and err == ["error: --min-confidence: only with --model (the gazetteer alone has no probabilities)"]
-    status, _, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", out, "--model", tmp_path / "nowhere")
+    status, _, err = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", out, "--model", tmp_path / "nowhere")
     assert status == 2 and len(err) == 1 and err[0].startswith(f"error: --model {tmp_path / 'nowhere'}: no such folder")
-    status, _, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", out, "--model", tiny_bert_dir)
+    status, _, err = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", out, "--model", tiny_bert_dir)
     assert status == 1 and len(err) == 1 and "config.json" in err[0]  # an encoder, not a jaket model folder
     with pytest.raises(SystemExit):
-        jaket_main(["link", "--kg", str(kg_dir), "--text", str(texts), "--out", str(out), "--model", str(model_dir),
+        jaket_main(["link", "--kg", str(kg_dir), "--texts", str(texts), "--out", str(out), "--model", str(model_dir),
                     "--min-confidence", "1.5"])
     assert "must be a probability in [0, 1], got 1.5" in capsys.readouterr().err
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"text": "the bank", "targets": [{"start": 4, "end": 8, "pos": "x"}]}) + "\n"
                    + json.dumps({"text": "the bank", "targets": [{"start": 4, "end": 80}]}) + "\n")
-    status, _, err = _link(capsys, "--kg", kg_dir, "--text", bad, "--out", out, "--model", model_dir, "--device", "cpu")
+    status, _, err = _link(capsys, "--kg", kg_dir, "--texts", bad, "--out", out, "--model", model_dir, "--device", "cpu")
     assert status == 1 and err[:2] == [
         f"{bad}:1: unknown part of speech 'x' (one of n, v, a, r or noun, verb, adj, adv)",
         f"{bad}:2: target 1: span [4, 80) is empty or outside the text (length 8)"]
@@ -274,9 +275,9 @@ def test_jaket_link_model_on_wordnet_counts_what_min_confidence_leaves(tiny_jake
     gazetteer = EntityLinker.from_kg(kg)
     spans = [s for t in texts for s in gazetteer.candidate_spans(t)]
     assert sum(len(s.candidates) > 1 for s in spans) >= 3  # some words have several senses here
-    status, summary, err = _link(capsys, "--kg", tmp_path / "wordnet", "--text", tmp_path / "texts.txt",
+    status, summary, err = _link(capsys, "--kg", tmp_path / "wordnet", "--texts", tmp_path / "texts.txt",
                                  "--out", tmp_path / "linked.jsonl", "--model", tiny_jaket_dir, "--device", "cpu",
-                                 "--min-confidence", "0.7")
+                                 "--min-confidence", "0.7", "--scorer", "head")
     assert status == 0
     records = _records(tmp_path / "linked.jsonl")
     linked = [m for r in records for m in r["mentions"]]
@@ -288,7 +289,7 @@ def test_jaket_link_model_on_wordnet_counts_what_min_confidence_leaves(tiny_jake
     assert f"{len(below)} left unlinked below --min-confidence 0.7" in err[-1]
     assert load_corpus(tmp_path / "linked.jsonl", kg).num_mentions == len(linked)
     # the text+kg scorer over the same spans: the same accounting
-    status, summary, _ = _link(capsys, "--kg", tmp_path / "wordnet", "--text", tmp_path / "texts.txt",
+    status, summary, _ = _link(capsys, "--kg", tmp_path / "wordnet", "--texts", tmp_path / "texts.txt",
                                "--out", tmp_path / "kg.jsonl", "--model", tiny_jaket_dir, "--device", "cpu",
                                "--min-confidence", "0.7", "--scorer", "text+kg")
     records = _records(tmp_path / "kg.jsonl")
@@ -331,19 +332,23 @@ def test_the_text_kg_scorer_reads_each_candidates_text_and_its_neighbours(bank, 
         ContextLinker(linker.model, kg, scorer="cosine")
     texts = tmp_path / "texts.txt"
     texts.write_text("\n".join(TEXTS[:2]) + "\n")
-    status, summary, _ = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "kg.jsonl", "--model",
+    status, summary, _ = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "kg.jsonl", "--model",
                                model_dir, "--device", "cpu", "--scorer", "text+kg", "--neighbour-weight", "0.5")
     records = _records(tmp_path / "kg.jsonl")
     assert status == 0 and summary["model"]["scorer"] == "text+kg" and summary["model"]["neighbour_weight"] == 0.5
     assert [r["mentions"][0]["entity"] for r in records] == [RIVER, MONEY]
     assert records[0]["mentions"][0]["candidates"][0]["score"] == pytest.approx(
         float(np.exp(logits[0] - logits[0].max()).max() / np.exp(logits[0] - logits[0].max()).sum()), abs=1e-5)
-    status, _, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "no.jsonl", "--scorer",
+    status, _, err = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "no.jsonl", "--scorer",
                            "text+kg")
     assert status == 2 and err == ["error: --scorer: only with --model (the gazetteer alone has no probabilities)"]
-    status, _, err = _link(capsys, "--kg", kg_dir, "--text", texts, "--out", tmp_path / "no.jsonl", "--model",
-                           model_dir, "--neighbour-weight", "2")
-    assert status == 2 and err == ["error: --neighbour-weight: only with --scorer text+kg (the head reads no neighbours)"]
+    status, _, err = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "no.jsonl", "--model",
+                           model_dir, "--neighbour-weight", "2", "--scorer", "head")
+    assert status == 2 and err == ["error: --neighbour-weight: only with --scorer text+kg (the head reads no "
+                                   "neighbours or usage examples)"]
+    status, _, err = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "no.jsonl", "--model",
+                           model_dir, "--no-usage-examples", "--scorer", "head")
+    assert status == 2 and err[0].startswith("error: --no-usage-examples: only with --scorer text+kg")
 
 
 def test_texts_and_targets_given_the_wrong_way_are_refused(bank):
@@ -371,3 +376,90 @@ def test_texts_and_targets_given_the_wrong_way_are_refused(bank):
     assert torch.equal(linker.entity_rows([RIVER]), linker.entity_rows([0]))  # ids, as everywhere else
     [result] = linker.link([text], targets=[[Target(4, 9, lemma="river")]])  # a valid target links as before
     assert [(m.start, m.end, kg.entity_ids[m.entity]) for m in result.mentions] == [(4, 9, "river.n.01")]
+
+
+# ----------------------------------------------------------------------------- the defaults of jaket link --model
+
+#: the bank KG's own corpus (its usage examples): a money bank's, a river bank's, and one that is a
+#: text being linked (TEXTS[0]: left out, counted)
+USAGE = [("a deposit of cash in the bank", [(24, 28, MONEY)]),
+         ("the bank of the stream", [(4, 8, RIVER)]),
+         (TEXTS[0], [(14, 18, RIVER), (26, 31, "river.n.01")])]
+
+
+def _kg_with_usage(kg, tmp_path) -> Path:
+    from jaket.kg.corpus import Mention, MentionCorpus
+
+    folder = tmp_path / "kg-with-usage"
+    index = {e: i for i, e in enumerate(kg.entity_ids)}
+    save_kg(kg, folder, corpus=MentionCorpus([t for t, _ in USAGE],
+                                             [[Mention(a, b, index[e]) for a, b, e in ms] for _, ms in USAGE]))
+    return folder
+
+
+def test_jaket_link_model_defaults_to_the_text_kg_scorer(bank, tmp_path, capsys):
+    """Issue 51: `jaket link --model M` with no --scorer writes the links of --scorer text+kg (the best
+    measured), byte for byte, and not the head's."""
+    kg, kg_dir, model_dir, _ = bank
+    kg_dir = _kg_with_usage(kg, tmp_path)
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(TEXTS) + "\n")
+    outputs = {}
+    for name, extra in (("default", ()), ("text+kg", ("--scorer", "text+kg")), ("head", ("--scorer", "head"))):
+        status, summary, _ = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / f"{name}.jsonl",
+                                   "--model", model_dir, "--device", "cpu", *extra)
+        assert status == 0
+        outputs[name] = ((tmp_path / f"{name}.jsonl").read_bytes(),
+                         {k: v for k, v in summary["model"].items() if k != "seconds"})  # timings vary
+    assert outputs["default"] == outputs["text+kg"] and outputs["default"][1]["scorer"] == "text+kg"
+    assert outputs["head"][0] != outputs["default"][0]
+
+
+def test_the_text_kg_scorer_reads_the_kgs_usage_examples(bank, tmp_path, capsys):
+    """The usage examples of a KG are its corpus texts (module docstring of jaket.tasks.link_cli):
+    each entity's sense text holds those that mention it, except a text being linked; the links are
+    the linker's with exactly those examples, and --no-usage-examples reads none."""
+    from jaket.tasks.link_cli import kg_usage_examples
+    from jaket.tasks.word_sense.model import SenseTexts
+
+    kg, _, model_dir, _ = bank
+    kg_dir = _kg_with_usage(kg, tmp_path)
+    index = {e: i for i, e in enumerate(kg.entity_ids)}
+    usage, counts = kg_usage_examples(kg_dir, kg, TEXTS, limit=128)
+    assert usage == {index[MONEY]: (USAGE[0][0],), index[RIVER]: (USAGE[1][0],)}
+    assert counts == {"usage_examples": 2, "usage_examples_dropped": 2}  # TEXTS[0]'s two entities
+    assert kg_usage_examples(kg_dir, kg, TEXTS, limit=0)[0] == {}
+    assert kg_usage_examples(tmp_path / "nowhere", kg, TEXTS, limit=128) == (
+        {}, {"usage_examples": 0, "usage_examples_dropped": 0})  # a KG without a corpus has none
+
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(TEXTS) + "\n")
+    status, summary, _ = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "usage.jsonl",
+                               "--model", model_dir, "--device", "cpu")
+    assert status == 0 and {k: summary["model"][k] for k in counts} == counts
+    status, plain_summary, _ = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "plain.jsonl",
+                                     "--model", model_dir, "--device", "cpu", "--no-usage-examples")
+    assert status == 0 and "usage_examples" not in plain_summary["model"]
+
+    def expected(sense_texts):
+        linker = ContextLinker.from_pretrained(model_dir, kg, device="cpu", scorer="text+kg", texts=sense_texts)
+        return [[(m.start, m.end, kg.entity_ids[m.entity], round(m.score, 5)) for m in t.mentions]
+                for t in linker.link(TEXTS)]
+
+    def written(path):
+        return [[(m["start"], m["end"], m["entity"], round(m["score"], 5)) for m in r["mentions"]]
+                for r in _records(path)]
+
+    assert written(tmp_path / "usage.jsonl") == expected(SenseTexts(usage))
+    assert written(tmp_path / "plain.jsonl") == expected(SenseTexts({}))
+    assert written(tmp_path / "usage.jsonl") != written(tmp_path / "plain.jsonl")  # the examples count
+
+
+def test_model_flags_given_without_model_are_refused_even_at_their_default(bank, tmp_path, capsys):
+    kg, kg_dir, _, _ = bank
+    texts = tmp_path / "texts.txt"
+    texts.write_text(TEXTS[0] + "\n")
+    for flags in (["--scorer", "text+kg"], ["--batch-size", "64"], ["--no-usage-examples"]):
+        status, _, err = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "o.jsonl", *flags)
+        assert status == 2 and err == [f"error: {flags[0]}: only with --model (the gazetteer alone has no "
+                                       f"probabilities)"]

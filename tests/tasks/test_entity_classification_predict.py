@@ -11,7 +11,7 @@ import yaml
 
 from jaket.cli import main
 from jaket.kg.io import KGFormatError, save_kg
-from jaket.tasks.finetuned import load_finetuned
+from jaket.tasks.registry import load_finetuned
 from jaket.tasks.splits import read_splits
 
 
@@ -101,7 +101,7 @@ def test_finetune_saves_a_model_that_predict_uses(small_kg, kg_dir, tiny_bert_di
     assert task["training"]["test_accuracy"] == run["test_accuracy"]
     # predict the test entities: the saved model gives exactly the accuracy fine-tuning reported
     predictions = tmp_path / "test.jsonl"
-    assert main(["predict", "entity-classification", "--model", str(model_dir), "--kg", str(kg_dir),
+    assert main(["predict", "entity-classification", "--finetuned", str(model_dir), "--kg", str(kg_dir),
                  "--entities", str(files["test"]), "--top-k", "2", "--out", str(predictions)]) == 0
     rows = _rows(predictions)
     test_ids = files["test"].read_text().split()
@@ -120,9 +120,9 @@ def test_finetune_saves_a_model_that_predict_uses(small_kg, kg_dir, tiny_bert_di
             classifier.predict(small_kg, test_ids, top_k=top_k)
 
 
-@pytest.mark.parametrize("argv", [["entity-classification", "--model", "M", "--kg", "K", "--all"],
-                                  ["link-prediction", "--model", "M", "--kg", "K", "--queries", "Q"],
-                                  ["kgqa", "--model", "M", "--questions", "Q"]],
+@pytest.mark.parametrize("argv", [["entity-classification", "--finetuned", "M", "--kg", "K", "--all"],
+                                  ["link-prediction", "--finetuned", "M", "--kg", "K", "--queries", "Q"],
+                                  ["kgqa", "--finetuned", "M", "--questions", "Q"]],
                          ids=lambda argv: argv[0])
 @pytest.mark.parametrize("value", ["0", "-1"])
 def test_every_predict_command_refuses_a_top_k_below_one(argv, value, tmp_path, capsys):
@@ -146,7 +146,7 @@ def test_predict_labels_the_unlabelled_entities_by_default(small_kg, tiny_bert_d
     assert main(["finetune", "entity-classification", "--kg", str(kg_dir), "--encoder", str(tiny_bert_dir),
                  "--km-heads", "4", "--epochs", "2", "--train-fractions", "1.0", "--out", str(out)]) == 0
     capsys.readouterr()
-    assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir)]) == 0
+    assert main(["predict", "entity-classification", "--finetuned", str(out / "model"), "--kg", str(kg_dir)]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["entity"] for r in rows] == [f"e{i}" for i in range(0, 36, 6)]
     assert {r["label"] for r in rows} <= set(small_kg.category_names)
@@ -161,19 +161,19 @@ def test_predict_says_why_nothing_is_unlabelled_and_what_to_pass(small_kg, kg_di
                  "--km-heads", "4", "--epochs", "1", "--train-fractions", "1.0", "--out", str(out)]) == 0
     capsys.readouterr()
     caplog.clear()
-    assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir)]) == 0
+    assert main(["predict", "entity-classification", "--finetuned", str(out / "model"), "--kg", str(kg_dir)]) == 0
     captured = capsys.readouterr()
     assert captured.out == "" and "0 prediction(s)" in captured.err
     assert f"{kg_dir}: no entity to label" in caplog.text
     assert "of its 36 entities" in caplog.text and "had a label in fine-tuning" in caplog.text
     assert "36 have a category" in caplog.text
     assert "--all" in caplog.text and "--entities FILE" in caplog.text
-    assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir),
+    assert main(["predict", "entity-classification", "--finetuned", str(out / "model"), "--kg", str(kg_dir),
                  "--all"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 36
     head = out / "model" / "head.safetensors"  # issue #27: a truncated head is one clean line
     head.write_bytes(head.read_bytes()[:40])
-    assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir)]) == 1
+    assert main(["predict", "entity-classification", "--finetuned", str(out / "model"), "--kg", str(kg_dir)]) == 1
     err = capsys.readouterr().err
     assert f"{head}: not a readable safetensors file" in err and "Traceback" not in err
 
@@ -195,7 +195,7 @@ def test_labels_from_files_and_the_jaket_setting(small_kg, tiny_jaket_dir, tmp_p
     pretrained = json.loads((tiny_jaket_dir / "config.json").read_text())
     assert (saved["km_heads"], saved["fanouts"]) == (pretrained["km_heads"], pretrained["fanouts"])
     capsys.readouterr()
-    assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir)]) == 0
+    assert main(["predict", "entity-classification", "--finetuned", str(out / "model"), "--kg", str(kg_dir)]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     in_files = set(" ".join(f.read_text() for f in (files["train"], files["dev"])).split())
     assert sorted(r["entity"] for r in rows) == sorted(set(bare.entity_ids) - in_files)
@@ -269,11 +269,11 @@ def test_early_stopping_and_identical_fractions(kg_dir, tiny_bert_dir, tmp_path,
 
 
 def test_predict_refuses_what_is_not_a_fine_tuned_model(kg_dir, tiny_jaket_dir, tmp_path, capsys):
-    assert main(["predict", "entity-classification", "--model", str(tiny_jaket_dir), "--kg", str(kg_dir)]) == 1
+    assert main(["predict", "entity-classification", "--finetuned", str(tiny_jaket_dir), "--kg", str(kg_dir)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "a pre-trained model or encoder folder, not a fine-tuned one" in err
     assert f"jaket finetune entity-classification --model {tiny_jaket_dir}" in err
-    assert main(["predict", "entity-classification", "--model", str(tmp_path), "--kg", str(kg_dir)]) == 1
+    assert main(["predict", "entity-classification", "--finetuned", str(tmp_path), "--kg", str(kg_dir)]) == 1
     assert "not a fine-tuned model folder (no task.json)" in capsys.readouterr().err
     from jaket.tasks.finetuned import FinetunedFormatError, read_task_config
 
@@ -311,7 +311,7 @@ def test_every_setting_saves_a_folder_that_predicts_what_it_tested(variant, smal
     tested = json.loads((out / "metrics.json").read_text())["runs"][variant]["1.0"][0]["test_accuracy"]
     assert json.loads((out / "model" / "task.json").read_text())["variant"] == variant
     predictions = tmp_path / "p.jsonl"
-    assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir),
+    assert main(["predict", "entity-classification", "--finetuned", str(out / "model"), "--kg", str(kg_dir),
                  "--entities", str(files["test"]), "--out", str(predictions)]) == 0
     truth = {small_kg.entity_ids[i]: small_kg.category_names[small_kg.entity_category[i]] for i in range(36)}
     rows = _rows(predictions)

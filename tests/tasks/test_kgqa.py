@@ -167,10 +167,10 @@ def test_pipeline_is_the_command(metaqa_splits_dir, tiny_bert_dir, tmp_path):
     memory answers as the folder the command saved."""
     from jaket.cli import main
     from jaket.pipeline import pipeline
-    from jaket.tasks.finetuned import load_finetuned
+    from jaket.tasks.registry import load_finetuned
     from jaket.tasks.kgqa.data import load_metaqa_task
 
-    flags = ["--metaqa", str(metaqa_splits_dir), "--eval-split", "test", "--encoder", str(tiny_bert_dir),
+    flags = ["--data", str(metaqa_splits_dir), "--test", "test", "--encoder", str(tiny_bert_dir),
              "--km-heads", "4", "--steps", "2", "--batch-size", "4", "--select-every", "1", "--kg-settings", "full"]
     assert main(["finetune", "kgqa", *flags, "--out", str(tmp_path / "cli")]) == 0
     result = pipeline("kgqa", evaluate=False, encoder=tiny_bert_dir, km_heads=4, steps=2, batch_size=4,
@@ -182,7 +182,7 @@ def test_pipeline_is_the_command(metaqa_splits_dir, tiny_bert_dir, tmp_path):
     data = load_metaqa_task(metaqa_splits_dir, eval_split="test")
     test = [data.questions[i] for i in data.test]
     saved = load_finetuned(tmp_path / "cli" / "model")
-    rows = result.model.predict(data.kg, test, hops=2, top_k=3)
+    rows = result.finetuned.predict(data.kg, test, hops=2, top_k=3)
     assert rows and rows == saved.predict(data.kg, test, hops=2, top_k=3)
 
 

@@ -12,7 +12,7 @@ import pytest
 from jaket.cli import main
 from jaket.kg.io import save_kg
 from jaket.pipeline import pipeline
-from jaket.tasks.finetuned import load_finetuned
+from jaket.tasks.registry import load_finetuned
 from jaket.tasks.results import TaskResult
 
 
@@ -38,12 +38,12 @@ def test_entity_classification_pipeline_is_the_command(small_kg, tiny_bert_dir, 
     _same_scores(result, tmp_path / "cli" / "metrics.json")
     assert (tmp_path / "lib" / "report.md").is_file() and (tmp_path / "lib" / "model").is_dir()
     saved = load_finetuned(tmp_path / "cli" / "model")
-    assert result.model.predict(small_kg, top_k=2) == saved.predict(small_kg, top_k=2)
+    assert result.finetuned.predict(small_kg, top_k=2) == saved.predict(small_kg, top_k=2)
     # nothing written without out; a nested key spelled with __ is the same key
     again = pipeline("entity-classification", evaluate=False, encoder=tiny_bert_dir, variants="lm+g+m",
                      epochs=3, train_fractions=[1.0], km_heads=4, data__kg=kg_dir)
     assert _measured(again) == _measured(result) and "saved_model" not in again
-    assert again.model.predict(small_kg) == result.model.predict(small_kg)
+    assert again.finetuned.predict(small_kg) == result.finetuned.predict(small_kg)
     with pytest.raises(ValueError, match="epochs"):
         pipeline("entity-classification", encoder=tiny_bert_dir, epochs="many", data__kg=kg_dir)
 
@@ -70,14 +70,14 @@ def test_word_in_context_pipeline_is_the_command(tiny_bert_dir, tmp_path, capsys
     for path, n, seed in ((train, 16, 0), (dev, 8, 1)):
         path.write_text("".join(json.dumps(r) + "\n" for r in _pair_rows(n, seed)), encoding="utf-8")
     assert main(["evaluate", "word-in-context", "--encoder", str(tiny_bert_dir), "--variants", "lm", "--seeds", "2",
-                 "--epochs", "1", "--batch-size", "8", "--train", str(train), "--eval", str(dev),
+                 "--epochs", "1", "--batch-size", "8", "--train", str(train), "--test", str(dev),
                  "--out", str(tmp_path / "cli")]) == 0
     result = pipeline("word-in-context", out=tmp_path / "lib", encoder=tiny_bert_dir, variants=["lm"], seeds=2,
                       epochs=1, batch_size=8, data__train=train, data__eval=dev)
     _same_scores(result, tmp_path / "cli" / "metrics.json")
     frame = result.to_dataframe()
     assert sorted(frame["seed"]) == [0, 1] and set(frame["variant"]) == {"lm"}
-    rows = result.model.predict(load_pairs(dev))  # the first run's model (seed 0), in memory
+    rows = result.finetuned.predict(load_pairs(dev))  # the first run's model (seed 0), in memory
     accuracy = np.mean([row["same"] == pair["label"] for row, pair in zip(rows, _pair_rows(8, 1))])
     assert accuracy == pytest.approx(result["runs"]["lm"][0]["accuracy"], abs=1e-9)
 

@@ -9,7 +9,7 @@ import pytest
 from jaket.cli import main
 from jaket.kg.io import load_kg, save_kg
 from jaket.pipeline import pipeline
-from jaket.tasks.finetuned import load_finetuned
+from jaket.tasks.registry import load_finetuned
 from jaket.tasks.link_prediction import run as lp
 from jaket.tasks.link_prediction.finetuned import Query, read_queries
 from jaket.tasks.results import TaskResult
@@ -35,7 +35,7 @@ def lp_data(small_kg, tmp_path):
 def test_finetune_then_predict_reproduces_the_evaluation(mode, small_kg, lp_data, tiny_bert_dir, tmp_path, capsys):
     kg_dir, valid_file, train, valid = lp_data
     out = tmp_path / "run"
-    assert main(["finetune", "link-prediction", "--kg", str(kg_dir), "--eval", str(valid_file),
+    assert main(["finetune", "link-prediction", "--kg", str(kg_dir), "--test", str(valid_file),
                  "--encoder", str(tiny_bert_dir), "--km-heads", "4", "--scorers", "rotate", "--steps", "6",
                  "--batch-size", "16", "--negatives", "4", "--fanouts", "3,3", *mode, "--device", "cpu",
                  "--out", str(out)]) == 0
@@ -55,7 +55,7 @@ def test_finetune_then_predict_reproduces_the_evaluation(mode, small_kg, lp_data
     queries.write_text("# valid triples\n" + "".join(f"{e[h]}\t{r[p]}\t?\n?\t{r[p]}\t{e[t]}\n"
                                                      for h, p, t in valid.tolist()))
     predictions = tmp_path / "predictions.jsonl"
-    assert main(["predict", "link-prediction", "--model", str(model_dir), "--kg", str(kg_dir),
+    assert main(["predict", "link-prediction", "--finetuned", str(model_dir), "--kg", str(kg_dir),
                  "--queries", str(queries), "--top-k", "36", "--device", "cpu", "--out", str(predictions)]) == 0
     rows = [json.loads(line) for line in predictions.read_text().splitlines()]
     assert len(rows) == 12 and [row["line"] for row in rows] == list(range(2, 14))
@@ -77,7 +77,7 @@ def test_finetune_then_predict_reproduces_the_evaluation(mode, small_kg, lp_data
         reciprocal.append(1.0 / (1 + sum(complete(c) not in true for c in before)))
     assert np.mean(reciprocal) == pytest.approx(run["valid"]["mrr"], abs=1e-9)
     # --exclude-known drops the answers already in the KG
-    assert main(["predict", "link-prediction", "--model", str(model_dir), "--kg", str(kg_dir),
+    assert main(["predict", "link-prediction", "--finetuned", str(model_dir), "--kg", str(kg_dir),
                  "--queries", str(queries), "--top-k", "36", "--exclude-known"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert all(not a["known"] for row in rows for a in row["answers"])
@@ -91,7 +91,7 @@ def test_finetune_then_predict_reproduces_the_evaluation(mode, small_kg, lp_data
 def test_bad_query_lines_are_named(small_kg, lp_data, tiny_bert_dir, tmp_path, capsys):
     kg_dir, valid_file, _, _ = lp_data
     out = tmp_path / "run"
-    assert main(["finetune", "link-prediction", "--kg", str(kg_dir), "--eval", str(valid_file), "--encoder",
+    assert main(["finetune", "link-prediction", "--kg", str(kg_dir), "--test", str(valid_file), "--encoder",
                  str(tiny_bert_dir), "--km-heads", "4", "--scorers", "transe", "--steps", "1", "--batch-size", "8",
                  "--negatives", "2", "--out", str(out)]) == 0
     capsys.readouterr()
@@ -102,7 +102,7 @@ def test_bad_query_lines_are_named(small_kg, lp_data, tiny_bert_dir, tmp_path, c
                           ("?\thypernym\te99", "unknown entity id 'e99'")]:
         queries = tmp_path / "queries.tsv"
         queries.write_text(f"e0\thypernym\t?\n\n{line}\n")
-        assert main(["predict", "link-prediction", "--model", str(out / "model"), "--kg", str(kg_dir),
+        assert main(["predict", "link-prediction", "--finetuned", str(out / "model"), "--kg", str(kg_dir),
                      "--queries", str(queries)]) == 1
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"{queries}:3: {message}" in err, err
@@ -116,7 +116,7 @@ def test_bad_query_lines_are_named(small_kg, lp_data, tiny_bert_dir, tmp_path, c
         with pytest.raises(ValueError, match=message):
             model.predict(kg, [query])
     # an entity-classification folder is not a link predictor
-    assert main(["predict", "entity-classification", "--model", str(out / "model"), "--kg", str(kg_dir)]) == 1
+    assert main(["predict", "entity-classification", "--finetuned", str(out / "model"), "--kg", str(kg_dir)]) == 1
     assert "a fine-tuned link-prediction model, not entity-classification" in capsys.readouterr().err
 
 
@@ -126,7 +126,7 @@ def test_pipeline_is_the_command(mode, small_kg, lp_data, tiny_bert_dir, tmp_pat
     resolved alike): the same settings and scores, and the first run's model predicts in memory as
     its saved folder does."""
     kg_dir, valid_file, _, valid = lp_data
-    assert main(["finetune", "link-prediction", "--kg", str(kg_dir), "--eval", str(valid_file), "--encoder",
+    assert main(["finetune", "link-prediction", "--kg", str(kg_dir), "--test", str(valid_file), "--encoder",
                  str(tiny_bert_dir), "--km-heads", "4", "--scorers", "rotate", "--steps", "4", "--batch-size", "8",
                  "--negatives", "4", "--fanouts", "3,3", "--description-max-length", "16", *mode,
                  "--out", str(tmp_path / "cli")]) == 0
@@ -144,7 +144,7 @@ def test_pipeline_is_the_command(mode, small_kg, lp_data, tiny_bert_dir, tmp_pat
     kg = load_kg(kg_dir)
     asked = read_queries(queries, kg)
     saved = load_finetuned(tmp_path / "cli" / "model")
-    assert result.model.predict(kg, asked, top_k=5) == saved.predict(kg, asked, top_k=5)
+    assert result.finetuned.predict(kg, asked, top_k=5) == saved.predict(kg, asked, top_k=5)
 
 
 def _measured(metrics) -> list[dict]:

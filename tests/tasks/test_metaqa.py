@@ -81,7 +81,7 @@ def test_gold_answers_missing_from_the_kg_are_reported(metaqa_splits_dir, caplog
 
 
 def test_bad_protocol_and_files_are_named(metaqa_splits_dir):
-    with pytest.raises(ValueError, match="--eval-split dev is also --train-split"):
+    with pytest.raises(ValueError, match="--test dev is also --train"):
         load_metaqa_task(metaqa_splits_dir, "dev", "dev")
     with pytest.raises(MetaQAFormatError, match=r"no 1-hop/qa_train.txt \(splits present for 1-hop: dev, test\)"):
         load_metaqa_task(metaqa_splits_dir, "train")

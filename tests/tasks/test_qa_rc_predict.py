@@ -37,12 +37,12 @@ def _fewrel(path, relations, per_relation=6, seed=0):
 
 def test_kgqa_split_flags_save_and_predict(metaqa_splits_dir, tiny_bert_dir, tmp_path, capsys):
     out = tmp_path / "qa"
-    assert main(["finetune", "kgqa", "--metaqa", str(metaqa_splits_dir), "--train-split", "dev", "--eval-split",
+    assert main(["finetune", "kgqa", "--data", str(metaqa_splits_dir), "--train", "dev", "--test",
                  "test", "--selection-fraction", "0.2", "--encoder", str(tiny_bert_dir), "--km-heads", "4",
                  "--steps", "2", "--batch-size", "4", "--select-every", "1", "--kg-settings", "full",
-                 "--km-fanout", "2", "--device", "cpu", "--out", str(out)]) == 0
+                 "--fanouts", "2", "--device", "cpu", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "jaket predict kgqa --model" in printed
+    assert "jaket predict kgqa --finetuned" in printed
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["data"]["split"]["test"] == 7 and metrics["data"]["split"]["selection"] == 5
     assert metrics["data"]["train_split"] == "dev" and metrics["data"]["eval_split"] == "test"
@@ -58,7 +58,7 @@ def test_kgqa_split_flags_save_and_predict(metaqa_splits_dir, tiny_bert_dir, tmp
     questions = tmp_path / "questions.txt"
     questions.write_text("who directed [Film 10]\tDirector 2\n\nwhen was [film 3] released\n")
     rows_path = tmp_path / "answers.jsonl"
-    assert main(["predict", "kgqa", "--model", str(model_dir), "--questions", str(questions), "--hops", "1",
+    assert main(["predict", "kgqa", "--finetuned", str(model_dir), "--questions", str(questions), "--hops", "1",
                  "--top-k", "3", "--device", "cpu", "--out", str(rows_path)]) == 0
     rows = _rows(rows_path)
     assert [r["line"] for r in rows] == [1, 3] and rows[0]["gold"] == ["Director 2"] and "gold" not in rows[1]
@@ -70,9 +70,9 @@ def test_kgqa_split_flags_save_and_predict(metaqa_splits_dir, tiny_bert_dir, tmp
     assert {a["entity"] for a in rows[0]["answers"]} == {"Director 2", "1994", "Comedy"}
 
     questions.write_text("who directed [Film 10]\nwho directed [Nobody]\n")
-    assert main(["predict", "kgqa", "--model", str(model_dir), "--questions", str(questions)]) == 1
+    assert main(["predict", "kgqa", "--finetuned", str(model_dir), "--questions", str(questions)]) == 1
     assert f"{questions}:2: topic entity 'Nobody' is not in the KG" in capsys.readouterr().err
-    assert main(["predict", "relation-classification", "--model", str(model_dir), "--support", str(questions),
+    assert main(["predict", "relation-classification", "--finetuned", str(model_dir), "--support", str(questions),
                  "--queries", str(questions)]) == 1
     assert "a fine-tuned kgqa model, not relation-classification" in capsys.readouterr().err
 
@@ -115,29 +115,29 @@ def test_fewrel_train_data_overlap_is_refused_then_dropped(tiny_bert_dir, tmp_pa
     train = _fewrel(tmp_path / "train.json", ["P0", "P1", "P2", "P3"])
     more = _fewrel(tmp_path / "more.json", ["P9"], seed=1)
     evaluation = _fewrel(tmp_path / "eval.json", ["P3", "P4", "P5", "P6"], seed=2)
-    common = ["--data", str(evaluation), "--encoder", str(tiny_bert_dir), "--train-steps", "2", "--train-way", "2",
+    common = ["--data", str(evaluation), "--encoder", str(tiny_bert_dir), "--steps", "2", "--train-way", "2",
               "--episodes", "3", "--settings", "3-1"]
-    assert main(["finetune", "relation-classification", "--train-data", str(train), str(more), *common]) == 1
+    assert main(["finetune", "relation-classification", "--train", str(train), str(more), *common]) == 1
     err = capsys.readouterr().err
-    assert "P3 are in both --train-data and --data" in err and "--drop-overlap" in err
+    assert "P3 are in both --train and --data" in err and "--drop-overlap" in err
     out = tmp_path / "rc"
-    assert main(["finetune", "relation-classification", "--train-data", str(train), str(more), "--drop-overlap",
+    assert main(["finetune", "relation-classification", "--train", str(train), str(more), "--drop-overlap",
                  *common, "--out", str(out)]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert list(metrics["train_relations"]) == ["P0", "P1", "P2", "P9"]
     assert list(metrics["eval_relations"]) == ["P3", "P4", "P5", "P6"]  # every relation of --data
     assert (out / "model" / "task.json").exists()
-    assert main(["finetune", "relation-classification", "--train-data", str(train), "--encoder",
+    assert main(["finetune", "relation-classification", "--train", str(train), "--encoder",
                  str(tiny_bert_dir)]) == 1
-    assert "--train-data needs --data" in capsys.readouterr().err
+    assert "--train needs --data" in capsys.readouterr().err
 
 
 def test_relation_classification_save_and_predict(tiny_bert_dir, tmp_path, capsys):
     train = _fewrel(tmp_path / "train.json", ["P0", "P1", "P2"])
     evaluation = _fewrel(tmp_path / "eval.json", ["P3", "P4", "P5"], seed=2)
     out = tmp_path / "rc"
-    assert main(["finetune", "relation-classification", "--train-data", str(train), "--data", str(evaluation),
-                 "--encoder", str(tiny_bert_dir), "--train-steps", "2", "--train-way", "2", "--episodes", "2",
+    assert main(["finetune", "relation-classification", "--train", str(train), "--data", str(evaluation),
+                 "--encoder", str(tiny_bert_dir), "--steps", "2", "--train-way", "2", "--episodes", "2",
                  "--settings", "3-1", "--device", "cpu", "--out", str(out)]) == 0
     assert json.loads((out / "metrics.json").read_text())["device"] == "cpu"
     support = _fewrel(tmp_path / "support.json", ["P3", "P4", "P5"], per_relation=2, seed=5)
@@ -146,7 +146,7 @@ def test_relation_classification_save_and_predict(tiny_bert_dir, tmp_path, capsy
     lines = [json.dumps({**items["P4"][0], "relation": "P4"}), "", json.dumps(items["P5"][1])]
     queries.write_text("\n".join(lines) + "\n")
     rows_path = tmp_path / "rows.jsonl"
-    assert main(["predict", "relation-classification", "--model", str(out / "model"), "--support", str(support),
+    assert main(["predict", "relation-classification", "--finetuned", str(out / "model"), "--support", str(support),
                  "--queries", str(queries), "--device", "cpu", "--out", str(rows_path)]) == 0
     rows = _rows(rows_path)
     assert [r["line"] for r in rows] == [1, 3] and rows[0]["gold"] == "P4" and "gold" not in rows[1]
@@ -167,11 +167,11 @@ def test_relation_classification_save_and_predict(tiny_bert_dir, tmp_path, capsy
     assert any(abs(a[0]["scores"][k] - b[0]["scores"][k]) > 1e-4 for k in a[0]["scores"])  # it was trained
 
     queries.write_text(lines[0] + "\n" + '{"tokens": ["a", "b"], "h": ["a", "Q1", [[0]]], "t": ["b", "Q2", [[7]]]}\n')
-    assert main(["predict", "relation-classification", "--model", str(out / "model"), "--support", str(support),
+    assert main(["predict", "relation-classification", "--finetuned", str(out / "model"), "--support", str(support),
                  "--queries", str(queries)]) == 1
     assert f"{queries}:2: entity position outside the 2 tokens" in capsys.readouterr().err
     queries.write_text("{not json\n")
-    assert main(["predict", "relation-classification", "--model", str(out / "model"), "--support", str(support),
+    assert main(["predict", "relation-classification", "--finetuned", str(out / "model"), "--support", str(support),
                  "--queries", str(queries)]) == 1
     assert f"{queries}:1: invalid JSON" in capsys.readouterr().err
     torch.manual_seed(0)

@@ -9,7 +9,7 @@ import yaml
 from jaket.cli import main
 from jaket.pipeline import pipeline
 from jaket.tasks.config import load_task_config, read_yaml_mapping
-from jaket.tasks.finetuned import load_finetuned
+from jaket.tasks.registry import load_finetuned
 from jaket.tasks.relation_classification.data import load_fewrel
 from jaket.tasks.relation_classification import run as rc
 from jaket.tasks.relation_classification.job import RelationClassificationJob
@@ -121,7 +121,7 @@ def test_pipeline_is_the_command(fewrel_file, tiny_bert_dir, tmp_path, capsys):
     ``jaket finetune relation-classification`` with the same settings, and the first run's model in
     memory, which predicts what the saved one does; a bad setting is a ValueError naming its key."""
     assert main(["finetune", "relation-classification", "--data", str(fewrel_file), "--encoder", str(tiny_bert_dir),
-                 "--train-steps", "2", "--train-way", "2", "--episodes", "4", "--settings", "3-1,2-2",
+                 "--steps", "2", "--train-way", "2", "--episodes", "4", "--settings", "3-1,2-2",
                  "--out", str(tmp_path / "cli")]) == 0
     result = pipeline("relation-classification", evaluate=False, out=tmp_path / "lib", encoder=tiny_bert_dir,
                       train_steps=2, train_way=2, episodes=4, settings="3-1,2-2", data__data=fewrel_file)
@@ -136,10 +136,10 @@ def test_pipeline_is_the_command(fewrel_file, tiny_bert_dir, tmp_path, capsys):
     supports = data.without(["P0", "P1", "P2"])  # the evaluation relations
     queries = [(1, data.instances["P4"][5]), (2, data.instances["P5"][6])]
     saved = load_finetuned(tmp_path / "cli" / "model")
-    assert result.model.predict(supports, queries) == saved.predict(supports, queries)
+    assert result.finetuned.predict(supports, queries) == saved.predict(supports, queries)
     with pytest.raises(ValueError, match="settings: '5-x' is not N-K"):
         pipeline("relation-classification", encoder=tiny_bert_dir, settings="5-1,5-x", data__data=fewrel_file)
-    with pytest.raises(ValueError, match="data.train_data: --train-data needs --data"):
+    with pytest.raises(ValueError, match="data.train_data: --train needs --data"):
         pipeline("relation-classification", encoder=tiny_bert_dir, data__train_data=[fewrel_file])
 
 

@@ -108,7 +108,7 @@ def test_the_pipeline_runs_the_commands_runner_with_its_scores(tmp_path, capsys)
     command = json.loads(capsys.readouterr().out)
     result = pipeline("sense-linking", seeds=1, baselines=False, data__unseen_of=tmp_path / "data",
                       data__kg=tmp_path / "senses", data__max_examples=30)
-    assert result.task == "sense-linking" and result.model is None and result.summary == command
+    assert result.task == "sense-linking" and result.finetuned is None and result.summary == command
     assert set(command) == {"first sense", "random"} and result["data"]["examples_used"] == 30
     frame = result.to_dataframe()
     assert list(frame["variant"]) == ["first sense", "random"]

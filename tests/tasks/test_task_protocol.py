@@ -3,6 +3,7 @@ round-trips through it), and ``--config`` / ``--set`` / ``--print-config`` on ev
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import json
 
@@ -73,7 +74,7 @@ def _relation_classification(fewrel_file, tiny_bert_dir, tmp_path):
 def test_each_task_round_trips_through_the_base(task, small_kg, fewrel_file, tiny_bert_dir, tmp_path):
     """Fine-tuned and saved by the task's run, the folder opens through the one generic loader as
     the task's class, on a device, and predicts the same rows as a second load."""
-    from jaket.tasks.finetuned import load_finetuned
+    from jaket.tasks.registry import load_finetuned
 
     build = {"entity-classification": _entity_classification, "link-prediction": _link_prediction,
              "kgqa": _kgqa, "relation-classification": _relation_classification}[task]
@@ -102,7 +103,8 @@ def test_each_task_round_trips_through_the_base(task, small_kg, fewrel_file, tin
 
 
 def test_the_generic_loader_names_a_folder_of_no_known_task(tmp_path):
-    from jaket.tasks.finetuned import FinetunedFormatError, load_finetuned
+    from jaket.tasks.finetuned import FinetunedFormatError
+    from jaket.tasks.registry import load_finetuned
 
     (tmp_path / "task.json").write_text(json.dumps({"format": "jaket-finetuned", "format_version": 1,
                                                     "task": "poetry"}))
@@ -126,12 +128,12 @@ _COMMANDS = {
     ("evaluate", "relation-classification"): ([], "train_steps", 7),
     ("evaluate", "sense-linking"): (["--heldout-of", "RUN"], "pretrained", "M"),
     ("evaluate", "word-sense-disambiguation"): (["--data", "X.data.xml"], "max_length", 70),
-    ("predict", "entity-classification"): (["--model", "M", "--kg", "K"], "top_k", 7),
-    ("predict", "link-prediction"): (["--model", "M", "--kg", "K", "--queries", "Q"], "top_k", 7),
-    ("predict", "kgqa"): (["--model", "M", "--questions", "Q"], "top_k", 7),
-    ("predict", "relation-classification"): (["--model", "M", "--support", "S", "--queries", "Q"], "out",
+    ("predict", "entity-classification"): (["--finetuned", "M", "--kg", "K"], "top_k", 7),
+    ("predict", "link-prediction"): (["--finetuned", "M", "--kg", "K", "--queries", "Q"], "top_k", 7),
+    ("predict", "kgqa"): (["--finetuned", "M", "--questions", "Q"], "top_k", 7),
+    ("predict", "relation-classification"): (["--finetuned", "M", "--support", "S", "--queries", "Q"], "out",
                                              "rows.jsonl"),
-    ("predict", "word-in-context"): (["--model", "M", "--pairs", "P"], "gold", "gold.txt"),
+    ("predict", "word-in-context"): (["--finetuned", "M", "--pairs", "P"], "gold", "gold.txt"),
 }
 
 
@@ -155,9 +157,8 @@ def test_every_spec_names_what_its_package_holds():
         assert spec.job is None or dataclasses.is_dataclass(spec.job), name
         assert spec.grid_task is None or issubclass(spec.grid_task_class(), GridTask), name
         assert spec.model is None or spec.model_class().task == name
-        assert callable(spec.command(spec.add_arguments)), name
         if spec.model is not None:
-            assert callable(spec.command("add_predict_arguments")) and callable(spec.command("predict_from_flags"))
+            assert callable(spec.add_predict_arguments) and callable(spec.predict_from_flags)
     with pytest.raises(ValueError, match="registered already"):
         register_task(TASKS["kgqa"])
 
@@ -210,7 +211,7 @@ def test_a_flag_on_the_command_line_wins_over_the_config_file(tmp_path, capsys):
 def test_a_config_value_is_checked_as_its_flag_checks_it(tmp_path, capsys):
     config = tmp_path / "run.yaml"
     config.write_text("top_k: many\n")
-    status = main(["predict", "kgqa", "--model", "M", "--questions", "Q", "--config", str(config)])
+    status = main(["predict", "kgqa", "--finetuned", "M", "--questions", "Q", "--config", str(config)])
     err = capsys.readouterr().err
     assert status == 2 and f"{config}:1: top_k" in err
 
@@ -293,7 +294,7 @@ def test_a_broken_pretrained_folder_is_the_same_line_in_every_command(kind, smal
     commands = [["embed", "--model", str(folder), "--kg", str(kg_dir), "--out", str(tmp_path / "e.npy")],
                 ["finetune", "entity-classification", "--model", str(folder), "--kg", str(kg_dir), "--out",
                  str(tmp_path / "ec")],
-                ["evaluate", "link-prediction", "--model", str(folder), "--kg", str(kg_dir), "--eval",
+                ["evaluate", "link-prediction", "--model", str(folder), "--kg", str(kg_dir), "--test",
                  str(kg_dir / "triples.tsv"), "--variants", "jaket", "--out", str(tmp_path / "lp")]]
     for command in commands:
         assert main(command) == 1, command
@@ -333,23 +334,25 @@ def _is_job_key(job_type, key: str) -> bool:
 @pytest.mark.parametrize("command,task", sorted((c, n) for n, s in TASKS.items() for c in s.commands), ids=str)
 def test_every_flag_of_a_task_command_is_a_key_of_its_job(command, task):
     """One CLI path: every flag of ``finetune|evaluate TASK`` is either how and where to run (device,
-    --out, --json, --config, ...) or a key of the task's typed job, layered over the file and --set
-    only when given (its default is None: the job's own default stands)."""
-    from jaket.tasks.cli_common import COMMON_FLAG_KEYS, RUN_FLAGS
+    --out, --json, --config, ...), one of the spelled-alike keys (--variant(s), --seeds, --precision)
+    or a key of the task's typed job, layered over the file and --set only when given (its default is
+    None: the job's own default stands)."""
+    from jaket.tasks.job_flags import RUN_FLAGS
 
     spec = TASKS[task]
     assert spec.job is not None and spec.runner is not None, f"{task} has no typed job and runner"
-    keys = {**COMMON_FLAG_KEYS, **spec.command(spec.flag_keys)}
     parser = _task_parser(command, task)
-    flags = [action for action in parser._actions if action.dest not in RUN_FLAGS]
+    keys = parser.get_default("_job_keys")
+    special = {"--help", "--debug", "--variant", "--variants", "--seeds", "--precision", *RUN_FLAGS}
+    flags = [action for action in parser._actions
+             if action.option_strings and action.help != argparse.SUPPRESS
+             and not special & set(action.option_strings)]
     assert flags, task
     for action in flags:
-        flag = action.option_strings[0] if action.option_strings else action.dest
-        assert action.dest in keys, f"{command} {task} {flag}: not a key of {spec.job.__name__} ({spec.flag_keys})"
+        flag = action.option_strings[0]
+        assert action.dest in keys, f"{command} {task} {flag}: not a key of {spec.job.__name__}"
         assert _is_job_key(spec.job, keys[action.dest]), f"{flag} -> {keys[action.dest]}: no such key"
-        assert parser.get_default(action.dest) is None, f"{flag}: its default must be the job's, not the flag's"
-    for dest, key in spec.command(spec.flag_keys).items():
-        assert _is_job_key(spec.job, key), f"{spec.flag_keys}[{dest!r}] = {key!r}: no such key of {spec.job.__name__}"
+        assert action.default is None, f"{flag}: its default must be the job's, not the flag's"
 
 
 @pytest.mark.parametrize("command,count", [("finetune", 1), ("evaluate", 5)])

@@ -61,7 +61,7 @@ def test_log_with_tensorboard_writes_the_loss_curve(small_kg, tiny_bert_dir, tmp
     valid = tmp_path / "valid.txt"
     valid.write_text("".join(f"{e[h]}\t{r[p]}\t{e[t]}\n" for h, p, t in np.asarray(small_kg.triples)[:4].tolist()))
     out = tmp_path / "run"
-    assert main(["finetune", "link-prediction", "--kg", str(kg_dir), "--eval", str(valid), "--encoder",
+    assert main(["finetune", "link-prediction", "--kg", str(kg_dir), "--test", str(valid), "--encoder",
                  str(tiny_bert_dir), "--km-heads", "4", "--scorers", "distmult", "--steps", "3", "--batch-size", "8",
                  "--negatives", "4", "--log-with", "tensorboard", "--out", str(out)]) == 0
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

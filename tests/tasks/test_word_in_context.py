@@ -221,7 +221,7 @@ def test_finetune_saves_a_model_that_predicts_senses(tiny_bert_dir, tiny_jaket_d
     train, dev = pair_files
     out = tmp_path / "wic"
     assert main(["finetune", "word-in-context", "--model", str(tiny_jaket_dir), "--encoder", str(tiny_bert_dir),
-                 "--train", str(train), "--eval", str(dev), "--kg", str(sense_kg_dir), "--epochs", "2",
+                 "--train", str(train), "--test", str(dev), "--kg", str(sense_kg_dir), "--epochs", "2",
                  "--set", "description_max_length=16", "--set", "batch_size=8", "--out", str(out),
                  "--device", run_device]) == 0
     printed = capsys.readouterr().out
@@ -229,7 +229,7 @@ def test_finetune_saves_a_model_that_predicts_senses(tiny_bert_dir, tiny_jaket_d
     task = json.loads((out / "model" / "task.json").read_text())
     assert task["task"] == "word-in-context" and task["variant"] == "jaket"
     predictions = tmp_path / "predictions.jsonl"
-    assert main(["predict", "word-in-context", "--model", str(out / "model"), "--pairs", str(dev),
+    assert main(["predict", "word-in-context", "--finetuned", str(out / "model"), "--pairs", str(dev),
                  "--kg", str(sense_kg_dir), "--out", str(predictions), "--device", run_device]) == 0
     rows = [json.loads(line) for line in predictions.read_text().splitlines()]
     assert len(rows) == 10
@@ -248,7 +248,7 @@ def test_evaluate_pairs_the_settings_and_prints_pure_json(tiny_bert_dir, tiny_ja
     train, dev = pair_files
     out = tmp_path / "eval"
     assert main(["evaluate", "word-in-context", "--model", str(tiny_jaket_dir), "--encoder", str(tiny_bert_dir),
-                 "--train", str(train), "--eval", str(dev), "--kg", str(sense_kg_dir), "--seeds", "2",
+                 "--train", str(train), "--test", str(dev), "--kg", str(sense_kg_dir), "--seeds", "2",
                  "--epochs", "1", "--set", "description_max_length=16", "--out", str(out), "--json"]) == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)  # stdout is the JSON alone
@@ -268,9 +268,9 @@ def test_config_set_and_print_config(tmp_path, capsys, pair_files):
     config = tmp_path / "wic.yaml"
     config.write_text("epochs: 7\nsense_fusion: first\n", encoding="utf-8")
     assert main(["evaluate", "word-in-context", "--config", str(config), "--set", "lr=2e-5", "--train", str(train),
-                 "--eval", str(dev), "--print-config"]) == 0
+                 "--test", str(dev), "--print-config"]) == 0
     printed = capsys.readouterr().out
     assert "epochs: 7" in printed and "sense_fusion: first" in printed and "lr: 2.0e-05" in printed
     assert main(["evaluate", "word-in-context", "--set", "sense_fusion=best", "--train", str(train),
-                 "--eval", str(dev), "--print-config"]) == 1
+                 "--test", str(dev), "--print-config"]) == 1
     assert "sense_fusion" in capsys.readouterr().err

@@ -224,7 +224,7 @@ def test_the_pipeline_runs_the_commands_runner_with_its_scores(mini, sense_kg, t
     command = json.loads(capsys.readouterr().out)
     result = pipeline("word-sense-disambiguation", encoder=tiny_bert_dir, variants=["lm", "lm+g+m"], seeds=2,
                       description_max_length=16, bootstrap=200, data__path=mini, data__kg=folder)
-    assert result.task == "word-sense-disambiguation" and result.model is None
+    assert result.task == "word-sense-disambiguation" and result.finetuned is None
     assert result.summary["scorers"] == command["scorers"] and set(result.paired) == set(command["paired"])
     assert {k: v["mean"] for k, v in result.paired.items()} == {k: v["mean"] for k, v in command["paired"].items()}
     assert result.rows() == TaskResult.from_metrics(out).rows()

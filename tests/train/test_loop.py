@@ -80,7 +80,7 @@ def test_run_writes_outputs_and_the_relation_memory_flag_reaches_the_model(tiny_
     out = tmp_path / "run"
     status = main(["pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"),
                    "--kg", str(tmp_path / "kg"), "--corpus", str(tmp_path / "kg" / "corpus.jsonl"),
-                   "--model", str(tiny_bert_dir), "--relation-memory", "--steps", "6",
+                   "--encoder", str(tiny_bert_dir), "--relation-memory", "--steps", "6",
                    "--out", str(out), "--no-progress"])
     assert status == 0
     config = (out / "config.yaml").read_text()

@@ -43,7 +43,7 @@ def test_a_kg_without_corpus_trains_the_kg_tasks_with_one_warning(pretrain, kg_d
     assert warnings == [
         f"{kg_dir / 'corpus.jsonl'}: no corpus, so pre-training runs the KG tasks only (category and "
         f"relation); the text tasks (masked token and masked entity prediction) are off: add a "
-        f"corpus with `jaket link --kg {kg_dir} --text FILE --out {kg_dir / 'corpus.jsonl'}`"]
+        f"corpus with `jaket link --kg {kg_dir} --texts FILE --out {kg_dir / 'corpus.jsonl'}`"]
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == list(range(1, 7))
     for row in rows:
@@ -141,7 +141,7 @@ def test_a_missing_corpus_file_stays_an_error(kg_dir, tmp_path):
     with pytest.raises(PretrainDataError) as caught:
         load_kg_and_corpus(config)
     assert str(caught.value) == (f"{missing}: no such corpus file (data.corpus); create it with "
-                                 f"`jaket link --kg DIR --text FILE --out {missing}`")
+                                 f"`jaket link --kg DIR --texts FILE --out {missing}`")
 
 
 def _rank(rank: int, world: int, port: int, out: str, encoder: str, kg: str) -> None:

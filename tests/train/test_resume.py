@@ -20,7 +20,7 @@ STEPS = 60
 
 def _command(tiny_bert_dir, out, resume=False, device="cpu"):
     command = [sys.executable, "-m", "jaket", "pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"),
-               "--model", str(tiny_bert_dir), "--out", str(out), "--no-progress",
+               "--encoder", str(tiny_bert_dir), "--out", str(out), "--no-progress",
                "--steps", str(STEPS), "--set", "checkpoint_every=5", "--set", "memory.initial=3",
                "--device", device]
     return command + (["--resume"] if resume else [])
@@ -91,7 +91,7 @@ def test_sigterm_saves_the_current_step_and_resume_loses_none(tiny_bert_dir, tmp
     the step it is in, checkpoints it and exits 143; `--resume` continues from that very step."""
     out, steps = tmp_path / "run", 16
     command = [sys.executable, "-m", "jaket", "pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"),
-               "--model", str(tiny_bert_dir), "--out", str(out), "--no-progress", "--steps", str(steps),
+               "--encoder", str(tiny_bert_dir), "--out", str(out), "--no-progress", "--steps", str(steps),
                "--set", "checkpoint_every=0", "--set", "eval_texts=0"]
     victim = subprocess.Popen(command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     metrics = out / "metrics.jsonl"

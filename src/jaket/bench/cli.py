@@ -16,6 +16,7 @@ BENCHMARKS = {
     "memory": "jaket.bench.memory",
     "pretrain": "jaket.bench.pretrain",
     "precision": "jaket.bench.precision",
+    "sense-texts": "jaket.bench.sense_texts",
 }
 
 

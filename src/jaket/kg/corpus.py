@@ -191,7 +191,8 @@ class MentionCorpus:
                     candidates.append(j)
             truncated: dict[int, int] = {}
             if candidates:
-                rest = tokenizer([texts[j][last_ends[j]:] for j in candidates],
+                # one token tells: cut at 1, so a long rest is not read as a sequence too long for the model
+                rest = tokenizer([texts[j][last_ends[j]:] for j in candidates], truncation=True, max_length=1,
                                  add_special_tokens=False, return_attention_mask=False,
                                  return_token_type_ids=False)["input_ids"]
                 truncated = {j: last_ends[j] for j, ids in zip(candidates, rest) if len(ids)}

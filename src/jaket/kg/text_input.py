@@ -1,4 +1,4 @@
-"""Reading the texts to link (``jaket link --text``, ``jaket embed --texts``): plain lines or JSONL
+"""Reading the texts to link (``jaket link --texts``, ``jaket embed --texts``): plain lines or JSONL
 records, with the spans a record asks to link (:class:`Target`)."""
 
 from __future__ import annotations

@@ -43,12 +43,14 @@ from jaket.atomic import atomic_open, write_lines, write_text
 from jaket.kg.io import load_kg
 from jaket.kg.linking import read_texts
 from jaket.kg.readers import refuse_empty
-from jaket.flags import add_device_argument, positive_int
+from jaket.flags import add_device_argument, deprecated_alias, positive_int
 from jaket.model.device import resolve_device
 from jaket.output import check_output_file, print_json
 from jaket.paths import require_package
 
 
+#: ``--batch-size``'s default: entities per sampled batch, and with ``--texts`` texts per forward pass
+ENTITY_BATCH_SIZE, TEXT_BATCH_SIZE = 1024, 16
 #: an output format or index -> the module it needs and the extra of jaket that brings it
 NEEDS = {"parquet": ("pyarrow.parquet", "parquet"), "faiss": ("faiss", "faiss")}
 
@@ -129,9 +131,9 @@ def embed(model_dir: Path, kg_dir: Path, out: Path, batch_size: int = 1024, laye
     import numpy as np
     import torch
 
+    kg = load_kg(kg_dir)  # the inputs first: a bad KG fails before the model code loads
     from jaket.model.jaket import JaketModel  # the model (torch_geometric), loaded when the command runs
 
-    kg = load_kg(kg_dir)
     model = JaketModel.from_pretrained(model_dir, load_memory=False, device=device)
     with torch.no_grad():
         memory = model.memory_for(kg, progress=True)
@@ -170,10 +172,10 @@ def embed_texts(model_dir: Path, kg_dir: Path, texts_path: Path, out: Path, max_
     import numpy as np
     import torch
 
+    inputs = read_texts(texts_path)  # the inputs first: bad ones fail before the model code loads
+    kg = load_kg(kg_dir)
     from jaket.model.jaket import JaketModel  # the model (torch_geometric), loaded when the command runs
 
-    inputs = read_texts(texts_path)
-    kg = load_kg(kg_dir)
     model = JaketModel.from_pretrained(model_dir, load_memory=False, device=device)
     encoding = model.encode_texts(inputs.texts, kg, max_length=max_length, batch_size=batch_size,
                                   generator=np.random.default_rng(seed))
@@ -222,10 +224,10 @@ def _run(args: argparse.Namespace) -> int:
     if texts:
         refuse_empty(args.texts, "--texts", "embed")
         summary = embed_texts(args.model, args.kg, args.texts, args.out, args.max_length,
-                              args.text_batch_size, args.seed, device=device, fmt=args.format,
+                              args.batch_size or TEXT_BATCH_SIZE, args.seed, device=device, fmt=args.format,
                               normalize=args.normalize, faiss_index=args.faiss_index)
     else:
-        summary = embed(args.model, args.kg, args.out, args.batch_size, args.layer, args.seed,
+        summary = embed(args.model, args.kg, args.out, args.batch_size or ENTITY_BATCH_SIZE, args.layer, args.seed,
                         device=device, fmt=args.format, normalize=args.normalize,
                         faiss_index=args.faiss_index)
     print_json(summary)
@@ -239,25 +241,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "embed", help="entity embeddings of a KG (unseen KGs too) with a pre-trained model",
         description=__doc__.split("\n\n")[1])
-    parser.add_argument("--model", type=Path, required=True, help="a pre-trained jaket model folder")
-    parser.add_argument("--kg", type=Path, required=True, help="a KG directory")
-    parser.add_argument("--out", type=Path, required=True,
+    parser.add_argument("--model", type=Path, required=True, metavar="DIR",
+                        help="a pre-trained jaket model folder (`jaket pretrain`'s OUT/model)")
+    parser.add_argument("--kg", type=Path, required=True, metavar="DIR", help="a KG directory")
+    parser.add_argument("--out", type=Path, required=True, metavar="FILE",
                         help="output file (.npy or .parquet): the entity vectors, with --texts the text vectors")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing --out and the files beside it (refused otherwise)")
     parser.add_argument("--texts", type=Path, metavar="FILE",
                         help="embed these texts instead (one a line, or .jsonl with a 'text' field): "
                              "linked to the KG, encoded with the KM fused at the mentions")
-    parser.add_argument("--max-length", type=positive_int, default=128,
+    parser.add_argument("--max-length", type=positive_int, default=128, metavar="TOKENS",
                         help="with --texts: tokens per text, special tokens included (default 128)")
-    parser.add_argument("--text-batch-size", type=positive_int, default=16,
-                        help="with --texts: texts per batch (default 16)")
     parser.add_argument("--layer", choices=["km", "memory"], default="km",
                         help="km = knowledge-module output E^KM (default); memory = LM1 description "
                              "embeddings E^context")
-    parser.add_argument("--batch-size", type=positive_int, default=1024,
-                        help="entities per sampled batch (default 1024)")
-    parser.add_argument("--seed", type=int, default=0, help="neighbour sampling seed")
+    parser.add_argument("--batch-size", type=positive_int, default=None, metavar="N",
+                        help=f"entities per sampled batch (default {ENTITY_BATCH_SIZE}); with --texts, texts per "
+                             f"forward pass (default {TEXT_BATCH_SIZE})")
+    deprecated_alias(parser, "--text-batch-size", "--batch-size")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="the seed of the neighbour sampling (default 0)")
     parser.add_argument("--normalize", action="store_true", help="unit-length vectors (cosine = dot product)")
     parser.add_argument("--format", choices=["npy", "parquet"], default="npy",
                         help="npy (ids in OUT.ids.json / OUT.texts.jsonl) or parquet (ids and vectors "

@@ -143,7 +143,8 @@ def _warn_without_native_bf16() -> None:
     ratio = bf16_slowdown()
     if ratio > BF16_SLOWDOWN_LIMIT:
         log.warning("bf16 on a CPU without native bf16 (%s): a bf16 matrix product takes %.0fx the float32 "
-                    "time here, so --bf16 makes this run much slower; drop it", cpu_description(), ratio)
+                    "time here, so --precision bf16 makes this run much slower; use --precision auto or fp32",
+                    cpu_description(), ratio)
 
 
 def cpu_description() -> dict:

@@ -241,6 +241,14 @@ class SplitLanguageModel(nn.Module):
         # what the encoder shares across its layers (MPNet's position bias; nothing in the BERT family)
         yield from (p for p in self._base[0].encoder.parameters() if id(p) not in in_layers)
 
+    def encoder_parameters(self):
+        """Parameters ``LM2(LM1(x))`` uses (LM1's and the remaining layers'; not the MLM head nor a
+        pooler, which a checkpoint without them gets freshly initialised): what a text's vector
+        depends on."""
+        yield from self.lm1_parameters()
+        for layer in self._layers[0][self.lm1_layers:]:
+            yield from layer.parameters()
+
     def save_pretrained(self, directory: str | Path) -> None:
         """The encoder and tokenizer as a plain Transformers folder."""
         self.encoder.save_pretrained(directory)

@@ -11,7 +11,7 @@ override (the machinery is :mod:`jaket.overrides`, shared with pre-training).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
@@ -26,9 +26,12 @@ T = TypeVar("T")
 
 
 def load_task_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | None = None,
-                     values: dict[str, Any] | None = None, what: str = "fine-tuning") -> T:
+                     values: dict[str, Any] | None = None, what: str = "fine-tuning",
+                     origin: Callable[[str, Any], str] | None = None) -> T:
     """``cls`` (a dataclass) from its defaults < the YAML file at ``path`` < ``overrides``
-    (``"a.b=value"``, values parsed as YAML) < ``values`` (``{"a.b": value}``, used as given).
+    (``"a.b=value"``, values parsed as YAML) < ``values`` (``{"a.b": value}``, used as given;
+    ``origin(key, value)`` names where each was given in the error messages, as the caller wrote it:
+    ``--epochs 0`` on the command line, ``epochs=0`` from Python; default: ``key=value``).
 
     After pydantic's type checks, ``cls.check()`` (when defined) returns ``(key, message)`` pairs
     of values that are well-typed but wrong, and a ``seeds`` list is checked for a seed given twice
@@ -38,7 +41,7 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
     at a learning rate of 1.0)."""
     path = Path(path) if path is not None else None
     data = read_yaml_mapping(path) if path is not None else {}
-    origins = layer_overrides(data, overrides, values, lambda key, value: f"{_flag(key)} {_shown(value)}")
+    origins = layer_overrides(data, overrides, values, origin or (lambda key, value: f"{key}={value!r}"))
     try:
         config = TypeAdapter(cls).validate_python(data)
     except ValidationError as error:
@@ -97,7 +100,7 @@ def flag_values(args, flag_keys: dict[str, str]) -> dict[str, Any]:
     first = getattr(args, "first_seed", 0) or 0
     count = getattr(args, "seeds", None)
     if count is None and first:  # --first-seed alone: the command's default count (5 to evaluate, 1 to fine-tune)
-        count = 5 if getattr(args, "evaluate", True) else 1
+        count = getattr(args, "_seed_count", None) or (5 if getattr(args, "evaluate", True) else 1)
     if count is not None:
         if count < 1 or first < 0:
             raise ValueError(f"--seeds {count} --first-seed {first}: need at least one seed, from seed 0 or later")
@@ -105,15 +108,11 @@ def flag_values(args, flag_keys: dict[str, str]) -> dict[str, Any]:
     return values
 
 
-def _shown(value) -> str:
-    """A flag's value as typed: a list as its items, space-separated (``--train-data a.json b.json``)."""
+def shown_value(value) -> str:
+    """A flag's value as typed: a list as its items, space-separated (``--train a.json b.json``)."""
     if isinstance(value, (list, tuple)):
         return " ".join(str(item) for item in value)
     return str(value)
-
-
-def _flag(key: str) -> str:
-    return "--" + key.split(".")[-1].replace("_", "-")
 
 
 def _known_key(error: dict, cls) -> dict:

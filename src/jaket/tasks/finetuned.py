@@ -20,7 +20,7 @@ Every fine-tuned model derives from :class:`FinetunedModel`: one ``save_pretrain
 one ``from_pretrained(directory, device=None)``, ``to(device)`` and ``predict(...)`` (rows of
 JSON-able dicts), as Transformers' ``PreTrainedModel``. A task says only what is its own (the
 backbone to save, its head, its ``task.json`` settings, how to rebuild itself from a read
-folder). :func:`load_finetuned` opens any fine-tuned folder as its task's class (the task read
+folder). :func:`jaket.tasks.registry.load_finetuned` opens any fine-tuned folder as its task's class (the task read
 from ``task.json``). Every task's spec (:mod:`jaket.tasks.registry`) names its class and its
 package's command-line functions, imported on first use; ``jaket predict`` builds one subcommand
 per task that saves a model.
@@ -43,7 +43,7 @@ from jaket.kg.graph import KnowledgeGraph
 from jaket.model.jaket import CONFIG_FILE, WEIGHTS_FILE, JaketConfig, JaketModel
 from jaket.model.language import SplitLanguageModel
 from jaket.output import check_folder_to_replace
-from jaket.tasks.registry import FinetunedFormatError, predictable, task_spec  # noqa: F401 (re-exported)
+from jaket.tasks.spec import FinetunedFormatError  # noqa: F401 (re-exported)
 from jaket.tasks.settings import VARIANT_LABELS, VariantConfig
 from jaket.tasks.variants import Backbone, FrozenMemory, _encoder_path, kg_memory
 from jaket.tasks.settings import variant as variant_spec
@@ -77,8 +77,8 @@ def write_finetuned(directory, task: str, backbone: JaketModel, head: dict[str, 
     ``ValueError`` (:func:`jaket.output.check_folder_to_replace`)."""
     from safetensors.torch import save_file
 
-    if task not in predictable():
-        raise ValueError(f"unknown task {task!r}; registered: {', '.join(predictable())}")
+    if not task or not isinstance(task, str):
+        raise ValueError(f"write_finetuned: a task name, got {task!r}")
     directory = Path(directory)
     check_folder_to_replace(directory, TASK_FILE, "fine-tuned model")
     with atomic_directory(directory) as tmp:
@@ -145,15 +145,6 @@ class FinetunedModel:
         model = cls.from_folder(read_finetuned(directory, cls.task), directory)
         model.directory = directory
         return model.to(device) if device is not None else model
-
-
-def load_finetuned(directory, device=None) -> FinetunedModel:
-    """Any fine-tuned folder as its task's :class:`FinetunedModel` (the task named by ``task.json``)."""
-    task = read_task_config(directory).get("task")
-    if task not in predictable():
-        raise FinetunedFormatError(f"{Path(directory) / TASK_FILE}: unknown task {task!r}; "
-                                   f"known: {', '.join(predictable())}")
-    return task_spec(task).model_class().from_pretrained(directory, device=device)
 
 
 def read_task_config(directory, task: str | None = None) -> dict:

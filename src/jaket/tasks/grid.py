@@ -195,7 +195,7 @@ def run_grid(task: GridTask, grid: Grid, results: dict, *, out_dir: Path | None 
              save_dir: Path | None = None, log_with=(), keep_model: bool = False) -> TaskResult:
     """Run every cell of ``grid`` into ``results`` (the task's header: config, data, …), then
     the summaries, the paired differences and, with ``out_dir``, the report; see the module.
-    ``keep_model``: the result's ``model`` is the first run's fine-tuned model in memory (the one
+    ``keep_model``: the result's ``finetuned`` is the first run's fine-tuned model in memory (the one
     ``save_dir`` receives; :meth:`GridTask.finetuned`)."""
     kept: dict | None = {} if keep_model else None
     runs, summary = results.setdefault("runs", {}), results.setdefault("summary", {})
@@ -216,7 +216,7 @@ def run_grid(task: GridTask, grid: Grid, results: dict, *, out_dir: Path | None 
     if out_dir is not None:
         write_report(task, results, Path(out_dir))
     result = TaskResult.from_metrics(results)
-    result.model = (kept or {}).get("model")
+    result.finetuned = (kept or {}).get("model")
     return result
 
 
@@ -306,12 +306,11 @@ def _difference(d: dict, scale: float, digits: int) -> str:
 def write_report(task: GridTask, results: dict, out_dir: Path) -> None:
     """``metrics.json``, ``report.md`` and the plots of a comparison."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    rep.write_metrics(out_dir, results)
     images = [name for name in (_curves(task, results, out_dir), _bars(task, results, out_dir)) if name]
     images += task.plots(results, out_dir)
     text = [f"# {task.title}", "", *task.intro(results), task.table(results), "", *task.epilogue(results),
             *[f"![{Path(name).stem.replace('_', ' ')}]({name})\n" for name in images]]
-    rep.write_text_atomic(out_dir / "report.md", "\n".join(text))
+    rep.write_run_report(out_dir, results, text)
 
 
 def _first_runs(results: dict):

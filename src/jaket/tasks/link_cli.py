@@ -3,12 +3,22 @@
 Without ``--model`` the gazetteer links them (:mod:`jaket.kg.linking`: the KG's names and aliases,
 longest match, a shared name resolved by the overlap of the context with the descriptions). With
 ``--model DIR`` (a pre-trained jaket folder) the gazetteer only proposes the candidates, and
-pre-training's masked-entity head ranks them from the context over the KG's descriptions
-(:mod:`jaket.tasks.word_sense.model`: task 4 against E^context, Eq. 7), on any KG with descriptions,
-one the model never saw included. Each mention then records its probability (``score``), its
+the model ranks them from the context (:mod:`jaket.tasks.word_sense.model`), on any KG with
+descriptions, one the model never saw included. The default scorer, ``text+kg``, is the best measured
+one (docs/results.md: WordNet WSD): the mention as the encoder reads it against each candidate's
+names, aliases, description and usage examples read as a sentence, plus the mean of its KG
+neighbours'; ``--scorer head`` is pre-training's masked-entity head against the descriptions
+(task 4 against E^context, Eq. 7). Each mention then records its probability (``score``), its
 ``margin`` over the runner-up and its ``candidates``; ``--min-confidence P`` leaves mentions under
 P unlinked (listed under ``unlinked``, counted in the summary). A ``.jsonl`` input may give the
 spans to link, with their lemma and part of speech (``"targets"``; read with ``--model``).
+
+**Usage examples** (:func:`kg_usage_examples`): a KG's usage examples are the texts of its own corpus
+(``DIR/corpus.jsonl``; a WordNet KG's corpus is WordNet's usage examples, each linked to its synset):
+an entity's are the corpus texts that mention it. The ``text+kg`` scorer reads them with each
+candidate's text, as word-sense disambiguation does; a corpus text that is one of the texts being
+linked is left out (counted: ``usage_examples_dropped``), so no text is evidence for itself.
+``--no-usage-examples`` reads names, aliases and descriptions only.
 
 The command lives in the tasks layer because ``--model`` needs the model (loaded when asked for,
 so ``jaket --help`` stays light).
@@ -23,7 +33,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from jaket.errors import UsageError
-from jaket.flags import add_device_argument, non_negative_float, positive_int, probability
+from jaket.flags import add_device_argument, deprecated_alias, non_negative_float, positive_int, probability
 from jaket.kg.io import load_kg
 from jaket.kg.linking import EntityLinker, LinkStats, read_texts, write_corpus
 from jaket.kg.parsing import CORPUS
@@ -32,9 +42,32 @@ from jaket.output import check_output_file, print_json
 
 log = logging.getLogger(__name__)
 
-#: the flags that only mean something with --model, with their defaults
-_MODEL_FLAGS = {"min_confidence": 0.0, "max_length": 128, "batch_size": 64, "device": None, "scorer": "head",
-                "neighbour_weight": 1.0}
+#: the flags that only mean something with --model, with their defaults (argparse's default is None,
+#: so that a flag given without --model is refused even when it names the default)
+_MODEL_FLAGS = {"min_confidence": 0.0, "max_length": 128, "batch_size": 64, "device": None, "scorer": "text+kg",
+                "neighbour_weight": 1.0, "usage_examples": True}
+#: of those, the flags of the text+kg scorer alone
+_TEXT_KG_FLAGS = ("neighbour_weight", "usage_examples")
+
+
+def _flag(key: str) -> str:
+    return "--no-usage-examples" if key == "usage_examples" else f"--{key.replace('_', '-')}"
+
+
+def _model_options(args: argparse.Namespace) -> None:
+    """Refuse the --model flags given without --model (and text+kg's given with --scorer head); then
+    fill in the defaults of those not given."""
+    given = [key for key in _MODEL_FLAGS if getattr(args, key) is not None]
+    if args.model is None:
+        if given:
+            raise UsageError(f"{', '.join(map(_flag, given))}: only with --model (the gazetteer alone has no "
+                             f"probabilities)")
+    elif args.scorer == "head" and any(key in given for key in _TEXT_KG_FLAGS):
+        flags = ", ".join(_flag(k) for k in _TEXT_KG_FLAGS if k in given)
+        raise UsageError(f"{flags}: only with --scorer text+kg (the head reads no neighbours or usage examples)")
+    for key, default in _MODEL_FLAGS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, default)
 
 
 def _link_command(args: argparse.Namespace) -> int:
@@ -42,23 +75,18 @@ def _link_command(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {args.out}: is a folder; name the corpus file to write, e.g. "
                          f"{Path(args.out) / 'corpus.jsonl'}")
     # the output rule of every command; a KG's corpus.jsonl is what `jaket link` is for
-    check_output_file(args.out, args.overwrite, inputs=[args.text, args.kg, args.model],
+    check_output_file(args.out, args.overwrite, inputs=[args.texts, args.kg, args.model],
                       replaceable=[Path(args.kg) / CORPUS])
-    refuse_empty(Path(args.text), "--text", "link")
-    if args.model is None:
-        given = [f"--{k.replace('_', '-')}" for k, v in _MODEL_FLAGS.items() if getattr(args, k) != v]
-        if given:
-            raise UsageError(f"{', '.join(given)}: only with --model (the gazetteer alone has no probabilities)")
-    elif args.scorer != "text+kg" and args.neighbour_weight != _MODEL_FLAGS["neighbour_weight"]:
-        raise UsageError("--neighbour-weight: only with --scorer text+kg (the head reads no neighbours)")
-    elif not Path(args.model).is_dir():
+    refuse_empty(Path(args.texts), "--texts", "link")
+    _model_options(args)
+    if args.model is not None and not Path(args.model).is_dir():
         raise UsageError(f"--model {args.model}: no such folder (a pre-trained jaket model: config.json, "
                          f"jaket.safetensors, encoder/; `jaket pretrain` writes one under OUT/model)")
     kg = load_kg(args.kg)  # errors (KGFormatError: path:line) are reported by jaket.cli
-    inputs = read_texts(args.text, targets=args.model is not None)
+    inputs = read_texts(args.texts, targets=args.model is not None)
     if inputs.ignored_targets:
-        log.warning("--text %s: %d record(s) give 'targets', which only --model reads; the gazetteer finds "
-                    "its own mentions in them", args.text, inputs.ignored_targets)
+        log.warning("--texts %s: %d record(s) give 'targets', which only --model reads; the gazetteer finds "
+                    "its own mentions in them", args.texts, inputs.ignored_targets)
     linker = EntityLinker.from_kg(kg, min_length=args.min_length, case_sensitive=args.case_sensitive,
                                   ignore_case=args.ignore_case, max_ambiguity=args.max_ambiguity,
                                   inflections=not args.exact_forms,
@@ -68,7 +96,7 @@ def _link_command(args: argparse.Namespace) -> int:
     stats = LinkStats()
     corpus = linker.link_texts(inputs.texts, stats, progress=True)
     out = write_corpus(corpus, args.out, kg)
-    summary = {"kg": str(args.kg), "input": str(args.text), "output": str(out),
+    summary = {"kg": str(args.kg), "input": str(args.texts), "output": str(out),
                **asdict(stats), "blank_lines_skipped": inputs.blank_lines,
                "gazetteer": asdict(linker.gazetteer_stats)}
     print_json(summary)
@@ -79,26 +107,61 @@ def _link_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def kg_usage_examples(kg_dir: str | Path, kg, linked_texts: list[str], limit: int
+                      ) -> tuple[dict[int, tuple[str, ...]], dict]:
+    """The usage examples of ``kg_dir``'s entities (module docstring): entity -> the texts of its
+    corpus that mention it, in corpus order, without those that are one of ``linked_texts`` (as
+    :func:`jaket.kg.exclusion.normalise_text` compares them); none when the KG has no corpus.
+    At most ``limit`` per entity: each example is at least one token, so a sense text read to
+    ``limit`` tokens never reaches a later one (the rows are the same as with all of them).
+    Returns them and the counts ``usage_examples`` (kept), ``usage_examples_dropped`` (a linked text)."""
+    from jaket.kg.exclusion import normalise_text
+    from jaket.kg.io import load_corpus
+
+    counts = {"usage_examples": 0, "usage_examples_dropped": 0}
+    if not (Path(kg_dir) / CORPUS).exists():  # a folder in its place is an error, as for the loaders
+        return {}, counts
+    corpus = load_corpus(kg_dir, kg)  # a bad line: KGFormatError (path:line), reported by jaket.cli
+    banned = {normalise_text(text) for text in linked_texts}
+    found: dict[int, list[str]] = {}
+    for text, mentions in zip(corpus.texts, corpus.mentions):
+        entities = list(dict.fromkeys(m.entity for m in mentions))
+        if not entities:
+            continue
+        if normalise_text(text) in banned:
+            counts["usage_examples_dropped"] += len(entities)
+            continue
+        for entity in entities:
+            if len(found.get(int(entity), ())) < limit:
+                found.setdefault(int(entity), []).append(text)
+    counts["usage_examples"] = sum(map(len, found.values()))
+    return {e: tuple(texts) for e, texts in found.items()}, counts
+
+
 def _link_with_model(args: argparse.Namespace, kg, inputs, gazetteer: EntityLinker) -> int:
     """``jaket link --model``: the gazetteer's candidates (or the input's targets) ranked by the
     pre-trained masked-entity head (:class:`jaket.tasks.word_sense.model.ContextLinker`)."""
     from jaket.tasks.word_sense.model import ContextLinker, write_linked_corpus
     from jaket.tasks.word_sense.model import SenseTexts
 
+    usage, usage_counts = {}, {}
+    if args.scorer == "text+kg" and args.usage_examples:
+        usage, usage_counts = kg_usage_examples(args.kg, kg, inputs.texts, limit=SenseTexts({}).max_length)
     scorer = ContextLinker.from_pretrained(args.model, kg, device=args.device, gazetteer=gazetteer,
                                            batch_size=args.batch_size, max_length=args.max_length,
-                                           scorer=args.scorer, texts=SenseTexts({}, args.neighbour_weight))
+                                           scorer=args.scorer, texts=SenseTexts(usage, args.neighbour_weight))
     targets = inputs.targets if any(t is not None for t in inputs.targets) else None
     linked = scorer.link(inputs.texts, targets=targets, min_confidence=args.min_confidence, progress=True)
     out = write_linked_corpus(linked, args.out, kg)
     counts = scorer.stats
     stats = counts.gazetteer
-    summary = {"kg": str(args.kg), "input": str(args.text), "output": str(out),
+    summary = {"kg": str(args.kg), "input": str(args.texts), "output": str(out),
                **asdict(stats), "blank_lines_skipped": inputs.blank_lines,
                "gazetteer": asdict(gazetteer.gazetteer_stats),
                "model": {"path": str(args.model), "device": str(scorer.device), "min_confidence": args.min_confidence,
                          "max_length": args.max_length, "scorer": args.scorer,
-                         **({"neighbour_weight": args.neighbour_weight} if args.scorer == "text+kg" else {}),
+                         **({"neighbour_weight": args.neighbour_weight, **usage_counts}
+                            if args.scorer == "text+kg" else {}),
                          **{k: v for k, v in counts.as_dict().items() if k != "gazetteer"}}}
     print_json(summary)
     print(f"{out}: {stats.mentions:,} mentions in {stats.linked_texts:,} of {stats.texts:,} texts "
@@ -120,25 +183,30 @@ def _add_model_arguments(link: argparse.ArgumentParser) -> None:
     """The flags of ``jaket link --model``."""
     model = link.add_argument_group("ranking by a pre-trained model (--model)")
     model.add_argument("--model", metavar="DIR", default=None,
-                       help="a pre-trained jaket model folder (`jaket pretrain`'s OUT/model): each mention's "
-                            "candidates are ranked by its masked-entity head against their descriptions "
-                            "(works on a KG the model never saw); each link records score, margin and "
-                            "candidates")
-    model.add_argument("--scorer", choices=("head", "text+kg"), default=_MODEL_FLAGS["scorer"],
-                       help="how the candidates are ranked: 'head' (default), pre-training's masked-entity head "
-                            "against E^context; 'text+kg', the mention as the encoder reads it against each "
-                            "candidate's names, aliases and description read as a sentence plus the mean of its KG "
-                            "neighbours' (better senses on WordNet: docs/results.md)")
-    model.add_argument("--neighbour-weight", type=non_negative_float, default=_MODEL_FLAGS["neighbour_weight"],
-                       metavar="BETA", help="with --scorer text+kg: the weight of the KG neighbours' mean (default 1; "
-                                            "0: the candidate's own text only)")
-    model.add_argument("--min-confidence", type=probability, default=_MODEL_FLAGS["min_confidence"], metavar="P",
+                       help="a pre-trained jaket model folder (`jaket pretrain`'s OUT/model): it ranks each "
+                            "mention's candidates from the context (--scorer; works on a KG the model never "
+                            "saw); each link records score, margin and candidates")
+    model.add_argument("--scorer", choices=("text+kg", "head"), default=None,
+                       help="how the candidates are ranked: 'text+kg' (default, the best measured: "
+                            "docs/results.md), the mention as the encoder reads it against each candidate's "
+                            "names, aliases, description and usage examples read as a sentence plus the mean of "
+                            "its KG neighbours'; 'head', pre-training's masked-entity head against E^context "
+                            "(the descriptions)")
+    model.add_argument("--neighbour-weight", type=non_negative_float, default=None, metavar="BETA",
+                       help="with --scorer text+kg: the weight of the KG neighbours' mean (default 1; "
+                            "0: the candidate's own text only)")
+    model.add_argument("--no-usage-examples", dest="usage_examples", action="store_const", const=False,
+                       default=None,
+                       help="with --scorer text+kg: read no usage examples (default: an entity's text holds "
+                            "the texts of the KG's corpus.jsonl that mention it, as word-sense disambiguation "
+                            "reads WordNet's; none that is one of --texts)")
+    model.add_argument("--min-confidence", type=probability, default=None, metavar="P",
                        help="leave mentions whose probability is below P unlinked (listed under 'unlinked', "
                             "counted in the summary; default 0: link every mention)")
-    model.add_argument("--max-length", type=positive_int, default=_MODEL_FLAGS["max_length"], metavar="TOKENS",
+    model.add_argument("--max-length", type=positive_int, default=None, metavar="TOKENS",
                        help="tokens of a text the model reads (default 128); mentions past them are left "
                             "unlinked and counted")
-    model.add_argument("--batch-size", type=positive_int, default=_MODEL_FLAGS["batch_size"], metavar="N",
+    model.add_argument("--batch-size", type=positive_int, default=None, metavar="N",
                        help="texts (and descriptions) per forward pass (default 64)")
     add_device_argument(model)
 
@@ -150,11 +218,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Find the KG's entity names and aliases in texts (longest match first, "
                     "disjoint spans, word boundaries; see jaket.kg.linking) and write the corpus "
                     "format (JSONL). With --model, a pre-trained jaket model ranks each mention's "
-                    "candidates from its context. A JSON summary goes to stdout.")
+                    "candidates from its context (by default the text+kg scorer, which also reads the "
+                    "KG's usage examples: the texts of its corpus.jsonl). A JSON summary goes to stdout.")
     link.add_argument("--kg", required=True, metavar="DIR", help="a KG directory")
-    link.add_argument("--text", required=True, metavar="FILE",
-                      help="plain text, one text per line, or .jsonl with a 'text' field (with --model, "
-                           "also 'targets': [{start, end, lemma?, pos?}], the spans to link)")
+    texts = link.add_mutually_exclusive_group(required=True)  # required, and its old name counts
+    texts.add_argument("--texts", metavar="FILE",
+                       help="plain text, one text per line, or .jsonl with a 'text' field (with --model, "
+                            "also 'targets': [{start, end, lemma?, pos?}], the spans to link)")
+    deprecated_alias(texts, "--text", "--texts")
     link.add_argument("--out", required=True, metavar="FILE", help="the corpus JSONL to write")
     link.add_argument("--overwrite", action="store_true", help="replace an existing --out (refused otherwise)")
     link.add_argument("--min-length", "--min-name-length", dest="min_length", type=int, default=3, metavar="N",

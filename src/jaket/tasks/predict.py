@@ -1,4 +1,4 @@
-"""``jaket predict TASK --model DIR ...``: use a model that ``jaket finetune TASK`` saved.
+"""``jaket predict TASK --finetuned DIR ...``: use a model that ``jaket finetune TASK`` saved.
 
 ``DIR`` is a fine-tuned folder (``OUT/model`` of ``jaket finetune``; format in
 :mod:`jaket.tasks.finetuned`). One JSON object a line, one line per query, goes to ``--out FILE``
@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 from jaket.atomic import json_text
-from jaket.flags import add_device_argument
+from jaket.errors import UsageError
+from jaket.flags import add_device_argument, deprecated_alias
 from jaket.kg.readers import refuse_empty
 from jaket.model.device import resolve_device
 from jaket.output import check_output_file
@@ -39,16 +40,18 @@ def _write_rows(rows, out: Path | None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     spec = task_spec(args.task)
+    if args.finetuned is None:  # not argparse's required=: the deprecated --model fills it too
+        raise UsageError("--finetuned DIR is required: a fine-tuned folder (OUT/model of jaket finetune)")
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     paths = {key: value for key, value in vars(args).items() if key != "out" and isinstance(value, Path)}
     if args.out is not None:
         check_output_file(args.out, args.overwrite, inputs=paths.values())
     for key, path in paths.items():  # the task's input files (--queries, --entities, ...; not folders)
-        if key not in ("model", "config") and path.is_file():
+        if key not in ("finetuned", "config") and path.is_file():
             refuse_empty(path, f"--{key.replace('_', '-')}", "predict")
     # a broken or wrong folder, a bad input file: the command line's one error boundary names it
-    model = spec.model_class().from_pretrained(args.model, device=device)
-    count = _write_rows(spec.command("predict_from_flags")(model, args), args.out)
+    model = spec.model_class().from_pretrained(args.finetuned, device=device)
+    count = _write_rows(spec.predict_from_flags(model, args), args.out)
     where = f" -> {args.out}" if args.out is not None else ""
     print(f"{count} prediction(s){where}", file=sys.stderr)
     return 0
@@ -60,11 +63,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tasks = parser.add_subparsers(dest="task", metavar="TASK", required=True)
     for name, spec in predictable().items():
         task = tasks.add_parser(name, help=spec.predict_help)
-        task.add_argument("--model", type=Path, required=True, metavar="DIR",
-                          help=f"a fine-tuned {name} folder (jaket finetune {name} ... --out OUT writes OUT/model)")
+        task.add_argument("--finetuned", type=Path, metavar="DIR",
+                          help=f"a fine-tuned {name} folder, required (jaket finetune {name} ... --out OUT writes "
+                               "OUT/model)")
+        deprecated_alias(task, "--model", "--finetuned")
         task.add_argument("--out", type=Path, metavar="FILE", help="JSONL output file (default: stdout)")
         task.add_argument("--overwrite", action="store_true", help="replace an existing --out (refused otherwise)")
         add_device_argument(task)
-        spec.command("add_predict_arguments")(task)
+        spec.add_predict_arguments(task)
         add_config_arguments(task)
         task.set_defaults(func=_run)

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from jaket.atomic import atomic_directory
-from jaket.flags import positive_int
+from jaket.flags import deprecated_alias, positive_int
 from jaket.jsonio import quote
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
@@ -192,7 +192,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="synsets of the unseen KG' of entity classification (default %(default)s)")
     ref.add_argument("--regions", type=positive_int, default=20,
                      help="breadth-first regions of KG' (default %(default)s)")
-    ref.add_argument("--seed", type=int, default=0, help="seed of the held-out regions (default %(default)s)")
+    ref.add_argument("--data-seed", type=int, default=0, metavar="N",
+                     help="seed of the held-out regions (default %(default)s)")
+    deprecated_alias(ref, "--seed", "--data-seed")
     ref.add_argument("--wn18rr", type=Path,
                      help="a WN18RR folder whose non-training triples are kept out of pre-training")
     ref.add_argument("--overwrite", action="store_true", help="replace a non-empty --out (refused otherwise)")
@@ -201,6 +203,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _main(args) -> int:
     check_output_folder(args.out, args.overwrite)  # before WordNet is read (minutes)
-    report = wordnet_reference(args.out, args.heldout_entities, args.regions, args.seed, args.wn18rr)
+    report = wordnet_reference(args.out, args.heldout_entities, args.regions, args.data_seed, args.wn18rr)
     print_json(report)
     return 0

@@ -134,6 +134,16 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     return write_text(path, text)
 
 
+def write_run_report(out_dir: str | os.PathLike, results: dict, lines: list[str]) -> Path:
+    """The one writer of a run's report, for every task and the demo: ``OUT/metrics.json``
+    (:func:`write_metrics`: the machine added unless the results name it) and ``OUT/report.md`` (the
+    ``lines``), each written atomically, the folder created; returns the report's path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_metrics(out_dir, results)
+    return write_text_atomic(out_dir / "report.md", "\n".join(lines))
+
+
 def _json_default(value):
     if isinstance(value, (np.integer,)):
         return int(value)

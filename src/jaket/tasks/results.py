@@ -18,10 +18,11 @@ dicts the ``run_*`` functions used to return keeps working.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from jaket.jsonio import read_json
 
@@ -56,8 +57,30 @@ class TaskResult(Mapping):
     #: ``metrics.json`` as written (configs, data reports, baselines)
     raw: dict = field(default_factory=dict)
     #: the first run's fine-tuned model in memory (:func:`jaket.pipeline.pipeline`: ``predict``,
-    #: ``save_pretrained``); None when the run kept none
-    model: Any = field(default=None, repr=False)
+    #: ``save_pretrained``); None when the run kept none. Not ``model``: that is the jointly
+    #: pre-trained input (``pipeline(task, model=DIR)``, ``--model DIR``)
+    finetuned: Any = field(default=None, repr=False)
+
+    #: whether the deprecated ``model`` attribute has warned (once per process)
+    _model_warned: ClassVar[bool] = False
+
+    @property
+    def model(self):
+        """Deprecated: :attr:`finetuned` (warns once; ``model`` is the pre-trained input everywhere else)."""
+        self._warn_model()
+        return self.finetuned
+
+    @model.setter
+    def model(self, value) -> None:
+        self._warn_model()
+        self.finetuned = value
+
+    @classmethod
+    def _warn_model(cls) -> None:
+        if not cls._model_warned:
+            cls._model_warned = True
+            warnings.warn("TaskResult.model is deprecated; use TaskResult.finetuned (the fine-tuned model; "
+                          "model= is the pre-trained input)", FutureWarning, stacklevel=3)
 
     @classmethod
     def from_metrics(cls, metrics: Mapping | str | Path) -> "TaskResult":

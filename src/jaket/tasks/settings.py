@@ -10,13 +10,14 @@ derives from them in its package's light ``job`` module (``jaket.tasks.kgqa.job.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import ConfigDict
 
 from jaket.model.config import read_model_config
+from jaket.tasks.job_flags import flag
 
 
 @dataclass(frozen=True)
@@ -130,15 +131,17 @@ class BackboneSettings:
     """The backbone fields every task config shares; ``variant_config`` turns them into the
     :class:`VariantConfig` of one comparison setting."""
 
-    #: base Hugging Face encoder folder; None = the bundled MiniLM
-    encoder: Path | None = None
-    #: jointly pre-trained model folder (enables ``jaket``)
-    pretrained: Path | None = None
-    #: structure of the fresh KM; None = the pre-trained model's, else 2 layers / 8 heads
-    km_layers: int | None = None
-    km_heads: int | None = None
+    #: base Hugging Face encoder (default: the bundled MiniLM)
+    encoder: Path | None = field(default=None, metadata=flag(metavar="DIR", default=""))
+    #: jointly pre-trained model folder (enables the variant jaket)
+    pretrained: Path | None = field(default=None, metadata=flag("model", metavar="DIR", default=""))
+    #: layers of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 2)
+    km_layers: int | None = field(default=None, metadata=flag(metavar="N", default=""))
+    #: heads of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 8)
+    km_heads: int | None = field(default=None, metadata=flag(metavar="N", default=""))
+    #: tokens of each description read by LM1
     description_max_length: int = 64
-    #: False: R = 0 (an ablation, see :class:`VariantConfig`)
+    #: R = 0 in the KM (ablation; default: R from the relation descriptions, as the paper)
     relation_memory: bool = True
 
     def variant_config(self, variant: str) -> VariantConfig:
@@ -160,3 +163,10 @@ class TaskJob:
     seeds: tuple[int, ...] = ()
 
     __pydantic_config__ = ConfigDict(extra="forbid")
+
+
+def builtin_wordnet_notice(logger, task: str, what: str, flags: str) -> None:
+    """The one line (a warning, on stderr from the command line) of a task whose job names no data:
+    it runs on the built-in WordNet, ``what`` says which part, ``flags`` how to give one's own."""
+    logger.warning("%s: no data given, so this runs on the built-in WordNet (%s); %s runs on yours",
+                   task, what, flags)

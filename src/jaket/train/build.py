@@ -144,7 +144,7 @@ def check_pretraining_data(kg: KnowledgeGraph, corpus: MentionCorpus | None, con
                 f"({int((kg.entity_category >= 0).sum())} entities with a category, "
                 f"tasks.weight_category={config.tasks.weight_category}, tasks.weight_relation="
                 f"{config.tasks.weight_relation}); create a corpus with `jaket link --kg DIR "
-                f"--text FILE --out {_corpus_name(config)}`")
+                f"--texts FILE --out {_corpus_name(config)}`")
         return
     _require_texts(_corpus_name(config), len(corpus), corpus.num_mentions, config)
 
@@ -156,7 +156,7 @@ def _require_texts(name: str, texts: int, mentions: int, config: PretrainConfig,
     if mentions == 0 and config.tasks.weight_entity > 0:
         raise PretrainDataError(
             f"{name}: no text mentions an entity{where}, so masked entity prediction has nothing to "
-            f"predict; link the texts (`jaket link --kg DIR --text FILE --out CORPUS`) or switch the "
+            f"predict; link the texts (`jaket link --kg DIR --texts FILE --out CORPUS`) or switch the "
             f"task off with --set tasks.weight_entity=0")
 
 
@@ -165,7 +165,7 @@ def load_kg_and_corpus(config: PretrainConfig) -> tuple[KnowledgeGraph, MentionC
     data = config.data
     if data.corpus is not None and not Path(data.corpus).is_file():
         raise PretrainDataError(f"{data.corpus}: no such corpus file (data.corpus); create it "
-                                f"with `jaket link --kg DIR --text FILE --out {data.corpus}`")
+                                f"with `jaket link --kg DIR --texts FILE --out {data.corpus}`")
     options = {"toy": {},
                "wordnet": {"max_entities": data.max_entities, "roots": data.wordnet_roots, "seed": config.seed},
                "dir": {"path": data.path, "corpus": data.corpus, "with_splits": False}}[data.source]
@@ -194,7 +194,7 @@ def load_kg_and_corpus(config: PretrainConfig) -> tuple[KnowledgeGraph, MentionC
     if corpus is None:
         log.warning("%s: no corpus, so pre-training runs the KG tasks only (%s); the text tasks "
                     "(masked token and masked entity prediction) are off: add a corpus with "
-                    "`jaket link --kg %s --text FILE --out %s`", Path(data.path) / CORPUS,
+                    "`jaket link --kg %s --texts FILE --out %s`", Path(data.path) / CORPUS,
                     " and ".join(tasks_run(kg, False, config)), data.path, Path(data.path) / CORPUS)
     report.setdefault("entities", kg.num_entities)
     report.setdefault("relations", kg.num_relations)

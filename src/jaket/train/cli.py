@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from jaket.errors import UsageError
-from jaket.flags import add_device_argument, add_precision_argument
+from jaket.flags import add_device_argument, add_precision_argument, deprecated_alias
 from jaket.model.device import choose_precision, resolve_device
 from jaket.output import print_json
 from jaket.overrides import add_config_flags
@@ -44,10 +44,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--init", metavar="MODEL",
                         help="continue pre-training from a jaket model folder (its encoder, KM, fusion "
                              "and heads; heads that do not fit the KG start fresh): init")
-    parser.add_argument("--model", metavar="PATH", help=argparse.SUPPRESS)  # before --encoder/--init
+    deprecated_alias(parser, "--model", "--encoder")  # --model is a jaket folder elsewhere (docs/cli.md)
     parser.add_argument("--out", type=Path, default=Path("runs/pretrain"), help="output directory")
-    parser.add_argument("--steps", type=int, help="shortcut for --set steps=N")
-    parser.add_argument("--seed", type=int, help="shortcut for --set seed=N")
+    parser.add_argument("--steps", type=int, metavar="N", help="optimizer steps: shortcut for --set steps=N")
+    parser.add_argument("--seed", type=int, metavar="N", help="the run's seed: shortcut for --set seed=N")
     add_precision_argument(parser, default_help="the config's mixed_precision")
     parser.add_argument("--relation-memory", action="store_true",
                         help="use the relation context memory during pre-training "
@@ -89,13 +89,10 @@ def config_from_args(args: argparse.Namespace):
         values["data.corpus"] = str(args.corpus)
     if args.exclude_texts:
         values["data.exclude_texts"] = [str(f) for f in args.exclude_texts]
-    if args.model is not None:  # the old name of --encoder; a jaket folder means --init
-        if (Path(args.model) / "config.json").is_file() and (Path(args.model) / "jaket.safetensors").is_file():
-            raise UsageError(f"--model {args.model}: a jaket model folder; to continue pre-training from it "
-                             f"use --init {args.model} (--encoder takes a base Hugging Face encoder)")
-        log.warning("--model is the old name of --encoder in jaket pretrain; use --encoder %s", args.model)
-        values["model.encoder"] = str(args.model)
-    if args.encoder is not None:
+    if args.encoder is not None:  # (or its old name --model); a jaket folder means --init
+        if (Path(args.encoder) / "config.json").is_file() and (Path(args.encoder) / "jaket.safetensors").is_file():
+            raise UsageError(f"--encoder {args.encoder}: a jaket model folder; to continue pre-training from it "
+                             f"use --init {args.encoder} (--encoder takes a base Hugging Face encoder)")
         values["model.encoder"] = str(args.encoder)
     if args.init is not None:
         values["init"] = str(args.init)
@@ -119,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     for flag, path, kind in (("--kg", args.kg, "directory"), ("--corpus", args.corpus, "file")):
         if path is not None and not (path.is_dir() if kind == "directory" else path.is_file()):
-            remedy = f" (a mention corpus: `jaket link --kg DIR --text FILE --out {path}`)" \
+            remedy = f" (a mention corpus: `jaket link --kg DIR --texts FILE --out {path}`)" \
                 if flag == "--corpus" else ""
             raise UsageError(f"{flag} {path}: no such {kind}{remedy}")
     if args.resume and args.overwrite:

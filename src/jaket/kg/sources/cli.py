@@ -2,7 +2,7 @@
 
 ::
 
-    jaket kg build wordnet --out DIR [--max-entities N] [--roots dog.n.01,cat.n.01] [--seed S]
+    jaket kg build wordnet --out DIR [--max-entities N] [--roots dog.n.01,cat.n.01] [--data-seed S]
     jaket kg build synthetic --entities N --triples T --out DIR [--relations P] [--seed S]
     jaket kg import wn18rr SRC_DIR --out DIR
     jaket kg import rdf FILE --out DIR [--format turtle]
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from jaket.atomic import atomic_directory, json_text, write_lines, write_text
-from jaket.flags import positive_int
+from jaket.flags import deprecated_alias, positive_int
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import save_kg
@@ -116,7 +116,7 @@ def _build(out: Path, title: str, first_stage: str, source: str, overwrite: bool
 def _build_wordnet(args: argparse.Namespace) -> int:
     return _build(args.out, "WordNet 3.0", "reading", "wordnet", overwrite=args.overwrite,
                   max_entities=args.max_entities,
-                  roots=args.roots, seed=args.seed)
+                  roots=args.roots, seed=args.data_seed)
 
 
 def _build_synthetic(args: argparse.Namespace) -> int:
@@ -235,7 +235,9 @@ def _register_build(commands: argparse._SubParsersAction) -> None:
                          help="a connected-ish subset of N synsets over many categories")
     wordnet.add_argument("--roots", type=_roots, default=None, metavar="SYNSETS",
                          help="comma-separated synset names (dog.n.01,cat.n.01): keep their hyponym closure")
-    wordnet.add_argument("--seed", type=int, default=0, help="seed of the --max-entities selection")
+    wordnet.add_argument("--data-seed", type=int, default=0, metavar="N",
+                         help="seed of the --max-entities selection (default 0)")
+    deprecated_alias(wordnet, "--seed", "--data-seed")
     wordnet.set_defaults(func=_build_wordnet)
 
     synthetic = sources.add_parser("synthetic", help="a random KG with power-law degrees (scale tests)")
@@ -246,7 +248,7 @@ def _register_build(commands: argparse._SubParsersAction) -> None:
     synthetic.add_argument("--categories", type=_count, default=10, metavar="C")
     synthetic.add_argument("--exponent", type=float, default=0.7,
                            help="power-law exponent of the entity popularity (default 0.7)")
-    synthetic.add_argument("--seed", type=int, default=0)
+    synthetic.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the random graph (default 0)")
     synthetic.set_defaults(func=_build_synthetic)
 
 

@@ -4,7 +4,8 @@ JAKET KG, read with ``pronto`` (``pip install jaket[obo]``) and mapped as OWL on
 
 - every term that is not obsolete is an entity: id = the term id (``GO:0008150``), name = its
   ``name``, aliases = its synonyms, description = its ``def`` (generated from its edges when it has
-  none, counted in the report);
+  none, counted in the report); a name or synonym written with underscores (``material_entity``)
+  is spoken with spaces, the written form an alias (:func:`jaket.kg.sources.owl.spoken`);
 - ``is_a`` -> ``subclass of`` edges; each ``relationship: part_of GO:...`` line -> an edge of that
   relation (named by the typedef's name when the file has one);
 - categories from the ``is_a`` hierarchy, as for OWL (``category_depth``, ``category_root``).

@@ -26,6 +26,9 @@ A named class is one declared ``owl:Class`` or at either end of a named ``subCla
 **Names**: the ``rdfs:label`` (or ``skos:prefLabel``) in ``lang`` (default English), else an
 untagged one, else the IRI's local name split into words (``MozzarellaTopping`` -> ``Mozzarella
 Topping``); every other label and synonym (``skos:altLabel``, ``oboInOwl:has*Synonym``) is an alias.
+A label written with underscores (``material_entity``) gives the name with spaces a text holds
+(``material entity``: the linker finds it), the written form an alias (:func:`spoken`; relations'
+names too).
 **Descriptions**: ``skos:definition``, ``IAO:0000115`` (OBO's definition), ``rdfs:comment`` (that
 order; ``lang`` first); a class without one gets a description generated from its edges
 ("American: a named pizza; has topping mozzarella topping, tomato topping; has country of origin
@@ -77,6 +80,18 @@ def words(name: str) -> str:
     """``MozzarellaTopping`` -> ``Mozzarella Topping``; ``has_topping`` -> ``has topping``."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", name.replace("_", " "))
     return re.sub(r"\s+", " ", spaced).strip()
+
+
+def spoken(name: str, aliases: list[str]) -> tuple[str, list[str]]:
+    """A label in an identifier's style (``material_entity``, as some upper ontologies and OBO files
+    write them) as the words a text holds (``material entity``), the written form kept as an alias:
+    ``(name, aliases)``, each alias with underscores followed by its spoken form too. Text without
+    an underscore is kept as it is."""
+    def said(text: str) -> str:
+        return (" ".join(text.replace("_", " ").split()) or text) if "_" in text else text
+
+    forms = [form for written in (name, *aliases) for form in (said(written), written)]
+    return said(name), [form for form in dict.fromkeys(forms) if form != said(name)]
 
 
 def _lang_pick(literals, lang: str) -> tuple[str | None, list[str]]:
@@ -291,7 +306,10 @@ def assemble(entity_ids: list[str], name_of: dict, definition_of: dict, edges: l
     """The KG of an ontology's entities (``name_of[e] = (name, aliases, from a label)``,
     ``definition_of[e]``: text or None), ``edges`` (``SUBCLASS`` / ``INSTANCE`` ones give the
     hierarchy) and ``relations`` (id -> (name, description)); categories and generated
-    descriptions as the module docstring says. Shared by OWL and OBO."""
+    descriptions as the module docstring says; names with underscores spoken (:func:`spoken`).
+    Shared by OWL and OBO."""
+    name_of = {e: (*spoken(name, aliases), labelled) for e, (name, aliases, labelled) in name_of.items()}
+    relations = {r: (spoken(name, [])[0], description) for r, (name, description) in relations.items()}
     parents: dict[str, str] = {}
     for h, r, t in sorted(edges):
         if r == SUBCLASS and h not in parents:

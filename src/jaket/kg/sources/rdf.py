@@ -23,7 +23,8 @@ Mapping (``rdfs:`` = RDF Schema, ``skos:`` = SKOS, ``schema:`` = schema.org, htt
 
 Parse errors become :class:`RDFImportError` naming the file and, when known, the line; so does a
 term no KG can hold (an IRI with a tab, a line break or a NUL; text with a lone surrogate, which
-escapes such as ``"\uD800"`` can write). A UTF-8 byte order mark at the start is dropped.
+escapes such as ``"\uD800"`` can write). A UTF-8 byte order mark at the start is dropped; a file
+that fails to parse and starts with a UTF-16 or UTF-32 one is named as such (save it as UTF-8).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from jaket.jsonio import quote
+from jaket.jsonio import quote, wide_encoding
 from jaket.kg.graph import KnowledgeGraph
 from jaket.paths import require_package
 
@@ -103,6 +104,15 @@ def _source(path: Path):
     if handle.read(len(_UTF8_BOM)) != _UTF8_BOM:
         handle.seek(0)
     return handle
+
+
+def _wide_start(path: Path) -> str | None:
+    """:func:`jaket.jsonio.wide_encoding` of the file's first bytes (None when they cannot be read)."""
+    try:
+        with _source(path) as handle:
+            return wide_encoding(handle.read(4))
+    except OSError:  # a broken .gz: the parse error says it
+        return None
 
 
 def _first_line(path: Path, reject) -> int | None:
@@ -185,7 +195,12 @@ def parse_rdf(path, fmt: str | None = None):
         with _source(path) as handle:
             dataset.parse(file=handle, format=fmt, publicID=path.absolute().as_uri())
     except Exception as error:  # noqa: BLE001 - rdflib raises many types; all are the file's fault
-        line = _error_line(error, path, fmt)
+        if fmt not in ("xml", "trix") and (wide := _wide_start(path)):  # only XML may declare UTF-16 / UTF-32
+            raise RDFImportError(f"{path}:1: {wide}") from None
+        try:
+            line = _error_line(error, path, fmt)
+        except OSError:  # a broken .gz cannot be read again to find the line: the error says why
+            line = None
         where = f"{path}:{line}" if line else str(path)
         raise RDFImportError(f"{where}: malformed {fmt} ({_message(error)})") from None
     graph = dataset

@@ -14,6 +14,8 @@ from jaket.kg.io import load_kg
 from jaket.tasks.entity_classification.job import EntityClassificationConfig, EntityClassificationData
 from jaket.tasks.heldout import wordnet_protocol
 from jaket.tasks.splits import read_splits
+from jaket.tasks.settings import builtin_wordnet_notice
+from jaket.tasks.entity_classification.job import TASK
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +89,8 @@ def identical_fractions(labels: np.ndarray, config: EntityClassificationConfig, 
 def load_data(data: EntityClassificationData):
     """``(KG', user splits or None)`` named by the job's data section."""
     if data.kg is None:
+        builtin_wordnet_notice(logger, TASK, f"the held-out part of a {data.max_entities}-synset "
+                               "subset", "--kg DIR")
         _, _, kg, info = wordnet_protocol(data.max_entities, data.heldout_fraction, data.data_seed)
         logger.info("WordNet protocol: %s", info)
         return kg, None

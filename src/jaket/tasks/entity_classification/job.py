@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import ConfigDict
 
+from jaket.tasks.job_flags import flag
 from jaket.tasks.settings import BackboneSettings, TaskJob, VARIANTS, list_problems
 
 
@@ -20,17 +21,25 @@ TASK = "entity-classification"
 @dataclass
 class EntityClassificationConfig(BackboneSettings):
     variants: tuple[str, ...] = ("lm", "gnn", "lm+g+m", "jaket")
+    #: shares of the training split to train on (one run each)
     train_fractions: tuple[float, ...] = (1.0, 0.2, 0.05)
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    #: train / dev / test shares of the labelled entities, per seed, without split files
     split: tuple[float, float, float] = (0.2, 0.2, 0.6)
+    #: training epochs
     epochs: int = 150
+    #: head learning rate
     head_lr: float = 1e-3
+    #: knowledge-module learning rate (0: the KM frozen, a linear probe)
     km_lr: float = 5e-4
+    #: weight decay of the optimizer
     weight_decay: float = 0.01
+    #: head dropout
     dropout: float = 0.2
-    min_class_size: int = 1  # categories with fewer labelled entities are kept but reported
-    #: stop when the dev accuracy has not improved for this many epochs (None: run every epoch)
-    patience: int | None = None
+    #: categories with fewer labelled entities are kept but reported
+    min_class_size: int = 1
+    #: stop after N epochs without a better dev accuracy (default: no early stopping)
+    patience: int | None = field(default=None, metadata=flag(metavar="N", default=""))
     #: "fresh": a new classifier, as the paper; "category": the ``jaket`` setting's classifier
     #: starts from the pre-trained category head (pre-training task 1) for the categories it
     #: shares by name with KG' (:func:`category_prior`); other settings have no such head
@@ -64,15 +73,20 @@ class EntityClassificationConfig(BackboneSettings):
 class EntityClassificationData:
     """Where KG' and its labels come from."""
 
-    #: a KG directory; None = the held-out part of a WordNet subset (the embedded default)
-    kg: Path | None = None
-    #: user split files (entity ids, or ``id<TAB>label`` rows); train and dev go together
-    train: Path | None = None
-    dev: Path | None = None
-    test: Path | None = None
-    #: the embedded default: WordNet subset size, held-out share, and the seed of both
+    #: KG' folder (default: the held-out part of the WordNet subset)
+    kg: Path | None = field(default=None, metadata=flag(metavar="DIR", default=""))
+    #: training entities, one id a line, or id<TAB>label lines (docs/data.md); with --dev (default: a random
+    #: 20/20/60 split of the labelled entities per seed)
+    train: Path | None = field(default=None, metadata=flag(metavar="FILE", default=""))
+    #: dev entities (select the best epoch, early stopping); same format as --train
+    dev: Path | None = field(default=None, metadata=flag(metavar="FILE", default=""))
+    #: test entities (optional); same format as --train
+    test: Path | None = field(default=None, metadata=flag(metavar="FILE", default=""))
+    #: WordNet subset size of the embedded default
     max_entities: int = 3000
+    #: share of the WordNet subset held out as KG'
     heldout_fraction: float = 0.3
+    #: seed of the WordNet subset and its held-out part
     data_seed: int = 0
 
     __pydantic_config__ = ConfigDict(extra="forbid")  # an unknown key is an error, not ignored

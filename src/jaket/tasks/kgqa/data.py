@@ -44,6 +44,8 @@ from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.readers import read_lines, read_triples
 from jaket.kg.sources.registry import build_source
 from jaket.tasks.kgqa.job import KGQAData
+from jaket.tasks.settings import builtin_wordnet_notice
+from jaket.tasks.kgqa.job import TASK
 
 #: hand-written relation descriptions for the nine MetaQA relations (the paper writes its own)
 RELATION_DESCRIPTIONS = {
@@ -281,8 +283,8 @@ def load_metaqa_task(root: str | Path, train_split: str = "dev", eval_split: str
     if eval_split is None and not (0 < test_fraction < 1 and selection_fraction + test_fraction < 1):
         raise ValueError(f"--test-fraction must be in (0, 1 - selection fraction), got {test_fraction}")
     if eval_split is not None and eval_split == train_split:
-        raise ValueError(f"--eval-split {eval_split} is also --train-split: evaluate a split the model "
-                         "is not trained or selected on, or leave --eval-split out to hold out part of it")
+        raise ValueError(f"--test {eval_split} is also --train: evaluate a split the model "
+                         "is not trained or selected on, or leave --test out to hold out part of it")
     missing: dict[str, list[tuple[str, int, str]]] = {train_split: []}
     kb, train_questions, skipped = load_metaqa(root, tuple(hops), train_split, missing=missing[train_split])
     if not train_questions:
@@ -325,6 +327,8 @@ def load_data(data: KGQAData) -> tuple[KnowledgeGraph, list[QAExample], tuple | 
     the questions it skipped named in a warning), else templated questions over a WordNet subset
     (:func:`wordnet_questions`; each seed then divides them by the config's ``split``)."""
     if data.metaqa is None:
+        builtin_wordnet_notice(logger, TASK, f"templated questions over a {data.max_entities}-synset subset",
+                               "--data DIR (a MetaQA folder)")
         kg = build_source("wordnet", max_entities=data.max_entities, seed=0).kg
         return kg, wordnet_questions(kg, seed=0, max_questions=data.max_questions), None, None
     task = load_metaqa_task(data.metaqa, data.train_split, data.eval_split, data.hops, data.selection_fraction,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
+from jaket.tasks.job_flags import flag
 from jaket.tasks.settings import BackboneSettings, TaskJob, VARIANTS
 
 
@@ -25,16 +26,24 @@ KG_SETTINGS = ("full", "50%")
 @dataclass
 class KGQAConfig(BackboneSettings):
     variants: tuple[str, ...] = ("lm", "lm+g+m", "jaket")
+    #: full (every triple) and/or 50% (each triple dropped with p = 0.5, seeded)
     kg_settings: tuple[str, ...] = KG_SETTINGS
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    #: training steps
     steps: int = 300
+    #: questions per step
     batch_size: int = 16
+    #: LM2 learning rate
     lr: float = 3e-5
+    #: fusion and projections learning rate
     head_lr: float = 1e-3
+    #: knowledge-module learning rate
     km_lr: float = 5e-4
+    #: tokens of a question
     max_length: int = 48
     #: train / selection / test shares of the questions, per seed, when no split is given
     split: tuple[float, float, float] = (0.6, 0.1, 0.3)
+    #: candidates per question, nearest hops first
     max_candidates: int = 2000
     #: Hits@1 on the selection questions every N steps (and after the last), best state kept; 0 = off
     select_every: int = 100
@@ -44,7 +53,10 @@ class KGQAConfig(BackboneSettings):
     subgraph: bool = True
     #: > 0: training samples at most this many in-edges per node and hop of the step's subgraph
     #: (seeded; like pre-training's fan-out), 0 = every edge, exact; evaluation always reads every edge
-    km_fanout: int = 0
+    km_fanout: int = field(default=0, metadata=flag(
+        "fanouts", metavar="N", aliases=("--km-fanout",),
+        help="training only: sample at most N in-edges per node and hop of each step's KM subgraph (faster next "
+             "to hubs, not exact); 0 = every edge"))
     #: bf16 autocast for the question's and the candidates' passes in training and evaluation
     #: (:func:`jaket.model.device.autocast`; ``--precision``)
     bf16: bool = False
@@ -79,20 +91,30 @@ class KGQAData:
     over a WordNet subset (:func:`jaket.tasks.kgqa.data.load_data`)."""
 
     #: a MetaQA-format folder (``kb.txt``, ``{1,2}-hop/qa_SPLIT.txt``); None = the WordNet questions
-    metaqa: Path | None = None
+    metaqa: Path | None = field(default=None, metadata=flag(
+        "data", metavar="DIR", aliases=("--metaqa",),
+        help="a MetaQA-format folder: kb.txt and {1,2}-hop/qa_SPLIT.txt (default: templated questions over a "
+             "WordNet subset)", default=""))
     #: the MetaQA split whose questions train and select the model
-    train_split: str = "dev"
+    train_split: str = field(default="dev", metadata=flag(
+        "train", metavar="NAME", aliases=("--train-split",),
+        help="the MetaQA split whose questions train and select the model"))
     #: a MetaQA split that is only evaluated (e.g. ``test``); None = ``test_fraction`` of the train split
-    eval_split: str | None = None
+    eval_split: str | None = field(default=None, metadata=flag(
+        "test", metavar="NAME", aliases=("--eval-split",),
+        help="a MetaQA split that is only evaluated, e.g. test (default: none; --test-fraction of the train "
+             "split is held out as the test part)", default=""))
     #: the MetaQA hop counts read
     hops: tuple[int, ...] = (1, 2)
-    #: shares of the train split held out for model selection and (without ``eval_split``) as test
+    #: share of the train split held out for model selection
     selection_fraction: float = 0.1
+    #: without --test: share of the train split held out as test
     test_fraction: float = 0.3
     #: seed of the MetaQA question split, the same for every training seed
-    split_seed: int = 0
-    #: without MetaQA: the WordNet subset's size and the templated questions over it
+    split_seed: int = field(default=0, metadata=flag("data-seed", metavar="N", aliases=("--split-seed",)))
+    #: without MetaQA: the WordNet subset's size
     max_entities: int = 2000
+    #: without MetaQA: the templated questions over the WordNet subset
     max_questions: int = 1500
 
     __pydantic_config__ = ConfigDict(extra="forbid")  # an unknown key is an error, not ignored

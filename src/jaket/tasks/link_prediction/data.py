@@ -13,6 +13,8 @@ import numpy as np
 from jaket.kg.io import load_kg
 from jaket.kg.readers import read_split
 from jaket.kg.sources.registry import build_source
+from jaket.tasks.settings import builtin_wordnet_notice
+from jaket.tasks.link_prediction.job import TASK
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +42,8 @@ def load_data(data: Path | None, kg_dir: Path | None, eval_files: Sequence[Path]
         kg = load_kg(kg_dir)
         train = np.asarray(kg.triples, dtype=np.int64)
     else:
+        builtin_wordnet_notice(logger, TASK, f"a {max_entities}-synset subset, its triples split 90/10",
+                               "--data DIR (WN18RR layout) or --kg DIR")
         kg = build_source("wordnet", max_entities=max_entities, seed=0).kg
         order = rng.permutation(kg.num_triples)
         cut = int(0.9 * len(order))
@@ -48,7 +52,7 @@ def load_data(data: Path | None, kg_dir: Path | None, eval_files: Sequence[Path]
     for path in eval_files:
         evaluation[path.stem], _ = read_split(path, kg)
     if not evaluation:
-        raise ValueError("nothing to evaluate: give --eval FILE (WN18RR format)")
+        raise ValueError("nothing to evaluate: give --test FILE (WN18RR format)")
     if max_train and len(train) > max_train:
         train = train[rng.permutation(len(train))[: max_train]]
     return kg, train, evaluation

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
+from jaket.tasks.job_flags import flag
 from jaket.tasks.settings import BackboneSettings, TaskJob, VARIANTS
 
 
@@ -38,7 +39,9 @@ class LinkPredictionConfig(BackboneSettings):
     variants: tuple[str, ...] = ("lm+g+m",)
     scorers: tuple[str, ...] = ("distmult", "transe")
     seeds: tuple[int, ...] = (0,)
+    #: training steps
     steps: int = 300
+    #: training triples per step
     batch_size: int = 256
     #: uniformly drawn entities shared by a step's batch, each scored as tail and as head
     negatives: int = 256
@@ -48,11 +51,17 @@ class LinkPredictionConfig(BackboneSettings):
     #: description-based entity vectors the query entity is the nearest one to itself, and
     #: uniform negatives almost never contain it (the "self-negatives" of text-based KG completion)
     self_negatives: bool = True
+    #: scorer learning rate
     lr: float = 1e-3
+    #: knowledge-module learning rate
     km_lr: float = 5e-4
+    #: triples scored at once in evaluation
     eval_batch_size: int = 256
-    max_eval_triples: int | None = None
-    holdout_fraction: float = 0.0
+    #: evaluate at most this many triples per file
+    max_eval_triples: int | None = field(default=None, metadata=flag("max-eval", metavar="N", default="all"))
+    #: inductive split: drop the training triples touching this share of the evaluation entities
+    holdout_fraction: float = field(default=0.0, metadata=flag("heldout-fraction", metavar="F",
+                                                               aliases=("--holdout-fraction",)))
     #: fine-tune LM1 on the descriptions with a contrastive loss (:mod:`jaket.tasks.link_prediction.model`);
     #: False = the frozen memory (the paper's fine-tuning, the quick default)
     train_encoder: bool = False
@@ -61,7 +70,7 @@ class LinkPredictionConfig(BackboneSettings):
     #: what ``train_encoder`` minimises: ``"in-batch"``, the scorer's own function in a softmax over
     #: the step's entities (all described by LM1 in that step), or ``"contrastive"`` (SimKGC's cosine
     #: InfoNCE over in-batch and queued candidates with a learnable temperature)
-    objective: str = "in-batch"
+    objective: str = field(default="in-batch", metadata=flag(choices=OBJECTIVES))
     #: ``train_encoder``: steps of the frozen mode (KM and relation map on the fixed first-fill
     #: memory) before LM1 joins (0 = LM1 trains from the first step)
     frozen_warmup_steps: int = 0
@@ -70,12 +79,14 @@ class LinkPredictionConfig(BackboneSettings):
     encoder_dropout: bool = False
     #: initial temperature tau of the contrastive loss (learned) and its additive margin
     temperature: float = 0.05
+    #: additive margin of the contrastive loss
     margin: float = 0.02
     #: previous steps whose entity vectors are extra negatives (0 = in-batch negatives only)
     queue_batches: int = 0
     #: Eq. 11 for the full memory refresh while LM1 trains: the first after ``refresh_initial``
     #: steps, then intervals growing by ``refresh_growth`` (0 = only the batch's own rows follow LM1)
     refresh_initial: int = 200
+    #: Eq. 11: growth of the interval between two full memory refreshes while LM1 trains
     refresh_growth: int = 2
     #: graph-neighbourhood hard negatives per training triple (``train_encoder``; 0 = none)
     hard_negatives: int = 0
@@ -127,12 +138,13 @@ class LinkPredictionData:
     (:func:`jaket.tasks.link_prediction.data.load_data`)."""
 
     #: a WN18RR-format folder (``train.txt``, ``valid.txt``[, ``test.txt``]): the KG is its training triples
-    data: Path | None = None
+    data: Path | None = field(default=None, metadata=flag(metavar="DIR", default=""))
     #: else a KG folder whose triples all train (``eval`` gives the evaluation triples); neither: a
     #: WordNet subset of ``max_entities`` synsets, its triples split 90/10
-    kg: Path | None = None
-    #: evaluation files in the WN18RR format (added to ``data``'s splits)
-    eval: tuple[Path, ...] = ()
+    kg: Path | None = field(default=None, metadata=flag(metavar="DIR", default=""))
+    #: evaluation files in the WN18RR format (added to ``data``'s splits), evaluated only
+    eval: tuple[Path, ...] = field(default=(), metadata=flag("test", aliases=("--eval",), default=""))
+    #: WordNet subset size (the default KG)
     max_entities: int = 2000
     #: use at most this many training triples (a seeded sample)
     max_train: int | None = None
@@ -140,6 +152,17 @@ class LinkPredictionData:
     sample_entities: int | None = None
 
     __pydantic_config__ = ConfigDict(extra="forbid")  # an unknown key is an error, not ignored
+
+
+def _by_mode(key: str, help: str):
+    """A key whose default depends on the mode: None in the job (:meth:`LinkPredictionJob.resolved` sets it),
+    its flag's help showing both defaults."""
+    def shown(value) -> str:
+        if isinstance(value, tuple):
+            return ",".join(map(str, value))
+        return "none" if value is None else f"{value:g}"
+    both = f"{shown(FROZEN_DEFAULTS[key])}; {shown(TRAIN_ENCODER_DEFAULTS[key])} with --train-encoder"
+    return field(default=None, metadata=flag(help=help, default=both))
 
 
 @dataclass(kw_only=True)
@@ -152,16 +175,21 @@ class LinkPredictionJob(TaskJob, LinkPredictionConfig):
     :data:`FROZEN_DEFAULTS`. ``budget_cpu_seconds: 0`` means no budget."""
 
     data: LinkPredictionData = field(default_factory=LinkPredictionData)
-    scorers: tuple[str, ...] | None = None
-    steps: int | None = None
-    batch_size: int | None = None
-    fanouts: tuple[int, ...] | None = None
-    description_max_length: int | None = None
-    encoder_lr: float | None = None
-    queue_batches: int | None = None
-    refresh_initial: int | None = None
-    budget_cpu_seconds: float | None = None
-    frozen_warmup_steps: int | None = None
+    scorers: tuple[str, ...] | None = _by_mode("scorers", "comma list of distmult, transe, rotate")
+    steps: int | None = _by_mode("steps", "training steps")
+    batch_size: int | None = _by_mode("batch_size", "training triples per step")
+    fanouts: tuple[int, ...] | None = _by_mode("fanouts", "neighbours sampled per hop in training")
+    description_max_length: int | None = _by_mode("description_max_length", "tokens of each description read by LM1")
+    encoder_lr: float | None = _by_mode("encoder_lr", "LM1 learning rate with --train-encoder")
+    queue_batches: int | None = _by_mode("queue_batches", "previous steps whose entity vectors are extra "
+                                         "negatives, with --train-encoder")
+    refresh_initial: int | None = _by_mode("refresh_initial", "steps before the first full memory refresh with "
+                                           "--train-encoder (Eq. 11 I_init; 0 = none)")
+    budget_cpu_seconds: float | None = _by_mode("budget_cpu_seconds", "with --train-encoder: stop training after "
+                                                "S process CPU seconds (memory fills included; 0 = every step)")
+    frozen_warmup_steps: int | None = _by_mode("frozen_warmup_steps", "with --train-encoder: N steps of the "
+                                               "frozen mode (KM and relation map on the fixed memory) before LM1 "
+                                               "joins (0 with the contrastive objective)")
 
     def __post_init__(self) -> None:
         """Nothing: :meth:`check` reports the bad values (:func:`jaket.tasks.config.load_task_config`)."""
@@ -183,5 +211,5 @@ class LinkPredictionJob(TaskJob, LinkPredictionConfig):
             problems.append(("data.sample_entities", f"needs at least 2 entities (0: all), got {data.sample_entities}"))
         if data.data is None and data.kg is not None and not data.eval:
             problems.append(("data.eval", "a KG folder's triples all train: give the evaluation triples "
-                                          "(--eval FILE, WN18RR format)"))
+                                          "(--test FILE, WN18RR format)"))
         return problems

@@ -1,53 +1,19 @@
-"""``jaket finetune relation-classification``, ``jaket evaluate relation-classification`` and the
-arguments of ``jaket predict relation-classification``.
+"""``jaket predict relation-classification``'s flags and their reading.
 
-Settings come from the defaults < ``--config FILE`` (YAML, keys of :class:`RelationClassificationJob`;
-``configs/finetune-relation-classification.yaml`` lists them) < ``--set key=value`` < the dedicated
-flags. Data: ``--data FILE`` (FewRel JSON, :mod:`jaket.tasks.relation_classification.data`; its
-relations are evaluated, ``--train-data`` gives the training relations) or a WordNet-derived set.
-``finetune`` saves the model of its first run to ``OUT/model``.
+``jaket finetune|evaluate relation-classification`` have no hand-written flags: they are made from
+:class:`~jaket.tasks.relation_classification.job.RelationClassificationJob` (:mod:`jaket.tasks.job_flags`).
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
-from jaket.overrides import add_config_flags
-from jaket.tasks.cli_common import run_task
-from jaket.tasks.relation_classification.job import RelationClassificationJob
-
-
-def add_arguments(rc: argparse.ArgumentParser, evaluate: bool) -> None:
-    """The relation-classification flags (beside the common ones of
-    :func:`jaket.tasks.cli_common.add_common_arguments`); their defaults are the job's."""
-    d = RelationClassificationJob()
-    add_config_flags(rc, "YAML config (see configs/finetune-relation-classification.yaml)",
-                     "--set train_steps=50 --set data.data=fewrel/val_wiki.json")
-    rc.add_argument("--data", type=Path, metavar="FILE",
-                    help="FewRel JSON file or folder: the evaluation relations (default: WordNet-derived set)")
-    rc.add_argument("--train-data", type=Path, nargs="+", metavar="FILE",
-                    help="FewRel JSON file(s) of the training relations; then every relation of --data is "
-                         "evaluated and none may also be a training relation (default: split --data's relations)")
-    rc.add_argument("--drop-overlap", action="store_true", default=None,
-                    help="with --train-data: train without the relations that --data evaluates")
-    rc.add_argument("--max-entities", type=int,
-                    help=f"WordNet subset size of the default data (default {d.data.max_entities})")
-    rc.add_argument("--settings", metavar="LIST",
-                    help="N-K list, e.g. 5-1,5-5,10-1 (default "
-                         f"{','.join(f'{n}-{k}' for n, k in d.settings)})")
-    rc.add_argument("--train-relations", type=int, metavar="N",
-                    help="without --train-data: the first N relations of --data train "
-                         f"(default {d.num_train_relations})")
-    rc.add_argument("--train-steps", type=int, help=f"training episodes (default {d.train_steps})")
-    rc.add_argument("--train-way", type=int, help=f"relations per training episode (default {d.train_way})")
-    rc.add_argument("--train-shot", type=int, help=f"supports per relation in training (default {d.train_shot})")
-    rc.add_argument("--episodes", type=int, help=f"evaluation episodes per setting (default {d.episodes})")
-    rc.set_defaults(func=run_task, evaluate=evaluate)
+from jaket.tasks.relation_classification.job import TASK, RelationClassificationJob
+from jaket.tasks.spec import TaskSpec
 
 
 def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
-    """``jaket predict relation-classification`` arguments (beside ``--model`` and ``--out``)."""
+    """``jaket predict relation-classification`` arguments (beside ``--finetuned`` and ``--out``)."""
     parser.add_argument("--support", type=Path, required=True, metavar="FILE",
                         help="support examples in FewRel's JSON format: {relation: [sentences]}, each "
                              "relation a candidate answer (docs/data.md)")
@@ -62,9 +28,23 @@ def predict_from_flags(model, args: argparse.Namespace) -> list[dict]:
     return predict_rows(model, args.support, args.queries)
 
 
-#: flag destination -> job key (flags given on the command line win over the file and --set; the
-#: common flags' are :data:`jaket.tasks.cli_common.COMMON_FLAG_KEYS`)
-FLAG_KEYS = {"data": "data.data", "train_data": "data.train_data", "drop_overlap": "data.drop_overlap",
-             "max_entities": "data.max_entities", "settings": "settings", "train_relations": "num_train_relations",
-             "train_steps": "train_steps", "train_way": "train_way", "train_shot": "train_shot",
-             "episodes": "episodes"}
+def _run():
+    from jaket.tasks.relation_classification import run  # the model code, imported when the task runs
+
+    return run
+
+
+def _finetuned() -> type:
+    from jaket.tasks.relation_classification.finetuned import FinetunedPairClassifier
+
+    return FinetunedPairClassifier
+
+
+#: the task's spec (registered by :mod:`jaket.tasks.registry`); no KM variant
+SPEC = TaskSpec(
+    TASK, "few-shot relation classification, PAIR (Table 1)", RelationClassificationJob,
+    runner=lambda: _run().run_job, table=lambda: _run().results_table,
+    default_variants=("lm", "jaket"), finetune_variant="lm", grid_task=lambda: _run().RelationClassificationRuns,
+    model=_finetuned, predict_help="the relation of each query sentence, given support examples (PAIR)",
+    add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags,
+    predict_usage="--support FILE --queries FILE", set_example="--set train_steps=50 --set data.data=fewrel/val_wiki.json")

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, ConfigDict, PlainSerializer
 
+from jaket.tasks.job_flags import flag
 from jaket.tasks.settings import TaskJob, VARIANTS
 
 
@@ -51,17 +52,27 @@ class RelationClassificationConfig:
     settings: WayShots = ((5, 1), (5, 5))
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     #: without separate training data: the first N relations of the data train, the others evaluate
-    num_train_relations: int = 3
-    train_relations: tuple[str, ...] | None = None  # explicit list overrides the count
-    train_steps: int = 150
+    num_train_relations: int = field(default=3, metadata=flag("train-relations", metavar="N"))
+    #: the training relations by name (overrides --train-relations N)
+    train_relations: tuple[str, ...] | None = field(default=None, metadata=flag("train-relation-names", default=""))
+    #: training episodes
+    train_steps: int = field(default=150, metadata=flag("steps", metavar="N", aliases=("--train-steps",)))
+    #: relations per training episode
     train_way: int = 3
+    #: supports per relation in training
     train_shot: int = 1
+    #: evaluation episodes per N-way K-shot setting
     episodes: int = 1000
+    #: tokens of a sentence
     max_length: int = 128
+    #: encoder learning rate
     lr: float = 2e-5
+    #: score head learning rate
     head_lr: float = 1e-3
-    encoder: Path | None = None
-    pretrained: Path | None = None
+    encoder: Path | None = field(default=None, metadata=flag(
+        metavar="DIR", help="base Hugging Face encoder (default: the bundled MiniLM)", default=""))
+    pretrained: Path | None = field(default=None, metadata=flag(
+        "model", metavar="DIR", help="jointly pre-trained model folder (enables the variant jaket)", default=""))
     #: bf16 autocast for the encoder (:func:`jaket.model.device.autocast`); the score head is fp32
     bf16: bool = False
 
@@ -93,10 +104,10 @@ class RelationClassificationData:
 
     #: FewRel JSON file or folder (:mod:`jaket.tasks.relation_classification.data`): the evaluation
     #: relations; None = a WordNet-derived set (:func:`kg_relation_instances`)
-    data: Path | None = None
+    data: Path | None = field(default=None, metadata=flag(metavar="PATH", default=""))
     #: FewRel JSON file(s) of the training relations; then every relation of ``data`` is evaluated
     #: (empty: ``data``'s relations are split, ``num_train_relations`` / ``train_relations``)
-    train_data: tuple[Path, ...] = ()
+    train_data: tuple[Path, ...] = field(default=(), metadata=flag("train", aliases=("--train-data",), default=""))
     #: with ``train_data``: train without the relations ``data`` evaluates (otherwise such an
     #: overlap is an error)
     drop_overlap: bool = False
@@ -123,9 +134,9 @@ class RelationClassificationJob(TaskJob, RelationClassificationConfig):
         problems = super().check()
         data = self.data
         if data.train_data and data.data is None:
-            problems.append(("data.train_data", "--train-data needs --data FILE (data.data): the evaluation relations"))
+            problems.append(("data.train_data", "--train needs --data FILE (data.data): the evaluation relations"))
         if data.drop_overlap and not data.train_data:
-            problems.append(("data.drop_overlap", "--drop-overlap needs --train-data FILE ... (data.train_data)"))
+            problems.append(("data.drop_overlap", "--drop-overlap needs --train FILE ... (data.train_data)"))
         if data.max_entities < 2:
             problems.append(("data.max_entities", f"must be at least 2, got {data.max_entities}"))
         problems += [(key, f"relation classification has no KM (settings {', '.join(SUPPORTED_VARIANTS)}): "

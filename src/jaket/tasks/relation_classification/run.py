@@ -45,7 +45,7 @@ from jaket.tasks.relation_classification.data import (FewRelData, FewRelInstance
                                                       load_fewrel, merge_fewrel)
 from jaket.tasks.relation_classification.model import SUPPORTED_VARIANTS, PairEncoder  # noqa: F401 (re-exported)
 from jaket.tasks.relation_classification.finetuned import FinetunedPairClassifier
-from jaket.tasks.settings import VARIANT_LABELS, VariantError  # noqa: F401
+from jaket.tasks.settings import VARIANT_LABELS, VariantError, builtin_wordnet_notice  # noqa: F401
 from jaket.tasks.relation_classification.job import (TASK, RelationClassificationConfig,  # noqa: F401 (re-exported)
                                                      RelationClassificationData, RelationClassificationJob)
 from jaket.tasks.grid import Cell, Grid, GridTask, RunOutcome, run_grid
@@ -66,7 +66,7 @@ def relation_split(data: FewRelData, config: RelationClassificationConfig,
         overlap = sorted(set(train_data.relations) & set(data.relations))
         if overlap and not drop_overlap:
             raise RelationOverlapError(
-                f"relation(s) {', '.join(overlap)} are in both --train-data and --data: an episode must never "
+                f"relation(s) {', '.join(overlap)} are in both --train and --data: an episode must never "
                 "evaluate a relation it trained on; add --drop-overlap to train without them, or remove them "
                 "from one side")
         train = [r for r in train_data.relations if r not in overlap]
@@ -249,6 +249,8 @@ def load_relations(data: RelationClassificationData) -> tuple[FewRelData, FewRel
     if data.data is not None:
         evaluation = load_fewrel(data.data)
     else:
+        builtin_wordnet_notice(logger, TASK, f"relation instances of a {data.max_entities}-synset "
+                               "subset", "--data FILE (FewRel)")
         evaluation = kg_relation_instances(build_source("wordnet", max_entities=data.max_entities, seed=0).kg)
     train = merge_fewrel([load_fewrel(p) for p in data.train_data]) if data.train_data else None
     return evaluation, train

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
+from jaket.tasks.job_flags import flag
 from jaket.tasks.settings import BackboneSettings, TaskJob
 
 
@@ -36,7 +37,9 @@ class WordInContextConfig(BackboneSettings):
 
     variants: tuple[str, ...] = ("lm", "lm+g+m", "jaket")
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    #: training epochs
     epochs: int = 3
+    #: pairs per step
     batch_size: int = 32
     #: learning rate of the language module (LM1 + LM2)
     lr: float = 5e-5
@@ -44,16 +47,20 @@ class WordInContextConfig(BackboneSettings):
     head_lr: float = 1e-3
     #: learning rate of the KM, the fusion and the masked-entity head
     km_lr: float = 1e-4
+    #: share of the training steps of the learning-rate warm-up
     warmup_fraction: float = 0.1
+    #: weight decay of the optimizer
     weight_decay: float = 0.01
+    #: head dropout
     dropout: float = 0.1
+    #: tokens of a text
     max_length: int = 96
     #: candidate senses read per target (WordNet's most frequent first)
     max_candidates: int = 64
     fanouts: tuple[int, ...] = (5, 5)
     #: ``attention``: the candidates' KM embeddings weighted by the sense scores; ``first``: the
     #: most frequent sense's alone (no scorer); ``none``: no fusion (sense agreement only)
-    sense_fusion: str = "attention"
+    sense_fusion: str = field(default="attention", metadata=flag(choices=SENSE_FUSION))
     #: share of the training pairs kept for choosing the epoch (per seed); 0 = the last epoch
     selection_fraction: float = 0.1
     description_max_length: int = 32
@@ -83,14 +90,16 @@ class WordInContextConfig(BackboneSettings):
 class WordInContextData:
     """Where the pairs and the senses come from."""
 
-    #: training pairs: WiC ``*.data.txt`` (gold beside it) or JSONL; None = WordNet-derived pairs
-    train: Path | None = None
-    #: evaluation pairs, same formats (WiC: the dev split; its test labels are not public)
-    eval: Path | None = None
-    #: the sense KG folder; None = WordNet 3.0 (all 117,659 synsets)
-    kg: Path | None = None
-    #: WordNet-derived pairs (no --train): how many, and their seed
+    #: training pairs: WiC *.data.txt (labels from the *.gold.txt beside it) or JSONL (default: pairs built from
+    #: WordNet's usage examples)
+    train: Path | None = field(default=None, metadata=flag(metavar="FILE", default=""))
+    #: evaluation pairs, evaluated only, same formats (WiC: the dev split; its test labels are not public)
+    eval: Path | None = field(default=None, metadata=flag("test", metavar="FILE", aliases=("--eval",), default=""))
+    #: the sense KG folder (default: WordNet 3.0, all 117,659 synsets)
+    kg: Path | None = field(default=None, metadata=flag(metavar="DIR", default=""))
+    #: WordNet-derived pairs (no --train): how many
     wordnet_pairs: int = 2000
+    #: seed of the WordNet-derived pairs
     data_seed: int = 0
 
     __pydantic_config__ = ConfigDict(extra="forbid")
@@ -107,7 +116,8 @@ class WordInContextJob(TaskJob, WordInContextConfig):
         problems = super().check()
         if (self.data.train is None) != (self.data.eval is None):
             given, missing = ("train", "eval") if self.data.eval is None else ("eval", "train")
-            problems.append((f"data.{missing}", f"--{given} needs --{missing} FILE too"))
+            flags = {"train": "--train", "eval": "--test"}
+            problems.append((f"data.{missing}", f"{flags[given]} needs {flags[missing]} FILE too"))
         if self.data.wordnet_pairs < 10:
             problems.append(("data.wordnet_pairs", f"must be at least 10, got {self.data.wordnet_pairs}"))
         return problems

@@ -51,7 +51,7 @@ from jaket.model.language import SplitLanguageModel
 from jaket.tasks import report as rep
 from jaket.tasks.settings import VARIANT_LABELS  # noqa: F401 (re-exported)
 from jaket.tasks.word_in_context.job import TASK, WordInContextConfig, WordInContextJob
-from jaket.tasks.settings import variant as variant_spec
+from jaket.tasks.settings import builtin_wordnet_notice, variant as variant_spec
 from jaket.tasks.grid import Cell, Grid, GridTask, RunOutcome, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import step_done
@@ -334,6 +334,8 @@ def run_job(job: WordInContextJob, out_dir: Path | None = None, *, save_dir: Pat
         train, evaluation = load_pairs(job.data.train), load_pairs(job.data.eval)
         info = {"train": str(job.data.train), "eval": str(job.data.eval)}
     else:
+        builtin_wordnet_notice(logger, TASK, f"{job.data.wordnet_pairs} pairs derived from its usage "
+                               "examples", "--train FILE with --test FILE (WiC format)")
         train, evaluation = wordnet_pairs(kg, job.data.wordnet_pairs, job.data.data_seed)
         info = {"train": f"{len(train)} WordNet-derived pairs", "eval": f"{len(evaluation)} WordNet-derived pairs"}
     info.update(train_pairs=len(train), eval_pairs=len(evaluation))

@@ -15,7 +15,8 @@ the sense KG, any of them right; empty when unknown). Two formats (:func:`load_w
   of the sense KG; a key file may give the gold instead).
 
 Every problem is one ``path:line: message`` (:class:`jaket.kg.errors.KGFormatError`): malformed XML,
-a key line naming an instance the data does not have, an unknown sense key, a bad JSONL field. A
+a key line naming an instance the data does not have, an unknown sense key, a bad JSONL field; data
+with no target (an empty file, white space only, an XML file without ``<instance>``) is refused. A
 target whose lemma has no candidate sense is not an error: the task counts it.
 
 :func:`write_key_file` writes answers in the framework's key format (``instance-id sense-key``),
@@ -31,9 +32,8 @@ from pathlib import Path
 from jaket.atomic import write_text
 from jaket.jsonio import quote
 from jaket.kg.errors import KGFormatError, Problem
-from jaket.kg.readers import json_objects, read_text_file
-from jaket.kg.sources.wordnet import sense_key_index
-from jaket.kg.wsd_xml import read_wsd_xml
+from jaket.kg.readers import json_objects, read_text_file, refuse_empty
+from jaket.kg.wsd_xml import XmlSentence, read_wsd_xml
 from jaket.kg.sources.wordnet_forms import POS_CODES
 
 #: the framework's parts of speech -> WordNet's
@@ -67,8 +67,13 @@ def key_path_of(data_path: Path) -> Path:
 
 def load_framework(data_path: str | Path) -> list[WsdInstance]:
     """The targets of a framework ``*.data.xml`` (no gold: :func:`read_key_file` adds it)."""
+    return framework_instances(read_wsd_xml(data_path))
+
+
+def framework_instances(sentences: list[XmlSentence]) -> list[WsdInstance]:
+    """The targets (``<instance>`` s) of the framework's sentences, in their order."""
     out = []
-    for sentence in read_wsd_xml(data_path):
+    for sentence in sentences:
         text = sentence.text
         for token, (start, end) in zip(sentence.tokens, sentence.spans()):
             if token.instance is not None:
@@ -79,6 +84,8 @@ def load_framework(data_path: str | Path) -> list[WsdInstance]:
 
 @lru_cache(maxsize=1)
 def _sense_keys() -> dict[str, str]:
+    from jaket.kg.sources.wordnet import sense_key_index  # inputs first: WordNet's index, read when a key is met
+
     return sense_key_index()
 
 
@@ -198,15 +205,29 @@ def load_wsd_jsonl(path: str | Path) -> list[WsdInstance]:
 
 def load_wsd(path: str | Path, gold: str | Path | None = None) -> list[WsdInstance]:
     """:func:`load_wsd_jsonl` for ``*.jsonl``, else :func:`load_framework`; gold senses from the key
-    file ``gold`` (default for the XML: the ``*.gold.key.txt`` beside it, when it exists)."""
+    file ``gold`` (default for the XML: the ``*.gold.key.txt`` beside it, when it exists).
+
+    Data with no target is refused, as every command refuses an empty input: an empty (or white
+    space only) file or key file (:class:`jaket.errors.EmptyInputError`, naming ``--data`` /
+    ``--gold``), and an XML file without an ``<instance>`` (:class:`KGFormatError` saying how many
+    sentences it holds)."""
     path = Path(path)
+    refuse_empty(path, "--data", "disambiguate")
     if path.suffix == ".jsonl":
-        instances = load_wsd_jsonl(path)
+        instances = load_wsd_jsonl(path)  # (past refuse_empty, every line is a target or a problem)
     else:
-        instances = load_framework(path)
+        sentences = read_wsd_xml(path)
+        instances = framework_instances(sentences)
+        if not instances:
+            what = f"{len(sentences)} sentence{'s' if len(sentences) != 1 else ''}"
+            raise KGFormatError([Problem(str(path), None, f"no <instance> in its {what}: no target to disambiguate "
+                                                          "(the framework marks each target with <instance>)")])
         if gold is None and key_path_of(path).is_file():
             gold = key_path_of(path)
-    return read_key_file(gold, instances) if gold is not None else instances
+    if gold is None:
+        return instances
+    refuse_empty(Path(gold), "--gold", "score")
+    return read_key_file(gold, instances)
 
 
 def write_key_file(path: str | Path, instances: list[WsdInstance], answers: list[str | None]) -> Path:

@@ -23,10 +23,10 @@ earlier candidate on a tie, and no answer without candidates. Scorers (:data:`SC
 * ``lm (text)`` / ``jaket (text)``: the word in context (as ``lm``) against each candidate's *text*
   read as the sentence encoder reads a sentence (the mean of its tokens through LM1 + LM2): its
   names and aliases, its description and, where :class:`SenseTexts` gives them, its usage examples
-  (:func:`jaket.tasks.word_sense.model.sense_text`);
+  (:func:`jaket.tasks.sense_texts.sense_text`);
 * ``lm (text + kg)`` / ``jaket (text + kg)``: the same, each candidate's row being its text's
   vector plus ``β`` times the mean of its KG neighbours' text vectors
-  (:func:`jaket.tasks.word_sense.model.text_kg_rows`): one
+  (:func:`jaket.tasks.sense_texts.text_kg_rows`): one
   step of message passing over the KG (Eq. 1-5's aggregation with uniform attention, identity
   composition and no weights), so a sense is also read from the senses it is linked to (its
   hypernyms, hyponyms, derived forms, ...). Nothing is trained: the base encoder's rows are ``LM +
@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
+from tqdm import tqdm
 
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.linking import EntityLinker
@@ -55,7 +56,10 @@ from jaket.model.heads import span_mean
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
-from jaket.tasks.word_sense.model import COSINE_TEMPERATURE, ContextLinker, SenseTexts, text_kg_rows
+from jaket.model.memory_cache import TextVectorCache
+from jaket.tasks.stages import StageTimes
+from jaket.tasks.word_sense.model import ContextLinker
+from jaket.tasks.sense_texts import COSINE_TEMPERATURE, SenseTexts, text_kg_rows
 from jaket.tasks.variants import FrozenMemory, description_features
 from jaket.tasks.word_in_context.data import lemma_key
 from jaket.tasks.word_in_context.model import SenseGraph, km_embeddings, neighbourhood, target_spans
@@ -144,11 +148,12 @@ def with_prior(examples: list[SenseExample], output: ScorerOutput, weight: float
 @torch.no_grad()
 def context_vectors(language: SplitLanguageModel, examples: list[SenseExample], batch_size: int = 64,
                     max_length: int = 96) -> torch.Tensor:
-    """``(Z_s + Z_o) / 2`` of each target through LM1 + LM2."""
+    """``(Z_s + Z_o) / 2`` of each target through LM1 + LM2 (a progress bar beyond a few batches)."""
     language.eval()
     device = next(language.parameters()).device
     out = []
-    for begin in range(0, len(examples), batch_size):
+    batches = range(0, len(examples), batch_size)
+    for begin in tqdm(batches, desc="contexts", unit="batch", leave=False, disable=len(batches) <= 4):
         chunk = examples[begin:begin + batch_size]
         ids, start, end = target_spans(language.tokenizer, [e.text for e in chunk], [(e.start, e.end) for e in chunk],
                                        max_length, [f"sense example {begin + i + 1}" for i in range(len(chunk))])
@@ -181,9 +186,12 @@ def similarity_scores(examples: list[SenseExample], vectors: torch.Tensor, candi
 
 def text_scores(examples: list[SenseExample], kg: KnowledgeGraph, language: SplitLanguageModel,
                 context: torch.Tensor, texts: SenseTexts, prefix: str) -> dict[str, ScorerOutput]:
-    """``PREFIX (text)`` and ``PREFIX (text + kg)`` (module docstring) of the contexts ``context``."""
+    """``PREFIX (text)`` and ``PREFIX (text + kg)`` (module docstring) of the contexts ``context``;
+    the texts' vectors are kept in the encoder's text-vector cache (JAKET_CACHE), so a second run
+    reads none of them again."""
     candidates = _Candidates.of(examples, kg)
-    own, spread = text_kg_rows(language, kg, candidates.used, texts)
+    own, spread = text_kg_rows(language, kg, candidates.used, texts,
+                               cache=TextVectorCache.for_encoder(language, texts.max_length))
     return {f"{prefix} (text)": ScorerOutput([similarity_scores(examples, context, own, candidates.index, cosine=True)],
                                              temperature=COSINE_TEMPERATURE),
             f"{prefix} (text + kg)": ScorerOutput([similarity_scores(examples, context, spread, candidates.index,
@@ -239,22 +247,37 @@ def lesk_scores(examples: list[SenseExample], kg: KnowledgeGraph, linker: Entity
 @torch.no_grad()
 def encoder_scores(examples: list[SenseExample], kg: KnowledgeGraph, *, encoder=None, seeds=(0, 1, 2),
                    description_max_length: int = 32, max_length: int = 96, km: dict | None = None,
-                   with_km: bool = True, texts: SenseTexts | None = None, device="cpu") -> dict[str, ScorerOutput]:
+                   with_km: bool = True, texts: SenseTexts | None = None, device="cpu",
+                   stages: StageTimes | None = None) -> dict[str, ScorerOutput]:
     """The ``lm`` and (``with_km``) ``lm+g+m`` scorers of the module docstring, and ``lm (text)`` /
     ``lm (text + kg)`` with ``texts``; ``km``: the fresh KM's ``{"layers", "heads", "composition"}``
-    (default :data:`FRESH_KM`)."""
+    (default :data:`FRESH_KM`); ``stages``: where each stage's time is kept."""
     km = km or FRESH_KM
+    stages = stages or StageTimes()
     candidates = _Candidates.of(examples, kg)
-    base = SplitLanguageModel.from_pretrained(encoder or default_model_path()).to(device)
-    context = context_vectors(base, examples, max_length=max_length)
-    described = description_features(base, candidates.texts, candidates.names, full=True,
-                                      max_length=description_max_length)
+    with stages("base encoder: load"):
+        base = SplitLanguageModel.from_pretrained(encoder or default_model_path()).to(device)
+    with stages("base encoder: contexts"):
+        context = context_vectors(base, examples, max_length=max_length)
+    with stages("base encoder: descriptions"):
+        described = description_features(base, candidates.texts, candidates.names, full=True,
+                                          max_length=description_max_length)
     out = {"lm": ScorerOutput([similarity_scores(examples, context, described, candidates.index, cosine=True)],
                               temperature=COSINE_TEMPERATURE)}
     if texts is not None:
-        out.update(text_scores(examples, kg, base, context, texts, "lm"))
+        with stages("base encoder: sense texts"):
+            out.update(text_scores(examples, kg, base, context, texts, "lm"))
     if not with_km:
         return out
+    with stages("lm+g+m"):
+        out["lm+g+m"] = _fresh_km_scores(examples, kg, base, context, candidates, seeds, description_max_length,
+                                         km, device)
+    return out
+
+
+def _fresh_km_scores(examples, kg, base, context, candidates, seeds, description_max_length, km,
+                     device) -> ScorerOutput:
+    """``lm+g+m``: the base encoder's contexts against E^KM of a fresh KM per seed (module docstring)."""
     # LM+G+M before fine-tuning: E^KM of a fresh KM over the base memory (LM1 of the descriptions)
     old = neighbourhood(kg, candidates.used, 2)
     ball, _ = kg.induced_subgraph(old)
@@ -271,39 +294,48 @@ def encoder_scores(examples: list[SenseExample], kg: KnowledgeGraph, *, encoder=
                                     composition=km["composition"]).to(device).eval()
         rows = km_embeddings(knowledge, graph, local, np.random.default_rng(seed))
         runs.append(similarity_scores(examples, context, rows, candidates.index, cosine=True))
-    out["lm+g+m"] = ScorerOutput(runs, tuple(seeds), COSINE_TEMPERATURE)
-    return out
+    return ScorerOutput(runs, tuple(seeds), COSINE_TEMPERATURE)
 
 
 @torch.no_grad()
 def jaket_scores(examples: list[SenseExample], kg: KnowledgeGraph, pretrained, *, description_max_length: int = 32,
-                 max_length: int = 96, texts: SenseTexts | None = None, device="cpu") -> dict[str, ScorerOutput]:
+                 max_length: int = 96, texts: SenseTexts | None = None, device="cpu",
+                 stages: StageTimes | None = None) -> dict[str, ScorerOutput]:
     """The ``jaket`` scorer (the masked-entity head, pre-training task 4, restricted to the
     candidates: :meth:`jaket.tasks.word_sense.model.ContextLinker.logits`, the linker of ``jaket link
     --model``) and ``jaket (cosine)`` of the module docstring, and ``jaket (text)`` / ``jaket (text +
     kg)`` with ``texts``."""
+    stages = stages or StageTimes()
     candidates = _Candidates.of(examples, kg)
-    linker = ContextLinker.from_pretrained(pretrained, kg, device=device, max_length=max_length)
+    with stages("JAKET: load"):
+        linker = ContextLinker.from_pretrained(pretrained, kg, device=device, max_length=max_length)
     language = linker.model.language
-    context = context_vectors(language, examples, max_length=max_length)  # names a target it cannot read
-    head = linker.logits([e.text for e in examples], [(e.start, e.end) for e in examples],
-                         [e.candidates for e in examples])
-    described = description_features(language, candidates.texts, candidates.names, full=True,
-                                     max_length=description_max_length)
+    with stages("JAKET: contexts"):
+        context = context_vectors(language, examples, max_length=max_length)  # names a target it cannot read
+    with stages("JAKET: masked-entity head"):
+        head = linker.logits([e.text for e in examples], [(e.start, e.end) for e in examples],
+                             [e.candidates for e in examples])
+    with stages("JAKET: descriptions"):
+        described = description_features(language, candidates.texts, candidates.names, full=True,
+                                         max_length=description_max_length)
     out = {"jaket": ScorerOutput([list(head)], temperature=1.0),
            "jaket (cosine)": ScorerOutput([similarity_scores(examples, context, described, candidates.index,
                                                              cosine=True)], temperature=COSINE_TEMPERATURE)}
     if texts is not None:
-        out.update(text_scores(examples, kg, language, context, texts, "jaket"))
+        with stages("JAKET: sense texts"):
+            out.update(text_scores(examples, kg, language, context, texts, "jaket"))
     return out
 
 
 def score_senses(examples: list[SenseExample], kg: KnowledgeGraph, *, scorers=None, pretrained=None,
                  encoder=None, seeds=(0, 1, 2), description_max_length: int = 32, max_length: int = 96,
-                 km: dict | None = None, texts: SenseTexts | None = None, device="cpu") -> dict[str, ScorerOutput]:
+                 km: dict | None = None, texts: SenseTexts | None = None, device="cpu",
+                 stages: StageTimes | None = None) -> dict[str, ScorerOutput]:
     """The ``scorers`` asked for (None: all of :data:`SCORERS`, those of :data:`TEXT_SCORERS` only
     with ``texts``; those of :data:`PRETRAINED_SCORERS` only with ``pretrained``), in
-    :data:`SCORERS`' order; a text scorer asked for without ``texts`` is an error."""
+    :data:`SCORERS`' order; a text scorer asked for without ``texts`` is an error. ``stages``:
+    where each stage's time is kept (:class:`jaket.tasks.stages.StageTimes`)."""
+    stages = stages or StageTimes()
     if scorers is None:
         scorers = tuple(s for s in SCORERS if texts is not None or s not in TEXT_SCORERS)
     if texts is None and any(s in scorers for s in TEXT_SCORERS):
@@ -311,13 +343,15 @@ def score_senses(examples: list[SenseExample], kg: KnowledgeGraph, *, scorers=No
     wants_text = any(s in scorers for s in TEXT_SCORERS)
     out: dict[str, ScorerOutput] = {"first sense": first_sense_scores(examples), "random": random_scores(examples)}
     if "lesk" in scorers:
-        out["lesk"] = lesk_scores(examples, kg)
+        with stages("lesk"):
+            out["lesk"] = lesk_scores(examples, kg)
     if any(s in scorers for s in ENCODER_SCORERS):
         out.update(encoder_scores(examples, kg, encoder=encoder, seeds=seeds,
                                   description_max_length=description_max_length, max_length=max_length,
                                   km=km, with_km="lm+g+m" in scorers,
-                                  texts=texts if wants_text else None, device=device))
+                                  texts=texts if wants_text else None, device=device, stages=stages))
     if pretrained is not None and any(s in scorers for s in PRETRAINED_SCORERS):
         out.update(jaket_scores(examples, kg, pretrained, description_max_length=description_max_length,
-                                max_length=max_length, texts=texts if wants_text else None, device=device))
+                                max_length=max_length, texts=texts if wants_text else None, device=device,
+                                stages=stages))
     return {name: out[name] for name in SCORERS if name in out and name in scorers}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
+from jaket.tasks.job_flags import flag
 from jaket.tasks.settings import BackboneSettings, TaskJob
 
 
@@ -76,12 +77,12 @@ class WordSenseConfig(BackboneSettings):
 class WordSenseData:
     """Where the targets and the senses come from."""
 
-    #: the targets: the framework's ``*.data.xml`` or our JSONL (required)
-    path: Path | None = None
-    #: the framework's key file; None = the ``*.gold.key.txt`` beside an XML file, when it exists
-    gold: Path | None = None
-    #: the sense KG folder; None = WordNet 3.0 (all 117,659 synsets)
-    kg: Path | None = None
+    #: the targets: the WSD framework's *.data.xml or JSONL (docs/data.md; required)
+    path: Path | None = field(default=None, metadata=flag("data", metavar="FILE", default=""))
+    #: the framework's key file (default: the *.gold.key.txt beside --data, if any)
+    gold: Path | None = field(default=None, metadata=flag(metavar="FILE", default=""))
+    #: the sense KG folder (default: WordNet 3.0, all 117,659 synsets)
+    kg: Path | None = field(default=None, metadata=flag(metavar="DIR", default=""))
 
     __pydantic_config__ = ConfigDict(extra="forbid")
 
@@ -105,16 +106,17 @@ class SenseLinkingData:
     """Where the linked texts come from: a pre-training run's held-out share or the texts of an
     unseen KG' (exactly one of the two)."""
 
-    #: a pre-training run folder: its held-out linked texts (rebuilt from ``RUN/config.yaml``)
-    heldout_of: Path | None = None
-    #: a ``jaket prepare wordnet-reference`` folder: the texts of its unseen KG' (``DATA/kg-unseen``)
-    unseen_of: Path | None = None
+    #: a pre-training run folder: its held-out linked texts (rebuilt from RUN/config.yaml) are the examples
+    heldout_of: Path | None = field(default=None, metadata=flag(metavar="RUN", default=""))
+    #: a 'jaket prepare wordnet-reference' folder: the texts of its unseen KG' (DATA/kg-unseen), which
+    #: pre-training never saw, are the examples
+    unseen_of: Path | None = field(default=None, metadata=flag(metavar="DATA", default=""))
     #: with ``unseen_of``: a word's candidates are its KG' senses only (a KG never seen at all)
     unseen_candidates_only: bool = False
-    #: the sense KG folder; None = WordNet 3.0 (all synsets)
-    kg: Path | None = None
-    #: the first N examples only; None = all
-    max_examples: int | None = None
+    #: the sense KG folder (default: WordNet 3.0, all synsets)
+    kg: Path | None = field(default=None, metadata=flag(metavar="DIR", default=""))
+    #: use the first N examples only
+    max_examples: int | None = field(default=None, metadata=flag(metavar="N", default="all"))
 
     __pydantic_config__ = ConfigDict(extra="forbid")
 
@@ -126,13 +128,13 @@ class SenseLinkingJob:
     :mod:`jaket.tasks.word_sense.finetuned`; nothing is fine-tuned, and no setting is compared, so
     :func:`jaket.tasks.cli_common.resolve_job` leaves the job as it is."""
 
-    #: jointly pre-trained model folder (the ``jaket`` scorers)
-    pretrained: Path | None = None
-    #: base Hugging Face encoder folder; None = the bundled MiniLM
-    encoder: Path | None = None
+    #: jointly pre-trained model folder (the jaket scorers)
+    pretrained: Path | None = field(default=None, metadata=flag("model", metavar="DIR", default=""))
+    #: base Hugging Face encoder (default: the bundled MiniLM)
+    encoder: Path | None = field(default=None, metadata=flag(metavar="DIR", default=""))
     #: the fresh KMs of the ``lm+g+m`` scorer (``--seeds N``: 0 .. N-1)
     seeds: tuple[int, ...] = (0, 1, 2)
-    #: False: only the first-sense, random and ``jaket`` scorers (to compare pre-trained models)
+    #: only the first-sense, random and --model scorers (to compare pre-trained models)
     baselines: bool = True
     #: bf16 autocast for the encoder scorers' passes (``--precision``)
     bf16: bool = False

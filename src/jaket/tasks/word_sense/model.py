@@ -41,26 +41,23 @@ scores are ``None`` and :meth:`link` leaves it unlinked (counted in
 candidates give the same probabilities.
 
 **Sense texts** (the ``text+kg`` scorer, and word-sense disambiguation's ``(text)`` and ``(text + kg)``
-scorers): a sense (an entity) is read as the sentence encoder reads a sentence -- the mean of its tokens
-through LM1 + LM2, unit length (:func:`text_vectors`) -- from its text (:func:`sense_text`: names
-and aliases, description, usage examples where given). Its ``(text + kg)`` row adds ``β`` times
-the mean of its KG neighbours' vectors (:func:`text_kg_rows`): one step of message passing over the
-KG, the aggregation of Eq. 1-5 with uniform attention, identity composition and no weights, so a
-sense is also read from the senses it is linked to. A word in context is compared with the rows
-by cosine; :data:`COSINE_TEMPERATURE` turns cosines into logits (a softmax over the candidates).
+scorers) are read in :mod:`jaket.tasks.sense_texts` (one step of message passing over the
+KG, Eq. 1-5's aggregation without weights), their vectors kept in the text-vector cache, so a second
+run reads none again. Each stage's time is in :attr:`ContextLinkStats.stages` (``jaket link --model``'s
+summary: ``seconds``).
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from tqdm import tqdm
 
 from jaket.atomic import write_lines
@@ -71,7 +68,11 @@ from jaket.kg.linking import CandidateSpan, EntityLinker, LinkStats, Target
 from jaket.model.device import resolve_device
 from jaket.model.heads import span_mean
 from jaket.model.jaket import JaketModel, text_list
-from jaket.model.language import SplitLanguageModel
+from jaket.model.memory_cache import TextVectorCache
+from jaket.tasks.stages import StageTimes
+# the sense texts' API: the text+kg scorer's here, and imported from here by callers of the linker
+from jaket.tasks.sense_texts import (COSINE_TEMPERATURE, SenseTexts, kg_neighbours,  # noqa: F401
+                                                sense_text, text_kg_rows, text_vectors)
 from jaket.tasks.variants import description_features
 from jaket.tasks.word_in_context.data import SenseInventory
 
@@ -158,84 +159,13 @@ class ContextLinkStats:
     unreadable: int = 0  # left unlinked: past max_length tokens, or covering no token
     descriptions_encoded: int = 0  # E^context rows computed (Eq. 7)
     descriptions_empty: int = 0  # ... of entities without a description (read from [CLS] [SEP] alone)
+    sense_texts_read: int = 0  # text+kg: sense texts read through the encoder
+    sense_texts_cached: int = 0  # ... found in the text-vector cache instead, not read again
+    stages: StageTimes = field(default_factory=StageTimes)  # each stage's seconds (as_dict: "seconds")
 
     def as_dict(self) -> dict:
-        return asdict(self)
-
-
-# ----------------------------------------------------------------------------- sense texts (text+kg)
-
-#: the temperature at which a cosine scorer's scores are read as logits (the prior, the linker's softmax)
-COSINE_TEMPERATURE = 0.1
-
-
-@dataclass(frozen=True)
-class SenseTexts:
-    """What the ``(text)`` and ``(text + kg)`` scorers read of a sense (module docstring):
-    ``usage`` maps an entity to its usage examples (none that is an evaluated sentence: the caller
-    removes those), ``neighbour_weight`` is ``β`` and ``max_length`` the tokens read of a text."""
-
-    usage: dict[int, tuple[str, ...]]
-    neighbour_weight: float = 1.0
-    max_length: int = 128
-
-
-def sense_text(kg: KnowledgeGraph, entity: int, usage: tuple[str, ...] = ()) -> str:
-    """``"name, alias, ...: description; usage example ..."`` of ``entity`` (a description that
-    starts with ``"name: "``, as WordNet's do, is not given its name twice)."""
-    names = list(dict.fromkeys([kg.entity_names[entity], *kg.entity_aliases[entity]]))
-    body = kg.entity_descriptions[entity]
-    for name in names:
-        if body.startswith(f"{name}: "):
-            body = body[len(name) + 2:]
-            break
-    return f"{', '.join(names)}: {body}" + (f"; {' '.join(usage)}" if usage else "")
-
-
-@torch.no_grad()
-def text_vectors(language: SplitLanguageModel, texts: list[str], *, max_length: int = 128,
-                 batch_size: int = 64) -> torch.Tensor:
-    """Each text as the sentence encoder reads it: the mean of its tokens through LM1 + LM2, unit length."""
-    language.eval()
-    device = next(language.parameters()).device
-    out = []
-    for begin in range(0, len(texts), batch_size):
-        encoded = language.tokenizer(texts[begin:begin + batch_size], padding=True, truncation=True,
-                                     max_length=max_length, return_tensors="pt")
-        mask = encoded["attention_mask"].to(device)
-        hidden = language(encoded["input_ids"].to(device), mask).float()
-        weights = mask.float()[..., None]
-        out.append(F.normalize((hidden * weights).sum(1) / weights.sum(1), dim=1))
-    return torch.cat(out) if out else torch.zeros(0, int(language.hidden_size))
-
-
-def kg_neighbours(kg: KnowledgeGraph, entity: int) -> np.ndarray:
-    """The distinct entities linked to ``entity`` by a triple, either way (itself left out)."""
-    adjacency = kg.adjacency
-    found = np.unique(adjacency.neighbors[adjacency.indptr[entity]:adjacency.indptr[entity + 1]])
-    return found[found != entity]
-
-
-@torch.no_grad()
-def text_kg_rows(language: SplitLanguageModel, kg: KnowledgeGraph, entities: np.ndarray, texts: SenseTexts,
-                 known: dict[int, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """The rows of ``entities`` for the ``(text)`` scorers (their texts' vectors) and for the
-    ``(text + kg)`` scorers (``v_e + β mean_{n ∈ N(e)} v_n``, ``N(e)``: :func:`kg_neighbours`;
-    ``v_e`` alone without neighbours). ``known``: text vectors read before (entity -> vector),
-    used instead of reading those texts again and filled with the ones read here."""
-    known = {} if known is None else known
-    neighbours = [kg_neighbours(kg, int(e)) for e in entities]
-    pool = np.unique(np.concatenate([np.asarray(entities, dtype=np.int64), *neighbours]).astype(np.int64))
-    unread = [int(e) for e in pool if int(e) not in known]
-    read = text_vectors(language, [sense_text(kg, e, texts.usage.get(e, ())) for e in unread],
-                        max_length=texts.max_length)
-    known.update(zip(unread, read))
-    own = torch.stack([known[int(e)] for e in entities]) if len(entities) else read[:0]
-    spread = own.clone()
-    for i, found in enumerate(neighbours):
-        if len(found):
-            spread[i] += texts.neighbour_weight * torch.stack([known[int(n)] for n in found]).mean(0)
-    return own, spread
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("gazetteer", "stages")}
+        return {"gazetteer": asdict(self.gazetteer), **out, "seconds": self.stages.as_dict()}
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
@@ -248,24 +178,32 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 def _grouped(texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> MentionCorpus:
     """One corpus entry per distinct text holding its mentions (their ``entity`` field is the
     mention's position in ``spans``), so each text is read once; a span overlapping one already
-    in its text's entry goes to another copy of the text (the corpus holds disjoint spans)."""
-    entries: list[list[Mention]] = []
-    owners: list[str] = []
+    in its text's entry goes to another copy of the text (the corpus holds disjoint spans).
+
+    Linear in the mentions (but for a sort): a text's spans are taken by start, and a span joins
+    the copy whose spans end first when it starts at or after that end (a heap of the copies by
+    their last end), else a new copy: never compared with every earlier span."""
     by_text: dict[str, list[int]] = {}
     for i, (text, (start, end)) in enumerate(zip(texts, spans)):
         if not (isinstance(start, (int, np.integer)) and isinstance(end, (int, np.integer))
                 and 0 <= start < end <= len(text)):
             raise ValueError(f"mention {i + 1}: span [{start}, {end}) is empty or outside its text "
                              f"(length {len(text)})")
-        mention = Mention(int(start), int(end), i)
-        places = by_text.setdefault(text, [])
-        entry = next((e for e in places if all(end <= m.start or start >= m.end for m in entries[e])), None)
-        if entry is None:
-            entry = len(entries)
-            entries.append([])
-            owners.append(text)
-            places.append(entry)
-        entries[entry].append(mention)
+        by_text.setdefault(text, []).append(i)
+    entries: list[list[Mention]] = []
+    owners: list[str] = []
+    for text, mine in by_text.items():
+        copies: list[tuple[int, int]] = []  # (end of the copy's last span, index of the copy in entries)
+        for i in sorted(mine, key=lambda k: (int(spans[k][0]), int(spans[k][1]), k)):
+            start, end = int(spans[i][0]), int(spans[i][1])
+            if copies and copies[0][0] <= start:
+                entry = heapq.heapreplace(copies, (end, copies[0][1]))[1]
+            else:
+                entry = len(entries)
+                entries.append([])
+                owners.append(text)
+                heapq.heappush(copies, (end, entry))
+            entries[entry].append(Mention(start, end, i))
     return MentionCorpus(owners, entries)
 
 
@@ -293,6 +231,7 @@ class ContextLinker:
         self.texts = texts or SenseTexts({})
         self._rows: dict[int, torch.Tensor] = {}
         self._text_vectors: dict[int, torch.Tensor] = {}  # the text+kg scorer's, neighbours' included
+        self._text_cache: TextVectorCache | None = None  # ... and kept on disk (built on first need)
         self.stats = ContextLinkStats()  # descriptions_encoded / descriptions_empty over the linker's life
 
     @classmethod
@@ -337,12 +276,14 @@ class ContextLinker:
         if missing:
             descriptions = [self.kg.entity_descriptions[e] for e in missing]
             if self.scorer == "text+kg":
-                _, rows = text_kg_rows(self.model.language, self.kg, np.asarray(missing), self.texts,
-                                       self._text_vectors)
+                with self.stats.stages("sense texts"):
+                    rows = self._sense_rows(missing)
             else:
-                rows = description_features(self.model.language, descriptions, [self.kg.entity_names[e] for e in missing],
-                                            full=False, max_length=self.model.config.description_max_length,
-                                            batch_size=self.batch_size, desc="entity descriptions (Eq. 7)")
+                with self.stats.stages("entity descriptions (Eq. 7)"):
+                    rows = description_features(self.model.language, descriptions,
+                                                [self.kg.entity_names[e] for e in missing], full=False,
+                                                max_length=self.model.config.description_max_length,
+                                                batch_size=self.batch_size, desc="entity descriptions (Eq. 7)")
             self._rows.update(zip(missing, rows))
             self.stats.descriptions_encoded += len(missing)
             self.stats.descriptions_empty += sum(not d.strip() for d in descriptions)
@@ -350,11 +291,30 @@ class ContextLinker:
             return torch.zeros(0, self.model.hidden_size, device=self.device)
         return torch.stack([self._rows[e] for e in wanted.tolist()])
 
+    def _sense_rows(self, entities: list[int]) -> torch.Tensor:
+        """The ``(text + kg)`` rows of ``entities`` (:func:`text_kg_rows`), their texts' vectors kept
+        in the encoder's text-vector cache (JAKET_CACHE), so a later run on other texts over the same
+        model and KG reads none of the texts this one read."""
+        language = self.model.language
+        if self._text_cache is None:
+            self._text_cache = TextVectorCache.for_encoder(language, self.texts.max_length)
+        cache, before = self._text_cache, len(self._text_vectors)
+        cached = cache.read if cache is not None else 0
+        _, rows = text_kg_rows(language, self.kg, np.asarray(entities), self.texts, self._text_vectors, cache=cache)
+        found = (cache.read if cache is not None else 0) - cached
+        self.stats.sense_texts_cached += found
+        self.stats.sense_texts_read += len(self._text_vectors) - before - found
+        return rows
+
     @torch.no_grad()
     def queries(self, texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> list[torch.Tensor | None]:
         """``q = g((Z_s + Z_o) / 2)`` of mention ``i`` (the character span ``spans[i]`` of
         ``texts[i]``) over LM1 + LM2 without fusion, as masked entity prediction reads a removed
         mention; ``None`` for a mention that is not read (past ``max_length`` tokens, no token)."""
+        with self.stats.stages("mentions"):
+            return self._queries(texts, spans)
+
+    def _queries(self, texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> list[torch.Tensor | None]:
         corpus = _grouped(texts, spans)
         encoded = corpus.encode(self.model.language.tokenizer, max_length=self.max_length)
         out: list[torch.Tensor | None] = [None] * len(spans)
@@ -475,12 +435,13 @@ class ContextLinker:
     def _link_chunk(self, texts: list[str], targets, min_confidence: float) -> list[LinkedText]:
         results = [LinkedText(text) for text in texts]
         flat: list[tuple[int, CandidateSpan]] = []
-        for i, text in enumerate(texts):
-            for span in self._spans(text, targets[i] if targets is not None else None):
-                if isinstance(span, UnlinkedSpan):
-                    results[i].unlinked.append(span)
-                else:
-                    flat.append((i, span))
+        with self.stats.stages("candidates"):
+            for i, text in enumerate(texts):
+                for span in self._spans(text, targets[i] if targets is not None else None):
+                    if isinstance(span, UnlinkedSpan):
+                        results[i].unlinked.append(span)
+                    else:
+                        flat.append((i, span))
         probabilities = self.score([texts[i] for i, _ in flat], [(s.start, s.end) for _, s in flat],
                                    [s.candidates for _, s in flat])
         counts = self.stats

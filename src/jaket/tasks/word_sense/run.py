@@ -57,10 +57,10 @@ import logging
 import re
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from jaket.kg.corpus import MentionCorpus
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import load_kg
 from jaket.kg.sources.registry import build_source
@@ -68,17 +68,18 @@ from jaket.kg.sources.wordnet import lemma_forms, load_wordnet_data
 from jaket.model.device import autocast, cpu_description
 from jaket.tasks import report as rep
 from jaket.tasks.results import TaskResult
+from jaket.tasks.stages import StageTimes, stage_line
 from jaket.kg.exclusion import normalise_text
-from jaket.tasks.word_sense.finetuned import (PRETRAINED_SCORERS, SCORER_LABELS, SCORERS, TEXT_SCORERS, ScorerOutput,
-                                              SenseExample, SenseTexts, answers, correctness, score_senses,
-                                              with_prior)
 from jaket.tasks.word_sense.job import SENSE_LINKING, TASK, SenseLinkingJob, WordSenseConfig, WordSenseJob
 from jaket.kg.sources.wordnet_forms import POS_CODES
 from jaket.tasks.word_in_context.data import SenseInventory, lemma_key
-from jaket.tasks.word_in_context.finetuned import load_sense_kg
 from jaket.tasks.word_sense.data import FRAMEWORK_POS, WsdInstance, key_path_of, load_wsd, write_key_file
-from jaket.train.build import load_kg_and_corpus
 from jaket.train.config import load_config
+
+if TYPE_CHECKING:
+    from jaket.kg.corpus import MentionCorpus
+    from jaket.tasks.word_sense.finetuned import ScorerOutput, SenseExample
+# the scorers' modules (the encoders, the KM) are imported where used: a runner reads its inputs first
 
 logger = logging.getLogger(__name__)
 
@@ -97,10 +98,14 @@ NAMED_MISSING = 20
 def wsd_examples(instances: list[WsdInstance], kg: KnowledgeGraph,
                  inventory: SenseInventory) -> tuple[list[SenseExample], dict]:
     """The instances as :class:`SenseExample` s (candidates and gold as entity indices of ``kg``) and
-    the counts of the module docstring."""
+    the counts of the module docstring. A gold sense that is not an entity of ``kg`` is a warning
+    (how many targets name one, the first of them); where no target's gold sense is in ``kg``,
+    :class:`GoldNotInSenseKG` (nothing could be scored: the wrong sense KG, or gold of other ids)."""
+    from jaket.tasks.word_sense.finetuned import SenseExample  # inputs first: model code after the data
     position = {entity_id: i for i, entity_id in enumerate(kg.entity_ids)}
     examples = []
     missing: list[str] = []
+    absent: list[str] = []  # targets naming a gold sense that is not in the KG
     counts = {"instances": len(instances), "with_gold": 0, "without_candidates": 0,
               "gold_not_among_candidates": 0, "gold_not_in_sense_kg": 0, "monosemous": 0}
     for instance in instances:
@@ -108,7 +113,9 @@ def wsd_examples(instances: list[WsdInstance], kg: KnowledgeGraph,
         gold = frozenset(position[g] for g in instance.gold if g in position)
         examples.append(SenseExample(instance.text, instance.start, instance.end, gold, candidates, instance.lemma))
         counts["with_gold"] += bool(instance.gold)
-        counts["gold_not_in_sense_kg"] += len(gold) < len(instance.gold)
+        if len(gold) < len(instance.gold):
+            counts["gold_not_in_sense_kg"] += 1
+            absent.append(f"{instance.id} ({', '.join(g for g in instance.gold if g not in position)})")
         counts["monosemous"] += len(candidates) == 1
         if not candidates:
             counts["without_candidates"] += 1
@@ -118,9 +125,21 @@ def wsd_examples(instances: list[WsdInstance], kg: KnowledgeGraph,
     if missing:
         logger.warning("%d target(s) have no candidate sense in the sense KG (no answer): %s%s", len(missing),
                        ", ".join(missing[:5]), " ..." if len(missing) > 5 else "")
+    scored = sum(bool(e.gold) for e in examples)
+    if counts["with_gold"] and not scored:
+        raise GoldNotInSenseKG(f"none of the gold senses of the {counts['with_gold']} target(s) with one is an entity "
+                               f"of the sense KG, e.g. {absent[0]}: is it the sense KG the gold names?")
+    if absent:
+        logger.warning("%d of %d target(s) with a gold sense name one that is not in the sense KG (where none of a "
+                       "target's is, it is scored wrong), e.g. %s", len(absent), counts["with_gold"], absent[0])
     counts["by_pos"] = {name: sum(i.pos == code for i in instances) for name, code in FRAMEWORK_POS.items()}
     counts["without_candidates_named"] = missing[:NAMED_MISSING]
+    counts["gold_not_in_sense_kg_named"] = absent[:NAMED_MISSING]
     return examples, counts
+
+
+class GoldNotInSenseKG(ValueError):
+    """No gold sense of the data is an entity of the sense KG (:func:`wsd_examples`)."""
 
 
 def f1_statistic(sample: np.ndarray) -> np.ndarray:
@@ -142,6 +161,7 @@ def scores_of(correct: np.ndarray, answered: np.ndarray) -> dict:
 
 def _run_scores(instances, examples, output: ScorerOutput, run: int, scored: np.ndarray) -> dict:
     """The scores of one run of a scorer, overall and per part of speech (targets with gold only)."""
+    from jaket.tasks.word_sense.finetuned import correctness  # inputs first: model code after the data
     correct, answered = correctness(examples, output, run)
     out = scores_of(correct[scored], answered[scored])
     pos = np.asarray([i.pos for i in instances])
@@ -173,6 +193,7 @@ def key_file_name(scorer: str) -> str:
 def _write_keys(out_dir: Path | None, instances, examples, name: str, output: ScorerOutput,
                 kg: KnowledgeGraph) -> list[str]:
     """A scorer's key files (one per seed) in ``out_dir``, their names returned (None: named, not written)."""
+    from jaket.tasks.word_sense.finetuned import answers  # inputs first: model code after the data
     if output.expected:
         return []
     written = []
@@ -189,6 +210,7 @@ def _write_keys(out_dir: Path | None, instances, examples, name: str, output: Sc
 def _paired(pairs, examples, outputs: dict[str, ScorerOutput], scorers: dict, scored: np.ndarray,
             config: WordSenseConfig) -> dict:
     """The paired F1 differences of ``pairs`` (module docstring)."""
+    from jaket.tasks.word_sense.finetuned import correctness  # inputs first: model code after the data
     out = {}
     for a, b in pairs:
         if a not in outputs or b not in outputs:
@@ -233,33 +255,43 @@ def usage_examples(kg: KnowledgeGraph, instances: list[WsdInstance], wanted: boo
 
 
 def run_wsd(instances: list[WsdInstance], kg: KnowledgeGraph, config: WordSenseConfig, out_dir: Path | None, *,
-            device="cpu", data_info: dict | None = None) -> dict:
+            device="cpu", data_info: dict | None = None, stages: StageTimes | None = None) -> dict:
     """Score every target with every scorer the config asks for, write the key files, ``metrics.json``
     and ``report.md`` into ``out_dir`` (None: nothing written); returns the results (``metrics.json``'s
     content: beside ``scorers``, their runs as :class:`~jaket.tasks.results.TaskResult` reads them,
-    ``runs``, and ``--json``'s ``summary``: each scorer's F1, the paired differences and the data)."""
-    if out_dir is not None:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-    examples, counts = wsd_examples(instances, kg, SenseInventory.for_wordnet(kg))
+    ``runs``, and ``--json``'s ``summary``: each scorer's F1, the paired differences and the data;
+    ``stages``: each stage's seconds, :class:`jaket.tasks.stages.StageTimes`, with the caller's)."""
+    from jaket.tasks.word_sense.finetuned import TEXT_SCORERS, SenseTexts, score_senses, with_prior  # inputs first: model code after the data
+    stages = stages or StageTimes()
+
+    try:
+        examples, counts = wsd_examples(instances, kg, SenseInventory.for_wordnet(kg))
+    except GoldNotInSenseKG as error:  # named with the files when known
+        info = data_info or {}
+        raise GoldNotInSenseKG(f"{info.get('gold') or info.get('data', 'gold')}: {error} (sense KG: "
+                               f"{info.get('sense_kg', '?')})") from None
     wanted = RULE_SCORERS + tuple(config.variants) + (("jaket (cosine)",) if "jaket" in config.variants else ())
     wanted += tuple(s for s in TEXT_SCORERS if s.split(" ")[0] in config.variants)
     # WordNet's usage examples are read only for a text scorer
-    usage, usage_counts = usage_examples(kg, instances, config.usage_examples and any(s in TEXT_SCORERS
-                                                                                      for s in wanted))
+    with stages("usage examples"):
+        usage, usage_counts = usage_examples(kg, instances, config.usage_examples and any(s in TEXT_SCORERS
+                                                                                          for s in wanted))
     counts.update(usage_counts)
     texts = SenseTexts(usage, config.neighbour_weight, config.text_max_length)
     with autocast(device, config.bf16):
         outputs = score_senses(examples, kg, scorers=wanted, pretrained=config.pretrained, encoder=config.encoder,
                                seeds=config.seeds, description_max_length=config.description_max_length,
                                max_length=config.max_length, km=config.variant_config("lm+g+m").km_structure(),
-                               texts=texts, device=device)
+                               texts=texts, device=device, stages=stages)
     for weight in config.first_sense_prior:
         for name in [n for n, o in outputs.items() if o.temperature is not None and " + prior " not in n]:
             outputs[f"{name} + prior {weight:g}"] = with_prior(examples, outputs[name], weight)
     scored = np.asarray([bool(i.gold) for i in instances])
     results: dict = {"task": TASK, "config": asdict(config), "data": {**(data_info or {}), **counts},
                      "scorers": {}, "key_files": {}, "paired": {}, "cpu": cpu_description()}
+    if out_dir is not None:  # made once the scorers ran: a run that fails leaves no folder
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
     for name, output in outputs.items():
         results["key_files"][name] = _write_keys(out_dir, instances, examples, name, output, kg)
         if scored.any():
@@ -268,13 +300,15 @@ def run_wsd(instances: list[WsdInstance], kg: KnowledgeGraph, config: WordSenseC
     if scored.any():
         pairs = list(PAIRS) + [(name, other) for name in outputs if " + prior " in name
                                for other in (name.split(" + prior ")[0], "first sense")]
-        results["paired"] = _paired(pairs, examples, outputs, results["scorers"], scored, config)
+        with stages("paired differences"):
+            results["paired"] = _paired(pairs, examples, outputs, results["scorers"], scored, config)
     else:
         logger.warning("no target has a gold sense: the key files are written, no score")
     results["runs"] = {name: [{"seed": seed, **run} for seed, run in zip(entry["seeds"], entry["runs"])]
                        if "runs" in entry else [entry] for name, entry in results["scorers"].items()}
     results["summary"] = {"scorers": {name: entry["f1"] for name, entry in results["scorers"].items()},
                           "paired": results["paired"], "data": results["data"]}
+    results["stages"] = stages.as_dict()  # seconds of each stage (the report's last line)
     if out_dir is not None:
         write_report(results, out_dir)
     return results
@@ -287,7 +321,9 @@ def run_job(job: WordSenseJob, out_dir: Path | None = None, *, save_dir: Path | 
     (``job.data.kg``, else all of WordNet), then :func:`run_wsd`. Nothing is fine-tuned, so there
     is no model to save or keep (``save_dir``, ``keep_model`` and ``log_with`` have nothing to do).
     ``jaket evaluate word-sense-disambiguation`` and :func:`jaket.pipeline.pipeline` run this."""
-    instances = load_wsd(job.data.path, job.data.gold)
+    instances = load_wsd(job.data.path, job.data.gold)  # the inputs first: bad data is refused before any KG or model
+    from jaket.tasks.word_in_context.finetuned import load_sense_kg  # inputs first: model code after the data
+
     kg = load_sense_kg(job.data.kg)
     beside = key_path_of(job.data.path)
     gold = job.data.gold or (beside if job.data.path.suffix != ".jsonl" and beside.is_file() else None)
@@ -308,6 +344,7 @@ def _cell(entry: dict, key: str = "f1") -> str:
 
 
 def _label(name: str) -> str:
+    from jaket.tasks.word_sense.finetuned import SCORER_LABELS  # inputs first: model code after the data
     base, _, weight = name.partition(" + prior ")
     return SCORER_LABELS.get(base, base) + (f" + sense-order prior (w = {weight})" if weight else "")
 
@@ -350,8 +387,7 @@ def paired_table(results: dict) -> str:
 
 
 def write_report(results: dict, out_dir: Path) -> None:
-    """``metrics.json`` and ``report.md``."""
-    rep.write_metrics(out_dir, results)
+    """``metrics.json`` and ``report.md`` (:func:`jaket.tasks.report.write_run_report`)."""
     d = results["data"]
     text = ["# Word-sense disambiguation", "",
             f"{d['instances']} targets from {d.get('data', 'the given data')} ({d['with_gold']} with a gold sense; "
@@ -363,36 +399,58 @@ def write_report(results: dict, out_dir: Path) -> None:
                  if table]
     names = [f for files in results["key_files"].values() for f in files]
     text += [f"Key files (the framework's format, for its scorer): {', '.join(names)}.", ""]
-    rep.write_text_atomic(out_dir / "report.md", "\n".join(text))
+    if results.get("stages"):
+        text += [f"Stages (wall-clock seconds): {stage_line(results['stages'])}.", ""]
+    rep.write_run_report(out_dir, results, text)
 
 
-def heldout_examples(run_dir: str | Path, sense_kg: KnowledgeGraph, inventory: SenseInventory,
-                     max_examples: int | None = None) -> tuple[list[SenseExample], dict]:
-    """The held-out linked texts of a pre-training run (never trained on), as sense examples."""
-    config = load_config(Path(run_dir) / "config.yaml")
+def heldout_texts(run_dir: str | Path) -> tuple[KnowledgeGraph, MentionCorpus, dict]:
+    """``(the run's KG, its held-out linked texts, what they are)`` of a pre-training run, rebuilt
+    from ``RUN/config.yaml``; a ``ValueError`` naming the run when it has no held-out text."""
+    config = load_config(Path(run_dir) / "config.yaml")  # read before the pre-training code is imported
+    from jaket.train.build import load_kg_and_corpus  # inputs first: model code after the data
+
     kg, corpus, report = load_kg_and_corpus(config)
     if corpus is None:
         raise ValueError(f"{run_dir}: the run had no corpus, so no held-out text")
     heldout, _ = corpus.split(config.data.heldout_fraction, seed=config.seed)
+    if not len(heldout):
+        raise ValueError(f"{run_dir}: its held-out share of {len(corpus)} texts is empty (data.heldout_fraction "
+                         f"{config.data.heldout_fraction:g}): no text to link")
+    return kg, heldout, {"run": str(run_dir), "heldout_texts": len(heldout),
+                         "excluded_texts": report.get("excluded_texts", {}).get("texts_dropped")}
+
+
+def heldout_examples(run_dir: str | Path, sense_kg: KnowledgeGraph, inventory: SenseInventory,
+                     max_examples: int | None = None, texts: tuple | None = None) -> tuple[list[SenseExample], dict]:
+    """The held-out linked texts of a pre-training run (never trained on), as sense examples
+    (``texts``: :func:`heldout_texts` of the run, when read already)."""
+    kg, heldout, about = texts if texts is not None else heldout_texts(run_dir)
     examples, info = sense_examples(heldout, kg, sense_kg, inventory)
-    info["run"] = str(run_dir)
-    info["heldout_texts"] = len(heldout)
-    info["excluded_texts"] = report.get("excluded_texts", {}).get("texts_dropped")
+    info.update(about)
     if max_examples is not None:
         examples = examples[:max_examples]
     return examples, info
 
 
+def unseen_entities(data_dir: str | Path) -> set[str]:
+    """The entity ids of the unseen KG' of a ``jaket prepare wordnet-reference`` folder
+    (``DATA/kg-unseen``; :func:`jaket.kg.io.load_kg` refuses a KG without entities)."""
+    return set(load_kg(Path(data_dir) / "kg-unseen").entity_ids)
+
+
 def unseen_examples(data_dir: str | Path, sense_kg: KnowledgeGraph, inventory: SenseInventory,
-                    max_examples: int | None = None, unseen_candidates_only: bool = False
-                    ) -> tuple[list[SenseExample], dict]:
+                    max_examples: int | None = None, unseen_candidates_only: bool = False,
+                    unseen: set[str] | None = None) -> tuple[list[SenseExample], dict]:
     """The linked texts of the unseen KG' of ``jaket prepare wordnet-reference`` (``data_dir``): every
     WordNet usage example that mentions a synset of ``data_dir/kg-unseen`` -- exactly the texts the
     preparation dropped from pre-training (``texts_dropped_mentioning_heldout``), so the gold sense
     of each is an entity pre-training never saw, neither in a triple nor in a text. Candidates are
     the word's senses in ``sense_kg`` (seen and unseen alike); ``unseen_candidates_only`` keeps only
-    those of KG' (the case of a KG the model never saw at all)."""
-    unseen = set(load_kg(Path(data_dir) / "kg-unseen").entity_ids)
+    those of KG' (the case of a KG the model never saw at all); ``unseen``: :func:`unseen_entities`
+    of ``data_dir``, when read already."""
+    from jaket.tasks.word_sense.finetuned import SenseExample  # inputs first: model code after the data
+    unseen = unseen if unseen is not None else unseen_entities(data_dir)
     bundle = build_source("wordnet", max_entities=None, seed=0)
     kg, corpus = bundle.kg, bundle.corpus
     keep = [i for i, mentions in enumerate(corpus.mentions) if any(kg.entity_ids[m.entity] in unseen for m in mentions)]
@@ -415,6 +473,7 @@ def sense_examples(corpus: MentionCorpus, kg: KnowledgeGraph, sense_kg: Knowledg
                    inventory: SenseInventory) -> tuple[list[SenseExample], dict]:
     """Every mention of ``corpus`` (entities of ``kg``) whose written form is one of its synset's
     lemmas (inflections resolved by WordNet's rules) and whose synset is in ``sense_kg``."""
+    from jaket.tasks.word_sense.finetuned import SenseExample  # inputs first: model code after the data
     wordnet = load_wordnet_data()
     by_id = {e: i for i, e in enumerate(wordnet.ids)}
     position = {e: i for i, e in enumerate(sense_kg.entity_ids)}
@@ -455,19 +514,23 @@ def evaluate_sense_linking(examples: list[SenseExample], sense_kg: KnowledgeGrap
                            pretrained: Path | None = None, encoder: Path | None = None,
                            seeds: tuple[int, ...] = (0, 1, 2), description_max_length: int = 32,
                            device="cpu", baselines: bool = True, bf16: bool = False,
-                           neighbour_weight: float = 1.0) -> dict:
+                           neighbour_weight: float = 1.0, stages: StageTimes | None = None) -> dict:
     """Accuracy of every scorer on ``examples`` (``lm+g+m``: the mean over ``seeds``; the ``(text)``
     scorers read names, aliases and descriptions, no usage example, ``(text + kg)`` with
     ``neighbour_weight``);
     ``baselines=False`` keeps the first-sense and random figures and the ``jaket`` scorers only (to
-    compare pre-trained models); ``bf16``: the encoder scorers' passes under bf16 autocast."""
+    compare pre-trained models); ``bf16``: the encoder scorers' passes under bf16 autocast;
+    ``stages``: each stage's seconds (``results["stages"]``), with the caller's."""
+    from jaket.tasks.word_sense.finetuned import PRETRAINED_SCORERS, SCORERS, SenseTexts, correctness, score_senses  # inputs first: model code after the data
+    stages = stages or StageTimes()
+
     # the (text) scorers read no usage example: sense linking's texts are WordNet's usage examples
     scorers = SCORERS if baselines else ("first sense", "random", *PRETRAINED_SCORERS)
     with autocast(device, bf16):
         outputs = score_senses(examples, sense_kg, scorers=scorers, pretrained=pretrained, encoder=encoder,
                                seeds=seeds, description_max_length=description_max_length,
-                               texts=SenseTexts({}, neighbour_weight), device=device)
-    results: dict = {"scorers": {}, "runs": {}, "cpu": cpu_description()}
+                               texts=SenseTexts({}, neighbour_weight), device=device, stages=stages)
+    results: dict = {"scorers": {}, "runs": {}, "cpu": cpu_description(), "stages": stages.as_dict()}
     for name, output in outputs.items():
         per_run = [_accuracy(examples, correctness(examples, output, run)[0]) for run in range(len(output.runs))]
         results["scorers"][name] = {k: float(np.mean([r[k] for r in per_run])) for k in per_run[0]}
@@ -482,21 +545,29 @@ def run_sense_linking_job(job: SenseLinkingJob, out_dir: Path | None = None, *, 
                           device="cpu", log_with=(), keep_model: bool = False) -> TaskResult:
     """Sense linking of a checked job: the sense KG (``job.data.kg``, else all of WordNet), the
     examples (:func:`unseen_examples` of ``job.data.unseen_of`` or :func:`heldout_examples` of
-    ``job.data.heldout_of``), then :func:`evaluate_sense_linking`; ``metrics.json`` and
+    ``job.data.heldout_of``, read before the sense KG), then :func:`evaluate_sense_linking`; ``metrics.json`` and
     ``report.md`` into ``out_dir`` (None: nothing written). Nothing is fine-tuned (``save_dir``,
     ``keep_model`` and ``log_with`` have nothing to do). ``jaket evaluate sense-linking`` and
     :func:`jaket.pipeline.pipeline` run this; ``--json`` prints the result's ``summary``, the scorers."""
     data = job.data
+    # the examples' files first (the run's config, KG and corpus, or KG'), then the sense KG
+    unseen = unseen_entities(data.unseen_of) if data.unseen_of is not None else None
+    texts = heldout_texts(data.heldout_of) if data.unseen_of is None else None
+    from jaket.tasks.word_in_context.finetuned import load_sense_kg  # inputs first: model code after the data
+
     kg = load_sense_kg(data.kg)
     inventory = SenseInventory.for_wordnet(kg)
     if data.unseen_of is not None:
         examples, info = unseen_examples(data.unseen_of, kg, inventory, data.max_examples,
-                                         data.unseen_candidates_only)
+                                         data.unseen_candidates_only, unseen=unseen)
     else:
-        examples, info = heldout_examples(data.heldout_of, kg, inventory, data.max_examples)
+        examples, info = heldout_examples(data.heldout_of, kg, inventory, data.max_examples, texts=texts)
     if not examples:
-        raise ValueError(f"{data.heldout_of or data.unseen_of}: no mention could be linked to a sense of "
-                         f"{data.kg or 'WordNet'}")
+        skipped = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in info.get("skipped", {}).items() if n)
+        found = (f"its {info['heldout_texts']} held-out texts" if data.unseen_of is None else
+                 f"the {info['texts_mentioning_unseen']} texts mentioning its {info['unseen_entities']} entities")
+        raise ValueError(f"{data.heldout_of or data.unseen_of}: no mention of {found} could be linked to a sense of "
+                         f"{data.kg or 'WordNet'}{f' (mentions skipped: {skipped})' if skipped else ''}")
     results = evaluate_sense_linking(examples, kg, pretrained=job.pretrained, encoder=job.encoder,
                                      seeds=tuple(job.seeds), device=device, baselines=job.baselines, bf16=job.bf16,
                                      neighbour_weight=job.neighbour_weight)
@@ -508,15 +579,16 @@ def run_sense_linking_job(job: SenseLinkingJob, out_dir: Path | None = None, *, 
 
 
 def sense_linking_table(results: dict) -> str:
+    from jaket.tasks.word_sense.finetuned import SCORER_LABELS  # inputs first: model code after the data
     rows = [[SCORER_LABELS.get(k, k), f"{100 * v['accuracy']:.1f}", f"{100 * v['accuracy_ambiguous']:.1f}"]
             for k, v in results["scorers"].items()]
     return rep.markdown_table(["Scorer", "accuracy %", "ambiguous only %"], rows)
 
 
 def write_sense_linking_report(results: dict, out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rep.write_metrics(out_dir, results)
     info = results.get("data", {})
     text = ["# Sense linking", "", f"{info.get('examples', '?')} linked mentions ({info.get('ambiguous', '?')} "
             f"ambiguous) from {info.get('run', 'the given texts')}.", "", sense_linking_table(results), ""]
-    rep.write_text_atomic(out_dir / "report.md", "\n".join(text))
+    if results.get("stages"):
+        text += [f"Stages (wall-clock seconds): {stage_line(results['stages'])}.", ""]
+    rep.write_run_report(out_dir, results, text)

@@ -1,0 +1,80 @@
+"""What a task is to the command line, ``jaket predict`` and :func:`jaket.pipeline.pipeline`: its
+:class:`TaskSpec`, built by the task in its own package (``jaket.tasks.NAME.cli.SPEC``) from
+classes and functions, and registered once by :mod:`jaket.tasks.registry`.
+
+Shared base: this module imports no task and no registry. A spec holds its typed job class (light:
+a plain dataclass) and, for what needs the model code (the runner, the table, the grid task, the
+fine-tuned class), small functions that import it when first called, so ``jaket --help`` builds
+every command without loading torch; no field names a module or an attribute as a string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: every variant of the paper's tables, in their order
+ALL_VARIANTS = ("lm", "gnn", "lm+g", "lm+g+m", "jaket")
+
+
+class FinetunedFormatError(ValueError):
+    """A folder is not a fine-tuned model of the expected task (the message says what it is)."""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task: its command name, its typed job and what the command line and ``jaket predict`` use.
+
+    ``job``: the typed config (with a data section where the task has one) that ``--config`` / ``--set``
+    / ``--print-config`` read and whose fields make the command's flags (:mod:`jaket.tasks.job_flags`);
+    ``default_variants``: ``evaluate``'s variants when ``--variants`` is not given (``jaket`` only with
+    ``--model``); ``finetune_variant``: ``finetune``'s without ``--model`` or ``--variant``;
+    ``runner``: returns the function that runs a resolved job, ``(job, out_dir, *, save_dir, device,
+    log_with, keep_model) -> TaskResult``; ``table``: returns the function that prints a result as the
+    command's table; ``grid_task``: returns the :class:`~jaket.tasks.grid.GridTask` class (None: the
+    task runs no grid); ``model``: returns the :class:`~jaket.tasks.finetuned.FinetunedModel` class
+    (None: nothing to predict with), whose ``jaket predict`` flags ``add_predict_arguments`` adds and
+    ``predict_from_flags`` reads (``(model, namespace) -> rows``)."""
+
+    name: str
+    help: str
+    job: type
+    runner: Callable[[], Callable]
+    table: Callable[[], Callable]
+    default_variants: tuple[str, ...] = ALL_VARIANTS
+    finetune_variant: str = "lm+g+m"
+    grid_task: Callable[[], type] | None = None
+    model: Callable[[], type] | None = None
+    predict_help: str | None = None
+    add_predict_arguments: Callable | None = None
+    predict_from_flags: Callable | None = None
+    commands: tuple[str, ...] = ("finetune", "evaluate")
+    #: an example of ``--set`` in the commands' help
+    set_example: str = "--set seeds=[0]"
+    #: the seeds ``--first-seed S`` alone runs (None: 5 to evaluate, 1 to fine-tune)
+    default_seeds: int | None = None
+    #: ``jaket predict``'s input flags, shown after a fine-tuning (``--kg KG``)
+    predict_usage: str | None = None
+    #: the keys of the result that ``--json`` prints (None: its ``summary``)
+    json_keys: tuple[str, ...] | None = None
+
+    @property
+    def package(self) -> str:
+        """The task's package (its job's), e.g. ``jaket.tasks.kgqa``."""
+        return self.job.__module__.rsplit(".", 1)[0]
+
+    def run_function(self) -> Callable:
+        """The runner, imported now."""
+        return self.runner()
+
+    def table_function(self) -> Callable:
+        return self.table()
+
+    def model_class(self) -> type:
+        """The fine-tuned model class (``save_pretrained`` / ``from_pretrained`` / ``predict``)."""
+        if self.model is None:
+            raise ValueError(f"task {self.name!r} saves no fine-tuned model")
+        return self.model()
+
+    def grid_task_class(self) -> type | None:
+        return None if self.grid_task is None else self.grid_task()

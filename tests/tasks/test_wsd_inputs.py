@@ -1,0 +1,193 @@
+"""Word-sense disambiguation's inputs (issue 53, items 2 and 4): data with no target is refused in
+one line naming the file and what it holds; a gold sense the sense KG lacks is a warning, or an
+error when none is there; a malformed file is refused in the time it takes to read it, before the
+scorers' code (the encoders, the KM, WordNet's graph) loads."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from jaket.errors import EmptyInputError
+from jaket.kg.errors import KGFormatError
+
+_CORPUS = ('<?xml version="1.0"?>\n<corpus lang="en" source="t">\n<text id="d0">\n<sentence id="d0.s0">\n'
+           '{tokens}\n</sentence>\n</text>\n</corpus>\n')
+_BANK = '<wf lemma="the" pos="DET">the</wf>\n<instance id="d0.s0.t0" lemma="bank" pos="NOUN">bank</instance>'
+#: an entity bomb: ten levels of ten references each (expat refuses the amplification)
+_BOMB = ('<?xml version="1.0"?>\n<!DOCTYPE corpus [\n<!ENTITY a "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa">\n'
+         + "".join(f'<!ENTITY {b} "{("&" + a + ";") * 10}">\n' for a, b in zip("abcdefgh", "bcdefghi"))
+         + ']>\n<corpus lang="en"><text id="d0"><sentence id="s0"><instance id="t0" lemma="bank" pos="NOUN">&i;'
+           '</instance></sentence></text></corpus>\n')
+
+
+def _target(**fields) -> str:
+    row = {"id": "t1", "text": "the river bank", "start": 10, "end": 14, "lemma": "bank", "pos": "n", **fields}
+    return json.dumps(row) + "\n"
+
+
+def test_data_with_no_target_is_refused_in_one_line(tmp_path):
+    from jaket.tasks.word_sense.data import load_wsd
+
+    empty, blank = tmp_path / "empty.jsonl", tmp_path / "blank.jsonl"
+    empty.write_bytes(b"")
+    blank.write_text("\n  \n\t\n", encoding="utf-8")
+    for path in (empty, blank):
+        with pytest.raises(EmptyInputError) as error:
+            load_wsd(path)
+        assert str(error.value) == f"--data {path}: the file is empty (or only white space): nothing to disambiguate"
+    no_instance = tmp_path / "words.data.xml"
+    no_instance.write_text(_CORPUS.format(tokens='<wf lemma="the" pos="DET">the</wf>'), encoding="utf-8")
+    with pytest.raises(KGFormatError) as error:
+        load_wsd(no_instance)
+    assert str(error.value).splitlines() == [
+        f"{no_instance}: no <instance> in its 1 sentence: no target to disambiguate (the framework marks each "
+        "target with <instance>)"]
+    data = tmp_path / "bank.data.xml"
+    data.write_text(_CORPUS.format(tokens=_BANK), encoding="utf-8")
+    keys = tmp_path / "bank.gold.key.txt"  # found beside the data: an empty one is refused too
+    keys.write_text("\n", encoding="utf-8")
+    with pytest.raises(EmptyInputError, match=f"--gold {keys}: the file is empty"):
+        load_wsd(data)
+    keys.write_text("d0.s0.t0 bank%1:17:01::\n", encoding="utf-8")
+    assert [i.gold for i in load_wsd(data)] == [("bank.n.01",)]
+
+
+def test_the_command_refuses_empty_data_with_one_line(tmp_path, capsys):
+    from jaket.cli import main
+
+    for name, content, expected in [
+            ("empty.jsonl", "", "error: --data {path}: the file is empty (or only white space): nothing to disambiguate"),
+            ("none.data.xml", _CORPUS.format(tokens='<wf lemma="a" pos="DET">a</wf>'),
+             "{path}: no <instance> in its 1 sentence: no target to disambiguate (the framework marks each target "
+             "with <instance>)")]:
+        path = tmp_path / name
+        path.write_text(content, encoding="utf-8")
+        out = tmp_path / f"out-{name}"
+        assert main(["evaluate", "word-sense-disambiguation", "--data", str(path), "--out", str(out)]) == 1
+        assert capsys.readouterr().err.splitlines() == [expected.format(path=path)]
+        assert not out.exists()  # nothing written: no empty key files, no metrics.json without scores
+
+
+def test_a_gold_sense_missing_from_the_sense_kg_is_a_warning_or_an_error(make_kg, caplog):
+    """Two targets of "bank": one's gold is a sense of the KG, the other names one the KG lacks (a
+    warning with the count and the first example; the target is scored wrong); when no gold sense
+    is in the KG, nothing could be scored: an error naming the gold file and the sense KG."""
+    from jaket.tasks.word_in_context.data import SenseInventory
+    from jaket.tasks.word_sense.data import WsdInstance
+    from jaket.tasks.word_sense.job import WordSenseConfig
+    from jaket.tasks.word_sense.run import GoldNotInSenseKG, run_wsd, wsd_examples
+
+    kg = make_kg(["bank", "bank"], ["sloping land beside a river", "a financial institution"],
+                 ids=["bank.n.01", "depository_financial_institution.n.01"])
+    river = WsdInstance("t1", "the river bank", 10, 14, "bank", "n", ("bank.n.01",))
+    lost = WsdInstance("t2", "the money bank", 10, 14, "bank", "n", ("bank.n.09",))
+    with caplog.at_level(logging.WARNING, logger="jaket.tasks.word_sense.run"):
+        examples, counts = wsd_examples([river, lost], kg, SenseInventory.for_wordnet(kg))
+    assert [r.getMessage() for r in caplog.records] == [
+        "1 of 2 target(s) with a gold sense name one that is not in the sense KG (where none of a target's is, it "
+        "is scored wrong), e.g. t2 (bank.n.09)"]
+    assert (counts["gold_not_in_sense_kg"], counts["gold_not_in_sense_kg_named"]) == (1, ["t2 (bank.n.09)"])
+    assert [set(e.gold) for e in examples] == [{0}, set()]
+    config = WordSenseConfig(variants=(), seeds=(0,), bootstrap=100)
+    with pytest.raises(GoldNotInSenseKG) as error:
+        run_wsd([lost], kg, config, None, data_info={"data": "x.data.xml", "gold": "x.gold.key.txt",
+                                                     "sense_kg": "kg/"})
+    assert str(error.value) == ("x.gold.key.txt: none of the gold senses of the 1 target(s) with one is an entity of "
+                                "the sense KG, e.g. t2 (bank.n.09): is it the sense KG the gold names? (sense KG: kg/)")
+    results = run_wsd([river, lost], kg, config, None)  # one of two found: scored, the lost one wrong
+    assert results["scorers"]["first sense"]["recall"] == pytest.approx(0.5)
+
+
+#: run in a fresh interpreter (this one has imported everything already): the command on each file,
+#: timed without the torch import every command pays first (the device check), and the scorers'
+#: modules it loaded
+_PROBE = textwrap.dedent("""
+    import json, sys, time
+    import torch  # noqa: F401
+    from jaket.cli import main
+
+    found = {}
+    for path in sys.argv[1:]:
+        start = time.perf_counter()
+        status = main(["evaluate", "word-sense-disambiguation", "--data", path, "--out", path + ".out"])
+        found[path] = [status, time.perf_counter() - start]
+    heavy = ("transformers", "torch_geometric", "jaket.tasks.word_sense.finetuned", "jaket.model.jaket")
+    print(json.dumps({"runs": found, "loaded": [m for m in heavy if m in sys.modules]}))
+""")
+
+
+def test_malformed_data_is_refused_before_any_model_loads(tmp_path):
+    """The entity bomb, an instance without a lemma and a span past its text are refused in the
+    time it takes to read them: a few seconds with the command's imports (the scorers' code loaded
+    first took 17-23 s), no module of the encoders or the KM imported, no log line of WordNet or a
+    model: the error is all the command says."""
+    bomb = tmp_path / "bomb.data.xml"
+    bomb.write_text(_BOMB, encoding="utf-8")
+    no_lemma = tmp_path / "nolemma.data.xml"
+    no_lemma.write_text(_CORPUS.format(tokens=_BANK.replace(' lemma="bank"', "")), encoding="utf-8")
+    past = tmp_path / "past.jsonl"
+    past.write_text(_target(end=40), encoding="utf-8")
+    files = [bomb, no_lemma, past]
+    done = subprocess.run([sys.executable, "-c", _PROBE, *map(str, files)], capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["loaded"] == []
+    assert [found["runs"][str(path)][0] for path in files] == [1, 1, 1]
+    assert done.stderr.splitlines() == [
+        f"{bomb}:13: malformed XML: limit on input amplification factor (from DTD and entities) breached "
+        "(column 93)",  # just past the &i; that breaches it
+        f"{no_lemma}:6: <instance> without lemma",
+        f"{past}:1: span [10, 40) is not a non-empty span of the text (length 14)"]
+    # the first run imports the command's own modules (torch was imported before the clock started)
+    assert sum(seconds for _, seconds in found["runs"].values()) < 8.0, found["runs"]
+    assert not any(Path(f"{path}.out").exists() for path in files)
+
+
+def _pretraining_run(folder: Path, heldout_fraction: float) -> Path:
+    """A pre-training run folder as sense linking reads it: its ``config.yaml`` (the toy KG and corpus)."""
+    folder.mkdir()
+    (folder / "config.yaml").write_text(f"data:\n  source: toy\n  heldout_fraction: {heldout_fraction}\n",
+                                        encoding="utf-8")
+    return folder
+
+
+def test_sense_linking_reads_its_texts_before_the_sense_kg(tmp_path, monkeypatch):
+    """A missing KG', a run folder without its config and a run whose held-out share is empty are
+    each one line naming the folder, found before the sense KG (all of WordNet by default) loads."""
+    import jaket.tasks.word_in_context.finetuned as senses
+    from jaket.tasks.word_sense.job import SenseLinkingData, SenseLinkingJob
+    from jaket.tasks.word_sense.run import run_sense_linking_job
+
+    monkeypatch.setattr(senses, "load_sense_kg", lambda *a: pytest.fail("the sense KG was loaded first"))
+    (tmp_path / "data").mkdir()
+    with pytest.raises(KGFormatError, match=f"{tmp_path / 'data' / 'kg-unseen'}: not a directory"):
+        run_sense_linking_job(SenseLinkingJob(data=SenseLinkingData(unseen_of=tmp_path / "data")))
+    with pytest.raises(ValueError, match=f"{tmp_path / 'data' / 'config.yaml'}: cannot read the config"):
+        run_sense_linking_job(SenseLinkingJob(data=SenseLinkingData(heldout_of=tmp_path / "data")))
+    run = _pretraining_run(tmp_path / "run", 0.0)
+    with pytest.raises(ValueError) as error:
+        run_sense_linking_job(SenseLinkingJob(data=SenseLinkingData(heldout_of=run)))
+    assert str(error.value) == f"{run}: its held-out share of 71 texts is empty (data.heldout_fraction 0): no text to link"
+
+
+def test_sense_linking_says_what_it_found_when_no_mention_links(tmp_path, make_kg):
+    """Held-out texts whose mentions are no sense of the sense KG (the toy KG's films and people,
+    a sense KG of "bank"): refused in one line counting the texts and why each mention was skipped."""
+    from jaket.kg.io import save_kg
+    from jaket.tasks.word_sense.job import SenseLinkingData, SenseLinkingJob
+    from jaket.tasks.word_sense.run import run_sense_linking_job
+
+    save_kg(make_kg(["bank", "bank"], ids=["bank.n.01", "bank.v.01"]), tmp_path / "senses")
+    run = _pretraining_run(tmp_path / "run", 0.5)
+    with pytest.raises(ValueError) as error:
+        run_sense_linking_job(SenseLinkingJob(data=SenseLinkingData(heldout_of=run, kg=tmp_path / "senses")))
+    assert str(error.value) == (f"{run}: no mention of its 36 held-out texts could be linked to a sense of "
+                                f"{tmp_path / 'senses'} (mentions skipped: 72 not in sense kg)")
