@@ -11,7 +11,7 @@ from typing import Any
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import load_kg
 from jaket.model.jaket import JaketModel, TextEncoding
-from jaket.pipeline import _dotted
+from jaket.pipeline import dotted_settings
 from jaket.train.config import load_config
 from jaket.train.pretrain import pretrain as run_pretraining
 
@@ -56,7 +56,7 @@ def pretrain(out: str | Path, *, kg: str | Path | None = None, corpus: str | Pat
     for name, value in (("out", out), ("kg", kg), ("corpus", corpus), ("encoder", encoder), ("config", config)):
         if value is not None and not isinstance(value, (str, os.PathLike)):
             raise TypeError(f"{name}={value!r}: give a path")
-    values = _dotted(settings)
+    values = dotted_settings(settings)
     for key, value in (("data.path", kg), ("data.corpus", corpus), ("model.encoder", encoder)):
         if value is not None:
             if key in values:

@@ -90,7 +90,7 @@ def _job(spec: TaskSpec, evaluate: bool, model, encoder, variants, seeds, config
     """The task's typed job: its defaults < ``config`` < the keyword settings; a bad value is named
     as the caller wrote it (``trian=3: trian: unknown key ...``, ``data__kg=...``, ``model=...``)."""
     spelled: dict[str, str] = {}
-    values = _dotted(settings, spelled=spelled)
+    values = dotted_settings(settings, spelled=spelled)
     for key, argument, value in (("pretrained", "model", model), ("encoder", "encoder", encoder)):
         if value is not None:
             if key in values:
@@ -131,7 +131,7 @@ def _seeds(seeds) -> list[int]:
     return [int(s) for s in chosen]
 
 
-def _dotted(settings: Mapping, prefix: str = "", flat: dict[str, Any] | None = None,
+def dotted_settings(settings: Mapping, prefix: str = "", flat: dict[str, Any] | None = None,
             spelled: dict[str, str] | None = None, written: str = "") -> dict[str, Any]:
     """``{"data": {"kg": x}}`` and ``{"data__kg": x}`` both as ``{"data.kg": x}``; a key given
     twice (the two spellings side by side) is a ``ValueError``, a key that is not text a ``TypeError``.
@@ -144,7 +144,7 @@ def _dotted(settings: Mapping, prefix: str = "", flat: dict[str, Any] | None = N
         name = prefix + key.replace("__", ".")
         as_written = f"{written}[{key!r}]" if written else key
         if isinstance(value, Mapping):
-            _dotted(value, name + ".", flat, spelled, as_written)
+            dotted_settings(value, name + ".", flat, spelled, as_written)
         elif name in flat:
             raise ValueError(f"{name}: given twice (as a nested dict and with __); give it once")
         else:
