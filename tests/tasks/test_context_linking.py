@@ -12,6 +12,7 @@ must link the river bank, beside a loan the money bank, and with the head negate
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -93,13 +94,13 @@ def _linked(kg, linked) -> list[list[tuple[str, str, float, float]]]:
 def test_the_context_decides_between_two_entities_sharing_a_name(bank):
     kg, _, model_dir, negated_dir = bank
     # the verb is a "bank" too; the gazetteer proposes all three, nothing restricts by part of speech
-    linked = _linked(kg, ContextLinker.from_pretrained(model_dir, kg, device="cpu").link(TEXTS))
+    linked = _linked(kg, ContextLinker.from_pretrained(model_dir, kg, device="cpu", scorer="head").link(TEXTS))
     assert [[(w, e) for w, e, _, _ in text] for text in linked] == [
         [("bank", RIVER), ("river", "river.n.01")], [("bank", MONEY)], [("bank", linked[2][0][1])]]
     (_, _, river_p, river_margin), (_, _, river_alone, alone_margin) = linked[0]
     assert 0.5 < river_p < 1.0 and 0.0 < river_margin < river_p
     assert river_alone == alone_margin == 1.0  # one candidate: probability 1, nothing to beat
-    negated = _linked(kg, ContextLinker.from_pretrained(negated_dir, kg, device="cpu").link(TEXTS))
+    negated = _linked(kg, ContextLinker.from_pretrained(negated_dir, kg, device="cpu", scorer="head").link(TEXTS))
     assert negated[0][0][1] != RIVER and negated[1][0][1] != MONEY
 
 
@@ -107,7 +108,7 @@ def test_scores_are_the_softmax_of_pretrainings_inner_products(bank, tiny_bert_d
     """``logits`` are the inner products masked entity prediction computes: the head's query of the
     mention against the rows pre-training's memory holds (EntityContextMemory.from_kg, Eq. 7)."""
     kg, _, model_dir, _ = bank
-    linker = ContextLinker.from_pretrained(model_dir, kg, device="cpu", batch_size=2)
+    linker = ContextLinker.from_pretrained(model_dir, kg, device="cpu", batch_size=2, scorer="head")
     spans = [(TEXTS[0].index("bank"), TEXTS[0].index("bank") + 4), (TEXTS[1].index("bank"), TEXTS[1].index("bank") + 4)]
     candidates = [[0, 1, 2], [2, 0]]
     logits = linker.logits(TEXTS[:2], spans, candidates)
@@ -328,7 +329,7 @@ def test_the_text_kg_scorer_reads_each_candidates_text_and_its_neighbours(bank, 
         found = _linked(kg, ContextLinker.from_pretrained(folder, kg, device="cpu", scorer="text+kg").link(TEXTS[:2]))
         assert [[(w, e) for w, e, _, _ in text] for text in found] == [
             [("bank", RIVER), ("river", "river.n.01")], [("bank", MONEY)]]
-    with pytest.raises(ValueError, match="scorer must be one of head, text\\+kg"):
+    with pytest.raises(ValueError, match="scorer must be one of text\\+kg, head"):
         ContextLinker(linker.model, kg, scorer="cosine")
     texts = tmp_path / "texts.txt"
     texts.write_text("\n".join(TEXTS[:2]) + "\n")
@@ -463,3 +464,150 @@ def test_model_flags_given_without_model_are_refused_even_at_their_default(bank,
         status, _, err = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "o.jsonl", *flags)
         assert status == 2 and err == [f"error: {flags[0]}: only with --model (the gazetteer alone has no "
                                        f"probabilities)"]
+
+
+# ----------------------------------------------------------------------------- one default, precision, checked inputs
+
+def test_the_python_linker_defaults_to_the_commands_scorer(bank, tmp_path, capsys):
+    """Issue 55: ``ContextLinker`` without ``scorer`` is the linker of ``jaket link --model`` without
+    ``--scorer`` (text+kg, the best measured): the same corpus byte for byte on a KG without usage
+    examples; ``scorer="head"`` stays selectable and links otherwise; the command offers exactly the
+    class's scorers."""
+    import argparse
+
+    from jaket.cli import build_parser
+    from jaket.tasks.word_sense.model import DEFAULT_SCORER, LINK_SCORERS, write_linked_corpus
+
+    kg, kg_dir, model_dir, _ = bank
+    default = ContextLinker.from_pretrained(model_dir, kg, device="cpu")
+    assert default.scorer == DEFAULT_SCORER == "text+kg"
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(TEXTS) + "\n")
+    status, summary, _ = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "command.jsonl",
+                               "--model", model_dir, "--device", "cpu")
+    assert status == 0 and summary["model"]["scorer"] == DEFAULT_SCORER
+    python = write_linked_corpus(default.link(TEXTS), tmp_path / "python.jsonl", kg)
+    assert python.read_bytes() == (tmp_path / "command.jsonl").read_bytes()
+    head = write_linked_corpus(ContextLinker.from_pretrained(model_dir, kg, device="cpu", scorer="head").link(TEXTS),
+                               tmp_path / "head.jsonl", kg)
+    assert head.read_bytes() != python.read_bytes()
+
+    def subparser(parser, name):
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return action.choices[name]
+
+    scorer_flag = next(a for a in subparser(build_parser(), "link")._actions if "--scorer" in a.option_strings)
+    assert sorted(scorer_flag.choices) == sorted(LINK_SCORERS)
+
+
+def _forward_precisions(linker) -> list:
+    """The autocast state (None, or its dtype) seen by every module of the linker's encoder that runs
+    (LM1's layers for the head's descriptions, the whole encoder for sense texts and mentions)."""
+    seen = []
+
+    def hook(module, inputs):
+        seen.append(torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None)
+
+    for module in linker.model.language.modules():
+        module.register_forward_pre_hook(hook)
+    return seen
+
+
+@pytest.mark.parametrize("scorer", ["text+kg", "head"])
+def test_precision_sets_the_autocast_of_the_linkers_passes(bank, scorer):
+    """``precision="bf16"`` runs every pass of the encoder (the candidates' rows and the mentions)
+    under bf16 autocast and still scores in float32; ``"fp32"`` turns an outer autocast off and gives
+    the same logits bit for bit as no autocast at all; None leaves the caller's autocast in force
+    (word-sense disambiguation's run sets it); a value outside auto / fp32 / bf16 is refused."""
+    kg, _, model_dir, _ = bank
+    spans = [(TEXTS[0].index("bank"), TEXTS[0].index("bank") + 4), (TEXTS[1].index("bank"), TEXTS[1].index("bank") + 4)]
+    candidates = [[0, 1, 2], [2, 0, 1]]
+    results, seen = {}, {}
+    for precision, outer in (("fp32", False), ("fp32", True), ("bf16", False), (None, True), (None, False)):
+        linker = ContextLinker.from_pretrained(model_dir, kg, device="cpu", scorer=scorer, precision=precision)
+        passes = _forward_precisions(linker)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=outer):
+            logits = linker.logits(TEXTS[:2], spans, candidates)
+        results[precision, outer], seen[precision, outer] = logits, set(passes)
+        assert all(z.dtype == np.float64 for z in logits)
+        assert linker.precision == precision
+    assert seen["fp32", False] == seen["fp32", True] == seen[None, False] == {None}
+    assert seen["bf16", False] == seen[None, True] == {torch.bfloat16}
+    for z_fp32, z_outer_off, z_plain in zip(results["fp32", False], results["fp32", True], results[None, False]):
+        assert np.array_equal(z_fp32, z_plain) and np.array_equal(z_outer_off, z_plain)
+    for z_bf16, z_plain in zip(results["bf16", False], results[None, False]):
+        assert not np.array_equal(z_bf16, z_plain)  # read at another precision ...
+        np.testing.assert_allclose(z_bf16, z_plain, atol=0.1 if scorer == "head" else 0.5)  # ... to bf16's noise
+    with pytest.raises(ValueError, match="precision must be one of auto, fp32, bf16, not 'fp16'"):
+        ContextLinker.from_pretrained(model_dir, kg, device="cpu", precision="fp16")
+
+
+def test_jaket_link_precision_flag(bank, tmp_path, capsys, monkeypatch):
+    """``jaket link --model --precision``: fp32 (the default) writes today's corpus byte for byte;
+    bf16 is recorded in the summary and keys the text-vector cache apart (a bf16 run reads none of the
+    fp32 run's vectors); auto resolves as every command's does; without --model the flag is refused."""
+    from jaket.model.device import choose_precision
+
+    monkeypatch.setenv("JAKET_CACHE", str(tmp_path / "cache"))
+    kg, kg_dir, model_dir, _ = bank
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(TEXTS) + "\n")
+    runs = {}
+    for name, extra in (("plain", ()), ("fp32", ("--precision", "fp32")), ("bf16", ("--precision", "bf16")),
+                        ("auto", ("--precision", "auto"))):
+        status, summary, _ = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / f"{name}.jsonl",
+                                   "--model", model_dir, "--device", "cpu", *extra)
+        assert status == 0
+        runs[name] = ((tmp_path / f"{name}.jsonl").read_bytes(), summary["model"])
+    assert runs["plain"][0] == runs["fp32"][0] and runs["plain"][1]["precision"] == "fp32"
+    read = runs["plain"][1]["sense_texts_read"]
+    assert read > 0 and (runs["fp32"][1]["sense_texts_read"], runs["fp32"][1]["sense_texts_cached"]) == (0, read)
+    assert runs["bf16"][1]["precision"] == "bf16" and runs["bf16"][0] != runs["fp32"][0]
+    assert (runs["bf16"][1]["sense_texts_read"], runs["bf16"][1]["sense_texts_cached"]) == (read, 0)
+    assert runs["auto"][1]["precision"] == choose_precision("auto", "cpu")
+    status, _, err = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "no.jsonl",
+                           "--precision", "bf16")
+    assert status == 2 and err == ["error: --precision: only with --model (the gazetteer alone has no probabilities)"]
+
+
+def test_the_kg_may_be_a_folder_and_min_confidence_must_be_a_probability(bank, tmp_path):
+    """``from_pretrained(model, "kg_dir")`` loads the KG folder (before the model: a bad KG fails
+    first); the constructor, which takes loaded parts, refuses a path in one line; ``min_confidence``
+    of another type or outside [0, 1] is refused naming the argument and the value."""
+    from jaket.kg.errors import KGFormatError
+
+    kg, kg_dir, model_dir, _ = bank
+    expected = _linked(kg, ContextLinker.from_pretrained(model_dir, kg, device="cpu").link(TEXTS))
+    for given in (str(kg_dir), Path(kg_dir)):
+        linker = ContextLinker.from_pretrained(str(model_dir), given, device="cpu")
+        assert isinstance(linker.kg, KnowledgeGraph) and _linked(linker.kg, linker.link(TEXTS)) == expected
+    with pytest.raises(KGFormatError, match="nowhere"):  # the KG is read first: the missing model is not reached
+        ContextLinker.from_pretrained(tmp_path / "no-model", tmp_path / "nowhere", device="cpu")
+    with pytest.raises(TypeError, match=r"kg: give a KnowledgeGraph or a KG folder, not int"):
+        ContextLinker.from_pretrained(model_dir, 5, device="cpu")
+    with pytest.raises(TypeError, match=r"kg: give a KnowledgeGraph \(jaket.load_kg\(folder\)\), not str "
+                                        r"\(ContextLinker.from_pretrained\(model, folder\) loads a KG folder\)"):
+        ContextLinker(linker.model, str(kg_dir))
+    for bad, error in (("x", TypeError), (None, TypeError), (True, TypeError), ([0.5], TypeError),
+                       (2, ValueError), (-0.1, ValueError), (float("nan"), ValueError)):
+        with pytest.raises(error, match=rf"min_confidence must be a number in \[0, 1\], got {re.escape(repr(bad))}"):
+            linker.link(TEXTS, min_confidence=bad)
+    for good in (1, np.float64(0.0), 0.5):  # an int and numpy's numbers are numbers
+        assert len(linker.link(TEXTS, min_confidence=good)) == len(TEXTS)
+    assert linker.link(TEXTS, min_confidence=1)[1].mentions == []  # below 1: left unlinked
+
+
+def test_wsds_jaket_scorer_is_the_masked_entity_head(bank):
+    """Word-sense disambiguation's ``jaket`` scorer is the masked-entity head (task 4) restricted to the
+    candidates, whatever the linker's default scorer is: its scores are ``ContextLinker(scorer="head")``'s."""
+    from jaket.tasks.word_sense.finetuned import SenseExample, jaket_scores
+
+    kg, _, model_dir, _ = bank
+    spans = [(TEXTS[0].index("bank"), TEXTS[0].index("bank") + 4), (TEXTS[1].index("bank"), TEXTS[1].index("bank") + 4)]
+    candidates = [(0, 1, 2), (1, 0, 2)]
+    examples = [SenseExample(text, start, end, frozenset({gold}), cands, "bank")
+                for text, (start, end), cands, gold in zip(TEXTS, spans, candidates, (0, 1))]
+    got = jaket_scores(examples, kg, model_dir, max_length=128)["jaket"].runs[0]
+    head = ContextLinker.from_pretrained(model_dir, kg, device="cpu", scorer="head").logits(TEXTS[:2], spans, candidates)
+    for mine, expected in zip(got, head):
+        np.testing.assert_allclose(mine, expected, rtol=1e-6, atol=1e-6)

@@ -191,3 +191,57 @@ def test_sense_linking_says_what_it_found_when_no_mention_links(tmp_path, make_k
         run_sense_linking_job(SenseLinkingJob(data=SenseLinkingData(heldout_of=run, kg=tmp_path / "senses")))
     assert str(error.value) == (f"{run}: no mention of its 36 held-out texts could be linked to a sense of "
                                 f"{tmp_path / 'senses'} (mentions skipped: 72 not in sense kg)")
+
+
+def test_a_target_past_max_length_is_refused_before_any_context_is_encoded(tmp_path, make_kg, tiny_bert_dir,
+                                                                           monkeypatch, capsys):
+    """A sentence of 40 words whose last two targets lie past ``--max-length 16``: refused after one
+    tokenizer pass, before the encoder reads any sentence, in one line naming the file, the first
+    such target's instance id and the limit, and the flag that raises it."""
+    import jaket.tasks.word_sense.finetuned as scorers
+    from jaket.cli import main
+    from jaket.kg.io import save_kg
+
+    save_kg(make_kg(["bank", "bank"], ["sloping land beside a river", "a financial institution"],
+                    ids=["bank.n.01", "depository_financial_institution.n.01"]), tmp_path / "senses")
+    words = "".join(f'<wf lemma="w" pos="X">word{k}</wf>\n' for k in range(40))
+    target = '<instance id="d001.s003.t00{k}" lemma="bank" pos="NOUN">bank</instance>\n'
+    sentences = ('<text id="d001">\n<sentence id="d001.s001">\n' + target.replace("s003", "s001").format(k=0)
+                 + '</sentence>\n<sentence id="d001.s003">\n' + target.format(k=0) + words + target.format(k=1)
+                 + target.format(k=2) + '</sentence>\n</text>')
+    data = tmp_path / "long.data.xml"
+    data.write_text(f'<?xml version="1.0"?>\n<corpus lang="en" source="t">\n{sentences}\n</corpus>\n', encoding="utf-8")
+    # the encoding of the contexts starts with a batch's token spans: it must not start
+    monkeypatch.setattr(scorers, "target_spans", lambda *a, **k: pytest.fail("a batch of contexts was encoded"))
+    out = tmp_path / "out"
+    assert main(["evaluate", "word-sense-disambiguation", "--data", str(data), "--kg", str(tmp_path / "senses"),
+                 "--encoder", str(tiny_bert_dir), "--variants", "lm", "--max-length", "16", "--no-usage-examples",
+                 "--out", str(out)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {data}: instance d001.s003.t001 ('bank') lies past the first 16 tokens of its sentence, all the "
+        "encoder reads; 1 more target(s) lie past it too; raise --max-length (the setting max_length, now 16)"]
+    assert not out.exists()
+
+
+def test_the_check_finds_exactly_the_targets_the_encoder_cannot_read(tiny_bert_dir):
+    """:func:`targets_past` (one tokenizer pass) and the encoder's own reading of each target
+    (:func:`target_spans`, which refuses a target it cannot reach) agree, on targets before, across
+    and past the limit, and on one sentence shared by several targets."""
+    from transformers import AutoTokenizer
+
+    from jaket.tasks.word_in_context.model import target_spans
+    from jaket.tasks.word_sense.finetuned import SenseExample, targets_past
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    text = " ".join(f"w{k}" for k in range(30))  # "w0 w1 ..."; each word a few tokens
+    spans = [(text.index(f"w{k} "), text.index(f"w{k} ") + len(f"w{k}")) for k in (0, 3, 4, 5, 6, 12, 28)]
+    examples = [SenseExample(text, a, b, frozenset(), ()) for a, b in spans] + [
+        SenseExample("a short one", 2, 7, frozenset(), ())]
+    for limit in (8, 12, 16):
+        refused = []
+        for i, e in enumerate(examples):
+            try:
+                target_spans(tokenizer, [e.text], [(e.start, e.end)], limit)
+            except ValueError:
+                refused.append(i)
+        assert targets_past(tokenizer, examples, limit) == refused and 0 < len(refused) < len(examples) - 1

@@ -17,6 +17,7 @@ BENCHMARKS = {
     "pretrain": "jaket.bench.pretrain",
     "precision": "jaket.bench.precision",
     "sense-texts": "jaket.bench.sense_texts",
+    "link": "jaket.bench.link",
 }
 
 

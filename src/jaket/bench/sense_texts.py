@@ -23,7 +23,6 @@ also times word-sense disambiguation end to end (``--variants lm``, the bundled 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
@@ -34,7 +33,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from jaket.bench.common import apply_threads_and_seed
+from jaket.bench.common import apply_threads_and_seed, jaket_cache
 from jaket.model.language import SplitLanguageModel
 from jaket.model.memory import length_sorted_batches
 from jaket.model.memory_cache import TextVectorCache
@@ -113,21 +112,13 @@ def _wsd_end_to_end(data: str, encoder, precision: str) -> dict:
     kg = load_sense_kg(None)
     job = WordSenseConfig(variants=("lm",), encoder=Path(encoder) if encoder else None, bf16=precision == "bf16")
     out: dict = {"wsd_targets": len(instances)}
-    with tempfile.TemporaryDirectory(prefix="jaket-bench-cache-") as cache:
-        previous = os.environ.get("JAKET_CACHE")
-        os.environ["JAKET_CACHE"] = cache
-        try:
-            for run in ("cold", "warm"):
-                seconds, _, results = _timed(lambda: run_wsd(instances, kg, job, None))
-                out[f"wsd_{run}_seconds"] = seconds
-                out[f"wsd_{run}_targets_per_second"] = len(instances) / seconds
-                out[f"wsd_{run}_stages"] = results["stages"]
-                out[f"wsd_{run}_f1"] = {name: entry["f1"] for name, entry in results["scorers"].items()}
-        finally:
-            if previous is None:
-                os.environ.pop("JAKET_CACHE", None)
-            else:
-                os.environ["JAKET_CACHE"] = previous
+    with tempfile.TemporaryDirectory(prefix="jaket-bench-cache-") as cache, jaket_cache(cache):
+        for run in ("cold", "warm"):
+            seconds, _, results = _timed(lambda: run_wsd(instances, kg, job, None))
+            out[f"wsd_{run}_seconds"] = seconds
+            out[f"wsd_{run}_targets_per_second"] = len(instances) / seconds
+            out[f"wsd_{run}_stages"] = results["stages"]
+            out[f"wsd_{run}_f1"] = {name: entry["f1"] for name, entry in results["scorers"].items()}
     return out
 
 
@@ -152,35 +143,27 @@ def run(args: argparse.Namespace) -> dict:
         with context():
             return text_vectors(language, texts, max_length=args.max_length, batch_size=size, progress=False)
 
-    with tempfile.TemporaryDirectory(prefix="jaket-bench-cache-") as folder:
-        previous = os.environ.get("JAKET_CACHE")
-        os.environ["JAKET_CACHE"] = folder
-        try:
+    with tempfile.TemporaryDirectory(prefix="jaket-bench-cache-") as folder, jaket_cache(folder):
+        with context():
+            cache = TextVectorCache.for_encoder(language, args.max_length)
+            text_vectors(language, texts, max_length=args.max_length, batch_size=batch, cache=cache,
+                         progress=False)  # fills the cache (and warms oneDNN up)
+
+        def warm():
             with context():
-                cache = TextVectorCache.for_encoder(language, args.max_length)
-                text_vectors(language, texts, max_length=args.max_length, batch_size=batch, cache=cache,
-                             progress=False)  # fills the cache (and warms oneDNN up)
+                fresh = TextVectorCache.for_encoder(language, args.max_length)  # reads the folder again
+                return text_vectors(language, texts, max_length=args.max_length, cache=fresh, progress=False)
 
-            def warm():
-                with context():
-                    fresh = TextVectorCache.for_encoder(language, args.max_length)  # reads the folder again
-                    return text_vectors(language, texts, max_length=args.max_length, cache=fresh, progress=False)
-
-            sides = {"before": before, "after": lambda: after(batch), "cache_warm": warm,
-                     **{f"after_batch_{size}": (lambda size=size: after(size)) for size in others}}
-            seconds: dict[str, list[float]] = {name: [] for name in sides}
-            cpu: dict[str, list[float]] = {name: [] for name in sides}
-            vectors: dict[str, torch.Tensor] = {}
-            for _ in range(repeats):
-                for name, fn in sides.items():  # interleaved: every side sees the same machine state
-                    wall, spent, vectors[name] = _timed(fn)
-                    seconds[name].append(wall)
-                    cpu[name].append(spent)
-        finally:
-            if previous is None:
-                os.environ.pop("JAKET_CACHE", None)
-            else:
-                os.environ["JAKET_CACHE"] = previous
+        sides = {"before": before, "after": lambda: after(batch), "cache_warm": warm,
+                 **{f"after_batch_{size}": (lambda size=size: after(size)) for size in others}}
+        seconds: dict[str, list[float]] = {name: [] for name in sides}
+        cpu: dict[str, list[float]] = {name: [] for name in sides}
+        vectors: dict[str, torch.Tensor] = {}
+        for _ in range(repeats):
+            for name, fn in sides.items():  # interleaved: every side sees the same machine state
+                wall, spent, vectors[name] = _timed(fn)
+                seconds[name].append(wall)
+                cpu[name].append(spent)
     figures: dict = {"texts": len(texts), "mean_tokens": float(lengths.mean()), "max_length": args.max_length,
                      "batch_size": batch, "precision": args.precision, "repeats": repeats,
                      "threads": torch.get_num_threads(),

@@ -70,9 +70,10 @@ def length_sorted_batches(lengths, batch_size: int) -> list[np.ndarray]:
     """Positions ``0 .. n-1`` of texts of token counts ``lengths``, sorted by length (stable) and cut
     into batches of ``batch_size``: a batch is padded to its longest text, so texts of like length
     together carry little padding (5% where the KG's order carries 61%: docs/performance.md).
-    Every pass of the encoder over many texts batches them so (the memory refresh, Eq. 7; the sense
-    texts, :func:`jaket.tasks.sense_texts.text_vectors`); the caller puts each batch's results
-    back at its positions."""
+    Every pass of the encoder over many texts batches them so (the memory refresh and the tasks'
+    description features, Eq. 7: :func:`description_batches`; the sense texts,
+    :func:`jaket.tasks.sense_texts.text_vectors`); the caller puts each batch's results back at its
+    positions."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     order = np.argsort(np.asarray(lengths), kind="stable")
@@ -133,6 +134,28 @@ class DescriptionTokens:
         ids = torch.from_numpy(self.ids[rows, :width].astype(np.int64))
         mask = torch.from_numpy((np.arange(width)[None, :] < self.lengths[rows][:, None]).astype(np.int64))
         return ids, mask, torch.from_numpy(self.start[rows]), torch.from_numpy(self.end[rows])
+
+
+@torch.no_grad()
+def description_batches(language: SplitLanguageModel, tokens: DescriptionTokens, rows: np.ndarray, batch_size: int,
+                        *, full: bool = False, progress: bool = False, desc: str = "descriptions",
+                        min_batches: int = 20):
+    """Eq. 7 over ``rows`` of ``tokens``, in length-sorted batches (:func:`length_sorted_batches`):
+    yields ``(the batch's rows, (Z_s + Z_o) / 2 of each as float32)``, LM1's reading (the memory
+    refresh) or, with ``full``, the whole encoder's (LM1 + LM2: the ``lm`` setting's features); the
+    caller puts each back at its rows. A bar when ``progress`` and there are ``min_batches`` batches."""
+    from tqdm.auto import tqdm
+
+    device = next(iter(language.parameters())).device
+    batches = length_sorted_batches(tokens.lengths_of(rows), batch_size)
+    for positions in tqdm(batches, desc=desc, unit="batch", leave=False,
+                          disable=not progress or len(batches) < min_batches):
+        chunk = rows[positions]
+        ids, mask, start, end = (t.to(device) for t in tokens.batch(chunk))
+        z = language.lm1(ids, mask)
+        if full:
+            z = language.lm2(z, mask)
+        yield chunk, span_mean(z, torch.arange(len(chunk), device=device), start, end).float()  # Eq. 7
 
 
 class StagingRing:
@@ -297,17 +320,7 @@ class EntityContextMemory:
         """Eq. 7 for ``rows`` (sorted by length into batches) and the Eq. 12 update of ``target``."""
         if not len(rows):
             return 0
-        device = next(iter(language.parameters())).device
-        from tqdm.auto import tqdm
-
-        batches = length_sorted_batches(tokens.lengths_of(rows), batch_size)
-        for positions in tqdm(batches, desc=desc, unit="batch", leave=False,
-                              disable=not progress or len(batches) < 20):
-            chunk = rows[positions]
-            ids, mask, start, end = tokens.batch(chunk)
-            z = language.lm1(ids.to(device), mask.to(device))
-            arange = torch.arange(len(chunk), device=device)
-            new = span_mean(z, arange, start.to(device), end.to(device)).float()  # Eq. 7
+        for chunk, new in description_batches(language, tokens, rows, batch_size, progress=progress, desc=desc):
             # a blocking copy: the momentum update below reads ``new`` on the host at once, and a
             # non-blocking device-to-host copy may not have landed by then (stale rows)
             new = new.to(target.device)

@@ -29,6 +29,7 @@ per task that saves a model.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,7 @@ from torch import nn
 
 from jaket import __version__
 from jaket.atomic import atomic_directory, json_text
-from jaket.jsonio import JSONInputError, read_json
+from jaket.jsonio import JSONInputError, quote, read_json
 from jaket.kg.graph import KnowledgeGraph
 from jaket.model.jaket import CONFIG_FILE, WEIGHTS_FILE, JaketConfig, JaketModel
 from jaket.model.language import SplitLanguageModel
@@ -140,16 +141,27 @@ class FinetunedModel:
     def from_pretrained(cls, directory, device=None) -> "FinetunedModel":
         """Read a folder written by :meth:`save_pretrained` (local files, safetensors and JSON only),
         on ``device`` when given; a folder of another task or a broken one is a
-        :class:`FinetunedFormatError` naming the file."""
-        directory = Path(directory)
+        :class:`FinetunedFormatError` naming the file; anything but a path a ``TypeError``."""
+        directory = finetuned_path(directory, f"{cls.__name__}.from_pretrained")
         model = cls.from_folder(read_finetuned(directory, cls.task), directory)
         model.directory = directory
         return model.to(device) if device is not None else model
 
 
+def finetuned_path(directory, caller: str) -> Path:
+    """``directory`` as a :class:`~pathlib.Path`; anything but a path (a ``str`` or ``os.PathLike``:
+    ``5``, ``None``, a model object) is a ``TypeError`` saying what ``caller`` was given and what it
+    expects, before pathlib's own message about ``os.PathLike``."""
+    if isinstance(directory, (str, os.PathLike)):
+        return Path(directory)
+    raise TypeError(f"{caller}: got {quote(directory)} (type {type(directory).__name__}); expected the path "
+                    "(a str or pathlib.Path) of a folder written by `jaket finetune` (its OUT/model)")
+
+
 def read_task_config(directory, task: str | None = None) -> dict:
-    """``task.json`` of a fine-tuned folder, checked to be of ``task`` (when given)."""
-    directory = Path(directory)
+    """``task.json`` of a fine-tuned folder, checked to be of ``task`` (when given); a ``directory``
+    that is not a path is a ``TypeError`` (:func:`finetuned_path`)."""
+    directory = finetuned_path(directory, "read_task_config")
     path = directory / TASK_FILE
     if not path.is_file():
         if (directory / "config.json").is_file():

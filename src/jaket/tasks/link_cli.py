@@ -12,6 +12,8 @@ neighbours'; ``--scorer head`` is pre-training's masked-entity head against the 
 ``margin`` over the runner-up and its ``candidates``; ``--min-confidence P`` leaves mentions under
 P unlinked (listed under ``unlinked``, counted in the summary). A ``.jsonl`` input may give the
 spans to link, with their lemma and part of speech (``"targets"``; read with ``--model``).
+``--precision`` sets the model's passes as every command's does (default fp32; ``auto``: bf16 where the
+device computes it natively, :func:`jaket.model.device.choose_precision`); the summary records it.
 
 **Usage examples** (:func:`kg_usage_examples`): a KG's usage examples are the texts of its own corpus
 (``DIR/corpus.jsonl``; a WordNet KG's corpus is WordNet's usage examples, each linked to its synset):
@@ -33,7 +35,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from jaket.errors import UsageError
-from jaket.flags import add_device_argument, deprecated_alias, non_negative_float, positive_int, probability
+from jaket.flags import (add_device_argument, add_precision_argument, deprecated_alias, non_negative_float,
+                         positive_int, probability)
 from jaket.kg.io import load_kg
 from jaket.kg.linking import EntityLinker, LinkStats, read_texts, write_corpus
 from jaket.kg.parsing import CORPUS
@@ -44,8 +47,10 @@ log = logging.getLogger(__name__)
 
 #: the flags that only mean something with --model, with their defaults (argparse's default is None,
 #: so that a flag given without --model is refused even when it names the default)
-_MODEL_FLAGS = {"min_confidence": 0.0, "max_length": 128, "batch_size": 64, "device": None, "scorer": "text+kg",
-                "neighbour_weight": 1.0, "usage_examples": True}
+_MODEL_FLAGS = {"min_confidence": 0.0, "max_length": 128, "batch_size": 64, "device": None, "precision": "fp32",
+                "scorer": None, "neighbour_weight": 1.0, "usage_examples": True}
+#: the scorers of --scorer; the default (None above) is ContextLinker's, DEFAULT_SCORER (loaded with the model)
+_SCORERS = ("text+kg", "head")
 #: of those, the flags of the text+kg scorer alone
 _TEXT_KG_FLAGS = ("neighbour_weight", "usage_examples")
 
@@ -140,16 +145,18 @@ def kg_usage_examples(kg_dir: str | Path, kg, linked_texts: list[str], limit: in
 
 def _link_with_model(args: argparse.Namespace, kg, inputs, gazetteer: EntityLinker) -> int:
     """``jaket link --model``: the gazetteer's candidates (or the input's targets) ranked by the
-    pre-trained masked-entity head (:class:`jaket.tasks.word_sense.model.ContextLinker`)."""
-    from jaket.tasks.word_sense.model import ContextLinker, write_linked_corpus
-    from jaket.tasks.word_sense.model import SenseTexts
+    pre-trained model (:class:`jaket.tasks.word_sense.model.ContextLinker`: ``--scorer``, by default
+    the linker's own, text+kg), its passes at ``--precision``."""
+    from jaket.tasks.word_sense.model import DEFAULT_SCORER, ContextLinker, SenseTexts, write_linked_corpus
 
+    args.scorer = args.scorer or DEFAULT_SCORER  # the class's default, in one place
     usage, usage_counts = {}, {}
     if args.scorer == "text+kg" and args.usage_examples:
         usage, usage_counts = kg_usage_examples(args.kg, kg, inputs.texts, limit=SenseTexts({}).max_length)
     scorer = ContextLinker.from_pretrained(args.model, kg, device=args.device, gazetteer=gazetteer,
                                            batch_size=args.batch_size, max_length=args.max_length,
-                                           scorer=args.scorer, texts=SenseTexts(usage, args.neighbour_weight))
+                                           scorer=args.scorer, texts=SenseTexts(usage, args.neighbour_weight),
+                                           precision=args.precision)
     targets = inputs.targets if any(t is not None for t in inputs.targets) else None
     linked = scorer.link(inputs.texts, targets=targets, min_confidence=args.min_confidence, progress=True)
     out = write_linked_corpus(linked, args.out, kg)
@@ -158,7 +165,8 @@ def _link_with_model(args: argparse.Namespace, kg, inputs, gazetteer: EntityLink
     summary = {"kg": str(args.kg), "input": str(args.texts), "output": str(out),
                **asdict(stats), "blank_lines_skipped": inputs.blank_lines,
                "gazetteer": asdict(gazetteer.gazetteer_stats),
-               "model": {"path": str(args.model), "device": str(scorer.device), "min_confidence": args.min_confidence,
+               "model": {"path": str(args.model), "device": str(scorer.device), "precision": scorer.precision,
+                         "min_confidence": args.min_confidence,
                          "max_length": args.max_length, "scorer": args.scorer,
                          **({"neighbour_weight": args.neighbour_weight, **usage_counts}
                             if args.scorer == "text+kg" else {}),
@@ -186,7 +194,7 @@ def _add_model_arguments(link: argparse.ArgumentParser) -> None:
                        help="a pre-trained jaket model folder (`jaket pretrain`'s OUT/model): it ranks each "
                             "mention's candidates from the context (--scorer; works on a KG the model never "
                             "saw); each link records score, margin and candidates")
-    model.add_argument("--scorer", choices=("text+kg", "head"), default=None,
+    model.add_argument("--scorer", choices=_SCORERS, default=None,
                        help="how the candidates are ranked: 'text+kg' (default, the best measured: "
                             "docs/results.md), the mention as the encoder reads it against each candidate's "
                             "names, aliases, description and usage examples read as a sentence plus the mean of "
@@ -209,6 +217,7 @@ def _add_model_arguments(link: argparse.ArgumentParser) -> None:
     model.add_argument("--batch-size", type=positive_int, default=None, metavar="N",
                        help="texts (and descriptions) per forward pass (default 64)")
     add_device_argument(model)
+    add_precision_argument(model)  # the encoder's passes; with --model only, as --device
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -10,8 +10,6 @@ and the shared base, only registers them (nothing below it imports it: a layerin
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from jaket.tasks.entity_classification import cli as entity_classification
 from jaket.tasks.kgqa import cli as kgqa
 from jaket.tasks.link_prediction import cli as link_prediction
@@ -47,12 +45,15 @@ def predictable() -> dict[str, TaskSpec]:
 
 def load_finetuned(directory, device=None):
     """Any fine-tuned folder as its task's :class:`~jaket.tasks.finetuned.FinetunedModel` (the task
-    named by its ``task.json``), on ``device`` when given."""
-    from jaket.tasks.finetuned import TASK_FILE, read_task_config  # --help: the model code, when a folder is read
+    named by its ``task.json``), on ``device`` when given; a ``directory`` that is not a path (a
+    ``str`` or ``os.PathLike``) is a ``TypeError`` saying what was given and what is expected."""
+    # --help: the model code, when a folder is read
+    from jaket.tasks.finetuned import TASK_FILE, finetuned_path, read_task_config
 
+    directory = finetuned_path(directory, "load_finetuned")
     task = read_task_config(directory).get("task")
     if task not in predictable():
-        raise FinetunedFormatError(f"{Path(directory) / TASK_FILE}: unknown task {task!r}; "
+        raise FinetunedFormatError(f"{directory / TASK_FILE}: unknown task {task!r}; "
                                    f"known: {', '.join(predictable())}")
     return task_spec(task).model_class().from_pretrained(directory, device=device)
 

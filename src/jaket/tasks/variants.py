@@ -32,16 +32,13 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
-from jaket.kg.corpus import encode_descriptions
 from jaket.kg.graph import KnowledgeGraph, both_directions
 from jaket.model.fusion import MentionFusion
-from jaket.model.heads import span_mean
 from jaket.model.jaket import JaketModel
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
-from jaket.model.memory import EntityContextMemory
+from jaket.model.memory import DescriptionTokens, EntityContextMemory, description_batches
 from jaket.model.memory_cache import cached_rows
 from jaket.paths import default_model_path
 from jaket.tasks.settings import (VARIANT_LABELS, VARIANTS, BackboneSettings, VariantConfig,  # noqa: F401
@@ -139,22 +136,17 @@ def full_graph(kg, triple_mask: np.ndarray | None = None) -> tuple[torch.Tensor,
 def description_features(language: SplitLanguageModel, texts: list[str], names: list[str], *, full: bool,
                          max_length: int = 64, batch_size: int = 64, desc: str = "descriptions") -> torch.Tensor:
     """``(Z_s + Z_o) / 2`` of each description at the first mention of its name (Eq. 7);
-    ``full=True`` reads it through LM1 and LM2 (the ``lm`` setting), otherwise LM1 only."""
+    ``full=True`` reads it through LM1 and LM2 (the ``lm`` setting), otherwise LM1 only. The
+    descriptions are read as the memory refresh reads them (:func:`jaket.model.memory.description_batches`:
+    tokenised once, in length-sorted batches), each row returned at its description's position."""
     language.eval()
     device = next(language.parameters()).device
-    out = []
-    for begin in tqdm(range(0, len(texts), batch_size), desc=desc, unit="batch", leave=False,
-                      disable=len(texts) <= batch_size):
-        ids, mask, start, end = (t.to(device) for t in encode_descriptions(
-            texts[begin:begin + batch_size], names[begin:begin + batch_size], language.tokenizer,
-            max_length=max_length))
-        z = language.lm1(ids, mask)
-        if full:
-            z = language.lm2(z, mask)
-        out.append(span_mean(z, torch.arange(z.shape[0], device=device), start, end).float())
-    if not out:
-        return torch.zeros(0, int(language.hidden_size), device=device)
-    return torch.cat(out)
+    out = torch.zeros(len(texts), int(language.hidden_size), device=device)
+    tokens = DescriptionTokens(texts, names, language.tokenizer, max_length)
+    for rows, vectors in description_batches(language, tokens, np.arange(len(texts)), batch_size, full=full,
+                                             progress=True, desc=desc, min_batches=2):
+        out[torch.from_numpy(rows).to(device)] = vectors
+    return out
 
 
 @dataclass

@@ -362,11 +362,14 @@ def run_entity_classification(kg: KnowledgeGraph, config: EntityClassificationCo
 
 
 def run_job(job: EntityClassificationJob, out_dir: Path | None = None, *, save_dir: Path | None = None,
-            device="cpu", log_with=(), keep_model: bool = False) -> TaskResult:
+            device="cpu", log_with=(), keep_model: bool = False, inputs: tuple | None = None) -> TaskResult:
     """The task of a resolved job (:func:`jaket.tasks.cli_common.resolve_job`): its data
-    (``job.data``, :func:`load_data`), then :func:`run_entity_classification`. ``jaket
-    finetune|evaluate entity-classification`` and :func:`jaket.pipeline.pipeline` run this."""
-    kg, splits = load_data(job.data)
+    (``inputs``: ``(KG', user splits or None)`` as :func:`load_data` read them from ``job.data``;
+    read here when None), then :func:`run_entity_classification`. ``jaket finetune|evaluate
+    entity-classification`` and :func:`jaket.pipeline.pipeline` run this through the spec's runner
+    (:func:`jaket.tasks.entity_classification.cli.run_job`), which reads the data before this
+    module's model code is imported."""
+    kg, splits = inputs if inputs is not None else load_data(job.data)
     return run_entity_classification(kg, job, out_dir, splits=splits, save_dir=save_dir, device=device,
                                      log_with=log_with, keep_model=keep_model)
 

@@ -1,6 +1,7 @@
 """Link prediction's data: a KG and its training and evaluation triples (:func:`load_data`: a
 WN18RR-format folder, a KG folder with evaluation files, or a WordNet subset split 90/10), and a
-trial-sized part of one (:func:`sample_entities`)."""
+trial-sized part of one (:func:`sample_entities`); a job's, read and checked before any model code
+loads (:func:`read_inputs`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from jaket.kg.io import load_kg
 from jaket.kg.readers import read_split
 from jaket.kg.sources.registry import build_source
 from jaket.tasks.settings import builtin_wordnet_notice
-from jaket.tasks.link_prediction.job import TASK
+from jaket.tasks.link_prediction.job import TASK, LinkPredictionConfig, LinkPredictionJob
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +57,19 @@ def load_data(data: Path | None, kg_dir: Path | None, eval_files: Sequence[Path]
     if max_train and len(train) > max_train:
         train = train[rng.permutation(len(train))[: max_train]]
     return kg, train, evaluation
+
+
+def read_inputs(job: LinkPredictionJob) -> tuple:
+    """``(kg, train triples, {name: evaluation triples})`` of a resolved job, read before any model
+    code loads: its settings checked first (whether ``train_encoder`` can train its settings -- not
+    ``gnn`` nor ``lm+g`` -- is known only once the job is resolved: a ``ValueError`` naming the key,
+    before any file is read), then its data section (:func:`load_data`)."""
+    problems = LinkPredictionConfig.check(job)
+    if problems:
+        raise ValueError("; ".join(f"{key}: {message}" for key, message in problems))
+    data = job.data
+    return load_data(data.data, data.kg, data.eval, max_entities=data.max_entities, max_train=data.max_train,
+                     sample_count=data.sample_entities)
 
 
 def sample_entities(kg, train: np.ndarray, evaluation: dict[str, np.ndarray], count: int,

@@ -45,7 +45,7 @@ from jaket.tasks.results import TaskResult
 from jaket.tasks.link_prediction.finetuned import FinetunedLinkPredictor
 from jaket.tasks.link_prediction.model import LinkScorer, known_answers, train_scorer, train_view  # noqa: F401 (re-exported)
 from jaket.tasks.link_prediction.model import train_with_encoder
-from jaket.tasks.link_prediction.data import load_data
+from jaket.tasks.link_prediction.data import load_data, read_inputs  # noqa: F401 (re-exported)
 from jaket.tasks.link_prediction.job import (METRICS, SCORERS, TASK, TRAIN_ENCODER_DEFAULTS,  # noqa: F401 (re-exported)
                                              LinkPredictionConfig, LinkPredictionJob)
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, SettingCache, full_graph
@@ -270,18 +270,15 @@ def run_link_prediction(kg: KnowledgeGraph, train: np.ndarray, evaluation: dict[
 
 
 def run_job(job: LinkPredictionJob, out_dir: Path | None = None, *, save_dir: Path | None = None,
-            device="cpu", log_with=(), keep_model: bool = False) -> TaskResult:
+            device="cpu", log_with=(), keep_model: bool = False, inputs: tuple | None = None) -> TaskResult:
     """The task of a resolved job (:func:`jaket.tasks.cli_common.resolve_job`, which sets the
-    mode's defaults): its data (``job.data``, :func:`load_data`), then :func:`run_link_prediction`.
-    ``jaket finetune|evaluate link-prediction`` and :func:`jaket.pipeline.pipeline` run this. A
-    setting ``train_encoder`` cannot train (``gnn``, ``lm+g``: the settings are known only now) is a
-    ``ValueError`` naming the key, before any data is read."""
-    problems = LinkPredictionConfig.check(job)
-    if problems:
-        raise ValueError("; ".join(f"{key}: {message}" for key, message in problems))
-    data = job.data
-    kg, train, evaluation = load_data(data.data, data.kg, data.eval, max_entities=data.max_entities,
-                                      max_train=data.max_train, sample_count=data.sample_entities)
+    mode's defaults): its data (``inputs``: ``(kg, train triples, {name: evaluation triples})`` as
+    :func:`read_inputs` checked the job and read ``job.data``; done here when None), then
+    :func:`run_link_prediction`. ``jaket finetune|evaluate link-prediction`` and
+    :func:`jaket.pipeline.pipeline` run this through the spec's runner
+    (:func:`jaket.tasks.link_prediction.cli.run_job`), which reads the data before this module's
+    model code is imported."""
+    kg, train, evaluation = inputs if inputs is not None else read_inputs(job)
     return run_link_prediction(kg, train, evaluation, job, out_dir, save_dir=save_dir, device=device,
                                log_with=log_with, keep_model=keep_model)
 

@@ -6,6 +6,8 @@ folder when present). Every problem is reported as ``path: message`` naming the 
 instance index; nothing is silently dropped. :func:`read_query_lines` reads sentences to classify,
 one FewRel instance (``{"tokens", "h", "t"}``) a line, errors as ``path:line: message``.
 :func:`kg_relation_instances` builds a set of the same format from a KG (the embedded default).
+:func:`read_inputs` reads and checks a job's relations before any model code loads: its files,
+and the division of their relations into training and evaluation ones (:func:`relation_split`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ from jaket.jsonio import JSONInputError, quote, read_json
 from jaket.kg.errors import Problem
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.readers import json_objects, read_lines
+from jaket.kg.sources.registry import build_source
+from jaket.tasks.relation_classification.job import (TASK, RelationClassificationConfig, RelationClassificationData,
+                                                     RelationClassificationJob)
+from jaket.tasks.settings import builtin_wordnet_notice
 
 logger = logging.getLogger(__name__)
 
@@ -247,3 +253,74 @@ def kg_relation_instances(kg: KnowledgeGraph, per_relation: int = 100, min_per_r
     names = {str(r): str(n) for r, n in zip(kg.relation_ids, kg.relation_names) if str(r) in instances}
     descriptions = {str(r): str(d) for r, d in zip(kg.relation_ids, kg.relation_descriptions) if str(r) in instances}
     return FewRelData(instances, names, descriptions)
+
+
+# ----------------------------------------------------------------------------- a job's relations
+
+
+class RelationOverlapError(ValueError):
+    """A relation is both a training and an evaluation relation."""
+
+
+def relation_split(data: FewRelData, config: RelationClassificationConfig,
+                   train_data: FewRelData | None = None, drop_overlap: bool = False) -> tuple[list[str], list[str]]:
+    """(training relations, evaluation relations); see :mod:`jaket.tasks.relation_classification.run`."""
+    if train_data is not None:
+        overlap = sorted(set(train_data.relations) & set(data.relations))
+        if overlap and not drop_overlap:
+            raise RelationOverlapError(
+                f"relation(s) {', '.join(overlap)} are in both --train and --data: an episode must never "
+                "evaluate a relation it trained on; add --drop-overlap to train without them, or remove them "
+                "from one side")
+        train = [r for r in train_data.relations if r not in overlap]
+        if not train:
+            raise ValueError("no training relation is left once the evaluation relations are removed")
+        return train, data.relations
+    relations = data.relations
+    if config.train_relations:
+        unknown = set(config.train_relations) - set(relations)
+        if unknown:
+            raise ValueError(f"unknown training relations {sorted(unknown)}; the data has {relations}")
+        train = sorted(config.train_relations)
+    else:
+        train = relations[: config.num_train_relations]
+    evaluation = [r for r in relations if r not in train]
+    return train, evaluation
+
+
+def checked_relation_split(data: FewRelData, config: RelationClassificationConfig,
+                           train_data: FewRelData | None = None,
+                           drop_overlap: bool = False) -> tuple[list[str], list[str]]:
+    """:func:`relation_split`, refused when an N-way setting of ``config`` finds fewer than N
+    evaluation relations (never silently fewer)."""
+    train, evaluation = relation_split(data, config, train_data, drop_overlap)
+    for way, shot in config.settings:
+        if way > len(evaluation):
+            raise ValueError(
+                f"{way}-way {shot}-shot cannot run: it needs {way} evaluation relations, the split "
+                f"holds out {len(evaluation)} of {len(data.relations)} ({', '.join(evaluation)})")
+    return train, evaluation
+
+
+def load_relations(data: RelationClassificationData) -> tuple[FewRelData, FewRelData | None]:
+    """``(evaluation data, training data or None)`` of a job's data section: ``data.data`` (FewRel),
+    else the WordNet-derived set of a ``max_entities`` subset (:func:`kg_relation_instances`);
+    ``data.train_data``'s files merged."""
+    if data.data is not None:
+        evaluation = load_fewrel(data.data)
+    else:
+        builtin_wordnet_notice(logger, TASK, f"relation instances of a {data.max_entities}-synset "
+                               "subset", "--data FILE (FewRel)")
+        evaluation = kg_relation_instances(build_source("wordnet", max_entities=data.max_entities, seed=0).kg)
+    train = merge_fewrel([load_fewrel(p) for p in data.train_data]) if data.train_data else None
+    return evaluation, train
+
+
+def read_inputs(job: RelationClassificationJob) -> tuple[FewRelData, FewRelData | None]:
+    """A resolved job's ``(evaluation data, training data or None)``, read and checked before any
+    model code loads: its files (:func:`load_relations`), then the division of their relations
+    (:func:`checked_relation_split`: a relation in both ``--train`` and ``--data``, an unknown
+    training relation or an N-way setting short of N evaluation relations is refused now)."""
+    data, train = load_relations(job.data)
+    checked_relation_split(data, job, train, job.data.drop_overlap)
+    return data, train

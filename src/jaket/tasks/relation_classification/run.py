@@ -39,10 +39,11 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from jaket.kg.sources.registry import build_source
 from jaket.model.device import autocast, module_device
 from jaket.tasks.relation_classification.data import (FewRelData, FewRelInstance, kg_relation_instances,  # noqa: F401
                                                       load_fewrel, merge_fewrel)
+from jaket.tasks.relation_classification.data import (RelationOverlapError, checked_relation_split,  # noqa: F401
+                                                      load_relations, read_inputs, relation_split)
 from jaket.tasks.relation_classification.model import SUPPORTED_VARIANTS, PairEncoder  # noqa: F401 (re-exported)
 from jaket.tasks.relation_classification.finetuned import FinetunedPairClassifier
 from jaket.tasks.settings import VARIANT_LABELS, VariantError, builtin_wordnet_notice  # noqa: F401
@@ -53,36 +54,6 @@ from jaket.tasks.results import TaskResult
 from jaket.tasks.training import fine_tuning_step
 
 logger = logging.getLogger(__name__)
-
-
-class RelationOverlapError(ValueError):
-    """A relation is both a training and an evaluation relation."""
-
-
-def relation_split(data: FewRelData, config: RelationClassificationConfig,
-                   train_data: FewRelData | None = None, drop_overlap: bool = False) -> tuple[list[str], list[str]]:
-    """(training relations, evaluation relations); see the module docstring."""
-    if train_data is not None:
-        overlap = sorted(set(train_data.relations) & set(data.relations))
-        if overlap and not drop_overlap:
-            raise RelationOverlapError(
-                f"relation(s) {', '.join(overlap)} are in both --train and --data: an episode must never "
-                "evaluate a relation it trained on; add --drop-overlap to train without them, or remove them "
-                "from one side")
-        train = [r for r in train_data.relations if r not in overlap]
-        if not train:
-            raise ValueError("no training relation is left once the evaluation relations are removed")
-        return train, data.relations
-    relations = data.relations
-    if config.train_relations:
-        unknown = set(config.train_relations) - set(relations)
-        if unknown:
-            raise ValueError(f"unknown training relations {sorted(unknown)}; the data has {relations}")
-        train = sorted(config.train_relations)
-    else:
-        train = relations[: config.num_train_relations]
-    evaluation = [r for r in relations if r not in train]
-    return train, evaluation
 
 
 def sample_episode(data: FewRelData, relations: list[str], way: int, shot: int, queries_per_class: int,
@@ -225,13 +196,8 @@ def run_relation_classification(data: FewRelData, config: RelationClassification
     written there (FinetunedPairClassifier); ``keep_model``: the result's ``model`` is that model
     in memory. ``device``: where the encoder and every batch run. ``log_with``: trackers of each
     step's loss (:mod:`jaket.tasks.tracking`)."""
-    train_rel, eval_rel = relation_split(data, config, train_data, drop_overlap)
+    train_rel, eval_rel = checked_relation_split(data, config, train_data, drop_overlap)
     train_source = train_data if train_data is not None else data
-    for way, shot in config.settings:
-        if way > len(eval_rel):
-            raise ValueError(
-                f"{way}-way {shot}-shot cannot run: it needs {way} evaluation relations, the split "
-                f"holds out {len(eval_rel)} of {len(data.relations)} ({', '.join(eval_rel)})")
     results: dict = {"task": TASK, "device": str(torch.device(device)),
                      "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
                      "train_relations": {r: train_source.relation_names[r] for r in train_rel},
@@ -242,26 +208,15 @@ def run_relation_classification(data: FewRelData, config: RelationClassification
                     save_dir=save_dir, log_with=log_with, keep_model=keep_model)
 
 
-def load_relations(data: RelationClassificationData) -> tuple[FewRelData, FewRelData | None]:
-    """``(evaluation data, training data or None)`` of a job's data section: ``data.data`` (FewRel),
-    else the WordNet-derived set of a ``max_entities`` subset (:func:`kg_relation_instances`);
-    ``data.train_data``'s files merged."""
-    if data.data is not None:
-        evaluation = load_fewrel(data.data)
-    else:
-        builtin_wordnet_notice(logger, TASK, f"relation instances of a {data.max_entities}-synset "
-                               "subset", "--data FILE (FewRel)")
-        evaluation = kg_relation_instances(build_source("wordnet", max_entities=data.max_entities, seed=0).kg)
-    train = merge_fewrel([load_fewrel(p) for p in data.train_data]) if data.train_data else None
-    return evaluation, train
-
-
 def run_job(job: RelationClassificationJob, out_dir: Path | None = None, *, save_dir: Path | None = None,
-            device="cpu", log_with=(), keep_model: bool = False) -> TaskResult:
+            device="cpu", log_with=(), keep_model: bool = False, inputs: tuple | None = None) -> TaskResult:
     """The task of a resolved job (:func:`jaket.tasks.cli_common.resolve_job`): its relations
-    (``job.data``, :func:`load_relations`), then :func:`run_relation_classification`. ``jaket
-    finetune|evaluate relation-classification`` and :func:`jaket.pipeline.pipeline` run this."""
-    data, train_data = load_relations(job.data)
+    (``inputs``: ``(evaluation data, training data or None)`` as :func:`read_inputs` read and checked
+    them; done here when None), then :func:`run_relation_classification`. ``jaket finetune|evaluate
+    relation-classification`` and :func:`jaket.pipeline.pipeline` run this through the spec's runner
+    (:func:`jaket.tasks.relation_classification.cli.run_job`), which reads the data before this
+    module's model code is imported."""
+    data, train_data = inputs if inputs is not None else read_inputs(job)
     return run_relation_classification(data, job, out_dir, train_data=train_data, drop_overlap=job.data.drop_overlap,
                                        save_dir=save_dir, device=device, log_with=log_with, keep_model=keep_model)
 

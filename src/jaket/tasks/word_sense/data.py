@@ -58,6 +58,16 @@ class WsdInstance:
         return next(k for k, v in FRAMEWORK_POS.items() if v == self.pos)
 
 
+def past_limit_line(instance: WsdInstance, more: int, limit: int, path=None) -> str:
+    """Why a target cannot be read (:class:`jaket.tasks.word_sense.finetuned.TargetPastLimit`), as the
+    data names it: the file, the instance id and its word past the first ``limit`` tokens of its
+    sentence, how many ``more`` targets lie past it, and the setting that raises the limit."""
+    others = f"; {more} more target(s) lie past it too" if more else ""
+    return (f"{path or 'the data'}: instance {instance.id} ({quote(instance.text[instance.start:instance.end])}) "
+            f"lies past the first {limit} tokens of its sentence, all the encoder reads{others}; raise --max-length "
+            f"(the setting max_length, now {limit})")
+
+
 def key_path_of(data_path: Path) -> Path:
     """The framework's key file beside a data file: ``x.data.xml`` -> ``x.gold.key.txt``."""
     name = data_path.name

@@ -50,6 +50,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from jaket.jsonio import quote
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.linking import EntityLinker
 from jaket.model.heads import span_mean
@@ -145,10 +146,42 @@ def with_prior(examples: list[SenseExample], output: ScorerOutput, weight: float
 # ----------------------------------------------------------------------------- the encoders' pieces
 
 
+class TargetPastLimit(ValueError):
+    """Targets that lie past the first ``limit`` tokens of their text (``max_length``, special tokens
+    included), found by :func:`targets_past` before any text is encoded: ``index`` is the first of
+    them (a position in the examples), ``count`` how many there are."""
+
+    def __init__(self, message: str, index: int, count: int, limit: int):
+        super().__init__(message)
+        self.index, self.count, self.limit = index, count, limit
+
+
+def targets_past(tokenizer, examples: list[SenseExample], max_length: int) -> list[int]:
+    """The positions of the examples whose target has no token among the first ``max_length`` of its
+    text, as :func:`jaket.tasks.word_in_context.model.target_spans` reads them (a token overlapping
+    the span counts): one tokenizer pass over the distinct texts, nothing encoded."""
+    texts = list(dict.fromkeys(e.text for e in examples))
+    if not texts:
+        return []
+    row = {text: k for k, text in enumerate(texts)}
+    offsets = tokenizer(texts, truncation=True, max_length=max_length, return_offsets_mapping=True)["offset_mapping"]
+    return [i for i, e in enumerate(examples)
+            if not any(b > a and a < e.end and b > e.start for a, b in offsets[row[e.text]])]
+
+
 @torch.no_grad()
 def context_vectors(language: SplitLanguageModel, examples: list[SenseExample], batch_size: int = 64,
                     max_length: int = 96) -> torch.Tensor:
-    """``(Z_s + Z_o) / 2`` of each target through LM1 + LM2 (a progress bar beyond a few batches)."""
+    """``(Z_s + Z_o) / 2`` of each target through LM1 + LM2 (a progress bar beyond a few batches). A
+    target past the first ``max_length`` tokens of its text is a :class:`TargetPastLimit`, raised
+    before any text is encoded."""
+    past = targets_past(language.tokenizer, examples, max_length)
+    if past:
+        first = examples[past[0]]
+        more = f"; {len(past) - 1} more target(s) lie past it too" if len(past) > 1 else ""
+        raise TargetPastLimit(f"sense example {past[0] + 1}: the target {quote(first.text[first.start:first.end])} "
+                              f"[{first.start}, {first.end}) lies past the first {max_length} tokens of its text"
+                              f"{more}; raise max_length", past[0], len(past), max_length)
     language.eval()
     device = next(language.parameters()).device
     out = []
@@ -308,7 +341,8 @@ def jaket_scores(examples: list[SenseExample], kg: KnowledgeGraph, pretrained, *
     stages = stages or StageTimes()
     candidates = _Candidates.of(examples, kg)
     with stages("JAKET: load"):
-        linker = ContextLinker.from_pretrained(pretrained, kg, device=device, max_length=max_length)
+        linker = ContextLinker.from_pretrained(pretrained, kg, scorer="head", device=device,  # its logits: the head
+                                               max_length=max_length)
     language = linker.model.language
     with stages("JAKET: contexts"):
         context = context_vectors(language, examples, max_length=max_length)  # names a target it cannot read

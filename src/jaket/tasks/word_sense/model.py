@@ -20,19 +20,29 @@ are read from the descriptions by the model's LM1, as the paper's adaptation to 
   ``q · E^context`` over each mention's candidates, and their softmax over the candidates;
 * :meth:`~ContextLinker.link`: texts in, :class:`LinkedText` out.
 
-``scorer="text+kg"`` ranks the candidates another way, nothing else changed: the mention read as
-the encoder reads it (``(Z_s + Z_o) / 2`` over LM1 + LM2, no head) against each candidate's
-``(text + kg)`` row (:func:`text_kg_rows`: its names, aliases and
-description read as a sentence, plus ``β`` times the mean of its KG neighbours'), by cosine over
-:data:`COSINE_TEMPERATURE`; on all-words WSD it picks senses far
-better than the head (docs/results.md). The candidates are those of the
-  gazetteer (:class:`jaket.kg.linking.EntityLinker`: names and aliases, plurals folded, the
-  longest match first), or, for the spans an input gives (:class:`jaket.kg.linking.Target`), the
-  entities named by the target's lemma (or its written form and that form's singulars), of its
-  part of speech when the KG's ids follow WordNet's ``lemma.pos.NN`` naming
-  (:class:`jaket.tasks.word_in_context.data.SenseInventory`). The most probable candidate is linked; a mention
-  whose probability is below ``min_confidence`` is left unlinked and kept in
-  :attr:`LinkedText.unlinked`.
+Two scorers rank a mention's candidates (:data:`LINK_SCORERS`):
+
+* ``scorer="text+kg"``, the default (of the class and of ``jaket link --model``: the best measured,
+  docs/results.md, WordNet WSD): the mention read as the encoder reads it (``(Z_s + Z_o) / 2`` over
+  LM1 + LM2, no head) against each candidate's ``(text + kg)`` row (:func:`text_kg_rows`: its
+  names, aliases, description and usage examples read as a sentence, plus ``β`` times the mean of
+  its KG neighbours'), by cosine over :data:`COSINE_TEMPERATURE`. Its usage examples are given
+  with ``texts`` (:class:`SenseTexts`; ``jaket link`` reads them from the KG's corpus,
+  :func:`jaket.tasks.link_cli.kg_usage_examples`); none by default;
+* ``scorer="head"``: the masked-entity head against ``E^context`` above (``q · E^context``).
+
+The candidates are those of the gazetteer (:class:`jaket.kg.linking.EntityLinker`: names and
+aliases, plurals folded, the longest match first), or, for the spans an input gives
+(:class:`jaket.kg.linking.Target`), the entities named by the target's lemma (or its written form
+and that form's singulars), of its part of speech when the KG's ids follow WordNet's
+``lemma.pos.NN`` naming (:class:`jaket.tasks.word_in_context.data.SenseInventory`). The most
+probable candidate is linked; a mention whose probability is below ``min_confidence`` is left
+unlinked and kept in :attr:`LinkedText.unlinked`.
+
+The encoder's passes (the rows and the mentions) run at ``precision``: ``"fp32"``, ``"bf16"``
+autocast, or ``"auto"`` (bf16 where the device computes it natively:
+:func:`jaket.model.device.choose_precision`, as every command's ``--precision``); None (the
+default) leaves the caller's autocast in force (word-sense disambiguation's run sets it).
 
 A mention with one candidate has probability 1 (the softmax over one score) and is not read. One
 that lies past the first ``max_length`` tokens of its text, or covers no token, cannot be read: its
@@ -49,9 +59,12 @@ summary: ``seconds``).
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
 import logging
+import math
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -64,8 +77,9 @@ from jaket.atomic import write_lines
 from jaket.kg.corpus import Mention, MentionCorpus, collate_texts
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.inflection import base_forms
+from jaket.kg.io import load_kg
 from jaket.kg.linking import CandidateSpan, EntityLinker, LinkStats, Target
-from jaket.model.device import resolve_device
+from jaket.model.device import autocast, choose_precision, resolve_device
 from jaket.model.heads import span_mean
 from jaket.model.jaket import JaketModel, text_list
 from jaket.model.memory_cache import TextVectorCache
@@ -80,13 +94,15 @@ logger = logging.getLogger(__name__)
 
 #: digits kept of a probability in :meth:`LinkedText.as_json`
 DIGITS = 6
-#: how :class:`ContextLinker` ranks a mention's candidates (module docstring)
-LINK_SCORERS = ("head", "text+kg")
+#: how :class:`ContextLinker` ranks a mention's candidates (module docstring); the first, the best measured
+#: (docs/results.md), is the default of the class and of ``jaket link --model``
+LINK_SCORERS = ("text+kg", "head")
+DEFAULT_SCORER = LINK_SCORERS[0]
 
 
 @dataclass(frozen=True)
 class ScoredMention:
-    """A mention ``[start, end)`` with its candidates ranked by the head: ``candidates`` holds
+    """A mention ``[start, end)`` with its candidates ranked by the scorer: ``candidates`` holds
     ``(entity index, probability)``, the most probable first (ties: the lower index); ``entity`` /
     ``score`` are the first of them, ``margin`` its lead over the runner-up (the score itself when
     there is no runner-up); ``inflected``: the gazetteer found it through an inflection of its
@@ -148,13 +164,13 @@ class LinkedText:
 @dataclass
 class ContextLinkStats:
     """Counts of :meth:`ContextLinker.link`: ``gazetteer`` as plain ``jaket link`` counts them
-    (``mentions``: linked ones; ``ambiguous_resolved``: mentions of several candidates the head
-    linked; ``resolved_by_context`` is the overlap rule's and stays 0), and what the head did."""
+    (``mentions``: linked ones; ``ambiguous_resolved``: mentions of several candidates the model
+    linked; ``resolved_by_context`` is the overlap rule's and stays 0), and what the model did."""
 
     gazetteer: LinkStats = field(default_factory=LinkStats)
     targets: int = 0  # spans given by the input
     targets_without_candidate: int = 0  # ... whose lemma names no entity (of its part of speech)
-    scored: int = 0  # mentions of two or more candidates, ranked by the head
+    scored: int = 0  # mentions of two or more candidates, ranked by the model
     below_confidence: int = 0  # left unlinked: probability under min_confidence
     unreadable: int = 0  # left unlinked: past max_length tokens, or covering no token
     descriptions_encoded: int = 0  # E^context rows computed (Eq. 7)
@@ -208,12 +224,17 @@ def _grouped(texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> MentionC
 
 
 class ContextLinker:
-    """A pre-trained JAKET model's masked-entity head over a KG's descriptions, as a linker (see
-    the module docstring). Build it with :meth:`from_pretrained` or from a loaded model."""
+    """A pre-trained JAKET model ranking a mention's candidates over a KG, as a linker (see the
+    module docstring): by default the ``text+kg`` scorer, ``scorer="head"`` the masked-entity head
+    over the KG's descriptions. Build it with :meth:`from_pretrained` or from a loaded model and KG."""
 
     def __init__(self, model: JaketModel, kg: KnowledgeGraph, *, gazetteer: EntityLinker | None = None,
                  inventory: SenseInventory | None = None, batch_size: int = 64, max_length: int = 128,
-                 scorer: str = "head", texts: SenseTexts | None = None):
+                 scorer: str = DEFAULT_SCORER, texts: SenseTexts | None = None, precision: str | None = None):
+        if not isinstance(kg, KnowledgeGraph):
+            raise TypeError(f"kg: give a KnowledgeGraph (jaket.load_kg(folder)), not {type(kg).__name__}"
+                            + (" (ContextLinker.from_pretrained(model, folder) loads a KG folder)"
+                               if isinstance(kg, (str, os.PathLike)) else ""))
         if scorer not in LINK_SCORERS:
             raise ValueError(f"scorer must be one of {', '.join(LINK_SCORERS)}, got {scorer!r}")
         if batch_size < 1:
@@ -227,6 +248,9 @@ class ContextLinker:
         self._gazetteer = gazetteer
         self._inventory = inventory
         self.scorer = scorer
+        #: ``"fp32"`` or ``"bf16"``: the precision the encoder's passes run at (``precision`` resolved on
+        #: the model's device); None: the caller's autocast
+        self.precision = None if precision is None else choose_precision(precision, self.device)
         #: the ``text+kg`` scorer's reading of the senses (default: no usage examples, ``β = 1``)
         self.texts = texts or SenseTexts({})
         self._rows: dict[int, torch.Tensor] = {}
@@ -235,14 +259,27 @@ class ContextLinker:
         self.stats = ContextLinkStats()  # descriptions_encoded / descriptions_empty over the linker's life
 
     @classmethod
-    def from_pretrained(cls, model_dir: str | Path, kg: KnowledgeGraph, *, device=None, dtype=None,
+    def from_pretrained(cls, model_dir: str | Path, kg: KnowledgeGraph | str | Path, *, device=None, dtype=None,
                         **options) -> "ContextLinker":
         """The model of a folder written by ``save_pretrained`` (``jaket pretrain``'s ``model/``)
-        over ``kg``; ``device``: ``cpu``, ``cuda``, ... (None: a GPU when one is visible);
-        ``options``: those of the constructor (``gazetteer``, ``inventory``, ``batch_size``,
-        ``max_length``, ``scorer``, ``texts``). The saved memory is not read: the rows come from ``kg``'s descriptions."""
+        over ``kg``, a :class:`KnowledgeGraph` or a KG folder (read with :func:`jaket.load_kg`
+        first, so a bad KG fails before the model loads); ``device``: ``cpu``, ``cuda``, ...
+        (None: a GPU when one is visible); ``options``: those of the constructor (``gazetteer``,
+        ``inventory``, ``batch_size``, ``max_length``, ``scorer``, ``texts``, ``precision``). The
+        saved memory is not read: the rows come from ``kg``'s descriptions."""
+        if isinstance(kg, (str, os.PathLike)):
+            kg = load_kg(kg)
+        elif not isinstance(kg, KnowledgeGraph):
+            raise TypeError(f"kg: give a KnowledgeGraph or a KG folder, not {type(kg).__name__}")
         model = JaketModel.from_pretrained(model_dir, load_memory=False, device=resolve_device(device), dtype=dtype)
         return cls(model, kg, **options)
+
+    def _autocast(self, scores: bool = False):
+        """The autocast of the encoder's passes at :attr:`precision`, or with ``scores`` none (the
+        scores are computed in float32); None: the caller's autocast, untouched."""
+        if self.precision is None:
+            return contextlib.nullcontext()
+        return autocast(self.device, self.precision == "bf16" and not scores)
 
     @property
     def device(self) -> torch.device:
@@ -274,22 +311,27 @@ class ContextLinker:
         wanted = self.kg.entity_indices(entities)
         missing = sorted(set(wanted.tolist()) - self._rows.keys())
         if missing:
-            descriptions = [self.kg.entity_descriptions[e] for e in missing]
-            if self.scorer == "text+kg":
-                with self.stats.stages("sense texts"):
-                    rows = self._sense_rows(missing)
-            else:
-                with self.stats.stages("entity descriptions (Eq. 7)"):
-                    rows = description_features(self.model.language, descriptions,
-                                                [self.kg.entity_names[e] for e in missing], full=False,
-                                                max_length=self.model.config.description_max_length,
-                                                batch_size=self.batch_size, desc="entity descriptions (Eq. 7)")
-            self._rows.update(zip(missing, rows))
-            self.stats.descriptions_encoded += len(missing)
-            self.stats.descriptions_empty += sum(not d.strip() for d in descriptions)
+            with self._autocast():
+                self._read_rows(missing)
         if not len(wanted):
             return torch.zeros(0, self.model.hidden_size, device=self.device)
         return torch.stack([self._rows[e] for e in wanted.tolist()])
+
+    def _read_rows(self, missing: list[int]) -> None:
+        """The rows of ``missing`` (entities without one yet), kept for later calls."""
+        descriptions = [self.kg.entity_descriptions[e] for e in missing]
+        if self.scorer == "text+kg":
+            with self.stats.stages("sense texts"):
+                rows = self._sense_rows(missing)
+        else:
+            with self.stats.stages("entity descriptions (Eq. 7)"):
+                rows = description_features(self.model.language, descriptions,
+                                            [self.kg.entity_names[e] for e in missing], full=False,
+                                            max_length=self.model.config.description_max_length,
+                                            batch_size=self.batch_size, desc="entity descriptions (Eq. 7)")
+        self._rows.update(zip(missing, rows))
+        self.stats.descriptions_encoded += len(missing)
+        self.stats.descriptions_empty += sum(not d.strip() for d in descriptions)
 
     def _sense_rows(self, entities: list[int]) -> torch.Tensor:
         """The ``(text + kg)`` rows of ``entities`` (:func:`text_kg_rows`), their texts' vectors kept
@@ -310,7 +352,8 @@ class ContextLinker:
     def queries(self, texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> list[torch.Tensor | None]:
         """``q = g((Z_s + Z_o) / 2)`` of mention ``i`` (the character span ``spans[i]`` of
         ``texts[i]``) over LM1 + LM2 without fusion, as masked entity prediction reads a removed
-        mention; ``None`` for a mention that is not read (past ``max_length`` tokens, no token)."""
+        mention (``scorer="text+kg"``: ``(Z_s + Z_o) / 2`` itself, no head), float32; ``None`` for a
+        mention that is not read (past ``max_length`` tokens, no token)."""
         with self.stats.stages("mentions"):
             return self._queries(texts, spans)
 
@@ -323,11 +366,13 @@ class ContextLinker:
         for begin in range(0, len(corpus), self.batch_size):
             batch = collate_texts(encoded, range(begin, min(len(corpus), begin + self.batch_size)),
                                   pad if pad is not None else 0).to(self.device)
-            hidden = language(batch.input_ids, batch.attention_mask).float()
-            if self.scorer == "text+kg":
-                q = span_mean(hidden, batch.mention_batch, batch.mention_start, batch.mention_end)
-            else:
-                q = head.query(hidden, batch.mention_batch, batch.mention_start, batch.mention_end)
+            with self._autocast():
+                hidden = language(batch.input_ids, batch.attention_mask).float()
+                if self.scorer == "text+kg":
+                    q = span_mean(hidden, batch.mention_batch, batch.mention_start, batch.mention_end)
+                else:
+                    q = head.query(hidden, batch.mention_batch, batch.mention_start, batch.mention_end)
+            q = q.float()  # the head's products ran under the autocast; scores are computed in float32
             for mention, row in zip(batch.mention_entity.tolist(), q):
                 out[mention] = row
         return out
@@ -336,9 +381,10 @@ class ContextLinker:
     @torch.no_grad()
     def logits(self, texts: Sequence[str], spans: Sequence[tuple[int, int]],
                candidates: Sequence[Sequence[int]]) -> list[np.ndarray | None]:
-        """The head's scores ``q · E^context_e`` of each mention's candidates ``e`` (entity
-        indices, in the order given), as masked entity prediction scores them (``scorer="text+kg"``:
-        ``cos(q, row_e) / T``); ``None`` for a mention that is not read (:meth:`queries`)."""
+        """The scores of each mention's candidates ``e`` (entity indices, in the order given):
+        ``cos(q, row_e) / T`` with ``scorer="text+kg"`` (the default), the head's ``q · E^context_e``
+        with ``scorer="head"``, as masked entity prediction scores them; float32 whatever the
+        precision of the passes; ``None`` for a mention that is not read (:meth:`queries`)."""
         if not len(texts) == len(spans) == len(candidates):
             raise ValueError(f"{len(texts)} texts, {len(spans)} spans and {len(candidates)} candidate lists")
         lists = [np.asarray(c, dtype=np.int64).reshape(-1) for c in candidates]
@@ -346,16 +392,17 @@ class ContextLinker:
         rows = self.entity_rows(used)
         queries = self.queries(texts, spans)
         out: list[np.ndarray | None] = []
-        for q, entities in zip(queries, lists):
-            if q is None:
-                out.append(None)
-                continue
-            mine = rows[torch.from_numpy(np.searchsorted(used, entities)).to(rows.device)]
-            if self.scorer == "text+kg":
-                scores = torch.nn.functional.cosine_similarity(q[None], mine) / COSINE_TEMPERATURE
-            else:
-                scores = mine @ q
-            out.append(scores.double().cpu().numpy())
+        with self._autocast(scores=True):
+            for q, entities in zip(queries, lists):
+                if q is None:
+                    out.append(None)
+                    continue
+                mine = rows[torch.from_numpy(np.searchsorted(used, entities)).to(rows.device)]
+                if self.scorer == "text+kg":
+                    scores = torch.nn.functional.cosine_similarity(q[None], mine) / COSINE_TEMPERATURE
+                else:
+                    scores = mine @ q
+                out.append(scores.double().cpu().numpy())
         return out
 
     def score(self, texts: Sequence[str], spans: Sequence[tuple[int, int]],
@@ -401,8 +448,7 @@ class ContextLinker:
         given for the text: ``targets[i]``, None for the gazetteer) ranked by :meth:`score`; the
         most probable is linked unless its probability is below ``min_confidence``. Counts add up
         in :attr:`stats`."""
-        if not 0.0 <= min_confidence <= 1.0:
-            raise ValueError(f"min_confidence must be in [0, 1], got {min_confidence}")
+        min_confidence = _checked_confidence(min_confidence)
         texts = _checked_texts(texts)
         if targets is not None:
             targets = _checked_targets(texts, targets)
@@ -464,6 +510,16 @@ class ContextLinker:
             result.unlinked.sort(key=lambda u: u.start)
             counts.gazetteer.add_text(len(result.mentions))
         return results
+
+
+def _checked_confidence(value) -> float:
+    """``min_confidence`` as a float: a number (not a bool) in [0, 1], else a ``TypeError`` /
+    ``ValueError`` naming the argument and the value given (a string reached the comparison)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"min_confidence must be a number in [0, 1], got {value!r} ({type(value).__name__})")
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise ValueError(f"min_confidence must be a number in [0, 1], got {value!r}")
+    return float(value)
 
 
 def _checked_texts(texts) -> list[str]:

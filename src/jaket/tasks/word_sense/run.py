@@ -73,7 +73,8 @@ from jaket.kg.exclusion import normalise_text
 from jaket.tasks.word_sense.job import SENSE_LINKING, TASK, SenseLinkingJob, WordSenseConfig, WordSenseJob
 from jaket.kg.sources.wordnet_forms import POS_CODES
 from jaket.tasks.word_in_context.data import SenseInventory, lemma_key
-from jaket.tasks.word_sense.data import FRAMEWORK_POS, WsdInstance, key_path_of, load_wsd, write_key_file
+from jaket.tasks.word_sense.data import (FRAMEWORK_POS, WsdInstance, key_path_of, load_wsd, past_limit_line,
+                                        write_key_file)
 from jaket.train.config import load_config
 
 if TYPE_CHECKING:
@@ -261,7 +262,7 @@ def run_wsd(instances: list[WsdInstance], kg: KnowledgeGraph, config: WordSenseC
     content: beside ``scorers``, their runs as :class:`~jaket.tasks.results.TaskResult` reads them,
     ``runs``, and ``--json``'s ``summary``: each scorer's F1, the paired differences and the data;
     ``stages``: each stage's seconds, :class:`jaket.tasks.stages.StageTimes`, with the caller's)."""
-    from jaket.tasks.word_sense.finetuned import TEXT_SCORERS, SenseTexts, score_senses, with_prior  # inputs first: model code after the data
+    from jaket.tasks.word_sense.finetuned import TEXT_SCORERS, SenseTexts, TargetPastLimit, score_senses, with_prior  # inputs first: model code after the data
     stages = stages or StageTimes()
 
     try:
@@ -278,11 +279,15 @@ def run_wsd(instances: list[WsdInstance], kg: KnowledgeGraph, config: WordSenseC
                                                                                           for s in wanted))
     counts.update(usage_counts)
     texts = SenseTexts(usage, config.neighbour_weight, config.text_max_length)
-    with autocast(device, config.bf16):
-        outputs = score_senses(examples, kg, scorers=wanted, pretrained=config.pretrained, encoder=config.encoder,
-                               seeds=config.seeds, description_max_length=config.description_max_length,
-                               max_length=config.max_length, km=config.variant_config("lm+g+m").km_structure(),
-                               texts=texts, device=device, stages=stages)
+    try:
+        with autocast(device, config.bf16):
+            outputs = score_senses(examples, kg, scorers=wanted, pretrained=config.pretrained, encoder=config.encoder,
+                                   seeds=config.seeds, description_max_length=config.description_max_length,
+                                   max_length=config.max_length, km=config.variant_config("lm+g+m").km_structure(),
+                                   texts=texts, device=device, stages=stages)
+    except TargetPastLimit as error:  # found before any text is encoded: named by the file and the instance id
+        line = past_limit_line(instances[error.index], error.count - 1, error.limit, (data_info or {}).get("data"))
+        raise TargetPastLimit(line, error.index, error.count, error.limit) from None
     for weight in config.first_sense_prior:
         for name in [n for n, o in outputs.items() if o.temperature is not None and " + prior " not in n]:
             outputs[f"{name} + prior {weight:g}"] = with_prior(examples, outputs[name], weight)
