@@ -1,5 +1,5 @@
 """Inputs first (issue 53, item 4): ``jaket finetune|evaluate`` of entity classification, link
-prediction, KGQA and relation classification read and check their data files before the model
+prediction, KGQA and relation classification, and ``jaket embed``, read and check their data files before the model
 code (torch_geometric, transformers, the task's model) is imported, so a malformed file is refused
 in the time it takes to parse it; what was read is what the run uses, read once. And
 :func:`jaket.load_finetuned` given something that is not a path says so."""
@@ -64,6 +64,8 @@ def _malformed_inputs(folder: Path) -> list[tuple[list[str], str]]:
          f"{wn18rr / 'train.txt'}:2: expected head<TAB>relation<TAB>tail, got 'b\\tr'"),
         (["finetune", "kgqa", "--data", str(metaqa)],
          f"error: {metaqa / 'kb.txt'}:2: expected head|relation|tail, got 'b|r'"),
+        (["embed", "--model", str(folder), "--kg", str(kg)],  # the KG before the model folder is opened
+         f"{kg / 'triples.tsv'}:2: expected 3 tab-separated columns (head, relation, tail), found 2"),
         (["evaluate", "relation-classification", "--data", str(fewrel)],
          f"error: {fewrel}:2: invalid JSON: Expecting value (column 9)"),
         (["evaluate", "relation-classification", "--data", str(good), "--train", str(good)],
@@ -79,7 +81,8 @@ def test_a_malformed_file_is_refused_before_any_model_code_loads(tmp_path):
     written to ``--out``; so does a check of what the files hold (a relation both trained on and
     evaluated)."""
     cases = _malformed_inputs(tmp_path)
-    commands = [command + ["--out", str(tmp_path / f"out{i}")] for i, (command, _) in enumerate(cases)]
+    commands = [command + ["--out", str(tmp_path / f"out{i}" / ("vectors.npy" if command[0] == "embed" else ""))]
+                for i, (command, _) in enumerate(cases)]
     done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(commands)], capture_output=True, text=True,
                           timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
