@@ -194,6 +194,10 @@ def parse_rdf(path, fmt: str | None = None):
     try:
         with _source(path) as handle:
             dataset.parse(file=handle, format=fmt, publicID=path.absolute().as_uri())
+    except OSError as error:
+        if error.filename is not None:  # not read at all (permission denied, a folder): not a malformed file
+            raise
+        raise RDFImportError(f"{path}: malformed {fmt} ({_message(error)})") from None  # a broken .gz
     except Exception as error:  # noqa: BLE001 - rdflib raises many types; all are the file's fault
         if fmt not in ("xml", "trix") and (wide := _wide_start(path)):  # only XML may declare UTF-16 / UTF-32
             raise RDFImportError(f"{path}:1: {wide}") from None
