@@ -186,6 +186,8 @@ def load_fewrel(path: str | Path, pid2name: str | Path | None = None) -> FewRelD
     for relation, items in raw.items():
         if not isinstance(items, list):
             raise FewRelFormatError(f"{path}: relation {quote(relation)}: instances must be a list")
+        if not items:
+            raise FewRelFormatError(f"{path}: relation {quote(relation)} has no instance (remove it or give its sentences)")
         parsed = []
         for index, item in enumerate(items):
             parsed.append(parse_instance(item, f"{path}: relation {quote(relation)}, instance {index}", relation))
@@ -292,13 +294,21 @@ def checked_relation_split(data: FewRelData, config: RelationClassificationConfi
                            train_data: FewRelData | None = None,
                            drop_overlap: bool = False) -> tuple[list[str], list[str]]:
     """:func:`relation_split`, refused when an N-way setting of ``config`` finds fewer than N
-    evaluation relations (never silently fewer)."""
+    evaluation relations, or a relation has fewer instances than an episode draws from it (K
+    supports and a query: never silently fewer)."""
     train, evaluation = relation_split(data, config, train_data, drop_overlap)
     for way, shot in config.settings:
         if way > len(evaluation):
             raise ValueError(
                 f"{way}-way {shot}-shot cannot run: it needs {way} evaluation relations, the split "
                 f"holds out {len(evaluation)} of {len(data.relations)} ({', '.join(evaluation)})")
+    train_source = train_data if train_data is not None else data
+    for side, source, relations, shot in (("evaluation", data, evaluation, max((k for _, k in config.settings), default=0)),
+                                          ("training", train_source, train, config.train_shot)):
+        short = [f"{r} ({len(source.instances[r])})" for r in relations if len(source.instances[r]) < shot + 1]
+        if short:
+            raise ValueError(f"{side} relation(s) {', '.join(short)} have fewer than {shot + 1} instances: an "
+                             f"episode draws {shot} support(s) and a query from each")
     return train, evaluation
 
 
