@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 #: every variant of the paper's tables, in their order
 ALL_VARIANTS = ("lm", "gnn", "lm+g", "lm+g+m", "jaket")
@@ -30,7 +31,10 @@ class TaskSpec:
     ``default_variants``: ``evaluate``'s variants when ``--variants`` is not given (``jaket`` only with
     ``--model``); ``finetune_variant``: ``finetune``'s without ``--model`` or ``--variant``;
     ``runner``: returns the function that runs a resolved job, ``(job, out_dir, *, save_dir, device,
-    log_with, keep_model) -> TaskResult``; ``table``: returns the function that prints a result as the
+    log_with, keep_model) -> TaskResult`` (and ``inputs=`` with ``read_inputs``); ``read_inputs``:
+    returns the function that reads and checks a resolved job's files, ``job -> inputs``, called before
+    the runner's model code is imported (a malformed file is refused in the time it takes to parse it)
+    and handed to the runner as ``inputs=``, read once (None: the runner reads its own); ``table``: returns the function that prints a result as the
     command's table; ``grid_task``: returns the :class:`~jaket.tasks.grid.GridTask` class (None: the
     task runs no grid); ``model``: returns the :class:`~jaket.tasks.finetuned.FinetunedModel` class
     (None: nothing to predict with), whose ``jaket predict`` flags ``add_predict_arguments`` adds and
@@ -57,6 +61,7 @@ class TaskSpec:
     predict_usage: str | None = None
     #: the keys of the result that ``--json`` prints (None: its ``summary``)
     json_keys: tuple[str, ...] | None = None
+    read_inputs: Callable[[], Callable] | None = None
 
     @property
     def package(self) -> str:
@@ -64,8 +69,9 @@ class TaskSpec:
         return self.job.__module__.rsplit(".", 1)[0]
 
     def run_function(self) -> Callable:
-        """The runner, imported now."""
-        return self.runner()
+        """The function that runs a resolved job: the runner, or, with ``read_inputs``, one that reads
+        the job's files first and imports the runner (the model code) only then (:func:`read_then_run`)."""
+        return self.runner() if self.read_inputs is None else partial(read_then_run, self)
 
     def table_function(self) -> Callable:
         return self.table()
@@ -78,3 +84,10 @@ class TaskSpec:
 
     def grid_task_class(self) -> type | None:
         return None if self.grid_task is None else self.grid_task()
+
+
+def read_then_run(spec: TaskSpec, job, out_dir=None, **options):
+    """Every task's runner with a ``read_inputs``: the job's files read and checked, then the model
+    code imported and run on what was read (``inputs=``), so that a bad line costs no model import."""
+    inputs = spec.read_inputs()(job)
+    return spec.runner()(job, out_dir, inputs=inputs, **options)

@@ -2,7 +2,7 @@
 
 ``jaket finetune|evaluate entity-classification`` have no hand-written flags: they are made from
 :class:`~jaket.tasks.entity_classification.job.EntityClassificationJob` (:mod:`jaket.tasks.job_flags`);
-their runner (:func:`run_job`) reads the data before it imports the model code.
+their spec reads the data (``data.read_inputs``) before the runner imports the model code.
 """
 
 from __future__ import annotations
@@ -41,15 +41,10 @@ def _run():
     return run
 
 
-def run_job(job: EntityClassificationJob, out_dir=None, **options):
-    """The spec's runner (``jaket finetune|evaluate entity-classification``, :func:`jaket.pipeline.pipeline`):
-    the job's KG' and split files read and checked first (:func:`~jaket.tasks.entity_classification.data.load_data`),
-    so a malformed one is refused in the time it takes to parse it, then the model code imported and
-    run on what was read (:func:`jaket.tasks.entity_classification.run.run_job`)."""
-    from jaket.tasks.entity_classification.data import load_data  # inputs first: the files before the model code
+def _data():
+    from jaket.tasks.entity_classification import data  # inputs first: the files, read before the model code
 
-    inputs = load_data(job.data)
-    return _run().run_job(job, out_dir, inputs=inputs, **options)
+    return data
 
 
 def _finetuned() -> type:
@@ -61,7 +56,8 @@ def _finetuned() -> type:
 #: the task's spec (registered by :mod:`jaket.tasks.registry`)
 SPEC = TaskSpec(
     TASK, "categories of an unseen KG's entities (Table 3)", EntityClassificationJob,
-    runner=lambda: run_job, table=lambda: _run().scores_and_paired_table,
+    read_inputs=lambda: _data().read_inputs, runner=lambda: _run().run_job,
+    table=lambda: _run().scores_and_paired_table,
     default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task=lambda: _run().EntityClassificationRuns,
     model=_finetuned, predict_help="a label and its probability for entities of a KG",
     add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, predict_usage="--kg KG",

@@ -98,3 +98,9 @@ def load_data(data: EntityClassificationData):
     if data.train is None:
         return kg, None
     return kg, read_splits(kg, data.train, data.dev, data.test)
+
+
+def read_inputs(job) -> tuple:
+    """What the spec reads before any model code loads (:func:`jaket.tasks.spec.read_then_run`): the
+    job's data section (:func:`load_data`)."""
+    return load_data(job.data)

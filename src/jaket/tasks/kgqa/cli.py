@@ -1,8 +1,8 @@
 """``jaket predict kgqa``'s flags and their reading.
 
 ``jaket finetune|evaluate kgqa`` have no hand-written flags: they are made from
-:class:`~jaket.tasks.kgqa.job.KGQAJob` (:mod:`jaket.tasks.job_flags`); their runner
-(:func:`run_job`) reads the data before it imports the model code.
+:class:`~jaket.tasks.kgqa.job.KGQAJob` (:mod:`jaket.tasks.job_flags`); their spec reads the data
+(``data.read_inputs``) before the runner imports the model code.
 """
 
 from __future__ import annotations
@@ -42,15 +42,10 @@ def _run():
     return run
 
 
-def run_job(job: KGQAJob, out_dir=None, **options):
-    """The spec's runner (``jaket finetune|evaluate kgqa``, :func:`jaket.pipeline.pipeline`): the job's
-    KB and question files read and checked first (:func:`~jaket.tasks.kgqa.data.load_data`), so a
-    malformed one is refused in the time it takes to parse it, then the model code imported and run
-    on what was read (:func:`jaket.tasks.kgqa.run.run_job`)."""
-    from jaket.tasks.kgqa.data import load_data  # inputs first: the files before the model code
+def _data():
+    from jaket.tasks.kgqa import data  # inputs first: the files, read before the model code
 
-    inputs = load_data(job.data)
-    return _run().run_job(job, out_dir, inputs=inputs, **options)
+    return data
 
 
 def _finetuned() -> type:
@@ -62,7 +57,8 @@ def _finetuned() -> type:
 #: the task's spec (registered by :mod:`jaket.tasks.registry`)
 SPEC = TaskSpec(
     TASK, "question answering over the KG, Hits@1 (Table 2)", KGQAJob,
-    runner=lambda: run_job, table=lambda: _run().results_table,
+    read_inputs=lambda: _data().read_inputs, runner=lambda: _run().run_job,
+    table=lambda: _run().results_table,
     default_variants=("lm", "lm+g", "lm+g+m", "jaket"), grid_task=lambda: _run().QuestionAnsweringRuns,
     model=_finetuned, predict_help="ranked answers for questions over a KG",
     add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags,

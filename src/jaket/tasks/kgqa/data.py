@@ -119,7 +119,7 @@ def kb_to_kg(kb: MetaQAKB, descriptions: Sequence[str] | None = None) -> Knowled
 
 __all__ = ["MetaQAFormatError", "MetaQAKB", "read_kb", "kb_to_kg", "QAExample", "MetaQAData", "read_questions", "load_metaqa",
            "load_metaqa_task", "entity_descriptions_from_questions", "entity_lookup", "missing_answer_report",
-           "load_data"]
+           "load_data", "read_inputs"]
 
 _TOPIC = re.compile(r"\[([^\]]+)\]")
 
@@ -338,6 +338,12 @@ def load_data(data: KGQAData) -> tuple[KnowledgeGraph, list[QAExample], tuple | 
             logger.warning("%s: %d %s questions skipped (topic or every answer not in kb.txt)", data.metaqa,
                            skipped, split)
     return task.kg, task.questions, (task.train, task.selection, task.test), task.info
+
+
+def read_inputs(job) -> tuple[KnowledgeGraph, list[QAExample], tuple | None, dict | None]:
+    """What the spec reads before any model code loads (:func:`jaket.tasks.spec.read_then_run`): the
+    job's data section (:func:`load_data`)."""
+    return load_data(job.data)
 
 
 def missing_answer_report(missing: Sequence[tuple[str, int, str]]) -> dict:

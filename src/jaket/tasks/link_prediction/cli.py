@@ -2,8 +2,8 @@
 
 ``jaket finetune|evaluate link-prediction`` have no hand-written flags: they are made from
 :class:`~jaket.tasks.link_prediction.job.LinkPredictionJob` (:mod:`jaket.tasks.job_flags`); the keys
-whose default depends on the mode (``--train-encoder`` or not) are resolved once, in the job; their
-runner (:func:`run_job`) reads the data before it imports the model code.
+whose default depends on the mode (``--train-encoder`` or not) are resolved once, in the job; their spec
+reads the data (``data.read_inputs``) before the runner imports the model code.
 """
 
 from __future__ import annotations
@@ -41,15 +41,10 @@ def _run():
     return run
 
 
-def run_job(job: LinkPredictionJob, out_dir=None, **options):
-    """The spec's runner (``jaket finetune|evaluate link-prediction``, :func:`jaket.pipeline.pipeline`):
-    the job checked and its triple files read first (:func:`~jaket.tasks.link_prediction.data.read_inputs`),
-    so a malformed one is refused in the time it takes to parse it, then the model code imported and
-    run on what was read (:func:`jaket.tasks.link_prediction.run.run_job`)."""
-    from jaket.tasks.link_prediction.data import read_inputs  # inputs first: the files before the model code
+def _data():
+    from jaket.tasks.link_prediction import data  # inputs first: the files, read before the model code
 
-    inputs = read_inputs(job)
-    return _run().run_job(job, out_dir, inputs=inputs, **options)
+    return data
 
 
 def _finetuned() -> type:
@@ -61,7 +56,8 @@ def _finetuned() -> type:
 #: the task's spec (registered by :mod:`jaket.tasks.registry`)
 SPEC = TaskSpec(
     TASK, "filtered MRR / Hits@k over descriptions + KM", LinkPredictionJob,
-    runner=lambda: run_job, table=lambda: _run().results_table,
+    read_inputs=lambda: _data().read_inputs, runner=lambda: _run().run_job,
+    table=lambda: _run().results_table,
     default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task=lambda: _run().LinkPredictionRuns,
     model=_finetuned, predict_help="top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG",
     add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags,

@@ -1,8 +1,9 @@
 """``jaket predict relation-classification``'s flags and their reading.
 
 ``jaket finetune|evaluate relation-classification`` have no hand-written flags: they are made from
-:class:`~jaket.tasks.relation_classification.job.RelationClassificationJob` (:mod:`jaket.tasks.job_flags`);
-their runner (:func:`run_job`) reads the data before it imports the model code.
+:class:`~jaket.tasks.relation_classification.job.RelationClassificationJob`
+(:mod:`jaket.tasks.job_flags`); their spec reads the data (``data.read_inputs``) before the runner
+imports the model code.
 """
 
 from __future__ import annotations
@@ -35,17 +36,10 @@ def _run():
     return run
 
 
-def run_job(job: RelationClassificationJob, out_dir=None, **options):
-    """The spec's runner (``jaket finetune|evaluate relation-classification``, :func:`jaket.pipeline.pipeline`):
-    the job's FewRel files read and their relations checked first
-    (:func:`~jaket.tasks.relation_classification.data.read_inputs`), so a malformed file is refused in
-    the time it takes to parse it, then the model code imported and run on what was read
-    (:func:`jaket.tasks.relation_classification.run.run_job`)."""
-    # inputs first: the files before the model code
-    from jaket.tasks.relation_classification.data import read_inputs
+def _data():
+    from jaket.tasks.relation_classification import data  # inputs first: the files, read before the model code
 
-    inputs = read_inputs(job)
-    return _run().run_job(job, out_dir, inputs=inputs, **options)
+    return data
 
 
 def _finetuned() -> type:
@@ -57,7 +51,8 @@ def _finetuned() -> type:
 #: the task's spec (registered by :mod:`jaket.tasks.registry`); no KM variant
 SPEC = TaskSpec(
     TASK, "few-shot relation classification, PAIR (Table 1)", RelationClassificationJob,
-    runner=lambda: run_job, table=lambda: _run().results_table,
+    read_inputs=lambda: _data().read_inputs, runner=lambda: _run().run_job,
+    table=lambda: _run().results_table,
     default_variants=("lm", "jaket"), finetune_variant="lm", grid_task=lambda: _run().RelationClassificationRuns,
     model=_finetuned, predict_help="the relation of each query sentence, given support examples (PAIR)",
     add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags,
