@@ -611,3 +611,52 @@ def test_wsds_jaket_scorer_is_the_masked_entity_head(bank):
     head = ContextLinker.from_pretrained(model_dir, kg, device="cpu", scorer="head").logits(TEXTS[:2], spans, candidates)
     for mine, expected in zip(got, head):
         np.testing.assert_allclose(mine, expected, rtol=1e-6, atol=1e-6)
+
+
+def _longest_first() -> tuple[list[str], list[tuple[int, int]]]:
+    """Texts given longest first, so that their length-sorted order is not the given one."""
+    texts = sorted([*TEXTS, "bank"], key=len, reverse=True)
+    return texts, [(t.index("bank"), t.index("bank") + 4) for t in texts]
+
+
+def test_mentions_are_read_in_length_sorted_batches_and_put_back_in_order(bank, monkeypatch):
+    """The mention pass batches texts of like length together, as the memory refresh does (a batch
+    is padded to its longest text): each mention's query is the one its text gives read alone."""
+    import jaket.tasks.word_sense.model as linker_module
+
+    kg, _, model_dir, _ = bank
+    texts, spans = _longest_first()
+    alone = ContextLinker.from_pretrained(model_dir, kg, device="cpu", batch_size=1, scorer="head")
+    expected = [alone.queries([t], [s])[0] for t, s in zip(texts, spans)]
+    batches, collate = [], linker_module.collate_texts
+    monkeypatch.setattr(linker_module, "collate_texts",
+                        lambda encoded, indices, pad: batches.append([int(i) for i in indices]) or
+                        collate(encoded, indices, pad))
+    linker = ContextLinker.from_pretrained(model_dir, kg, device="cpu", batch_size=3, scorer="head")
+    got = linker.queries(texts, spans)
+    for mine, one in zip(got, expected):
+        torch.testing.assert_close(mine, one, rtol=1e-5, atol=1e-5)
+    lengths = [len(ids) for ids in linker.model.language.tokenizer(texts)["input_ids"]]
+    order = sorted(range(len(texts)), key=lambda i: lengths[i])
+    assert batches == [order[:3], order[3:]] and order != list(range(len(texts)))
+
+
+def test_wsd_context_vectors_are_read_in_length_sorted_batches(bank):
+    """WSD's context vectors ``(Z_s + Z_o) / 2`` batch texts of like length too and come back in the
+    examples' order: each is the text+kg linker's query of the same mention (the same mean, read alone)."""
+    from jaket.tasks.word_sense.finetuned import SenseExample, context_vectors
+
+    kg, _, model_dir, _ = bank
+    texts, spans = _longest_first()
+    examples = [SenseExample(t, a, b, frozenset({0}), (0, 1), "bank") for t, (a, b) in zip(texts, spans)]
+    linker = ContextLinker.from_pretrained(model_dir, kg, device="cpu", batch_size=1, scorer="text+kg")
+    language, widths = linker.model.language, []
+    forward = language.forward
+    language.forward = lambda ids, mask, *rest, **kw: widths.append(ids.shape[1]) or forward(ids, mask, *rest, **kw)
+    vectors = context_vectors(language, examples, batch_size=3, max_length=128)
+    del language.forward
+    lengths = sorted(len(ids) for ids in language.tokenizer(texts)["input_ids"])
+    assert widths == [lengths[2], lengths[3]]  # the three shortest padded to the third, the longest alone
+    assert vectors.shape == (len(texts), linker.model.hidden_size)
+    for mine, t, s in zip(vectors, texts, spans):
+        torch.testing.assert_close(mine, linker.queries([t], [s])[0], rtol=1e-5, atol=1e-5)

@@ -57,6 +57,7 @@ from jaket.model.heads import span_mean
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
+from jaket.model.memory import length_sorted_batches
 from jaket.model.memory_cache import TextVectorCache
 from jaket.tasks.stages import StageTimes
 from jaket.tasks.word_sense.model import ContextLinker
@@ -184,12 +185,15 @@ def context_vectors(language: SplitLanguageModel, examples: list[SenseExample], 
                               f"{more}; raise max_length", past[0], len(past), max_length)
     language.eval()
     device = next(language.parameters()).device
-    out = []
-    batches = range(0, len(examples), batch_size)
-    for begin in tqdm(batches, desc="contexts", unit="batch", leave=False, disable=len(batches) <= 4):
-        chunk = examples[begin:begin + batch_size]
+    out = torch.zeros(len(examples), int(language.hidden_size))
+    # texts of like length together (a batch is padded to its longest): the refresh's batching
+    lengths = [len(ids) for ids in language.tokenizer([e.text for e in examples], truncation=True,
+                                                      max_length=max_length)["input_ids"]] if examples else []
+    batches = length_sorted_batches(lengths, batch_size)
+    for positions in tqdm(batches, desc="contexts", unit="batch", leave=False, disable=len(batches) <= 4):
+        chunk = [examples[i] for i in positions]
         ids, start, end = target_spans(language.tokenizer, [e.text for e in chunk], [(e.start, e.end) for e in chunk],
-                                       max_length, [f"sense example {begin + i + 1}" for i in range(len(chunk))])
+                                       max_length, [f"sense example {i + 1}" for i in positions])
         width = max(len(x) for x in ids)
         pad = int(language.tokenizer.pad_token_id)
         tokens = torch.full((len(chunk), width), pad, dtype=torch.long)
@@ -198,9 +202,10 @@ def context_vectors(language: SplitLanguageModel, examples: list[SenseExample], 
             tokens[i, :len(x)] = torch.from_numpy(x)
             mask[i, :len(x)] = 1
         hidden = language(tokens.to(device), mask.to(device)).float()
-        out.append(span_mean(hidden, torch.arange(len(chunk), device=device), torch.from_numpy(start).to(device),
-                             torch.from_numpy(end).to(device)))
-    return torch.cat(out) if out else torch.zeros(0, int(language.hidden_size))
+        out[torch.from_numpy(positions)] = span_mean(
+            hidden, torch.arange(len(chunk), device=device), torch.from_numpy(start).to(device),
+            torch.from_numpy(end).to(device)).cpu()
+    return out.to(device)
 
 
 def similarity_scores(examples: list[SenseExample], vectors: torch.Tensor, candidate_vectors: torch.Tensor,

@@ -82,6 +82,7 @@ from jaket.kg.linking import CandidateSpan, EntityLinker, LinkStats, Target
 from jaket.model.device import autocast, choose_precision, resolve_device
 from jaket.model.heads import span_mean
 from jaket.model.jaket import JaketModel, text_list
+from jaket.model.memory import length_sorted_batches
 from jaket.model.memory_cache import TextVectorCache
 from jaket.tasks.stages import StageTimes
 # the sense texts' API: the text+kg scorer's here, and imported from here by callers of the linker
@@ -363,9 +364,9 @@ class ContextLinker:
         out: list[torch.Tensor | None] = [None] * len(spans)
         pad = self.model.language.tokenizer.pad_token_id
         language, head = self.model.language, self.model.entity_head
-        for begin in range(0, len(corpus), self.batch_size):
-            batch = collate_texts(encoded, range(begin, min(len(corpus), begin + self.batch_size)),
-                                  pad if pad is not None else 0).to(self.device)
+        # texts of like length together (a batch is padded to its longest): the refresh's batching
+        for indices in length_sorted_batches([len(ids) for ids in encoded.input_ids], self.batch_size):
+            batch = collate_texts(encoded, indices, pad if pad is not None else 0).to(self.device)
             with self._autocast():
                 hidden = language(batch.input_ids, batch.attention_mask).float()
                 if self.scorer == "text+kg":
