@@ -34,9 +34,9 @@ class TaskSpec:
     log_with, keep_model) -> TaskResult`` (and ``inputs=`` with ``read_inputs``); ``read_inputs``:
     returns the function that reads and checks a resolved job's files, ``job -> inputs``, called before
     the runner's model code is imported (a malformed file is refused in the time it takes to parse it)
-    and handed to the runner as ``inputs=``, read once (None: the runner reads its own); ``table``: returns the function that prints a result as the
-    command's table; ``grid_task``: returns the :class:`~jaket.tasks.grid.GridTask` class (None: the
-    task runs no grid); ``model``: returns the :class:`~jaket.tasks.finetuned.FinetunedModel` class
+    and handed to the runner as ``inputs=``, read once (None: the runner reads its own); ``table``:
+    returns the function that prints a result as the command's table; ``grid_task``: returns the
+    :class:`~jaket.tasks.grid.GridTask` class (None: the task runs no grid); ``model``: returns the :class:`~jaket.tasks.finetuned.FinetunedModel` class
     (None: nothing to predict with), whose ``jaket predict`` flags ``add_predict_arguments`` adds and
     ``predict_from_flags`` reads (``(model, namespace) -> rows``)."""
 
