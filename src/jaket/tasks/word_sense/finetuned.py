@@ -56,8 +56,8 @@ from jaket.kg.linking import EntityLinker
 from jaket.model.heads import span_mean
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
-from jaket.paths import default_model_path
 from jaket.model.memory import length_sorted_batches
+from jaket.paths import default_model_path
 from jaket.model.memory_cache import TextVectorCache
 from jaket.tasks.stages import StageTimes
 from jaket.tasks.word_sense.model import ContextLinker
@@ -157,17 +157,26 @@ class TargetPastLimit(ValueError):
         self.index, self.count, self.limit = index, count, limit
 
 
-def targets_past(tokenizer, examples: list[SenseExample], max_length: int) -> list[int]:
-    """The positions of the examples whose target has no token among the first ``max_length`` of its
-    text, as :func:`jaket.tasks.word_in_context.model.target_spans` reads them (a token overlapping
-    the span counts): one tokenizer pass over the distinct texts, nothing encoded."""
+def token_offsets(tokenizer, examples: list[SenseExample], max_length: int) -> list[list[tuple[int, int]]]:
+    """Each example's token offsets in its text, the first ``max_length`` tokens (special tokens
+    included, as ``(0, 0)``): one tokenizer pass over the distinct texts, nothing encoded."""
     texts = list(dict.fromkeys(e.text for e in examples))
     if not texts:
         return []
     row = {text: k for k, text in enumerate(texts)}
     offsets = tokenizer(texts, truncation=True, max_length=max_length, return_offsets_mapping=True)["offset_mapping"]
-    return [i for i, e in enumerate(examples)
-            if not any(b > a and a < e.end and b > e.start for a, b in offsets[row[e.text]])]
+    return [offsets[row[e.text]] for e in examples]
+
+
+def targets_past(tokenizer, examples: list[SenseExample], max_length: int,
+                 offsets: list[list[tuple[int, int]]] | None = None) -> list[int]:
+    """The positions of the examples whose target has no token among the first ``max_length`` of its
+    text, as :func:`jaket.tasks.word_in_context.model.target_spans` reads them (a token overlapping
+    the span counts), from :func:`token_offsets` (read now unless given)."""
+    if offsets is None:
+        offsets = token_offsets(tokenizer, examples, max_length)
+    return [i for i, (e, spans) in enumerate(zip(examples, offsets))
+            if not any(b > a and a < e.end and b > e.start for a, b in spans)]
 
 
 @torch.no_grad()
@@ -176,7 +185,8 @@ def context_vectors(language: SplitLanguageModel, examples: list[SenseExample], 
     """``(Z_s + Z_o) / 2`` of each target through LM1 + LM2 (a progress bar beyond a few batches). A
     target past the first ``max_length`` tokens of its text is a :class:`TargetPastLimit`, raised
     before any text is encoded."""
-    past = targets_past(language.tokenizer, examples, max_length)
+    offsets = token_offsets(language.tokenizer, examples, max_length)  # one pass: the limit and the lengths
+    past = targets_past(language.tokenizer, examples, max_length, offsets)
     if past:
         first = examples[past[0]]
         more = f"; {len(past) - 1} more target(s) lie past it too" if len(past) > 1 else ""
@@ -187,9 +197,7 @@ def context_vectors(language: SplitLanguageModel, examples: list[SenseExample], 
     device = next(language.parameters()).device
     out = torch.zeros(len(examples), int(language.hidden_size))
     # texts of like length together (a batch is padded to its longest): the refresh's batching
-    lengths = [len(ids) for ids in language.tokenizer([e.text for e in examples], truncation=True,
-                                                      max_length=max_length)["input_ids"]] if examples else []
-    batches = length_sorted_batches(lengths, batch_size)
+    batches = length_sorted_batches([len(spans) for spans in offsets], batch_size)
     for positions in tqdm(batches, desc="contexts", unit="batch", leave=False, disable=len(batches) <= 4):
         chunk = [examples[i] for i in positions]
         ids, start, end = target_spans(language.tokenizer, [e.text for e in chunk], [(e.start, e.end) for e in chunk],
