@@ -45,8 +45,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--save", type=Path, help="write the queries (mentions × hidden, float32) here")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    texts = [line.rstrip("\n") for line in args.texts.read_text(encoding="utf-8").splitlines()][:args.limit]
-    linker = ContextLinker.from_pretrained(args.model, load_kg(args.kg), device="cpu", precision="fp32")
+    try:  # one line for a missing or unreadable input, as jaket's commands give
+        texts = args.texts.read_text(encoding="utf-8").splitlines()[:args.limit]
+        linker = ContextLinker.from_pretrained(args.model, load_kg(args.kg), device="cpu", precision="fp32")
+    except (OSError, ValueError) as error:
+        parser.error(str(error))
     chunk = 16 * linker.batch_size
     chunks = []  # link's chunks: the ranked mentions of each, and their texts' token counts
     counts = {"tokens": 0, "positions_given_order": 0, "positions_sorted": 0}
