@@ -274,3 +274,67 @@ def test_config_set_and_print_config(tmp_path, capsys, pair_files):
     assert main(["evaluate", "word-in-context", "--set", "sense_fusion=best", "--train", str(train),
                  "--test", str(dev), "--print-config"]) == 1
     assert "sense_fusion" in capsys.readouterr().err
+
+
+def test_length_grouped_batches_hold_every_pair_once_with_less_padding():
+    from jaket.tasks.training import length_grouped_batches
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(5, 60, size=1000)
+    order = rng.permutation(1000)
+    batches = length_grouped_batches(order, lengths, 16, np.random.default_rng(1), window=10)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(1000))
+    # windows of 160 pairs: every batch holds 16 but the last window's last (1000 - 960 - 32 = 8)
+    assert sorted(len(b) for b in batches) == [8] + [16] * 62
+
+    def padded(bs):
+        return sum(len(b) * lengths[b].max() for b in bs)
+
+    random_batches = [order[b:b + 16] for b in range(0, 1000, 16)]
+    assert padded(batches) < 0.7 * padded(random_batches)
+    # each window of 10 batches is one contiguous, length-sorted run of the shuffled order
+    windows = [order[w:w + 160] for w in range(0, 1000, 160)]
+    owner = {int(i): w for w, part in enumerate(windows) for i in part}
+    for b in batches:
+        assert len({owner[int(i)] for i in b}) == 1
+        assert list(lengths[b]) == sorted(lengths[b], reverse=True)
+    # the batch order is drawn from the generator: the same seed the same epoch, another seed another
+    again = length_grouped_batches(order, lengths, 16, np.random.default_rng(1), window=10)
+    other = length_grouped_batches(order, lengths, 16, np.random.default_rng(2), window=10)
+    assert all(np.array_equal(a, b) for a, b in zip(batches, again))
+    assert not all(np.array_equal(a, b) for a, b in zip(batches, other))
+
+
+def test_fit_with_length_grouped_batches_pads_less_and_sees_every_pair(tiny_jaket_dir, sense_kg, monkeypatch):
+    """``length_grouped``: an epoch's batches are the grouped ones (every training pair once, in
+    fewer token positions than random batches); off, the batches are the shuffled order cut in turn."""
+    import dataclasses
+
+    from jaket.tasks.word_in_context.job import WordInContextConfig
+    from jaket.tasks.word_in_context.model import EncodedPairs, build_model, encode_pairs
+    from jaket.tasks.word_in_context.run import fit
+
+    pairs = [WordPair(**r) for r in _pairs(48, 3)]
+    pairs = [dataclasses.replace(p, text1=p.text1 + " and then" * (i % 7)) for i, p in enumerate(pairs)]
+    seen: dict[bool, list] = {}
+    original = EncodedPairs.batch
+
+    def spy(self, rows, pad_id):
+        out = original(self, rows, pad_id)
+        if torch.is_grad_enabled():
+            seen[grouped].append((np.asarray(rows).copy(), int(out["input_ids"].numel())))
+        return out
+
+    monkeypatch.setattr(EncodedPairs, "batch", spy)
+    for grouped in (False, True):
+        seen[grouped] = []
+        config = WordInContextConfig(pretrained=tiny_jaket_dir, epochs=1, batch_size=4, length_grouped=grouped,
+                                     selection_fraction=0.0)
+        model = build_model(config, "lm", 0)
+        data = encode_pairs(pairs, model.language.tokenizer, None, 48, 1)
+        fit(model, data, None, None, config, seed=0)
+        rows = np.concatenate([r for r, _ in seen[grouped]])
+        assert sorted(rows.tolist()) == list(range(48)), grouped
+    random_order = np.random.default_rng(0).permutation(48)
+    assert np.array_equal(np.concatenate([r for r, _ in seen[False]]), random_order)
+    assert sum(n for _, n in seen[True]) < sum(n for _, n in seen[False])

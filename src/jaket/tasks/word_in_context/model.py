@@ -46,6 +46,11 @@ class EncodedPairs:
     def __len__(self) -> int:
         return len(self.start) // 2
 
+    def pair_lengths(self) -> np.ndarray:
+        """(n,) the token count of each pair's longer text: the width the pair pads its batch to."""
+        lengths = np.asarray([len(ids) for ids in self.input_ids], dtype=np.int64)
+        return np.maximum(lengths[:len(self)], lengths[len(self):])
+
     def batch(self, pairs: np.ndarray, pad_id: int) -> dict[str, torch.Tensor]:
         rows = np.concatenate([pairs, pairs + len(self)])
         width = max(len(self.input_ids[r]) for r in rows)

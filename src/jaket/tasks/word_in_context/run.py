@@ -54,7 +54,7 @@ from jaket.tasks.word_in_context.job import TASK, WordInContextConfig, WordInCon
 from jaket.tasks.settings import builtin_wordnet_notice, variant as variant_spec
 from jaket.tasks.grid import Cell, Grid, GridTask, RunOutcome, run_grid
 from jaket.tasks.results import TaskResult
-from jaket.tasks.training import step_done
+from jaket.tasks.training import length_grouped_batches, step_done
 from jaket.tasks.variants import load_backbone
 from jaket.tasks.word_in_context.data import SenseInventory, WordPair, load_pairs, wordnet_pairs
 from jaket.tasks.word_in_context.model import (SUPPORTED_VARIANTS, EncodedPairs,  # noqa: F401 (re-exported)
@@ -106,9 +106,13 @@ def fit(model: WordInContextModel, train: EncodedPairs, selection: EncodedPairs 
     for epoch in range(config.epochs):
         model.train()
         order = rng.permutation(len(train))
+        if config.length_grouped:
+            batches = length_grouped_batches(order, train.pair_lengths(), config.batch_size, rng)
+        else:
+            batches = [order[begin:begin + config.batch_size] for begin in range(0, len(order), config.batch_size)]
         losses = []
-        for begin in range(0, len(order), config.batch_size):
-            batch = train.batch(order[begin:begin + config.batch_size], pad)
+        for pairs in batches:
+            batch = train.batch(pairs, pad)
             with autocast(device, config.bf16):
                 logits, _ = model(batch, graph, generator)
             loss = F.binary_cross_entropy_with_logits(logits.float(), batch["labels"].to(device))
