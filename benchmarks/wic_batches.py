@@ -5,13 +5,12 @@
 
 The padding of one epoch's batches (32 pairs, both texts padded to the batch's longest) in the
 shuffled order that ``fit`` cuts in turn, against :func:`jaket.tasks.training.length_grouped_batches`
-(``--length-grouped``), counted from the tokenizer (it does not depend on the machine); then the LM-only
+(``--group-by-length``), counted from the tokenizer (it does not depend on the machine); then the LM-only
 model's training steps (forward, backward, AdamW), fp32, one thread, ``--steps`` batches of each
 order per round, the rounds interleaved (random, grouped, random, grouped, ...) so that a
 neighbour's load falls on both: CPU seconds per step and per token position, and one run's
 estimate (the epochs' positions times the seconds per position; the selection and evaluation
-passes are not counted). Prints JSON (docs/performance.md, "Word in context: length-grouped
-training batches").
+passes are not counted). Prints JSON (docs/performance.md, x).
 """
 
 from __future__ import annotations

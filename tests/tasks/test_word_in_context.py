@@ -276,37 +276,41 @@ def test_config_set_and_print_config(tmp_path, capsys, pair_files):
     assert "sense_fusion" in capsys.readouterr().err
 
 
+
 def test_length_grouped_batches_hold_every_pair_once_with_less_padding():
     from jaket.tasks.training import length_grouped_batches
+    from jaket.train.batching import LENGTH_WINDOW
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(5, 60, size=1000)
     order = rng.permutation(1000)
-    batches = length_grouped_batches(order, lengths, 16, np.random.default_rng(1), window=10)
+    batches = length_grouped_batches(order, lengths, 8, np.random.default_rng(1))
     assert sorted(np.concatenate(batches).tolist()) == list(range(1000))
-    # windows of 160 pairs: every batch holds 16 but the last window's last (1000 - 960 - 32 = 8)
-    assert sorted(len(b) for b in batches) == [8] + [16] * 62
+    assert sorted(len(b) for b in batches) == [8] * 125
 
     def padded(bs):
         return sum(len(b) * lengths[b].max() for b in bs)
 
-    random_batches = [order[b:b + 16] for b in range(0, 1000, 16)]
+    random_batches = [order[b:b + 8] for b in range(0, 1000, 8)]
     assert padded(batches) < 0.7 * padded(random_batches)
-    # each window of 10 batches is one contiguous, length-sorted run of the shuffled order
-    windows = [order[w:w + 160] for w in range(0, 1000, 160)]
-    owner = {int(i): w for w, part in enumerate(windows) for i in part}
-    for b in batches:
-        assert len({owner[int(i)] for i in b}) == 1
-        assert list(lengths[b]) == sorted(lengths[b], reverse=True)
+    # the windows of LENGTH_WINDOW batches come in the epoch's order; inside one, its shuffled
+    # pairs are sorted by length and its batches come in a random order
+    span = 8 * LENGTH_WINDOW
+    for w, begin in enumerate(range(0, 1000, span)):
+        window = batches[w * LENGTH_WINDOW:(w + 1) * LENGTH_WINDOW]
+        assert sorted(np.concatenate(window).tolist()) == sorted(order[begin:begin + span].tolist())
+        assert all(list(lengths[b]) == sorted(lengths[b]) for b in window)
+        firsts = [int(lengths[b].min()) for b in window]
+        assert firsts != sorted(firsts) or len(window) == 1
     # the batch order is drawn from the generator: the same seed the same epoch, another seed another
-    again = length_grouped_batches(order, lengths, 16, np.random.default_rng(1), window=10)
-    other = length_grouped_batches(order, lengths, 16, np.random.default_rng(2), window=10)
+    again = length_grouped_batches(order, lengths, 8, np.random.default_rng(1))
+    other = length_grouped_batches(order, lengths, 8, np.random.default_rng(2))
     assert all(np.array_equal(a, b) for a, b in zip(batches, again))
     assert not all(np.array_equal(a, b) for a, b in zip(batches, other))
 
 
 def test_fit_with_length_grouped_batches_pads_less_and_sees_every_pair(tiny_jaket_dir, sense_kg, monkeypatch):
-    """``length_grouped``: an epoch's batches are the grouped ones (every training pair once, in
+    """``group_by_length``: an epoch's batches are the grouped ones (every training pair once, in
     fewer token positions than random batches); off, the batches are the shuffled order cut in turn."""
     import dataclasses
 
@@ -328,7 +332,7 @@ def test_fit_with_length_grouped_batches_pads_less_and_sees_every_pair(tiny_jake
     monkeypatch.setattr(EncodedPairs, "batch", spy)
     for grouped in (False, True):
         seen[grouped] = []
-        config = WordInContextConfig(pretrained=tiny_jaket_dir, epochs=1, batch_size=4, length_grouped=grouped,
+        config = WordInContextConfig(pretrained=tiny_jaket_dir, epochs=1, batch_size=4, group_by_length=grouped,
                                      selection_fraction=0.0)
         model = build_model(config, "lm", 0)
         data = encode_pairs(pairs, model.language.tokenizer, None, 48, 1)

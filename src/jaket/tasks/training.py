@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from jaket.train.batching import LENGTH_WINDOW, length_sorted_window
+
 from jaket.tasks.tracking import TaskProgress
 
 
@@ -30,23 +32,18 @@ def fine_tuning_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, losse
     step_done(progress, losses[-1])
 
 
-def length_grouped_batches(order: np.ndarray, lengths, batch_size: int, rng: np.random.Generator,
-                           window: int = 50) -> list[np.ndarray]:
-    """An epoch's training batches of examples of like length (the training counterpart of the
-    inference passes' :func:`jaket.model.memory.length_sorted_batches`): ``order`` (an epoch's
-    shuffled example indices) is cut into windows of ``window`` batches, each window is sorted by
-    ``lengths[i]`` (the example's token count, longest first, stable) and cut into batches of
-    ``batch_size``, and the batches of every window are shuffled together with ``rng``. Every
-    example is in exactly one batch; a batch is padded to its longest text, so like lengths carry
-    little padding (WiC: 56% of the token positions in random batches, about 5% so), while the
-    windows keep the epoch's order random at the scale of a window."""
-    if batch_size < 1 or window < 1:
-        raise ValueError(f"batch_size and window must be at least 1, got {batch_size} and {window}")
+
+def length_grouped_batches(order: np.ndarray, lengths, batch_size: int,
+                           rng: np.random.Generator) -> list[np.ndarray]:
+    """An epoch's training batches of examples of like length, as pre-training draws its texts
+    (``data.group_by_length``): ``order`` (the epoch's shuffled example indices) is cut into windows
+    of :data:`jaket.train.batching.LENGTH_WINDOW` batches, and each window, in turn, into batches
+    of like ``lengths[i]`` (the example's token count) in an order drawn from ``rng``
+    (:func:`jaket.train.batching.length_sorted_window`). Every example is in exactly one batch; on
+    WiC's short texts the padding falls from 56% of the token positions to 20%."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     order, lengths = np.asarray(order), np.asarray(lengths)
-    batches = []
-    span = batch_size * window
-    for begin in range(0, len(order), span):
-        part = order[begin:begin + span]
-        part = part[np.argsort(-lengths[part], kind="stable")]
-        batches += [part[b:b + batch_size] for b in range(0, len(part), batch_size)]
-    return [batches[i] for i in rng.permutation(len(batches))]
+    span = batch_size * LENGTH_WINDOW
+    return [batch for begin in range(0, len(order), span)
+            for batch in length_sorted_window(order[begin:begin + span], lengths, batch_size, rng)]

@@ -31,6 +31,21 @@ from jaket.train.config import PretrainConfig
 LENGTH_WINDOW = 32
 
 
+def length_sorted_window(texts: np.ndarray, lengths: np.ndarray, batch_size: int,
+                         rng: np.random.Generator) -> list[np.ndarray]:
+    """One window of an epoch's shuffled ``texts`` (indices) as batches of like length: sorted by
+    ``lengths[text]`` (stable), cut into batches of ``batch_size`` (the last may be shorter), the
+    batches in an order drawn from ``rng``. Pre-training's ``data.group_by_length``
+    (:func:`text_batch_indices`, windows of :data:`LENGTH_WINDOW` batches) and word-in-context's
+    ``group_by_length`` (:func:`jaket.tasks.training.length_grouped_batches`) batch so: a batch is
+    padded to its longest text, so texts of like length together carry little padding, while every
+    text is still drawn once per epoch and the windows keep the epoch's order random."""
+    texts = np.asarray(texts)
+    texts = texts[np.argsort(lengths[texts], kind="stable")]
+    batches = [texts[begin:begin + batch_size] for begin in range(0, len(texts), batch_size)]
+    return [batches[k] for k in rng.permutation(len(batches))]
+
+
 def _text_stream(n: int, seed: int, start: int, count: int) -> np.ndarray:
     """Positions ``[start, start + count)`` of the endless text order: epoch after epoch, each a
     permutation of the ``n`` texts seeded by ``(seed, epoch)``."""
@@ -67,10 +82,8 @@ def text_batch_indices(lengths: np.ndarray, position: int, batch_size: int, seed
             window, slot = divmod(j, LENGTH_WINDOW)
             first = window * LENGTH_WINDOW
             count = min(LENGTH_WINDOW, per_epoch - first)
-            texts = order[first * size:(first + count) * size]
-            texts = texts[np.argsort(lengths[texts], kind="stable")]
-            k = int(np.random.default_rng([seed, epoch, window]).permutation(count)[slot])
-            chosen = texts[k * size:(k + 1) * size]
+            chosen = length_sorted_window(order[first * size:(first + count) * size], lengths, size,
+                                          np.random.default_rng([seed, epoch, window]))[slot]
         else:
             chosen = order[j * size:(j + 1) * size]
     return np.asarray(chosen[rank::world_size], dtype=np.int64)

@@ -41,10 +41,11 @@ class WordInContextConfig(BackboneSettings):
     epochs: int = 3
     #: pairs per step
     batch_size: int = 32
-    #: training batches of pairs of like length (shuffled windows of 50 batches, each sorted by
-    #: length, the batches in random order): about 2x fewer token positions on WiC's short texts;
-    #: off: fully random batches (the documented MiniLM figures)
-    length_grouped: bool = False
+    #: training batches of pairs of like length, as pre-training's data.group_by_length (windows of
+    #: 32 batches of the shuffled pairs, each sorted by length, its batches in random order): about
+    #: 2x fewer token positions on WiC's short texts; off: the shuffled pairs cut in turn (the
+    #: documented MiniLM figures)
+    group_by_length: bool = False
     #: learning rate of the language module (LM1 + LM2)
     lr: float = 5e-5
     #: learning rate of the pair head

@@ -106,7 +106,7 @@ def fit(model: WordInContextModel, train: EncodedPairs, selection: EncodedPairs 
     for epoch in range(config.epochs):
         model.train()
         order = rng.permutation(len(train))
-        if config.length_grouped:
+        if config.group_by_length:
             batches = length_grouped_batches(order, train.pair_lengths(), config.batch_size, rng)
         else:
             batches = [order[begin:begin + config.batch_size] for begin in range(0, len(order), config.batch_size)]
