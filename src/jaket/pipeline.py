@@ -39,6 +39,7 @@ from typing import Any
 from jaket.model.device import resolve_device
 from jaket.output import check_folder_to_replace, check_run_folder
 from jaket.tasks.cli_common import task_job
+from jaket.tasks.epoch_checkpoint import remove_checkpoints
 from jaket.tasks.registry import TaskSpec, task_spec
 from jaket.tasks.results import TaskResult
 from jaket.tasks.tracking import check_trackers
@@ -72,14 +73,17 @@ def prepare_run(out: str | Path | None, *, evaluate: bool, overwrite: bool = Fal
                 log_with: Sequence[str] | str = ()) -> tuple[str, Path | None, Path | None, tuple[str, ...]]:
     """The checks before any work, the one place of them (``pipeline()`` and so every command):
     ``(device, out, save_dir, trackers)`` once the device exists here, the trackers are installed and
-    ``out`` is not an earlier run's folder (``overwrite`` replaces it; a fine-tuning's ``out/model``,
-    its ``save_dir``, is refused now when it holds something else, not after the first run)."""
+    ``out`` is not an earlier run's folder (``overwrite`` replaces it, and a stopped run's epoch
+    checkpoints go; a fine-tuning's ``out/model``, its ``save_dir``, is refused now when it holds
+    something else, not after the first run)."""
     where = resolve_device(device)
     log_with = (log_with,) if isinstance(log_with, str) else tuple(log_with)
     check_trackers(log_with)
     out = None if out is None else Path(out)
     if out is not None:
         check_run_folder(out, overwrite)
+        if overwrite:  # a stopped run's epoch checkpoints would be resumed: the new run starts afresh
+            remove_checkpoints(out)
     save_dir = None if evaluate or out is None else out / "model"
     if save_dir is not None:
         check_folder_to_replace(save_dir, "task.json", "fine-tuned model")  # jaket.tasks.finetuned.TASK_FILE

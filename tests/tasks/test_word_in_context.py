@@ -342,3 +342,57 @@ def test_fit_with_length_grouped_batches_pads_less_and_sees_every_pair(tiny_jake
     random_order = np.random.default_rng(0).permutation(48)
     assert np.array_equal(np.concatenate([r for r, _ in seen[False]]), random_order)
     assert sum(n for _, n in seen[True]) < sum(n for _, n in seen[False])
+
+
+def test_a_stopped_comparison_resumes_after_its_last_epoch_exactly(tiny_bert_dir, tiny_jaket_dir, sense_kg_dir,
+                                                                   pair_files, tmp_path, monkeypatch, capsys):
+    """Stopped in its second epoch, the same command into the same --out resumes each run after its
+    first epoch and ends where the uninterrupted run ends, bit for bit (losses, selection scores, the
+    accuracy); the checkpoints go once metrics.json is written. A changed setting is refused before
+    any work, naming the checkpoint; --overwrite starts afresh."""
+    import jaket.tasks.word_in_context.run as wic_run
+
+    train, dev = pair_files
+    # 22 training pairs (2 kept for selection), 8 a batch: 3 steps an epoch
+    command = ["evaluate", "word-in-context", "--model", str(tiny_jaket_dir), "--encoder", str(tiny_bert_dir),
+               "--train", str(train), "--test", str(dev), "--kg", str(sense_kg_dir), "--variants", "lm,jaket",
+               "--seeds", "1", "--epochs", "3", "--set", "description_max_length=16", "--set", "batch_size=8",
+               "--set", "dropout=0.3"]
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    assert main(command + ["--out", str(whole)]) == 0
+    original = wic_run.step_done
+    calls = {"n": 0}
+
+    def stop_in_the_second_epoch_of_the_second_run(progress, loss):
+        calls["n"] += 1
+        if calls["n"] == 3 * 3 + 4:  # lm's 9 steps, then jaket's first step of epoch 2
+            raise KeyboardInterrupt
+        original(progress, loss)
+
+    monkeypatch.setattr(wic_run, "step_done", stop_in_the_second_epoch_of_the_second_run)
+    assert main(command + ["--out", str(stopped)]) == 130
+    assert not (stopped / "metrics.json").exists()
+    saved = {p.name: json.loads((p / "state.json").read_text())["epochs_done"]
+             for p in (stopped / "checkpoints").iterdir() if (p / "state.json").exists()}
+    assert saved == {"lm-seed0": 3, "jaket-seed0": 1}
+    monkeypatch.setattr(wic_run, "step_done", original)
+    capsys.readouterr()
+    # another setting: refused before any work, the checkpoint named
+    assert main(command + ["--out", str(stopped), "--set", "lr=1e-4"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "checkpoints/" in error[0] and "--overwrite" in error[0]
+    assert main(command + ["--out", str(stopped)]) == 0
+    a, b = (json.loads((d / "metrics.json").read_text())["runs"] for d in (whole, stopped))
+    for variant in ("lm", "jaket"):
+        for key in ("accuracy", "train_loss", "selection_accuracy", "best_epoch"):
+            assert a[variant][0][key] == b[variant][0][key], (variant, key)
+    assert not (stopped / "checkpoints").exists()
+    # --overwrite over a stopped run starts it again: its checkpoints are not read
+    monkeypatch.setattr(wic_run, "step_done", stop_in_the_second_epoch_of_the_second_run)
+    calls["n"] = 0
+    again = tmp_path / "again"
+    assert main(command + ["--out", str(again)]) == 130
+    monkeypatch.setattr(wic_run, "step_done", original)
+    assert main(command + ["--out", str(again), "--set", "lr=1e-4", "--overwrite"]) == 0
+    assert not (again / "checkpoints").exists()
+    assert json.loads((again / "metrics.json").read_text())["config"]["lr"] == 1e-4

@@ -95,7 +95,9 @@ def generator_state(generator: np.random.Generator) -> dict:
     return json.loads(json.dumps(generator.bit_generator.state))
 
 
-def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
+def optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
+    """The optimizer's state as safetensors-ready tensors (``state.<param>.<key>``: AdamW's moments)
+    and JSON (its parameter groups and scalar state); :func:`optimizer_from_tensors` inverts it."""
     sd = optimizer.state_dict()
     tensors, scalars = {}, {}
     for pid, state in sd["state"].items():
@@ -109,7 +111,8 @@ def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
     return tensors, {"param_groups": groups, "scalars": scalars}
 
 
-def _optimizer_state(tensors: dict, meta: dict) -> dict:
+def optimizer_from_tensors(tensors: dict, meta: dict) -> dict:
+    """The optimizer ``state_dict`` of :func:`optimizer_tensors`' two parts."""
     state: dict = {}
     for name, value in tensors.items():
         _, pid, key = name.split(".", 2)
@@ -183,7 +186,7 @@ def save_checkpoint(out_dir: str | Path, step: int, model: torch.nn.Module,
     with atomic_directory(final, prefix=_TEMPORARY, durable=True) as tmp:
         model_tensors = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
         save_file(model_tensors, tmp / "model.safetensors")
-        opt_tensors, opt_meta = _optimizer_tensors(optimizer)
+        opt_tensors, opt_meta = optimizer_tensors(optimizer)
         save_file(opt_tensors, tmp / "optimizer.safetensors")
         save_file({k: v.detach().contiguous() for k, v in memory_tensors.items()},
                   tmp / "memory.safetensors")
@@ -442,7 +445,7 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
         raise IncompatibleCheckpointError(f"{path}/model.safetensors: missing {missing}, "
                                           f"unexpected {unexpected}")
     try:  # the hash matched, so a failure here is a state written by another version (or by hand)
-        optimizer.load_state_dict(_optimizer_state(tensors["optimizer"], meta["optimizer"]))
+        optimizer.load_state_dict(optimizer_from_tensors(tensors["optimizer"], meta["optimizer"]))
         scheduler_state = dict(meta["scheduler"])
         scheduler_state["lr_lambdas"] = [None] * len(optimizer.param_groups)  # rebuilt, not stored
         scheduler.load_state_dict(scheduler_state)

@@ -53,6 +53,7 @@ from jaket.tasks.settings import VARIANT_LABELS  # noqa: F401 (re-exported)
 from jaket.tasks.word_in_context.job import TASK, WordInContextConfig, WordInContextJob
 from jaket.tasks.settings import builtin_wordnet_notice, variant as variant_spec
 from jaket.tasks.grid import Cell, Grid, GridTask, RunOutcome, run_grid
+from jaket.tasks.epoch_checkpoint import EpochCheckpoint, checkpoints_of, remove_checkpoints, run_fingerprint
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import length_grouped_batches, step_done
 from jaket.tasks.variants import load_backbone
@@ -92,9 +93,11 @@ def accuracy_of(probability: np.ndarray, labels: np.ndarray) -> float:
 
 
 def fit(model: WordInContextModel, train: EncodedPairs, selection: EncodedPairs | None, graph: SenseGraph | None,
-        config: WordInContextConfig, seed: int, progress=None) -> dict:
+        config: WordInContextConfig, seed: int, progress=None, checkpoint: EpochCheckpoint | None = None) -> dict:
     """Fine-tune for ``config.epochs`` epochs; with ``selection`` the epoch of the best selection
-    accuracy is kept (its weights restored). Returns the history."""
+    accuracy is kept (its weights restored). Returns the history. ``checkpoint``: the state is
+    saved there after every epoch, and a run that finds one there resumes after its epoch, exactly
+    (:mod:`jaket.tasks.epoch_checkpoint`)."""
     device = model.classifier[1].weight.device
     pad = int(model.language.tokenizer.pad_token_id)
     rng = np.random.default_rng(seed)
@@ -102,8 +105,14 @@ def fit(model: WordInContextModel, train: EncodedPairs, selection: EncodedPairs 
     per_epoch = math.ceil(len(train) / config.batch_size)
     optimizer, schedule = _optimizer(model, config, per_epoch * config.epochs)
     history: dict = {"train_loss": [], "selection_accuracy": [], "best_epoch": config.epochs}
-    best, best_state = -1.0, None
-    for epoch in range(config.epochs):
+    best, best_state, start = -1.0, None, 0
+    generators = {"order": rng, "sampling": generator}
+    restored = checkpoint.restore(model, optimizer, schedule, generators) if checkpoint is not None else None
+    if restored is not None:
+        start, history, best, best_state = (restored[k] for k in ("epochs_done", "history", "best", "best_state"))
+        if progress is not None:
+            progress.update(start * per_epoch)
+    for epoch in range(start, config.epochs):
         model.train()
         order = rng.permutation(len(train))
         if config.group_by_length:
@@ -131,6 +140,8 @@ def fit(model: WordInContextModel, train: EncodedPairs, selection: EncodedPairs 
             if score > best:
                 best, history["best_epoch"] = score, epoch + 1
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if checkpoint is not None:
+            checkpoint.save(epoch + 1, model, optimizer, schedule, generators, history, best, best_state)
     if best_state is not None:
         model.load_state_dict(best_state)
     return history
@@ -235,9 +246,11 @@ class WordInContextRuns(GridTask):
 
     def __init__(self, train_pairs: list[WordPair] | None = None, eval_pairs: list[WordPair] | None = None,
                  config: WordInContextConfig | None = None, kg: KnowledgeGraph | None = None, *, device="cpu",
-                 frozen_baseline: bool = True):
+                 frozen_baseline: bool = True, checkpoints: dict[str, EpochCheckpoint] | None = None):
         self.train_pairs, self.eval_pairs, self.config, self.kg = train_pairs, eval_pairs, config, kg
         self.device, self.frozen_baseline = device, frozen_baseline
+        #: each run's epoch checkpoint by :func:`run_name` (none: the runs are not resumable)
+        self.checkpoints = checkpoints or {}
         self.inventory = SenseInventory.for_wordnet(kg) if kg is not None else None
         self.graph: SenseGraph | None = None
         self.graph_of: str | None = None
@@ -268,7 +281,8 @@ class WordInContextRuns(GridTask):
         graph = self.graph if model.uses_kg else None
         fit_rows, select_rows = selection_split(len(train_all), config.selection_fraction, seed)
         selection = _subset(train_all, select_rows) if len(select_rows) else None
-        history = fit(model, _subset(train_all, fit_rows), selection, graph, config, seed, progress)
+        history = fit(model, _subset(train_all, fit_rows), selection, graph, config, seed, progress,
+                      self.checkpoints.get(run_name(cell.variant, seed)))
         probability, _ = predict_probabilities(model, evaluation, graph, bf16=config.bf16, seed=seed)
         run = {"accuracy": accuracy_of(probability, evaluation.labels), **history}
         logger.info("%s seed %d: accuracy %.4f (epoch %d)", cell.variant, seed, run["accuracy"], history["best_epoch"])
@@ -321,9 +335,23 @@ def run_word_in_context(train_pairs: list[WordPair], eval_pairs: list[WordPair],
     config_json = json.loads(json.dumps(asdict(config), default=str))
     results: dict = {"task": TASK, "device": str(torch.device(device)), "cpu": cpu_description(), "config": config_json,
                      "data": dict(data_info or {}), "senses": {}}
-    task = WordInContextRuns(train_pairs, eval_pairs, config, kg, device=device, frozen_baseline=frozen_baseline)
-    return run_grid(task, Grid(tuple(config.variants), tuple(config.seeds)), results, out_dir=out_dir,
-                    save_dir=save_dir, log_with=log_with, keep_model=keep_model)
+    grid = Grid(tuple(config.variants), tuple(config.seeds))
+    run_settings = {key: value for key, value in config_json.items() if key not in ("variants", "seeds")}
+    checkpoints = checkpoints_of(out_dir, {  # an earlier, stopped run's checkpoints: checked before any work
+        run_name(cell.variant, cell.seed): run_fingerprint({"config": run_settings, "data": results["data"],
+                                                            "variant": cell.variant, "seed": cell.seed})
+        for cell in grid.cells()})
+    task = WordInContextRuns(train_pairs, eval_pairs, config, kg, device=device, frozen_baseline=frozen_baseline,
+                             checkpoints=checkpoints)
+    result = run_grid(task, grid, results, out_dir=out_dir, save_dir=save_dir, log_with=log_with,
+                      keep_model=keep_model)
+    remove_checkpoints(out_dir)
+    return result
+
+
+def run_name(variant: str, seed: int) -> str:
+    """The folder name of one run's checkpoint: ``lm+g+m-seed3``."""
+    return f"{variant}-seed{seed}"
 
 
 def run_job(job: WordInContextJob, out_dir: Path | None = None, *, save_dir: Path | None = None, device="cpu",
