@@ -386,6 +386,9 @@ def test_a_stopped_comparison_resumes_after_its_last_epoch_exactly(tiny_bert_dir
     for variant in ("lm", "jaket"):
         for key in ("accuracy", "train_loss", "selection_accuracy", "best_epoch"):
             assert a[variant][0][key] == b[variant][0][key], (variant, key)
+    assert b["jaket"][0]["resumed_after_epochs"] == [1] and b["lm"][0]["resumed_after_epochs"] == [3]
+    assert "resumed_after_epochs" not in a["jaket"][0] and len(a["jaket"][0]["epoch_seconds"]) == 3
+    assert len(b["jaket"][0]["epoch_seconds"]) == 3  # the first epoch's, from the checkpoint, and the two after
     assert not (stopped / "checkpoints").exists()
     # --overwrite over a stopped run starts it again: its checkpoints are not read
     monkeypatch.setattr(wic_run, "step_done", stop_in_the_second_epoch_of_the_second_run)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -95,9 +96,10 @@ def accuracy_of(probability: np.ndarray, labels: np.ndarray) -> float:
 def fit(model: WordInContextModel, train: EncodedPairs, selection: EncodedPairs | None, graph: SenseGraph | None,
         config: WordInContextConfig, seed: int, progress=None, checkpoint: EpochCheckpoint | None = None) -> dict:
     """Fine-tune for ``config.epochs`` epochs; with ``selection`` the epoch of the best selection
-    accuracy is kept (its weights restored). Returns the history. ``checkpoint``: the state is
-    saved there after every epoch, and a run that finds one there resumes after its epoch, exactly
-    (:mod:`jaket.tasks.epoch_checkpoint`)."""
+    accuracy is kept (its weights restored). Returns the history (each epoch's loss, selection
+    accuracy and seconds, the best epoch). ``checkpoint``: the state is saved there after every
+    epoch, and a run that finds one there resumes after its epoch, exactly
+    (:mod:`jaket.tasks.epoch_checkpoint`; the history says after which: ``resumed_after_epochs``)."""
     device = model.classifier[1].weight.device
     pad = int(model.language.tokenizer.pad_token_id)
     rng = np.random.default_rng(seed)
@@ -110,9 +112,11 @@ def fit(model: WordInContextModel, train: EncodedPairs, selection: EncodedPairs 
     restored = checkpoint.restore(model, optimizer, schedule, generators) if checkpoint is not None else None
     if restored is not None:
         start, history, best, best_state = (restored[k] for k in ("epochs_done", "history", "best", "best_state"))
+        history.setdefault("resumed_after_epochs", []).append(start)  # said in metrics.json, not only logged
         if progress is not None:
             progress.update(start * per_epoch)
     for epoch in range(start, config.epochs):
+        began = time.perf_counter()
         model.train()
         order = rng.permutation(len(train))
         if config.group_by_length:
@@ -140,6 +144,7 @@ def fit(model: WordInContextModel, train: EncodedPairs, selection: EncodedPairs 
             if score > best:
                 best, history["best_epoch"] = score, epoch + 1
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        history.setdefault("epoch_seconds", []).append(round(time.perf_counter() - began, 1))
         if checkpoint is not None:
             checkpoint.save(epoch + 1, model, optimizer, schedule, generators, history, best, best_state)
     if best_state is not None:
