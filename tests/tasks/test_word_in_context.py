@@ -399,3 +399,26 @@ def test_a_stopped_comparison_resumes_after_its_last_epoch_exactly(tiny_bert_dir
     assert main(command + ["--out", str(again), "--set", "lr=1e-4", "--overwrite"]) == 0
     assert not (again / "checkpoints").exists()
     assert json.loads((again / "metrics.json").read_text())["config"]["lr"] == 1e-4
+
+
+def test_removing_epoch_checkpoints_never_touches_a_pretraining_runs(tmp_path):
+    """``--overwrite`` into a folder named by mistake (a pre-training run's) deletes only what the
+    epoch checkpoints wrote: its ``step-*`` checkpoints stay."""
+    from torch import nn
+
+    from jaket.tasks.epoch_checkpoint import CHECKPOINTS, EpochCheckpoint, remove_checkpoints
+
+    model = nn.Linear(3, 2)
+    optimizer = torch.optim.AdamW(model.parameters())
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    ours = EpochCheckpoint(tmp_path / CHECKPOINTS / "lm-seed0", "f")
+    ours.save(1, model, optimizer, schedule, {"order": np.random.default_rng(0)}, {"train_loss": [0.5]}, 0.6, None)
+    pretraining = tmp_path / CHECKPOINTS / "step-0000100"
+    pretraining.mkdir()
+    (pretraining / "state.json").write_text(json.dumps({"step": 100}))
+    remove_checkpoints(tmp_path)
+    assert not ours.folder.exists() and (pretraining / "state.json").exists()
+    pretraining.joinpath("state.json").unlink()
+    pretraining.rmdir()
+    remove_checkpoints(tmp_path)  # nothing left: the folder goes too
+    assert not (tmp_path / CHECKPOINTS).exists()

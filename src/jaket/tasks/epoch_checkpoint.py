@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 #: the folder of a run's checkpoints, inside its ``--out``
 CHECKPOINTS = "checkpoints"
 _TENSORS, _STATE = "state.safetensors", "state.json"
+#: what an epoch checkpoint's state.json says it is
+KIND = "jaket fine-tuning epoch checkpoint"
 
 
 def run_fingerprint(settings: dict) -> str:
@@ -79,8 +81,8 @@ class EpochCheckpoint:
         tensors["torch_rng"] = torch.get_rng_state()
         scheduler = schedule.state_dict()
         scheduler.pop("lr_lambdas", None)
-        state = {"fingerprint": self.fingerprint, "epochs_done": epochs_done, "history": history, "best": best,
-                 "has_best": best_state is not None, "optimizer": optimizer_meta, "scheduler": scheduler,
+        state = {"kind": KIND, "fingerprint": self.fingerprint, "epochs_done": epochs_done, "history": history,
+                 "best": best, "has_best": best_state is not None, "optimizer": optimizer_meta, "scheduler": scheduler,
                  "generators": {name: generator_state(g) for name, g in generators.items()}}
         with atomic_directory(self.folder, durable=True) as temporary:
             save_file(tensors, temporary / _TENSORS)
@@ -121,6 +123,18 @@ def checkpoints_of(out_dir: Path | None, fingerprints: dict[str, str]) -> dict[s
 
 
 def remove_checkpoints(out_dir: Path | None) -> None:
-    """The comparison is written (``metrics.json``): its checkpoints are no longer needed."""
-    if out_dir is not None:
-        shutil.rmtree(Path(out_dir) / CHECKPOINTS, ignore_errors=True)
+    """The comparison is written (``metrics.json``), or ``--overwrite`` starts it afresh: its epoch
+    checkpoints go. Only folders this module wrote (their ``state.json`` says :data:`KIND`): a
+    pre-training run's ``step-*`` checkpoints in a folder named by mistake are never touched."""
+    if out_dir is None or not (Path(out_dir) / CHECKPOINTS).is_dir():
+        return
+    root = Path(out_dir) / CHECKPOINTS
+    for folder in root.iterdir():
+        try:
+            ours = json.loads((folder / _STATE).read_text(encoding="utf-8")).get("kind") == KIND
+        except (OSError, ValueError, AttributeError):
+            ours = False
+        if ours:
+            shutil.rmtree(folder, ignore_errors=True)
+    if not any(root.iterdir()):
+        root.rmdir()
