@@ -131,8 +131,10 @@ def remove_checkpoints(out_dir: Path | None) -> None:
     root = Path(out_dir) / CHECKPOINTS
     for folder in root.iterdir():
         try:
-            ours = json.loads((folder / _STATE).read_text(encoding="utf-8")).get("kind") == KIND
-        except (OSError, ValueError, AttributeError):
+            state = json.loads((folder / _STATE).read_text(encoding="utf-8"))
+            # the first checkpoints (2026-12-02) had no kind: their epochs_done and fingerprint say it
+            ours = state.get("kind") == KIND or {"epochs_done", "fingerprint"} <= set(state)
+        except (OSError, ValueError, AttributeError, TypeError):
             ours = False
         if ours:
             shutil.rmtree(folder, ignore_errors=True)
