@@ -40,7 +40,7 @@ def length_grouped_batches(order: np.ndarray, lengths, batch_size: int,
     of :data:`jaket.train.batching.LENGTH_WINDOW` batches, and each window, in turn, into batches
     of like ``lengths[i]`` (the example's token count) in an order drawn from ``rng``
     (:func:`jaket.train.batching.length_sorted_window`). Every example is in exactly one batch; on
-    WiC's short texts the padding falls from 56% of the token positions to 20%."""
+    WiC's short texts the padding falls from 56.5% of the token positions to 18.6%."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     order, lengths = np.asarray(order), np.asarray(lengths)

@@ -109,6 +109,7 @@ def fit(model: WordInContextModel, train: EncodedPairs, selection: EncodedPairs 
     history: dict = {"train_loss": [], "selection_accuracy": [], "best_epoch": config.epochs}
     best, best_state, start = -1.0, None, 0
     generators = {"order": rng, "sampling": generator}
+    lengths = train.pair_lengths() if config.group_by_length else None  # the same every epoch
     restored = checkpoint.restore(model, optimizer, schedule, generators) if checkpoint is not None else None
     if restored is not None:
         start, history, best, best_state = (restored[k] for k in ("epochs_done", "history", "best", "best_state"))
@@ -120,7 +121,7 @@ def fit(model: WordInContextModel, train: EncodedPairs, selection: EncodedPairs 
         model.train()
         order = rng.permutation(len(train))
         if config.group_by_length:
-            batches = length_grouped_batches(order, train.pair_lengths(), config.batch_size, rng)
+            batches = length_grouped_batches(order, lengths, config.batch_size, rng)
         else:
             batches = [order[begin:begin + config.batch_size] for begin in range(0, len(order), config.batch_size)]
         losses = []
