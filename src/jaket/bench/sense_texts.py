@@ -6,16 +6,20 @@ sample of every synset's text with its usage examples, as word-sense disambiguat
 interleaved within each repeat so that every side sees the same machine state:
 
 - ``before``: the pass as it was until 2026-12 (kept here only, to be measured against): batches of
-  64 texts in the order given, each padded to its longest, no cache;
+  64 texts in the order given, each padded to its longest, no cache, always float32 (it ignored
+  ``--precision``);
 - ``after``: :func:`text_vectors` as it is (tokenised once, length-sorted batches of
-  ``--batch-size``, results put back in order), without the cache;
+  ``--batch-size``, results put back in order) under ``--precision``, without the cache;
+- ``after_fp32`` (with ``--precision bf16`` only): the same in float32, which splits the speed-up
+  into its two parts, the sorting and bf16;
 - ``after, other batch sizes``: the same at each of ``--batch-sizes`` (the size the machine likes);
 - ``cache, warm``: the texts found in the text-vector cache (:class:`jaket.model.memory_cache.TextVectorCache`)
   filled by a first pass: what a second run pays.
 
 It reports the largest absolute difference between the ``before`` and ``after`` vectors (fp32: float
 noise, the sorting changes nothing else) and the padding share of both batchings. ``--precision
-bf16`` runs both passes under bf16 autocast (only worth it where bf16 is native). ``--wsd DATA``
+bf16`` runs the new pass under bf16 autocast (only worth it where bf16 is native) and also reports how
+far its vectors are from float32's. ``--wsd DATA``
 also times word-sense disambiguation end to end (``--variants lm``, the bundled MiniLM unless
 ``--encoder``) on a WSD framework file, from an empty cache and again warm: targets per second.
 """
@@ -135,13 +139,15 @@ def run(args: argparse.Namespace) -> dict:
                           ["input_ids"]])
     given = [np.arange(b, min(b + 64, len(texts))) for b in range(0, len(texts), 64)]
 
-    def before():
-        with context():
-            return before_text_vectors(language, texts, max_length=args.max_length)
+    def before():  # float32 whatever --precision says, as the pass was
+        return before_text_vectors(language, texts, max_length=args.max_length)
 
     def after(size: int):
         with context():
             return text_vectors(language, texts, max_length=args.max_length, batch_size=size, progress=False)
+
+    def after_fp32():
+        return text_vectors(language, texts, max_length=args.max_length, batch_size=batch, progress=False)
 
     with tempfile.TemporaryDirectory(prefix="jaket-bench-cache-") as folder, jaket_cache(folder):
         with context():
@@ -155,6 +161,7 @@ def run(args: argparse.Namespace) -> dict:
                 return text_vectors(language, texts, max_length=args.max_length, cache=fresh, progress=False)
 
         sides = {"before": before, "after": lambda: after(batch), "cache_warm": warm,
+                 **({"after_fp32": after_fp32} if args.precision == "bf16" else {}),
                  **{f"after_batch_{size}": (lambda size=size: after(size)) for size in others}}
         seconds: dict[str, list[float]] = {name: [] for name in sides}
         cpu: dict[str, list[float]] = {name: [] for name in sides}
@@ -175,6 +182,14 @@ def run(args: argparse.Namespace) -> dict:
         figures[f"{name}_texts_per_second"] = _median_range([len(texts) / s for s in seconds[name]])
         figures[f"{name}_cpu_ms_per_text"] = _median_range([1000 * c / len(texts) for c in cpu[name]])
     figures["speedup_after_over_before"] = _median_range([b / a for b, a in zip(seconds["before"], seconds["after"])])
+    if "after_fp32" in sides:
+        figures["max_abs_diff_after_vs_after_fp32"] = float((vectors["after"] - vectors["after_fp32"]).abs().max())
+        figures["max_abs_diff_after_fp32_vs_before"] = float((vectors["after_fp32"] - vectors["before"]).abs().max())
+        figures["min_cosine_after_vs_after_fp32"] = float((vectors["after"] * vectors["after_fp32"]).sum(1).min())
+        figures["speedup_after_fp32_over_before"] = _median_range([b / a for b, a in zip(seconds["before"],
+                                                                                           seconds["after_fp32"])])
+        figures["speedup_bf16_over_fp32"] = _median_range([a / b for a, b in zip(seconds["after_fp32"],
+                                                                                   seconds["after"])])
     figures["speedup_cache_over_before"] = _median_range([b / a for b, a in zip(seconds["before"],
                                                                                   seconds["cache_warm"])])
     if args.wsd:
