@@ -422,3 +422,37 @@ def test_removing_epoch_checkpoints_never_touches_a_pretraining_runs(tmp_path):
     pretraining.rmdir()
     remove_checkpoints(tmp_path)  # nothing left: the folder goes too
     assert not (tmp_path / CHECKPOINTS).exists()
+
+
+def test_frozen_features_read_in_length_sorted_batches_keep_each_pairs_row(tiny_jaket_dir, monkeypatch):
+    """The frozen-encoder baseline's features: batches of like length, each row back at its pair (the
+    same as reading every pair alone, up to float noise), and under bf16 close to float32's."""
+    import dataclasses
+
+    from jaket.tasks.word_in_context.job import WordInContextConfig
+    from jaket.tasks.word_in_context.model import EncodedPairs, build_model, encode_pairs
+    from jaket.tasks.word_in_context.run import target_features
+
+    pairs = [WordPair(**r) for r in _pairs(20, 5)]
+    pairs = [dataclasses.replace(p, text2=p.text2 + " today" * (i % 5)) for i, p in enumerate(pairs)]
+    language = build_model(WordInContextConfig(pretrained=tiny_jaket_dir), "lm", 0).language
+    data = encode_pairs(pairs, language.tokenizer, None, 48, 1)
+    widths: list[int] = []
+    original = EncodedPairs.batch
+
+    def spy(self, rows, pad_id):
+        out = original(self, rows, pad_id)
+        widths.append(int(out["input_ids"].numel()))
+        return out
+
+    monkeypatch.setattr(EncodedPairs, "batch", spy)
+    sorted_rows = target_features(language, data, batch_size=4)
+    sorted_positions = sum(widths)
+    alone = target_features(language, data, batch_size=1)
+    lengths = data.pair_lengths()
+    given_positions = sum(2 * len(b) * int(lengths[b].max()) for b in np.array_split(np.arange(20), 5))
+    assert sorted_rows.shape == (20, 4 * int(language.hidden_size))
+    np.testing.assert_allclose(sorted_rows, alone, atol=1e-5)  # row i is pair i's, whatever batch it was in
+    assert sorted_positions < given_positions
+    half = target_features(language, data, batch_size=4, bf16=True)
+    assert 0 < np.abs(half - sorted_rows).max() < 0.1 * np.abs(sorted_rows).max()

@@ -44,11 +44,13 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from tqdm import tqdm
 
 from jaket.kg.graph import KnowledgeGraph
 from jaket.model.device import autocast, cpu_description
 from jaket.model.heads import span_mean
 from jaket.model.language import SplitLanguageModel
+from jaket.model.memory import length_sorted_batches
 from jaket.tasks import report as rep
 from jaket.tasks.settings import VARIANT_LABELS  # noqa: F401 (re-exported)
 from jaket.tasks.word_in_context.job import TASK, WordInContextConfig, WordInContextJob
@@ -170,32 +172,40 @@ def _subset(data: EncodedPairs, pairs: np.ndarray) -> EncodedPairs:
 
 
 @torch.no_grad()
-def target_features(language: SplitLanguageModel, data: EncodedPairs, batch_size: int = 64) -> np.ndarray:
-    """``[t1, t2, |t1 - t2|, t1 * t2]`` of each pair from a frozen encoder (LM1 + LM2)."""
+def target_features(language: SplitLanguageModel, data: EncodedPairs, batch_size: int = 64,
+                    bf16: bool = False) -> np.ndarray:
+    """``[t1, t2, |t1 - t2|, t1 * t2]`` of each pair from a frozen encoder (LM1 + LM2). The pairs are
+    read as the memory refresh reads descriptions, in batches of like length
+    (:func:`jaket.model.memory.length_sorted_batches`, each row put back at its pair's position), under
+    the run's precision (``bf16``: autocast)."""
     language.eval()
     pad = int(language.tokenizer.pad_token_id)
     device = next(language.parameters()).device
-    out = []
-    for begin in range(0, len(data), batch_size):
-        pairs = np.arange(begin, min(begin + batch_size, len(data)))
-        b = data.batch(pairs, pad)
-        hidden = language(b["input_ids"].to(device), b["attention_mask"].to(device))
-        rows = torch.arange(hidden.shape[0], device=device)
-        t = span_mean(hidden.float(), rows, b["start"].to(device), b["end"].to(device))
-        t1, t2 = t[:len(pairs)], t[len(pairs):]
-        out.append(torch.cat([t1, t2, (t1 - t2).abs(), t1 * t2], dim=1).cpu().numpy())
-    return np.concatenate(out)
+    out = np.zeros((len(data), 4 * int(language.hidden_size)), dtype=np.float32)
+    batches = length_sorted_batches(data.pair_lengths(), batch_size)
+    with tqdm(total=len(data), desc="frozen encoder features", unit="pair", leave=False,
+              disable=len(batches) <= 4) as bar:
+        for pairs in batches:
+            b = data.batch(pairs, pad)
+            with autocast(device, bf16):
+                hidden = language(b["input_ids"].to(device), b["attention_mask"].to(device))
+            rows = torch.arange(hidden.shape[0], device=device)
+            t = span_mean(hidden.float(), rows, b["start"].to(device), b["end"].to(device))
+            t1, t2 = t[:len(pairs)], t[len(pairs):]
+            out[pairs] = torch.cat([t1, t2, (t1 - t2).abs(), t1 * t2], dim=1).cpu().numpy()
+            bar.update(len(pairs))
+    return out
 
 
 def frozen_feature_baseline(language: SplitLanguageModel, train: EncodedPairs, evaluation: EncodedPairs,
-                            seed: int = 0) -> dict:
+                            seed: int = 0, bf16: bool = False) -> dict:
     """The issue's floor for LM only: a logistic regression on the frozen base encoder's target-word
     features, its regularisation chosen on a selection part of the training pairs."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    x_train, x_eval = target_features(language, train), target_features(language, evaluation)
+    x_train, x_eval = target_features(language, train, bf16=bf16), target_features(language, evaluation, bf16=bf16)
     fit_rows, select_rows = selection_split(len(train), 0.1, seed)
     best = None
     for c in (0.001, 0.01, 0.1, 1.0):
@@ -235,7 +245,7 @@ def _baselines(train_pairs: list[WordPair], eval_pairs: list[WordPair], config: 
         tokenizer = language.tokenizer
         found["frozen_features"] = frozen_feature_baseline(
             language, encode_pairs(train_pairs, tokenizer, None, config.max_length, 1),
-            encode_pairs(eval_pairs, tokenizer, None, config.max_length, 1))
+            encode_pairs(eval_pairs, tokenizer, None, config.max_length, 1), bf16=config.bf16)
     return found
 
 
