@@ -23,6 +23,12 @@ DESCRIPTIONS = {
     "evaluate": "Compare variants on a task over several seeds and report paired differences; saves no model.",
 }
 
+#: the same, as a line of ``jaket --help``'s command list (lower case, no full stop, like the other commands)
+SUMMARIES = {
+    "finetune": "fine-tune one variant on a task and save it for `jaket predict`",
+    "evaluate": "compare variants on a task over seeds (paired differences); saves no model",
+}
+
 #: the flags' help beside the one sentence: how settings layer and what runs without data
 EPILOG = ("Settings: the job's defaults < --config FILE < --set KEY=VALUE < the flags given; --print-config "
           "prints the result. Without data flags a task runs on the built-in WordNet 3.0 and the bundled "
@@ -44,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """One subcommand per registered task (:data:`jaket.tasks.registry.TASKS`) under ``finetune``
     and ``evaluate``."""
     for command, evaluate in (("finetune", False), ("evaluate", True)):
-        parser = subparsers.add_parser(command, help=DESCRIPTIONS[command], description=DESCRIPTIONS[command],
+        parser = subparsers.add_parser(command, help=SUMMARIES[command], description=DESCRIPTIONS[command],
                                        epilog=EPILOG)
         tasks = parser.add_subparsers(dest="task", metavar="TASK", required=True)
         for spec in TASKS.values():
