@@ -26,7 +26,12 @@ def test_joins_per_seed_runs_and_pairs_them_by_seed(tmp_path, capsys):
     assert paired["values"] == pytest.approx([2.0, 3.0, 4.0])
     assert paired["mean"] == pytest.approx(3.0) and paired["ci_low"] < 3.0 < paired["ci_high"]
     assert table["values"]["lm+g+m"]["50% 1-hop"]["mean"] == pytest.approx(59.6667, abs=1e-3)
-    assert "JAKET − LM+G+M" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "JAKET − LM+G+M" in out and "| JAKET (3 seeds) |" in out
+    # a setting with one run so far is counted in the singular
+    one = _metrics(tmp_path / "lm-0" / "metrics.json", "lm", 0, 0.7, 0.5)
+    assert seed_tables.main([str(f) for f in files] + [str(one), "--against", "lm+g+m"]) == 0
+    assert "| LM only (1 seed) |" in capsys.readouterr().out
 
 
 def test_refuses_runs_with_another_configuration_or_a_repeated_seed(tmp_path):
