@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     label = lambda setting: VARIANT_LABELS.get(setting, setting)  # noqa: E731
     scaled = {s: {c: {seed: args.scale * v for seed, v in cell.items()} for c, cell in by_column.items()}
               for s, by_column in values.items()}
-    count = lambda by_column: len(next(iter(by_column.values())))  # noqa: E731
-    rows = [[f"{label(s)} ({count(by_column)} seed{'s' * (count(by_column) != 1)})"] + [
+    runs = {s: len(next(iter(by_column.values()))) for s, by_column in scaled.items()}
+    rows = [[f"{label(s)} ({runs[s]} seed{'s' * (runs[s] != 1)})"] + [
         rep.format_mean_std(list(by_column[c].values()), scale=1.0) if c in by_column else "-" for c in columns]
         for s, by_column in scaled.items()]
     found = paired_differences(scaled, [(s, args.against) for s in scaled if s != args.against])
