@@ -17,6 +17,10 @@ gives, with the same fine-tuning seeds everywhere:
         --runs runs/wic/fp32-seed0-lm-jaket runs/wic/fp32-pretrain-seed1 runs/wic/fp32-pretrain-seed2 \\
         --out runs/wic/pretraining-seeds.json
 
+A run given as several folders joined by commas (``runs/a-seed0,runs/a-seed1,runs/a-seed2``) is
+the union of their fine-tuning seeds, for cells run one seed per folder; a seed found twice is
+an error, not a choice.
+
 Scores are in % (``--score``, a key of each run's entry: ``accuracy`` by default).
 """
 
@@ -38,6 +42,23 @@ def per_seed(folder: Path, variant: str, score: str) -> dict[int, float]:
     if not runs:
         raise ValueError(f"{folder / 'metrics.json'}: no {variant!r} runs (it has {sorted(metrics.get('runs', {}))})")
     return {int(run["seed"]): 100 * float(run[score]) for run in runs}
+
+
+def folders(run: str) -> list[Path]:
+    """The folders of one run as given on the command line: one, or several joined by commas."""
+    return [Path(part) for part in run.split(",") if part]
+
+
+def joined_per_seed(run: str, variant: str, score: str) -> dict[int, float]:
+    """:func:`per_seed` over every folder of ``run`` (see :func:`folders`), each seed from exactly one of them."""
+    scores: dict[int, float] = {}
+    for folder in folders(run):
+        for seed, value in per_seed(folder, variant, score).items():
+            if seed in scores:
+                raise ValueError(f"{folder / 'metrics.json'}: {variant!r} seed {seed} is also in an earlier folder "
+                                 f"of {run}")
+            scores[seed] = value
+    return scores
 
 
 def measure(baseline: dict[int, float], runs: dict[str, dict[int, float]]) -> dict:
@@ -64,20 +85,23 @@ def measure(baseline: dict[int, float], runs: dict[str, dict[int, float]]) -> di
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline", type=Path, required=True, help="a run folder holding the --against setting")
-    parser.add_argument("--runs", type=Path, nargs="+", required=True,
-                        help="run folders of the same command, one per pre-trained model, holding --variant")
+    parser.add_argument("--baseline", required=True,
+                        help="a run folder holding the --against setting (or several, joined by commas)")
+    parser.add_argument("--runs", nargs="+", required=True,
+                        help="run folders of the same command, one per pre-trained model, holding --variant "
+                             "(a model's folders joined by commas where its seeds were run apart)")
     parser.add_argument("--variant", default="jaket")
     parser.add_argument("--against", default="lm")
     parser.add_argument("--score", default="accuracy")
     parser.add_argument("--out", type=Path, help="write the figures here as JSON")
     args = parser.parse_args(argv)
-    for folder in (args.baseline, *args.runs):
-        if not (folder / "metrics.json").is_file():
-            parser.error(f"{folder}: no metrics.json (the --out folder of a finished jaket evaluate run)")
+    for run in (args.baseline, *args.runs):
+        for folder in folders(run):
+            if not (folder / "metrics.json").is_file():
+                parser.error(f"{folder}: no metrics.json (the --out folder of a finished jaket evaluate run)")
     try:
-        baseline = per_seed(args.baseline, args.against, args.score)
-        runs = {str(folder): per_seed(folder, args.variant, args.score) for folder in args.runs}
+        baseline = joined_per_seed(args.baseline, args.against, args.score)
+        runs = {run: joined_per_seed(run, args.variant, args.score) for run in args.runs}
         found = measure(baseline, runs)
     except (ValueError, KeyError) as error:
         parser.error(str(error))

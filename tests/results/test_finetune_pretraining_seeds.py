@@ -45,3 +45,26 @@ def test_runs_with_other_seeds_or_without_the_setting_are_one_clear_line(tmp_pat
             finetune_pretraining_seeds.main(argv)
         error = capsys.readouterr().err.strip().splitlines()[-1]
         assert stop.value.code == 2 and message in error, error
+
+
+def _cell(folder, variant, seed, accuracy):
+    """One seed's cell of a grid task (``--seeds 1 --first-seed seed``)."""
+    folder.mkdir()
+    (folder / "metrics.json").write_text(json.dumps({"runs": {variant: [{"seed": seed, "accuracy": accuracy}]}}))
+    return str(folder)
+
+
+def test_a_run_of_one_seed_per_folder_is_joined_by_commas(tmp_path, capsys):
+    lm = ",".join(_cell(tmp_path / f"lm{s}", "lm", s, a) for s, a in enumerate([0.60, 0.62, 0.61]))
+    cells = ",".join(_cell(tmp_path / f"j{s}", "jaket", s, a) for s, a in enumerate([0.66, 0.67, 0.65]))
+    whole = _run(tmp_path / "r1", jaket=[0.62, 0.64, 0.63])
+    out = tmp_path / "out.json"
+    assert finetune_pretraining_seeds.main(["--baseline", lm, "--runs", cells, str(whole), "--out", str(out)]) == 0
+    found = json.loads(out.read_text())
+    assert found["baseline"]["mean"] == pytest.approx(61.0)
+    assert found["runs"][cells]["values"] == [66.0, 67.0, 65.0]
+    assert found["over runs"]["minus baseline"]["values"] == [5.0, 2.0]
+    twice = lm + "," + str(tmp_path / "lm0")
+    with pytest.raises(SystemExit):
+        finetune_pretraining_seeds.main(["--baseline", twice, "--runs", cells])
+    assert "'lm' seed 0 is also in an earlier folder" in capsys.readouterr().err
