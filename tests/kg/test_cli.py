@@ -35,6 +35,8 @@ def test_validate_json_lists_every_problem(tmp_path, capsys):
     save_kg(kg, tmp_path / "kg")
     assert main(["kg", "validate", str(tmp_path / "kg"), "--json"]) == 0
     clean = json.loads(capsys.readouterr().out)
+    windows = clean.pop("description_windows")  # the description-window check (issue 65), no pair found
+    assert windows["window"] == 16 and windows["indistinguishable_entities"] == 0
     assert clean == {"path": str(tmp_path / "kg"), "valid": True, "errors": 0, "warnings": 0, "problems": []}
     triples = tmp_path / "kg" / "triples.tsv"
     lines = triples.read_text(encoding="utf-8").count("\n")

@@ -24,7 +24,7 @@ def test_spoken_names_keep_the_written_form_as_an_alias():
 
 
 def test_owl_labels_with_underscores_give_names_with_spaces():
-    from jaket.kg.sources.owl import load_owl
+    from jaket.kg.sources.ontologies import load_owl
 
     kg, report = load_owl(FIXTURES / "upper.owl")
     by_id = dict(zip(kg.entity_ids, zip(kg.entity_names, kg.entity_aliases, kg.entity_descriptions)))
@@ -37,8 +37,7 @@ def test_owl_labels_with_underscores_give_names_with_spaces():
 
 
 def test_obo_names_and_synonyms_with_underscores_are_spoken():
-    pytest.importorskip("pronto")
-    from jaket.kg.sources.obo import load_obo
+    from jaket.kg.sources.ontologies import load_obo
 
     kg, _ = load_obo(FIXTURES / "upper.obo")
     by_id = dict(zip(kg.entity_ids, zip(kg.entity_names, kg.entity_aliases)))

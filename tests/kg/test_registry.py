@@ -17,7 +17,7 @@ from .test_sources_wn18rr import _folder
 
 
 def test_every_source_is_registered_and_a_wrong_name_or_option_is_named():
-    assert source_names() == ["toy", "wordnet", "synthetic", "wn18rr", "rdf", "owl", "obo", "pykeen", "wikidata5m",
+    assert source_names() == ["toy", "wordnet", "synthetic", "wn18rr", "rdf", "owl", "obo", "triples", "pykeen", "wikidata5m",
                               "dir"]
     assert get_source("synthetic").options() == ["entities", "triples", "relations", "categories",
                                                  "exponent", "seed"]

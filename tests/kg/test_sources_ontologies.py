@@ -1,5 +1,5 @@
 """Ontologies in: OWL class restrictions as edges, schema axioms left out, labels by language,
-definitions or generated descriptions, categories from the class hierarchy; OBO through pronto;
+definitions or generated descriptions, categories from the class hierarchy; OBO read leniently;
 and an imported ontology pre-trains and fine-tunes."""
 
 import json
@@ -10,8 +10,9 @@ import pytest
 
 from jaket.cli import main
 from jaket.kg.io import load_kg
-from jaket.kg.sources.obo import load_obo
-from jaket.kg.sources.owl import load_owl, words
+from jaket.kg.sources.ontologies import load_obo
+from jaket.kg.sources.ontologies import load_owl
+from jaket.kg.sources.ontology import words
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ontologies"
 SHOP = "http://example.org/shop#"
@@ -73,13 +74,16 @@ def test_pizza_owl_keeps_what_the_ontology_says(shared_data):
 def test_obo_terms_definitions_synonyms_and_edges(tmp_path):
     kg, report = load_obo(FIXTURES / "mini.obo")
     assert list(kg.entity_ids) == ["MINI:0000001", "MINI:0000002", "MINI:0000003", "MINI:0000004"]
-    assert report["obsolete_terms_skipped"] == 1
+    assert report["account"]["obsolete_terms_dropped"] == {"count": 1, "examples": [
+        f"{FIXTURES / 'mini.obo'}:29: MINI:0000005"]}
     assert kg.entity_aliases[1] == ["metabolism"] and kg.entity_descriptions[1].endswith("reactions in a cell.")
     assert _edges(kg, "MINI:0000003") == [("part of", "carbohydrate metabolism"), ("subclass of", "metabolic process")]
     assert kg.entity_descriptions[2] == "glycolysis: a metabolic process; part of carbohydrate metabolism"
-    with pytest.raises(ValueError, match="not a readable OBO file"):
-        (tmp_path / "bad.obo").write_text("[Term]\nid: X:1\nname: x\nis_a: \n\x00\n")
-        load_obo(tmp_path / "bad.obo")
+    (tmp_path / "bad.obo").write_text("[Term]\nid: X:1\nname: x\nis_a: \n\x00\n")  # lenient: accounted for
+    bad, report = load_obo(tmp_path / "bad.obo")
+    assert list(bad.entity_ids) == ["X:1"] and report["account"]["clauses_not_readable_dropped"]["examples"] == [
+        f"{tmp_path / 'bad.obo'}:4: is_a: 1 identifier expected, found 0"]
+    assert report["account"]["lines_without_a_tag_dropped"]["count"] == 1
 
 
 def test_an_imported_ontology_pretrains_and_fine_tunes(tiny_bert_dir, tmp_path):

@@ -12,6 +12,7 @@ must link the river bank, beside a loan the money bank, and with the head negate
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 
@@ -660,3 +661,21 @@ def test_wsd_context_vectors_are_read_in_length_sorted_batches(bank):
     assert vectors.shape == (len(texts), linker.model.hidden_size)
     for mine, t, s in zip(vectors, texts, spans):
         torch.testing.assert_close(mine, linker.queries([t], [s])[0], rtol=1e-5, atol=1e-5)
+
+
+def test_jaket_link_model_says_when_it_had_nothing_to_rank(bank, tmp_path, capsys, caplog):
+    """Issue 65, item 4: on texts whose every mention has one candidate, `link --model` wrote the same
+    file as plain `jaket link` without a word; now it says so (and why)."""
+    kg, kg_dir, model_dir, _ = bank
+    texts = tmp_path / "plain.txt"
+    texts.write_text("the river was wide\n")  # "river" names one entity: nothing for the model to choose
+    with caplog.at_level(logging.WARNING):
+        status, summary, _ = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "m.jsonl",
+                                   "--model", model_dir, "--device", "cpu")
+    assert status == 0 and summary["model"]["scored"] == 0
+    said = [r.getMessage() for r in caplog.records if "ranked no mention" in r.getMessage()]
+    assert len(said) == 1 and "no mention of" in said[0] and "without --model" in said[0]
+    _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", tmp_path / "g.jsonl")
+    assert _records(tmp_path / "m.jsonl") == _records(tmp_path / "g.jsonl") or \
+        [r["mentions"] and [m["entity"] for m in r["mentions"]] for r in _records(tmp_path / "m.jsonl")] == \
+        [r["mentions"] and [m["entity"] for m in r["mentions"]] for r in _records(tmp_path / "g.jsonl")]

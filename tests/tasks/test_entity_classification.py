@@ -254,3 +254,41 @@ def test_trains_under_bf16(small_kg, tiny_bert_dir, tmp_path):
                                            encoder=tiny_bert_dir, km_heads=4, bf16=True)
     run = ec.run_entity_classification(small_kg, config, tmp_path)["runs"]["lm+g+m"]["1.0"][0]
     assert np.isfinite(run["history"]["train_loss"]).all() and 0.0 <= run["test_accuracy"] <= 1.0
+
+
+def test_a_report_on_the_pretraining_kg_says_so_and_not_unseen(small_kg, tiny_bert_dir, tiny_jaket_dir, tmp_path):
+    """Issue 65, item 4: fine-tuning on the very KG the model was pre-trained on was titled "on an
+    unseen KG" / "KG': ..."; the model's entity memory names its KG, and the report follows it."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_jaket_dir, model)
+    (model / "memory").mkdir(exist_ok=True)
+    config = ec.EntityClassificationConfig(variants=("lm",), train_fractions=(1.0,), seeds=(0,), epochs=2,
+                                           encoder=tiny_bert_dir, km_heads=4, pretrained=model)
+    for fingerprint, title, intro in ((small_kg.fingerprint(), "# Entity classification on the pre-training KG",
+                                       "KG (the one the model was pre-trained on"),
+                                      ("another:kg:1", "# Entity classification on an unseen KG",
+                                       "KG' (unseen in pre-training)")):
+        (model / "memory" / "memory.json").write_text(json.dumps({"kg_fingerprint": fingerprint}))
+        out = tmp_path / fingerprint.replace(":", "_")
+        results = ec.run_entity_classification(small_kg, config, out)
+        report = (out / "report.md").read_text()
+        assert report.startswith(title + "\n") and intro in report
+        assert results["kg"]["in_pretraining"] is (fingerprint == small_kg.fingerprint())
+        assert ("unseen KG" in report) is (fingerprint != small_kg.fingerprint())
+
+
+def test_a_zero_shot_row_reaching_the_fine_tuned_one_is_explained():
+    from jaket.tasks.entity_classification.run import zero_shot_explained
+
+    results = {"zero_shot": {"jaket": [{"test_accuracy": 1.0}]},
+               "summary": {"jaket": {"1.0": {"test_accuracy": {"mean": 71.4}}}},
+               "kg": {"in_pretraining": True},
+               "leakage": {"descriptions_with_full_category_name": 31, "categories_spelled": ["noun.animal"],
+                           "entities_spelling_a_category": ["dog.n.01"]}}
+    [note, _] = zero_shot_explained(results)
+    assert "the one the model was pre-trained on" in note and "label leakage: 31" in note and "dog.n.01" in note
+    assert "What to do" in note
+    results["zero_shot"]["jaket"] = [{"test_accuracy": 0.3}]
+    assert zero_shot_explained(results) == []

@@ -43,7 +43,8 @@ def test_a_kg_without_corpus_trains_the_kg_tasks_with_one_warning(pretrain, kg_d
     assert warnings == [
         f"{kg_dir / 'corpus.jsonl'}: no corpus, so pre-training runs the KG tasks only (category and "
         f"relation); the text tasks (masked token and masked entity prediction) are off: add a "
-        f"corpus with `jaket link --kg {kg_dir} --texts FILE --out {kg_dir / 'corpus.jsonl'}`"]
+        f"corpus with `jaket link --kg {kg_dir} --texts FILE --out {kg_dir / 'corpus.jsonl'}`, or, without texts, "
+        f"one verbalised from the KG's own triples with `jaket kg corpus {kg_dir} --out {kg_dir / 'corpus.jsonl'}`"]
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == list(range(1, 7))
     for row in rows:

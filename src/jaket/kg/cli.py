@@ -1,6 +1,8 @@
 """The command line of :mod:`jaket.kg`: ``jaket kg ...``.
 
-``jaket kg stats DIR [--json]`` and ``jaket kg validate DIR [--json]`` live here; ``kg build`` and
+``jaket kg stats DIR [--json]``, ``jaket kg validate DIR [--json]``, and for a KG without text
+``jaket kg describe DIR --out DIR2`` (descriptions made from the triples) and ``jaket kg corpus DIR
+--out FILE`` (a corpus verbalised from the triples, :mod:`jaket.kg.verbalize`) live here; ``kg build`` and
 ``kg import`` are added by :mod:`jaket.kg.sources.cli` when it is installed. ``jaket link`` (the
 gazetteer of :mod:`jaket.kg.linking`, and a pre-trained model's ranking with ``--model``) is
 :mod:`jaket.tasks.link_cli`'s.
@@ -16,8 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from jaket.kg.io import CORPUS, load_corpus, load_kg, validate_kg_dir
-from jaket.output import human_stream, print_json
+from jaket.atomic import atomic_directory, json_text, write_text
+from jaket.kg.io import CORPUS, load_corpus, load_kg, save_corpus, save_kg, validate_kg_dir
+from jaket.kg.verbalize import corpus_from_kg, describe_entities, read_phrasings
+from jaket.kg.windows import check_windows
+from jaket.output import check_output_file, check_output_folder, human_stream, print_json
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +96,13 @@ def validation_report(directory, problems) -> dict:
 
 def _validate(args: argparse.Namespace) -> int:
     problems = validate_kg_dir(args.directory)
+    windows = None
+    if args.window and not any(p.is_error for p in problems):
+        found, windows = check_windows(args.directory, args.encoder, args.window)
+        problems += found
     report = validation_report(args.directory, problems)
+    if windows is not None:
+        report["description_windows"] = windows
     for problem in problems:
         print(problem, file=human_stream(args.json))
     verdict = "valid" if report["valid"] else "invalid"
@@ -100,6 +111,88 @@ def _validate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report)
     return 0 if report["valid"] else 1
+
+
+def _describe(args: argparse.Namespace) -> int:
+    check_output_folder(args.out, args.overwrite)
+    kg = load_kg(args.directory)
+    described, report = describe_entities(kg, read_phrasings(args.directory, kg, args.templates), max_words=args.max_words,
+                                          min_words=args.min_words)
+    corpus = load_corpus(args.directory, kg) if (Path(args.directory) / CORPUS).is_file() else None
+    with atomic_directory(args.out) as folder:
+        save_kg(described, folder, corpus=corpus)
+        # the user's relations file as written: its optional template fields phrase the corpus too
+        write_text(folder / "relations.jsonl", (Path(args.directory) / "relations.jsonl").read_text(encoding="utf-8"))
+        write_text(folder / "describe-report.json", json_text({"source": str(args.directory), **report}) + "\n")
+    print(f"{args.out}: {report['descriptions_made_for_entities_without_one']:,} descriptions made, "
+          f"{report['descriptions_completed_below_min_words']:,} completed, "
+          f"{report['entities_without_description_or_triple']:,} entities with neither a description nor a "
+          f"triple left as they were")
+    return 0
+
+
+def _corpus(args: argparse.Namespace) -> int:
+    check_output_file(args.out, args.overwrite, inputs=[args.directory],
+                      replaceable=[Path(args.directory) / CORPUS])
+    kg = load_kg(args.directory)
+    corpus, report = corpus_from_kg(kg, read_phrasings(args.directory, kg, args.templates), facts_per_text=args.facts_per_text,
+                                    seed=args.seed, max_texts=args.max_texts)
+    save_corpus(corpus, args.out, kg)
+    print(f"{args.out}: {report['texts']:,} texts verbalised from {report['triples_said']:,} of "
+          f"{report['triples']:,} triples, {report['mentions']:,} mentions linked by construction")
+    if args.json:
+        print_json({"out": str(args.out), **report})
+    return 0
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _templates_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--templates", type=Path, default=None, metavar="FILE",
+                        help="JSONL of {\"id\", \"template\": \"{head} was directed by {tail}\", \"inverse_template\": "
+                             "\"{tail} directed {head}\"} per relation (default: relations.jsonl's own fields, else "
+                             "the relation's name)")
+
+
+def _register_text_from_kg(commands) -> None:
+    """``jaket kg describe`` and ``jaket kg corpus``: text for a KG that has none."""
+    describe = commands.add_parser("describe", help="a copy of a KG folder whose entities without a description "
+                                                    "get one made from their triples")
+    describe.add_argument("directory", metavar="DIR", help="a KG directory")
+    describe.add_argument("--out", type=Path, required=True, metavar="DIR", help="the KG folder to write")
+    describe.add_argument("--max-words", type=_positive, default=40, metavar="N",
+                          help="words of a made description, name included (default 40)")
+    describe.add_argument("--min-words", type=int, default=0, metavar="N",
+                          help="also complete descriptions shorter than N words (default 0: only missing ones)")
+    describe.add_argument("--overwrite", action="store_true", help="replace a non-empty --out as a whole")
+    _templates_argument(describe)
+    describe.set_defaults(func=_describe)
+    corpus = commands.add_parser("corpus", help="a pre-training corpus verbalised from a KG's triples, mentions "
+                                                "linked by construction")
+    corpus.add_argument("directory", metavar="DIR", help="a KG directory")
+    corpus.add_argument("--out", type=Path, required=True, metavar="FILE",
+                        help="the corpus file to write (DIR/corpus.jsonl: pre-training reads it)")
+    corpus.add_argument("--facts-per-text", type=_positive, default=3, metavar="K",
+                        help="facts of one entity said in one text (default 3)")
+    corpus.add_argument("--max-texts", type=_positive, default=None, metavar="N",
+                        help="keep N texts of the shuffled whole (default: every triple said once)")
+    corpus.add_argument("--seed", type=int, default=0, metavar="N", help="the order of texts and facts (default 0)")
+    corpus.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    corpus.add_argument("--json", action="store_true", help="print the counts as JSON too")
+    _templates_argument(corpus)
+    corpus.set_defaults(func=_corpus)
+
+
+def _window(text: str) -> int:
+    value = int(text)
+    if value != 0 and value < 4:
+        raise argparse.ArgumentTypeError(f"a window holds at least 4 tokens (0 skips the check), got {text}")
+    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -118,8 +211,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     validate.add_argument("--json", action="store_true",
                           help="print the problems as JSON ({path, line, severity, message} each) and "
                                "the counts")
+    validate.add_argument("--window", type=_window, default=16, metavar="N",
+                          help="warn when distinct entities' first N description tokens (the window pre-training "
+                               "reads, 16 by default) are the same; 0: skip this check")
+    validate.add_argument("--encoder", default=None, metavar="PATH",
+                          help="the tokenizer of this encoder or jaket model folder (default: the default encoder)")
     validate.set_defaults(func=_validate)
 
+    _register_text_from_kg(commands)
     try:
         sources = importlib.import_module("jaket.kg.sources.cli")
     except ImportError as error:

@@ -123,15 +123,19 @@ def label_leakage(kg: KnowledgeGraph) -> dict:
     last_words = [_whole_word_patterns([name.split(".")[-1]]) for name in names]
     full_hits = dict.fromkeys(names, 0)
     own_word = 0
+    examples: list[str] = []
     labels = np.asarray(kg.entity_category)
     for i, text in enumerate(kg.entity_descriptions):
         text = str(text)
         for name in _spelled(patterns, text):
             full_hits[name] += 1
+            if len(examples) < 5 and str(kg.entity_ids[i]) not in examples:
+                examples.append(str(kg.entity_ids[i]))
         if labels[i] >= 0:
             own_word += bool(_spelled(last_words[labels[i]], text))
     return {"descriptions_checked": len(kg.entity_descriptions),
             "descriptions_with_full_category_name": int(sum(full_hits.values())),
             "categories_spelled": sorted(c for c, k in full_hits.items() if k),
+            "entities_spelling_a_category": examples,
             "labelled_descriptions_containing_own_category_word": int(own_word),
             "labelled_entities": int((labels >= 0).sum())}

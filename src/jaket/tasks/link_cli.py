@@ -178,6 +178,11 @@ def _link_with_model(args: argparse.Namespace, kg, inputs, gazetteer: EntityLink
           f"{counts.unreadable:,} past --max-length {args.max_length} tokens left unlinked, "
           f"{stats.too_ambiguous:,} too ambiguous to link, {inputs.blank_lines:,} blank lines skipped)",
           file=sys.stderr)
+    if counts.scored == 0:  # the model ranked nothing: the file is what the gazetteer alone writes
+        log.warning("--model %s ranked no mention: no mention of %s had more than one candidate entity (every "
+                    "name or alias found names one entity of %s), so %s is what `jaket link` without --model "
+                    "writes; --model matters on a KG whose names are shared by several entities", args.model,
+                    args.texts, args.kg, out)
     return 0
 
 

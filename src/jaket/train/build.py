@@ -10,11 +10,13 @@ import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from jaket.kg.corpus import EncodedCorpus, MentionCorpus
 from jaket.kg.exclusion import exclude_texts
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.windows import description_windows, window_problems
 from jaket.kg.io import CORPUS, ENTITIES, TRIPLES, load_corpus
 from jaket.kg.sources.registry import build_source
 from jaket.model.config import STRUCTURE_FIELDS
@@ -51,6 +53,7 @@ def prepare_data(kg: KnowledgeGraph, corpus: MentionCorpus | None, tokenizer, co
     special = dict(pad_id=int(tokenizer.pad_token_id), special_ids=list(tokenizer.all_special_ids),
                    mask_id=int(tokenizer.mask_token_id), vocab_size=int(len(tokenizer)))
     report = dict(report or {})
+    _check_windows(kg, tokenizer, config, report)
     if corpus is None:
         report["pretraining"] = {"train_texts": 0, "heldout_texts": 0, "train_mentions": 0,
                                  "heldout_mentions": 0}
@@ -75,6 +78,16 @@ def prepare_data(kg: KnowledgeGraph, corpus: MentionCorpus | None, tokenizer, co
                         **special)
 
 
+def _check_windows(kg: KnowledgeGraph, tokenizer, config: PretrainConfig, report: dict) -> None:
+    """Warn, naming them, about distinct entities whose description windows (the first
+    ``model.description_max_length`` tokens, what the memory reads) are identical; the measure goes
+    into the data report (:mod:`jaket.kg.windows`)."""
+    measure = description_windows(kg, tokenizer, config.model.description_max_length)
+    report["description_windows"] = measure.as_dict(kg)
+    for problem in window_problems(kg, measure, _kg_file(config, ENTITIES)):
+        log.warning("%s", problem)
+
+
 class PretrainDataError(ValueError):
     """The KG or corpus cannot be pre-trained on; the message names the file and what to do."""
 
@@ -91,19 +104,31 @@ def tasks_run(kg: KnowledgeGraph, has_texts: bool, config: PretrainConfig) -> li
     (some entity has a category), ``relation`` (the KG has triples), ``mlm`` and ``entity`` (texts;
     mentions are checked by :func:`check_pretraining_data`)."""
     t = config.tasks
-    has = {"category": t.weight_category > 0 and bool((kg.entity_category >= 0).any()),
-           "relation": t.weight_relation > 0 and kg.num_triples > 0,
+    has = {"category": t.weight_category > 0 and _distinct(kg.entity_category[kg.entity_category >= 0]) > 1,
+           "relation": t.weight_relation > 0 and _distinct(kg.triples[:, 1]) > 1,
            "mlm": t.weight_mlm > 0 and has_texts, "entity": t.weight_entity > 0 and has_texts}
     return [name for name, on in has.items() if on]
+
+
+def _distinct(values) -> int:
+    """How many different values: a prediction task over fewer than two classes has nothing to learn."""
+    return int(len(np.unique(np.asarray(values)))) if len(values) else 0
 
 
 def tasks_dropped(kg: KnowledgeGraph, has_texts: bool, config: PretrainConfig) -> dict[str, str]:
     """The pre-training tasks switched on (weight > 0) that this KG and corpus give no example, each
     with why (the data report says so, beside :func:`tasks_run`)."""
     t = config.tasks
-    why = {"category": (t.weight_category, bool((kg.entity_category >= 0).any()),
-                        f"no entity of {_kg_file(config, ENTITIES)} has a category"),
-           "relation": (t.weight_relation, kg.num_triples > 0, f"{_kg_file(config, TRIPLES)} has no triple"),
+    categories = _distinct(kg.entity_category[kg.entity_category >= 0])
+    relations = _distinct(kg.triples[:, 1])
+    why = {"category": (t.weight_category, categories > 1,
+                        f"no entity of {_kg_file(config, ENTITIES)} has a category" if not categories else
+                        f"every entity of {_kg_file(config, ENTITIES)} with a category has the same one, so "
+                        "category prediction has one answer and nothing to learn"),
+           "relation": (t.weight_relation, relations > 1,
+                        f"{_kg_file(config, TRIPLES)} has no triple" if not relations else
+                        f"every triple of {_kg_file(config, TRIPLES)} has the same relation, so relation "
+                        "prediction has one answer and nothing to learn (its loss would be 0 at every step)"),
            "mlm": (t.weight_mlm, has_texts, "no corpus"), "entity": (t.weight_entity, has_texts, "no corpus")}
     return {name: reason for name, (weight, has, reason) in why.items() if weight > 0 and not has}
 
@@ -194,18 +219,22 @@ def load_kg_and_corpus(config: PretrainConfig) -> tuple[KnowledgeGraph, MentionC
     if corpus is None:
         log.warning("%s: no corpus, so pre-training runs the KG tasks only (%s); the text tasks "
                     "(masked token and masked entity prediction) are off: add a corpus with "
-                    "`jaket link --kg %s --texts FILE --out %s`", Path(data.path) / CORPUS,
-                    " and ".join(tasks_run(kg, False, config)), data.path, Path(data.path) / CORPUS)
+                    "`jaket link --kg %s --texts FILE --out %s`, or, without texts, one verbalised from the "
+                    "KG's own triples with `jaket kg corpus %s --out %s`", Path(data.path) / CORPUS,
+                    " and ".join(tasks_run(kg, False, config)), data.path, Path(data.path) / CORPUS,
+                    data.path, Path(data.path) / CORPUS)
     report.setdefault("entities", kg.num_entities)
     report.setdefault("relations", kg.num_relations)
     report.setdefault("triples", kg.num_triples)
     report.setdefault("texts", len(corpus) if corpus is not None else 0)
     report["tasks"] = tasks_run(kg, corpus is not None, config)
     report["tasks_dropped"] = tasks_dropped(kg, corpus is not None, config)
-    if "category" in report["tasks_dropped"]:  # as a missing corpus is said for the text tasks
-        log.warning("%s: no entity has a category, so pre-training drops the category task "
-                    "(tasks.weight_category=%g); give entities a \"category\" to train it, or set "
-                    "tasks.weight_category=0", _kg_file(config, ENTITIES), config.tasks.weight_category)
+    for task, reason in report["tasks_dropped"].items():  # each task with nothing to learn, named at start
+        if task in ("category", "relation"):  # (a missing corpus is said above, for the text tasks)
+            log.warning("pre-training drops the %s task (tasks.weight_%s=%g): %s; %s", task, task,
+                        getattr(config.tasks, f"weight_{task}"), reason,
+                        "give entities categories to train it" if task == "category" else
+                        "a KG of several relations trains it")
     return kg, corpus, report
 
 

@@ -77,7 +77,8 @@ def _finish(out: Path, bundle: SourceBundle, began: float, progress) -> int:
                        ("ambiguous_conflated", "WN18RR entities standing for several synsets"),
                        ("literal_triples_ignored", "literal-valued triples ignored"),
                        ("blank_node_triples_ignored", "blank-node triples ignored"),
-                       ("entities_without_description", "entities without a description (their name is used)"),
+                       ("entities_without_description", "entities without a description (their name is used; "
+                                                        "`jaket kg describe` makes them from the triples)"),
                        ("descriptions_of_unknown_entities_skipped", "descriptions of entities not in the "
                                                                     "entity file, skipped"),
                        ("descriptions_truncated", "descriptions cut at --max-description-chars"),
@@ -87,8 +88,24 @@ def _finish(out: Path, bundle: SourceBundle, began: float, progress) -> int:
     for split, count in report.get("split_triples_skipped", {}).items():
         if count:
             print(f"  {count:,} {split} triples naming an entity or relation not in the KG, left out")
+    _print_account(report)
     print(f"  report: {out / REPORT}")
     return 0
+
+
+def _print_account(report: dict) -> None:
+    """An ontology's account in one line (what was dropped, repaired or kept by rule) and its imports."""
+    account = report.get("account")
+    if account:
+        parts = sorted(account.items(), key=lambda item: -item[1]["count"])
+        print("  account: " + "; ".join(f"{entry['count']:,} {kind.replace('_', ' ')}" for kind, entry in parts)
+              + " (examples in the report)")
+    imports = report.get("imports") or {}
+    if imports.get("not_followed"):
+        print(f"  {len(imports['not_followed'])} import(s) not followed (never fetched; --imports DIR reads local "
+              f"copies): {', '.join(imports['not_followed'][:3])}")
+    if imports.get("read_from_local_files"):
+        print(f"  {len(imports['read_from_local_files'])} import(s) read from local files")
 
 
 def _write_splits(out: Path, kg: KnowledgeGraph, splits: dict[str, np.ndarray]) -> None:
@@ -132,18 +149,24 @@ def _import_wn18rr(args: argparse.Namespace) -> int:
 
 def _import_rdf(args: argparse.Namespace) -> int:
     return _build(args.out, "RDF", "parsing", "rdf", overwrite=args.overwrite, file=args.file,
-                  format=args.format)
+                  format=args.format, reader=args.reader)
 
 
 def _import_owl(args: argparse.Namespace) -> int:
     return _build(args.out, "OWL", "parsing", "owl", overwrite=args.overwrite, file=args.file, format=args.format,
                   lang=args.lang, category_depth=args.category_depth, category_root=args.category_root,
-                  keep_axioms=args.keep_axioms, definitions=args.definitions)
+                  keep_axioms=args.keep_axioms, definitions=args.definitions, imports=args.imports)
 
 
 def _import_obo(args: argparse.Namespace) -> int:
     return _build(args.out, "OBO", "parsing", "obo", overwrite=args.overwrite, file=args.file,
-                  category_depth=args.category_depth, category_root=args.category_root)
+                  category_depth=args.category_depth, category_root=args.category_root, imports=args.imports)
+
+
+def _import_triples(args: argparse.Namespace) -> int:
+    separator = {"tab": "\t", "pipe": "|", "comma": ","}.get(args.separator, args.separator)
+    return _build(args.out, "triples", "reading", "triples", overwrite=args.overwrite, file=args.file,
+                  separator=separator)
 
 
 def _import_wikidata5m(args: argparse.Namespace) -> int:
@@ -196,6 +219,13 @@ def _file_format(formats, name: str, description: str) -> argparse.ArgumentParse
     return parser
 
 
+def _imports_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--imports", type=Path, default=None, metavar="DIR",
+                        help="read the file's imports (import: / owl:imports) from local files of the same name "
+                             "under DIR; imports are never fetched from the network (default: listed in the "
+                             "report, not read)")
+
+
 def _category_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--category-depth", type=_count, default=None, metavar="N",
                         help="category = the ancestor class N levels below the root (default: the depth "
@@ -216,6 +246,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     _out(wn18rr)
     wn18rr.set_defaults(func=_import_wn18rr)
     _register_ontologies(formats)
+    triples = _file_format(formats, "triples", "a file of head, relation, tail lines whose ids are names (a KG "
+                                               "without text: `jaket kg describe` and `jaket kg corpus` make it some)")
+    triples.add_argument("--separator", default="tab", metavar="SEP",
+                         help="the field separator: tab (default), pipe (MetaQA's kb.txt), comma, or the character")
+    triples.set_defaults(func=_import_triples)
     _register_wikidata5m(formats)
     pykeen = formats.add_parser("pykeen", help="a dataset bundled with PyKEEN (no download)")
     pykeen.add_argument("dataset", choices=["umls", "nations", "kinships"])
@@ -253,14 +288,19 @@ def _register_build(commands: argparse._SubParsersAction) -> None:
 
 
 def _register_ontologies(formats: argparse._SubParsersAction) -> None:
-    """``jaket kg import rdf|owl|obo FILE``: one file each, read by rdflib or pronto."""
+    """``jaket kg import rdf|owl|obo FILE``: one file each (the format told from its content)."""
     rdf = _file_format(formats, "rdf", "an RDF file (N-Triples, Turtle, RDF/XML, ... via rdflib)")
     rdf.add_argument("--format", default=None,
                      help="rdflib format name (turtle, nt, xml, n3, json-ld, ...); default: from the extension")
+    rdf.add_argument("--reader", choices=["auto", "stream", "rdflib"], default="auto",
+                     help="auto (default): N-Triples, N-Quads, Turtle and TriG streamed through pyoxigraph (memory "
+                          "bounded by the KG), other syntaxes through rdflib; the same KG either way")
     rdf.set_defaults(func=_import_rdf)
 
-    owl = _file_format(formats, "owl", "an OWL ontology (RDF/XML, Turtle, ...): subClassOf restrictions as "
-                                       "edges, categories from the class hierarchy (docs/data.md)")
+    owl = _file_format(formats, "owl", "an OWL ontology (RDF/XML, Turtle, functional syntax, OWL/XML): "
+                                       "subClassOf restrictions as edges, categories from the class hierarchy "
+                                       "(docs/data.md)")
+    _imports_argument(owl)
     owl.add_argument("--format", default=None, help="rdflib format name (default: from the extension)")
     owl.add_argument("--lang", default="en", help="preferred label language (default en; then untagged "
                                                   "labels, then the IRI's local name)")
@@ -273,8 +313,9 @@ def _register_ontologies(formats: argparse._SubParsersAction) -> None:
                      help="keep disjointWith between classes as edges (left out by default)")
     owl.set_defaults(func=_import_owl)
 
-    obo = _file_format(formats, "obo", "an OBO ontology (.obo; pip install jaket[obo]): is_a and relationship "
-                                       "edges, definitions, synonyms (docs/data.md)")
+    obo = _file_format(formats, "obo", "an OBO ontology (OBO 1.2/1.4 or OBO Graphs JSON): is_a, relationship "
+                                       "and logical-definition edges, definitions, synonyms (docs/data.md)")
+    _imports_argument(obo)
     _category_arguments(obo)
     obo.set_defaults(func=_import_obo)
 

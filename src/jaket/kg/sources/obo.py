@@ -1,128 +1,288 @@
-"""OBO ontologies (``.obo``, the format most biomedical ontologies ship: GO, HPO, DO, MONDO) as a
-JAKET KG, read with ``pronto`` (``pip install jaket[obo]``) and mapped as OWL ontologies are
-(:mod:`jaket.kg.sources.owl`, docs/data.md "Ontologies"):
+"""OBO flat files (``.obo``, OBO 1.2 and 1.4: GO, HPO, PATO, MONDO and their import modules) read
+leniently, line by line, into :class:`~jaket.kg.sources.ontology.OntologyParts`; the KG is made by
+the rule every ontology format shares (:mod:`jaket.kg.sources.ontology`). A ``.json`` file given
+here is OBO Graphs JSON and is read by :mod:`jaket.kg.sources.obographs`.
 
-- every term that is not obsolete is an entity: id = the term id (``GO:0008150``), name = its
-  ``name``, aliases = its synonyms, description = its ``def`` (generated from its edges when it has
-  none, counted in the report); a name or synonym written with underscores (``material_entity``)
-  is spoken with spaces, the written form an alias (:func:`jaket.kg.sources.owl.spoken`);
-- ``is_a`` -> ``subclass of`` edges; each ``relationship: part_of GO:...`` line -> an edge of that
-  relation (named by the typedef's name when the file has one);
-- categories from the ``is_a`` hierarchy, as for OWL (``category_depth``, ``category_root``).
+What is read: ``[Term]`` and ``[Instance]`` stanzas are the terms (``name``, ``def`` or else
+``comment``, ``synonym``, ``is_obsolete``); ``is_a``, ``relationship``, ``intersection_of`` (genus and differentiae),
+``equivalent_to`` and ``instance_of`` are edges; ``[Typedef]`` stanzas name the relations. A typedef
+with a short id (``part_of``) and one cross-reference to an OBO id (``xref: BFO:0000050``) is that
+id, as in the OWL form of the same ontology. The header's ``import:`` lines are listed, not followed.
 
-A file pronto cannot read, or a ``relationship`` whose relation has no ``[Typedef]``, is a
-``ValueError`` naming ``path:line``. A term given by several ``[Term]`` stanzas is merged by pronto
-(a second name or definition replaces the first): such terms are listed in the report and logged.
+**Lenient, with a full account** (the report's ``account``, each kind counted with its first
+examples as ``file:line``): a clause that cannot be read (an unclosed quote, a missing value, a
+relationship without its target) is dropped; a stanza without a readable ``id`` is dropped; a
+synonym type, subset or relation the header does not declare is kept (OBO tools write such files);
+a term given by several stanzas is merged (the first name and definition kept, the rest added);
+a reference to a term the file does not define drops that edge (the term is defined elsewhere,
+:func:`~jaket.kg.sources.ontology.resolve_imports` reads it from a local copy). Nothing is fetched.
+
+Why not pronto or fastobo: both refuse the whole file at its first unexpected clause (6 of 9
+import modules of one large ontology), pronto follows ``import:`` URLs over the network, and
+fastobo panics (a Rust backtrace on standard error) on some stanzas, e.g. an ``[Instance]`` with a
+short id (docs/design.md, "Ontologies as they are published").
 """
 
 from __future__ import annotations
 
-import logging
-import re
-from collections import Counter
 from pathlib import Path
 
-from jaket.jsonio import quote
 from jaket.kg.errors import Problem
-from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.readers import read_lines
-from jaket.kg.sources.owl import BUILT_IN, SUBCLASS, assemble, words
+from jaket.kg.sources.formats import OntologyError
+from jaket.kg.sources.ontology import EQUIVALENT, INSTANCE, SUBCLASS, OntologyParts, Term, obo_id
 
-logger = logging.getLogger(__name__)
-
-
-def _where(path: Path, line: int | None) -> str:
-    return f"{path}:{line}" if line else str(path)
+_UNESCAPE = {"n": "\n", "t": "\t", "W": " "}
+_STANZAS = ("Term", "Typedef", "Instance")
 
 
-def _read(path: Path):
-    """``pronto.Ontology`` of the file; ValueError ``path:line: ...`` when pronto refuses it."""
-    import warnings
-
-    try:
-        import pronto
-    except ModuleNotFoundError:
-        raise ValueError("reading .obo files needs pronto: pip install jaket[obo]") from None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # pronto warns about every non-standard header line
-        try:
-            return pronto.Ontology(str(path))
-        except Exception as error:  # fastobo's own SyntaxError and friends: name the file
-            problems: list[Problem] = []
-            read_lines(path, problems)  # invalid UTF-8: pronto does not say where
-            match = re.search(r"line (\d+)", str(error))
-            line = problems[0].line if problems else int(match.group(1)) if match else None
-            raise ValueError(f"{_where(path, line)}: not a readable OBO file "
-                             f"({type(error).__name__}: {' '.join(str(error).split())[:300]})") from None
+class ClauseError(ValueError):
+    """A clause whose value cannot be read (the message says why)."""
 
 
-def _undeclared(path: Path, relation: str) -> ValueError:
-    """The error of a ``relationship: RELATION ...`` line whose relation has no ``[Typedef]``."""
-    pattern = re.compile(rf"relationship:\s*{re.escape(relation)}(\s|$)")
-    line = next((n for n, text in read_lines(path, []) if pattern.match(text.strip())), None)
-    return ValueError(f"{_where(path, line)}: relationship {quote(relation)} has no [Typedef] stanza "
-                      "(declare it, or leave its lines out)")
+def _strip(value: str) -> str:
+    """``value`` without its trailing ``! comment`` and ``{qualifiers}`` (outside quotes, escapes kept)."""
+    quoted = escaped = False
+    end = len(value)
+    brace = None
+    for i, char in enumerate(value):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif not quoted and char == "!" and (i == 0 or value[i - 1].isspace()):
+            end = i
+            break
+        elif not quoted and char == "{" and brace is None and (i == 0 or value[i - 1].isspace()):
+            brace = i
+    text = value[:end].rstrip()
+    if brace is not None and brace < end and text.endswith("}"):
+        text = text[:brace].rstrip()
+    return text
 
 
-def _repeated_terms(path: Path) -> dict[str, list[int]]:
-    """Term id -> the lines of its ``id:`` tags, for the terms given by several ``[Term]`` stanzas."""
-    lines_of: dict[str, list[int]] = {}
-    in_term = False
-    for number, text in read_lines(path, []):
-        text = text.strip()
-        if text.startswith("["):
-            in_term = text == "[Term]"
-        elif in_term and text.startswith("id:"):
-            lines_of.setdefault(text[3:].split("!")[0].strip(), []).append(number)
-    return {term: lines for term, lines in lines_of.items() if len(lines) > 1}
+def _unescape(text: str) -> str:
+    out, escaped = [], False
+    for char in text:
+        if escaped:
+            out.append(_UNESCAPE.get(char, char))
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        else:
+            out.append(char)
+    return "".join(out)
 
 
-def load_obo(path, category_depth: int | None = None, category_root: str | None = None
-             ) -> tuple[KnowledgeGraph, dict]:
-    """``(KnowledgeGraph, report)`` of an OBO file (module docstring)."""
+def _quoted(value: str) -> tuple[str, str]:
+    """The quoted string at the start of ``value`` (unescaped) and what follows it."""
+    if not value.startswith('"'):
+        raise ClauseError("a quoted string was expected")
+    escaped = False
+    for i in range(1, len(value)):
+        if escaped:
+            escaped = False
+        elif value[i] == "\\":
+            escaped = True
+        elif value[i] == '"':
+            return _unescape(value[1:i]), value[i + 1:].strip()
+    raise ClauseError("the quoted string is not closed")
+
+
+def _tokens(value: str, count: int) -> list[str]:
+    """The first ``count`` identifiers of ``value`` (escapes undone); ClauseError when fewer."""
+    tokens, current, escaped = [], [], False
+    for char in value:
+        if escaped:
+            current.append(_UNESCAPE.get(char, char))
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char.isspace():
+            if current:
+                tokens.append("".join(current))
+                current = []
+        else:
+            current.append(char)
+    if current:
+        tokens.append("".join(current))
+    if len(tokens) < count:
+        raise ClauseError(f"{count} identifier{'s' if count > 1 else ''} expected, found {len(tokens)}")
+    if any(ord(char) < 32 or char == "\x7f" for token in tokens[:count] for char in token):
+        raise ClauseError("an identifier holds a control character")
+    return tokens[:count]
+
+
+class _Stanza:
+    """One stanza as written: its kind, first line and ``(line, tag, value)`` clauses."""
+
+    def __init__(self, kind: str, line: int):
+        self.kind, self.line, self.clauses = kind, line, []
+
+
+def _split(path: Path, parts: OntologyParts) -> tuple[list[tuple[int, str, str]], list[_Stanza]]:
+    """The header's clauses and the stanzas of the file; unreadable lines are accounted for."""
+    problems: list[Problem] = []
+    lines = read_lines(path, problems)
+    for problem in problems:
+        parts.account.add("lines_not_utf8_dropped", str(problem))
+    header: list[tuple[int, str, str]] = []
+    stanzas: list[_Stanza] = []
+    current = None
+    for number, raw in lines:
+        text = raw.strip()
+        if not text or text.startswith("!"):
+            continue
+        if text.startswith("["):  # a stanza begins (a broken header too: its clauses go with it)
+            kind = text[1:-1].strip() if text.endswith("]") else text
+            current = _Stanza(kind, number)
+            if kind in _STANZAS:
+                stanzas.append(current)
+            else:
+                parts.account.add("stanzas_of_unknown_kind_dropped", f"{path}:{number}: {text[:80]}")
+            continue
+        tag, colon, value = text.partition(":")
+        if not colon or not tag.strip() or " " in tag.strip():
+            parts.account.add("lines_without_a_tag_dropped", f"{path}:{number}: {text[:80]}")
+            continue
+        (header if current is None else current.clauses).append((number, tag.strip(), value.strip()))
+    return header, stanzas
+
+
+def read_obo(path) -> OntologyParts:
+    """:class:`OntologyParts` of an OBO flat file (module docstring); ValueError when it is not a file."""
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"{path}: no such file")
-    ontology = _read(path)
-    terms = {t.id: t for t in ontology.terms() if not t.obsolete}
-    obsolete = sum(1 for t in ontology.terms() if t.obsolete)
-    edges, counts = [], Counter()
-    relations = {SUBCLASS: BUILT_IN[SUBCLASS]}
-    for term_id, term in sorted(terms.items()):
-        for parent in term.superclasses(distance=1, with_self=False):
-            if parent.id in terms:
-                edges.append((term_id, SUBCLASS, parent.id))
-                counts["is_a"] += 1
+        raise OntologyError(f"{path}: no such file")
+    parts = OntologyParts("obo", str(path))
+    header, stanzas = _split(path, parts)
+    for _, tag, value in header:
+        if tag == "import":
+            parts.imports.append(_strip(value))
+    typedef_id: dict[str, str] = {}
+    metadata_tags: set[str] = set()
+    for stanza in (s for s in stanzas if s.kind == "Typedef"):
+        _read_typedef(path, stanza, parts, typedef_id, metadata_tags)
+    for stanza in (s for s in stanzas if s.kind != "Typedef"):
+        _read_term(path, stanza, parts, typedef_id, metadata_tags)
+    parts.details = {"stanzas": {kind: sum(1 for s in stanzas if s.kind == kind) for kind in _STANZAS}}
+    return parts
+
+
+def _stanza_id(path: Path, stanza: _Stanza, parts: OntologyParts) -> str | None:
+    ids = [(line, value) for line, tag, value in stanza.clauses if tag == "id"]
+    if not ids:
+        parts.account.add("stanzas_without_an_id_dropped", f"{path}:{stanza.line}: [{stanza.kind}]")
+        return None
+    line, value = ids[0]
+    try:
+        found = _tokens(_strip(value), 1)
+        if len(_strip(value).split()) > 1:
+            raise ClauseError("an id is one identifier, without spaces")
+        return obo_id(found[0])
+    except ClauseError as error:
+        parts.account.add("stanzas_without_an_id_dropped", f"{path}:{line}: {error}")
+        return None
+
+
+def _read_typedef(path: Path, stanza: _Stanza, parts: OntologyParts, typedef_id: dict[str, str],
+                  metadata_tags: set[str]) -> None:
+    written = _stanza_id(path, stanza, parts)
+    if written is None:
+        return
+    name = definition = None
+    xrefs = []
+    for line, tag, value in stanza.clauses:
         try:
-            relationships = dict(term.relationships.items())
-        except KeyError as error:  # pronto: a relation without its [Typedef]
-            raise _undeclared(path, str(error.args[0])) from None
-        for relation, targets in relationships.items():
-            name = relation.name or words(relation.id)
-            relations.setdefault(relation.id, (name, relation.definition or name))
-            for target in targets:
-                if target.id in terms:
-                    edges.append((term_id, relation.id, target.id))
-                    counts[f"relationship {relation.id}"] += 1
-                else:
-                    counts["edges_to_obsolete_or_unknown_terms_skipped"] += 1
-    if category_root is not None and category_root not in terms:
-        raise ValueError(f"--category-root {category_root}: not a term of {path}")
-    entity_ids = sorted(terms)
-    name_of = {}
-    for term_id in entity_ids:
-        term = terms[term_id]
-        name = term.name or term_id
-        synonyms = [s.description for s in sorted(term.synonyms, key=lambda s: s.description)]
-        name_of[term_id] = (name, [s for s in dict.fromkeys(synonyms) if s != name], term.name is not None)
-    definitions = {t: (str(terms[t].definition) if terms[t].definition else None) for t in entity_ids}
-    edges = list(dict.fromkeys(edges))
-    kg, report = assemble(entity_ids, name_of, definitions, edges, relations, category_depth, category_root)
-    repeated = _repeated_terms(path)
-    if repeated:
-        term, lines = next(iter(repeated.items()))
-        logger.warning("%s: %d terms are given by several [Term] stanzas, merged (a second name or definition "
-                       "replaces the first), e.g. %s at lines %s", path, len(repeated), term, lines)
-    return kg, {"source": "obo", "file": str(path), "terms": len(terms), "obsolete_terms_skipped": obsolete,
-                "terms_in_several_stanzas": dict(list(repeated.items())[:50]),
-                **report, "patterns": dict(sorted(counts.items()))}
+            value = _strip(value)
+            if tag == "name" and name is None:
+                name = _unescape(value)
+            elif tag == "def" and definition is None:
+                definition = _quoted(value)[0]
+            elif tag == "xref":
+                xrefs.append(_tokens(value, 1)[0])
+            elif tag == "is_metadata_tag" and value == "true":
+                metadata_tags.add(written)
+        except ClauseError as error:
+            parts.account.add("clauses_not_readable_dropped", f"{path}:{line}: {tag}: {error}")
+    prefixed = [x for x in xrefs if ":" in x and "://" not in x]
+    canonical = obo_id(prefixed[0]) if ":" not in written and len(prefixed) == 1 else written
+    if canonical != written:
+        parts.account.add("relations_named_by_their_xref", f"{path}:{stanza.line}: {written} -> {canonical}")
+    typedef_id[written] = canonical
+    if written in metadata_tags:
+        metadata_tags.add(canonical)
+    parts.relations[canonical] = (name, definition)
+
+
+def _read_term(path: Path, stanza: _Stanza, parts: OntologyParts, typedef_id: dict[str, str],
+               metadata_tags: set[str]) -> None:
+    term_id = _stanza_id(path, stanza, parts)
+    if term_id is None:
+        return
+    where = f"{path}:{stanza.line}"
+    term = parts.terms.get(term_id)
+    if term is None:
+        term = parts.terms[term_id] = Term(where=where)
+    else:
+        parts.account.add("terms_in_several_stanzas_merged", f"{where}: {term_id} (first at {term.where})")
+
+    def relation(name: str, line: int) -> str:
+        if name not in typedef_id and obo_id(name) not in parts.relations:
+            parts.account.add("relations_without_a_typedef_kept", f"{path}:{line}: {name}")
+            typedef_id[name] = obo_id(name)
+        return typedef_id.get(name, obo_id(name))
+
+    comment = None
+    first_id = True
+    for line, tag, value in stanza.clauses:
+        try:
+            value = _strip(value)
+            if tag == "id":
+                if not first_id:
+                    parts.account.add("extra_id_clauses_dropped", f"{path}:{line}: {value[:80]}")
+                first_id = False
+            elif tag == "name":
+                if term.name is None:
+                    term.name = _unescape(value)
+                elif _unescape(value) != term.name:
+                    term.synonyms.append(_unescape(value))
+            elif tag == "def":
+                text = _quoted(value)[0]
+                if term.definition is None:
+                    term.definition = text
+            elif tag == "comment" and term.definition is None:
+                comment = _unescape(value)  # the definition's stand-in, as rdfs:comment is for OWL
+            elif tag == "synonym":
+                term.synonyms.append(_quoted(value)[0])
+            elif tag == "is_obsolete":
+                term.obsolete = term.obsolete or value.lower() == "true"
+            elif tag in ("is_a", "instance_of", "equivalent_to"):
+                kind = {"is_a": SUBCLASS, "instance_of": INSTANCE, "equivalent_to": EQUIVALENT}[tag]
+                parts.edges.append((term_id, kind, obo_id(_tokens(value, 1)[0]), f"{path}:{line}"))
+            elif tag == "relationship":
+                name, target = _tokens(value, 2)
+                edge = (term_id, relation(name, line), obo_id(target), f"{path}:{line}")
+                (parts.annotation_edges if edge[1] in metadata_tags else parts.edges).append(edge)
+            elif tag == "intersection_of":
+                found = _tokens(value, 1)
+                pair = _tokens(value, 2) if len(value.split()) >= 2 else None
+                if pair is None:  # the genus: is_a
+                    parts.edges.append((term_id, SUBCLASS, obo_id(found[0]), f"{path}:{line}"))
+                else:  # a differentia: RELATION TARGET
+                    parts.edges.append((term_id, relation(pair[0], line), obo_id(pair[1]), f"{path}:{line}"))
+            elif tag == "property_value":
+                name, target = _tokens(value, 2)
+                if not target.startswith('"'):
+                    parts.annotation_edges.append((term_id, obo_id(name), obo_id(target), f"{path}:{line}"))
+            elif tag in ("union_of", "disjoint_from"):
+                parts.account.add(f"{tag}_clauses_left_out", f"{path}:{line}: {term_id}")
+        except ClauseError as error:
+            parts.account.add("clauses_not_readable_dropped", f"{path}:{line}: {tag}: {error}")
+    if term.definition is None and comment:
+        term.definition = comment
+
+
+__all__ = ["ClauseError", "read_obo"]

@@ -1,5 +1,8 @@
-"""OWL ontologies (any RDF syntax ``rdflib`` reads) as a JAKET KG: what the ontology *says* about its
-classes becomes edges, its schema axioms do not.
+"""OWL ontologies as a JAKET KG: RDF/XML, Turtle and the other RDF syntaxes through ``rdflib``, OWL
+functional syntax (``Prefix(...) Ontology(...)``) and OWL/XML through ``py-horned-owl`` (which
+writes them as RDF/XML for the same mapping). What the ontology *says* about its classes becomes
+edges, its schema axioms do not; which terms are entities (obsolete, defined elsewhere, imported)
+is the rule every ontology format shares (:mod:`jaket.kg.sources.ontology`).
 
 Mapping (``jaket kg import owl FILE --out DIR``; docs/data.md, "Ontologies"):
 
@@ -22,7 +25,10 @@ properties                                                (the others relate pro
                                                           entities)
 ========================================================  =====================================
 
-A named class is one declared ``owl:Class`` or at either end of a named ``subClassOf``.
+A named class is one declared ``owl:Class`` or at either end of a named ``subClassOf``; it is an
+entity when the file *defines* it (an annotation or an axiom of its own), not only declares it or
+refers to it; ``owl:deprecated true`` makes it obsolete. An annotation whose value is another
+entity (``RO:0002604`` "is opposite of") is an edge of that annotation property.
 **Names**: the ``rdfs:label`` (or ``skos:prefLabel``) in ``lang`` (default English), else an
 untagged one, else the IRI's local name split into words (``MozzarellaTopping`` -> ``Mozzarella
 Topping``); every other label and synonym (``skos:altLabel``, ``oboInOwl:has*Synonym``) is an alias.
@@ -46,15 +52,12 @@ import re
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
-
 from jaket.jsonio import quote
-from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.sources.formats import KINDS, sniff, wrong_command
+from jaket.kg.sources.ontology import (BUILT_IN, DISJOINT, EQUIVALENT, INSTANCE, OWL, RDF, RDFS, SUBCLASS,
+                                       OntologyParts, Term, known_relation_names, obo_id, spoken, words)
 from jaket.kg.sources.rdf import RDFImportError, local_name, parse_rdf
 
-OWL = "http://www.w3.org/2002/07/owl#"
-RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 SKOS = "http://www.w3.org/2004/02/skos/core#"
 OBO_IN_OWL = "http://www.geneontology.org/formats/oboInOwl#"
 IAO_DEFINITION = "http://purl.obolibrary.org/obo/IAO_0000115"
@@ -63,35 +66,11 @@ LABELS = (RDFS + "label", SKOS + "prefLabel")
 SYNONYMS = (SKOS + "altLabel", OBO_IN_OWL + "hasExactSynonym", OBO_IN_OWL + "hasRelatedSynonym",
             OBO_IN_OWL + "hasBroadSynonym", OBO_IN_OWL + "hasNarrowSynonym")
 DEFINITIONS = (SKOS + "definition", IAO_DEFINITION, RDFS + "comment")
-#: the relations the mapping creates (id -> name, description)
-SUBCLASS, EQUIVALENT, INSTANCE, DISJOINT = (RDFS + "subClassOf", OWL + "equivalentClass", RDF + "type",
-                                            OWL + "disjointWith")
-BUILT_IN = {SUBCLASS: ("subclass of", "the head is a kind of the tail"),
-            EQUIVALENT: ("equivalent class", "the head and the tail have the same instances"),
-            INSTANCE: ("instance of", "the head is an individual of the class of the tail"),
-            DISJOINT: ("disjoint with", "no individual is an instance of both")}
 SCHEMA_AXIOMS = (OWL + "disjointWith", RDFS + "domain", RDFS + "range", OWL + "inverseOf",
                  RDFS + "subPropertyOf", OWL + "propertyDisjointWith", OWL + "equivalentProperty")
 ONLY = " (only)"
+_HORNED = {"owl-functional": "ofn", "owl-xml": "owx", "owl-manchester": "omn"}  # syntax -> py-horned-owl's name
 MAX_NESTING = 100  # class expressions nested deeper are refused (recursion; no real ontology nests so)
-
-
-def words(name: str) -> str:
-    """``MozzarellaTopping`` -> ``Mozzarella Topping``; ``has_topping`` -> ``has topping``."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", name.replace("_", " "))
-    return re.sub(r"\s+", " ", spaced).strip()
-
-
-def spoken(name: str, aliases: list[str]) -> tuple[str, list[str]]:
-    """A label in an identifier's style (``material_entity``, as some upper ontologies and OBO files
-    write them) as the words a text holds (``material entity``), the written form kept as an alias:
-    ``(name, aliases)``, each alias with underscores followed by its spoken form too. Text without
-    an underscore is kept as it is."""
-    def said(text: str) -> str:
-        return (" ".join(text.replace("_", " ").split()) or text) if "_" in text else text
-
-    forms = [form for written in (name, *aliases) for form in (said(written), written)]
-    return said(name), [form for form in dict.fromkeys(forms) if form != said(name)]
 
 
 def _lang_pick(literals, lang: str) -> tuple[str | None, list[str]]:
@@ -227,6 +206,9 @@ def _edges(onto: _Ontology, keep_axioms: bool, counts: Counter) -> list[tuple[st
         for p, o in graph.predicate_objects(onto.uri(i)):
             if isinstance(o, onto.URIRef) and str(o) in onto.individuals and str(p) in onto.properties:
                 edges.append((i, str(p), str(o)))
+    counts["general_class_axioms_left_out"] = sum(
+        1 for predicate in (SUBCLASS, EQUIVALENT) for s, _ in graph.subject_objects(onto.uri(predicate))
+        if isinstance(s, onto.BNode))  # an anonymous class on the left: no entity to hang an edge on
     for axiom in SCHEMA_AXIOMS[1:]:
         counts[f"axioms_left_out_{local_name(axiom)}"] = sum(1 for _ in graph.triples((None, onto.uri(axiom), None)))
     known = onto.classes | onto.individuals
@@ -235,141 +217,88 @@ def _edges(onto: _Ontology, keep_axioms: bool, counts: Counter) -> list[tuple[st
     return list(dict.fromkeys(kept))
 
 
-def _categories(entities: list[str], parents: dict[str, str], instance_class: dict[str, str],
-                depth: int | None, root: str | None) -> tuple[list[str | None], int, dict]:
-    """Each entity's ancestor ``depth`` levels below ``root`` (module docstring), the depth used."""
-    def chain(c: str) -> list[str]:  # top first
-        path, seen = [c], {c}
-        while path[-1] in parents and parents[path[-1]] not in seen:
-            path.append(parents[path[-1]])
-            seen.add(path[-1])
-        path.reverse()
-        if root is not None:
-            return path[path.index(root):] if root in path else []
-        return path
+def read_owl_graph(path: Path, fmt: str | None = None):
+    """``(rdflib.Graph, syntax)`` of an OWL file in any syntax: RDF ones through rdflib, functional
+    syntax and OWL/XML through py-horned-owl written as RDF/XML. :class:`RDFImportError` (one line
+    naming the file, and the line where the parser says) when it cannot be read."""
+    kind = sniff(path) if fmt is None else None
+    if kind in ("obo", "obographs"):
+        raise RDFImportError(wrong_command(path, "owl"))
+    if kind not in _HORNED:
+        return parse_rdf(path, fmt), fmt or kind or "rdf"
+    try:
+        import pyhornedowl
+    except ModuleNotFoundError:
+        raise RDFImportError(f"{path}: {KINDS[kind][0]} needs py-horned-owl: pip install 'jaket[rdf]'") from None
+    try:
+        ontology = pyhornedowl.open_ontology(str(path), _HORNED[kind])
+        rdf_xml = ontology.save_to_string("owl")
+    except BaseException as error:  # noqa: BLE001 - a Rust parser's ValueError or panic: the file's fault
+        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            raise
+        text = str(error)
+        line = re.search(r"line_col: Pos\(\((\d+),", text)
+        reason = re.search(r"(\w+Error)\b", text)
+        where = f"{path}:{line.group(1)}" if line else str(path)
+        raise RDFImportError(f"{where}: malformed {KINDS[kind][0]} "
+                             f"({reason.group(1) if reason else ' '.join(text.split())[:200]})") from None
+    import rdflib
 
-    chains = {e: chain(instance_class.get(e, e)) for e in entities}
-
-    def at(d: int) -> list[str | None]:
-        return [c[d] if len(c) > d else None for c in chains.values()]
-
-    deepest = max((len(c) for c in chains.values()), default=1)
-    if depth is None:
-        floor = max(2, len(entities) // 100)
-
-        def useful(d: int) -> int:
-            return sum(1 for n in Counter(x for x in at(d) if x is not None).values() if n >= floor)
-
-        top = 0 if root is None else 1  # (a root without subclasses: depth 1, no category)
-        depth = max(range(top, max(top + 1, deepest)), key=lambda d: (useful(d), -d))
-    labels = at(depth)
-    return labels, depth, dict(Counter(x for x in labels if x is not None))
+    graph = rdflib.Graph()
+    graph.parse(data=rdf_xml, format="xml", publicID=path.absolute().as_uri())
+    return graph, kind
 
 
-def load_owl(path, fmt: str | None = None, lang: str = "en", category_depth: int | None = None,
-             category_root: str | None = None, keep_axioms: bool = False,
-             definitions: tuple[str, ...] | None = None) -> tuple[KnowledgeGraph, dict]:
-    """``(KnowledgeGraph, report)`` of an OWL ontology (mapping in the module docstring);
-    ``definitions``: the annotation properties read as descriptions, in order (default
-    :data:`DEFINITIONS`)."""
+DECLARATIONS = {OWL + kind for kind in ("Class", "NamedIndividual", "Thing")}
+
+
+def read_owl(path, fmt: str | None = None, lang: str = "en", keep_axioms: bool = False,
+             definitions: tuple[str, ...] | None = None) -> OntologyParts:
+    """:class:`OntologyParts` of an OWL ontology (mapping in the module docstring); ``definitions``:
+    the annotation properties read as descriptions, in order (default :data:`DEFINITIONS`)."""
     path = Path(path)
-    onto = _Ontology(parse_rdf(path, fmt), lang.lower(), definitions or DEFINITIONS, path)
+    graph, syntax = read_owl_graph(path, fmt)
+    onto = _Ontology(graph, lang.lower(), definitions or DEFINITIONS, path)
     counts: Counter = Counter()
-    edges = _edges(onto, keep_axioms, counts)
-    entity_ids = sorted(onto.classes | onto.individuals)
-    if category_root is not None and category_root not in onto.classes:
-        raise ValueError(f"--category-root {category_root}: not a class of {path}")
-    relations = {}
-    for r in sorted({r for _, r, _ in edges}):
-        if r in BUILT_IN:
-            relations[r] = BUILT_IN[r]
+    parts = OntologyParts("owl", str(path))
+    full: dict[str, str] = {}  # relation id -> the property's IRI
+    for head, relation, tail in _edges(onto, keep_axioms, counts):
+        base = relation[:-len(ONLY)] if relation.endswith(ONLY) else relation
+        full[obo_id(base) + relation[len(base):]] = relation
+        parts.edges.append((obo_id(head), obo_id(base) + relation[len(base):], obo_id(tail), obo_id(head)))
+    deprecated = {str(s) for s, o in graph.subject_objects(onto.uri(OWL + "deprecated")) if str(o).lower() == "true"}
+    structural = {RDF + "type", SUBCLASS, EQUIVALENT, DISJOINT}
+    for iri in sorted(onto.classes | onto.individuals):
+        said = [(str(p), o) for p, o in graph.predicate_objects(onto.uri(iri))
+                if not (str(p) == RDF + "type" and str(o) in DECLARATIONS)]
+        if not said:
+            parts.declared[obo_id(iri)] = ""  # declared or referred to only (an entity in an own namespace)
             continue
-        base = r[:-len(ONLY)] if r.endswith(ONLY) else r
+        name, aliases, labelled = onto.name(iri)
+        parts.terms[obo_id(iri)] = Term(name=name if labelled else None, synonyms=aliases,
+                                        definition=onto.definition(iri), obsolete=iri in deprecated)
+        for p, o in said:
+            if isinstance(o, onto.URIRef) and p not in structural and not (iri in onto.individuals
+                                                                           and p in onto.properties):
+                full[obo_id(p)] = p  # an annotation (an edge when its value is an entity)
+                parts.annotation_edges.append((obo_id(iri), obo_id(p), obo_id(str(o)), obo_id(iri)))
+    for relation, written in full.items():
+        if written in BUILT_IN:
+            continue
+        base = written[:-len(ONLY)] if written.endswith(ONLY) else written
         label, _, labelled = onto.name(base)
-        name = (label if labelled else words(local_name(base)).lower()) + (ONLY if base != r else "")
+        if base == written:
+            name = label if labelled else None  # the rule names it (the Relation Ontology's name, else its words)
+        else:
+            name = (label if labelled else known_relation_names().get(obo_id(base), words(local_name(base)).lower())
+                    ) + ONLY
         definition = onto.definition(base)
-        relations[r] = (name, (definition if definition is not None else name)
-                        + (" (every value is of the tail class: a universal restriction)" if base != r else ""))
-    kg, report = assemble(entity_ids, {e: onto.name(e) for e in entity_ids},
-                          {e: onto.definition(e) for e in entity_ids}, edges, relations,
-                          category_depth, category_root)
-    report = {"source": "owl", "file": str(path), "rdf_triples": len(onto.graph), "classes": len(onto.classes),
-              "individuals": len(onto.individuals), "properties": len(onto.properties), **report,
-              "ontology_headers_left_out": len(onto.ontology_headers), "keep_axioms": keep_axioms,
-              "patterns": dict(sorted(counts.items()))}
-    return kg, report
-
-
-def assemble(entity_ids: list[str], name_of: dict, definition_of: dict, edges: list[tuple[str, str, str]],
-             relations: dict[str, tuple[str, str]], category_depth: int | None = None,
-             category_root: str | None = None) -> tuple[KnowledgeGraph, dict]:
-    """The KG of an ontology's entities (``name_of[e] = (name, aliases, from a label)``,
-    ``definition_of[e]``: text or None), ``edges`` (``SUBCLASS`` / ``INSTANCE`` ones give the
-    hierarchy) and ``relations`` (id -> (name, description)); categories and generated
-    descriptions as the module docstring says; names with underscores spoken (:func:`spoken`).
-    Shared by OWL and OBO."""
-    name_of = {e: (*spoken(name, aliases), labelled) for e, (name, aliases, labelled) in name_of.items()}
-    relations = {r: (spoken(name, [])[0], description) for r, (name, description) in relations.items()}
-    parents: dict[str, str] = {}
-    for h, r, t in sorted(edges):
-        if r == SUBCLASS and h not in parents:
-            parents[h] = t
-    several = Counter(h for h, r, _ in edges if r == SUBCLASS)
-    instance_class = {h: t for h, r, t in sorted(edges, reverse=True) if r == INSTANCE}
-    labels, depth, sizes = _categories(entity_ids, parents, instance_class, category_depth, category_root)
-    out_edges: dict[str, list[tuple[str, str]]] = {}
-    for h, r, t in edges:
-        out_edges.setdefault(h, []).append((r, t))
-    relation_name = {r: name for r, (name, _) in relations.items()}
-    names, aliases, descriptions, generated = [], [], [], 0
-    for e in entity_ids:
-        name, alias_list, _ = name_of[e]
-        definition = definition_of.get(e)
-        if definition is None:
-            generated += 1
-            definition = _generated(name, out_edges.get(e, []), name_of, relation_name)
-        elif name.lower() not in definition.lower():
-            definition = f"{name}: {definition}"
-        names.append(name)
-        aliases.append(alias_list)
-        descriptions.append(definition)
-    category_of = {c: name_of[c][0] if c in name_of else words(local_name(c)) for c in sizes}
-    category_names = sorted(set(category_of.values()))
-    index = {c: k for k, c in enumerate(category_names)}
-    e_index = {e: k for k, e in enumerate(entity_ids)}
-    relation_ids = sorted(relations)
-    r_index = {r: k for k, r in enumerate(relation_ids)}
-    kg = KnowledgeGraph(
-        entity_ids=entity_ids, entity_names=names, entity_descriptions=descriptions, entity_aliases=aliases,
-        entity_category=np.array([index[category_of[c]] if c is not None else -1 for c in labels], dtype=np.int32),
-        category_names=category_names, relation_ids=relation_ids,
-        relation_names=[relations[r][0] for r in relation_ids],
-        relation_descriptions=[relations[r][1] for r in relation_ids],
-        triples=np.array(sorted((e_index[h], r_index[r], e_index[t]) for h, r, t in edges),
-                         dtype=np.int32).reshape(-1, 3))
-    entities_per_category = Counter()
-    for c, n in sizes.items():
-        entities_per_category[category_of[c]] += n
-    report = {"entities": kg.num_entities, "relations": kg.num_relations, "triples": kg.num_triples,
-              "edges_by_relation": dict(Counter(relation_name[r] for _, r, _ in edges).most_common()),
-              "category_depth": depth, "category_root": category_root,
-              "entities_per_category": dict(entities_per_category.most_common()),
-              "entities_without_category": sum(1 for c in labels if c is None),
-              "entities_without_label": sum(1 for e in entity_ids if not name_of[e][2]),
-              "descriptions_generated": generated,
-              "classes_with_several_parents": sum(1 for n in several.values() if n > 1)}
-    return kg, report
-
-
-def _generated(name: str, edges: list[tuple[str, str]], name_of: dict, relation_name: dict) -> str:
-    """"American: a named pizza; has topping mozzarella topping, tomato topping; ..." from the
-    entity's own edges (kinds first, then each relation's tails)."""
-    by_relation: dict[str, list[str]] = {}
-    for r, t in edges:
-        by_relation.setdefault(r, []).append(name_of[t][0].lower() if t in name_of else words(local_name(t)))
-    parts = []
-    kinds = by_relation.pop(SUBCLASS, []) + by_relation.pop(INSTANCE, [])
-    if kinds:
-        parts.append("a " + " and a ".join(kinds))
-    parts += [f"{relation_name[r]} {', '.join(tails)}" for r, tails in sorted(by_relation.items())]
-    return f"{name}: " + "; ".join(parts) if parts else name
+        if base != written:
+            definition = (definition or name) + " (every value is of the tail class: a universal restriction)"
+        parts.relations[relation] = (name, definition)
+    parts.imports = sorted(str(o) for o in graph.objects(None, onto.uri(OWL + "imports")))
+    parts.details = {"syntax": syntax, "rdf_triples": len(graph), "classes": len(onto.classes),
+                     "individuals": len(onto.individuals), "properties": len(onto.properties),
+                     "ontology_headers_left_out": len(onto.ontology_headers), "keep_axioms": keep_axioms,
+                     "patterns": dict(sorted(counts.items()))}
+    return parts

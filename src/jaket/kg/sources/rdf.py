@@ -10,8 +10,9 @@ Mapping (``rdfs:`` = RDF Schema, ``skos:`` = SKOS, ``schema:`` = schema.org, htt
   last ``#``, ``/`` or ``:``, percent-decoded, underscores as spaces). **Aliases** = the other
   labels and ``skos:altLabel``.
 - **Description** = ``rdfs:comment`` (else ``schema:description``, ``skos:definition``,
-  ``dcterms:description``), prefixed with ``"name: "`` when it does not contain the name, so the
-  paper's description mention is always found; without one, the name alone.
+  ``dcterms:description``), prefixed with ``"name: "`` when it does not start with the name, so the
+  paper's description mention is always found and the first tokens the model reads name the
+  entity; without one, the name alone.
 - **Category** = the ``rdf:type`` object (its label, else its local name; classes whose names
   collide keep their full IRIs). An entity with several types gets the smallest class IRI;
   the others are counted in the report.
@@ -40,6 +41,7 @@ import numpy as np
 
 from jaket.jsonio import quote, wide_encoding
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.sources.formats import wrong_command
 from jaket.paths import require_package
 
 logger = logging.getLogger(__name__)
@@ -221,23 +223,32 @@ def parse_rdf(path, fmt: str | None = None):
     return graph
 
 
+def _rank(language: str | None) -> int:
+    """0 for an English or untagged literal (preferred), 1 for another language."""
+    return 0 if (language or "en").lower().startswith("en") else 1
+
+
 def _pick(literals: list) -> tuple[str | None, list[str]]:
-    """The preferred literal (English or untagged first, then the smallest) and the others."""
-    if not literals:
-        return None, []
-    ranked = sorted({(0 if (lit.language or "en").lower().startswith("en") else 1, str(lit))
-                     for lit in literals if str(lit).strip()})
+    """The preferred literal of ``(rank, text)`` pairs (English or untagged first, then the
+    smallest) and the others."""
+    if len(literals) == 1:  # the common case, without the sort
+        text = literals[0][1].strip()
+        return (text, []) if text else (None, [])
+    ranked = sorted({(rank, text) for rank, text in literals if text.strip()})
     if not ranked:
         return None, []
     values = list(dict.fromkeys(text.strip() for _, text in ranked))
     return values[0], values[1:]
 
 
+_LABEL_SET, _NAME_SET, _DESCRIPTION_SET = frozenset(LABELS), frozenset(LABELS + ALT_LABELS), frozenset(DESCRIPTIONS)
+
+
 @dataclass
 class _Statements:
     """An RDF graph's triples sorted by what the mapping makes of them."""
 
-    labels: dict[str, dict[str, list]] = field(default_factory=dict)  # subject -> predicate -> literals
+    labels: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)  # subject -> (predicate, text, rank)
     types: dict[str, set[str]] = field(default_factory=dict)  # subject -> rdf:type objects
     relation_rows: list[tuple[str, str, str]] = field(default_factory=list)
     predicates: set[str] = field(default_factory=set)
@@ -245,9 +256,20 @@ class _Statements:
     ignored_literals: Counter = field(default_factory=Counter)
     blank: int = 0  # triples with a blank node
 
+    def _by_predicate(self, iri: str) -> dict[str, list[tuple[int, str]]]:
+        grouped: dict[str, list[tuple[int, str]]] = {}
+        for predicate, text, rank in self.labels.get(iri, ()):
+            grouped.setdefault(predicate, []).append((rank, text))
+        return grouped
+
     def name_of(self, iri: str) -> tuple[str, list[str], bool]:
         """(name, aliases, whether the name comes from a label) of ``iri``."""
-        annotations = self.labels.get(iri, {})
+        entries = self.labels.get(iri)
+        if entries:
+            names = [e for e in entries if e[0] in _NAME_SET]
+            if len(names) == 1 and names[0][0] in _LABEL_SET and names[0][1].strip():
+                return names[0][1].strip(), [], True  # one label, no other name: the common case
+        annotations = self._by_predicate(iri) if entries else {}
         values: list[str] = []
         has_label = False  # a label that is not blank
         for predicate in LABELS + ALT_LABELS:
@@ -260,7 +282,13 @@ class _Statements:
 
     def description_of(self, iri: str) -> str | None:
         """The preferred literal of the first description predicate ``iri`` has."""
-        annotations = self.labels.get(iri, {})
+        entries = self.labels.get(iri)
+        if not entries:
+            return None
+        described = [e for e in entries if e[0] in _DESCRIPTION_SET]
+        if len(described) <= 1:  # none, or one: no ranking to do
+            return described[0][1].strip() or None if described else None
+        annotations = self._by_predicate(iri)
         for predicate in DESCRIPTIONS:
             best, _ = _pick(annotations.get(predicate, []))
             if best is not None:
@@ -282,7 +310,7 @@ def _sort_statements(graph, rdflib) -> _Statements:
         found.predicates.add(p_iri)
         if isinstance(o, rdflib.Literal):
             if p_iri in _ANNOTATIONS:
-                found.labels.setdefault(s, {}).setdefault(p_iri, []).append(o)
+                found.labels.setdefault(s, []).append((p_iri, str(o), _rank(o.language)))
                 found.subjects.add(s)
             else:
                 found.ignored_literals[p_iri] += 1
@@ -311,14 +339,18 @@ def _entity_tables(found: _Statements, entity_ids: list[str], classes: set[str])
         if description is None:
             tally["entities_without_description"] += 1
             description = name
-        elif name.lower() not in description.lower():
-            description = f"{name}: {description}"
+        elif not description.lower().startswith(name.lower()):
+            description = f"{name}: {description}"  # its first tokens name it (docs/data.md)
         names.append(name)
         aliases.append(alias_list)
         descriptions.append(description)
-        entity_types = sorted(found.types.get(iri, ()))
-        tally["extra_types_ignored"] += max(0, len(entity_types) - 1)
-        categories.append(category_of_class[entity_types[0]] if entity_types else None)
+        entity_types = found.types.get(iri)
+        if entity_types:
+            tally["extra_types_ignored"] += len(entity_types) - 1
+            categories.append(category_of_class[min(entity_types) if len(entity_types) > 1
+                                                else next(iter(entity_types))])
+        else:
+            categories.append(None)
     return names, aliases, descriptions, categories, tally
 
 
@@ -335,11 +367,31 @@ def _relation_tables(found: _Statements, relation_ids: list[str]) -> tuple[list[
     return names, descriptions
 
 
+def assemble_kg(found: _Statements, entity_ids: list[str], classes: set[str], relation_ids: list[str],
+                triples: np.ndarray) -> tuple[KnowledgeGraph, dict]:
+    """The KG of the sorted statements (names, descriptions, categories, relation tables) and the
+    triples given as indices; the counts the report gives. Shared by the rdflib and streamed paths."""
+    names, aliases, descriptions, entity_categories, tally = _entity_tables(found, entity_ids, classes)
+    category_names = sorted({c for c in entity_categories if c is not None})
+    category_index = {c: k for k, c in enumerate(category_names)}
+    relation_names, relation_descriptions = _relation_tables(found, relation_ids)
+    kg = KnowledgeGraph(
+        entity_ids=entity_ids, entity_names=names, entity_descriptions=descriptions, entity_aliases=aliases,
+        entity_category=np.array([category_index[c] if c is not None else -1 for c in entity_categories],
+                                 dtype=np.int32),
+        category_names=category_names, relation_ids=relation_ids, relation_names=relation_names,
+        relation_descriptions=relation_descriptions, triples=triples)
+    return kg, tally
+
+
 def load_rdf(path, fmt: str | None = None) -> tuple[KnowledgeGraph, dict]:
     """``(KnowledgeGraph, report)`` for an RDF file (mapping in the module docstring)."""
     rdflib = require_package("rdflib", "rdf")
 
     path = Path(path)
+    refusal = wrong_command(path, "rdf") if fmt is None and path.is_file() else None
+    if refusal:
+        raise RDFImportError(refusal)
     graph = parse_rdf(path, fmt)
     found = _sort_statements(graph, rdflib)
     relation_rows = found.relation_rows
@@ -348,20 +400,11 @@ def load_rdf(path, fmt: str | None = None) -> tuple[KnowledgeGraph, dict]:
     entity_set = in_relations | {s for s in found.subjects if s not in found.predicates and s not in classes}
     entity_ids = sorted(entity_set)
     relation_ids = sorted({p for _, p, _ in relation_rows})
-    names, aliases, descriptions, entity_categories, tally = _entity_tables(found, entity_ids, classes)
-    category_names = sorted({c for c in entity_categories if c is not None})
-    category_index = {c: k for k, c in enumerate(category_names)}
-    relation_names, relation_descriptions = _relation_tables(found, relation_ids)
     e_index = {e: i for i, e in enumerate(entity_ids)}
     r_index = {r: i for i, r in enumerate(relation_ids)}
     triples = np.array(sorted((e_index[s], r_index[p], e_index[o]) for s, p, o in relation_rows),
                        dtype=np.int32).reshape(-1, 3)
-    kg = KnowledgeGraph(
-        entity_ids=entity_ids, entity_names=names, entity_descriptions=descriptions, entity_aliases=aliases,
-        entity_category=np.array([category_index[c] if c is not None else -1 for c in entity_categories],
-                                 dtype=np.int32),
-        category_names=category_names, relation_ids=relation_ids, relation_names=relation_names,
-        relation_descriptions=relation_descriptions, triples=triples)
+    kg, tally = assemble_kg(found, entity_ids, classes, relation_ids, triples)
     ignored_literals, blank = found.ignored_literals, found.blank
     report = {
         "source": "rdf",

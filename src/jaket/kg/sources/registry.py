@@ -37,9 +37,8 @@ from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import CORPUS, SPLIT_NAMES, load_corpus, load_kg
 from jaket.kg.readers import index_triples, read_split, read_triples
 from jaket.kg.sources.pykeen_datasets import load_pykeen_dataset, read_splits
-from jaket.kg.sources.obo import load_obo
-from jaket.kg.sources.owl import load_owl
-from jaket.kg.sources.rdf import load_rdf
+from jaket.kg.sources.ontologies import load_obo, load_owl
+from jaket.kg.sources.rdf_stream import import_rdf
 from jaket.kg.sources.synthetic import build_synthetic
 from jaket.kg.sources.wikidata5m import load_wikidata5m
 from jaket.kg.sources.wn18rr import load_wn18rr
@@ -147,25 +146,50 @@ def _wn18rr(folder: str | Path) -> SourceBundle:
     return SourceBundle(kg, None, _indexed_splits(kg, rows, report), report)
 
 
-@register_source("rdf", "an RDF file (N-Triples, Turtle, RDF/XML, ... via rdflib)")
-def _rdf(file: str | Path, format: str | None = None) -> SourceBundle:
-    kg, report = load_rdf(file, format)
+@register_source("rdf", "an RDF file (N-Triples, Turtle, RDF/XML, ...; N-Triples and Turtle streamed)")
+def _rdf(file: str | Path, format: str | None = None, reader: str = "auto") -> SourceBundle:
+    kg, report = import_rdf(file, format, reader)
     return SourceBundle(kg, None, {}, report)
 
 
-@register_source("owl", "an OWL ontology: class restrictions as edges, categories from the class hierarchy")
+@register_source("owl", "an OWL ontology (RDF/XML, Turtle, functional syntax, OWL/XML): class restrictions as "
+                        "edges, categories from the class hierarchy")
 def _owl(file: str | Path, format: str | None = None, lang: str = "en", category_depth: int | None = None,
          category_root: str | None = None, keep_axioms: bool = False,
-         definitions: tuple[str, ...] | None = None) -> SourceBundle:
+         definitions: tuple[str, ...] | None = None, imports: str | Path | None = None) -> SourceBundle:
     kg, report = load_owl(file, format, lang=lang, category_depth=category_depth, category_root=category_root,
-                          keep_axioms=keep_axioms, definitions=definitions)
+                          keep_axioms=keep_axioms, definitions=definitions, imports=imports)
     return SourceBundle(kg, None, {}, report)
 
 
-@register_source("obo", "an OBO ontology (.obo, through pronto): is_a and relationship edges, definitions")
-def _obo(file: str | Path, category_depth: int | None = None, category_root: str | None = None) -> SourceBundle:
-    kg, report = load_obo(file, category_depth=category_depth, category_root=category_root)
+@register_source("obo", "an OBO ontology (.obo, OBO 1.2/1.4, or OBO Graphs JSON): is_a, relationship and "
+                        "logical-definition edges, definitions, synonyms")
+def _obo(file: str | Path, category_depth: int | None = None, category_root: str | None = None,
+         imports: str | Path | None = None) -> SourceBundle:
+    kg, report = load_obo(file, category_depth=category_depth, category_root=category_root, imports=imports)
     return SourceBundle(kg, None, {}, report)
+
+
+@register_source("triples", "a file of head, relation, tail lines whose ids are names (a KG without text)")
+def _triples(file: str | Path, separator: str = "\t") -> SourceBundle:
+    """Entities and relations named by their ids (``Kismet``, ``directed_by``), no description but
+    the name (``jaket kg describe`` makes them from the triples), no category; a triple given twice
+    is one triple."""
+    rows = read_triples(file, separator=separator)
+    entity_ids = sorted({x for _, h, _, t in rows for x in (h, t)})
+    relation_ids = sorted({r for _, _, r, _ in rows})
+    e_index = {e: i for i, e in enumerate(entity_ids)}
+    r_index = {r: i for i, r in enumerate(relation_ids)}
+    triples = np.array(sorted({(e_index[h], r_index[r], e_index[t]) for _, h, r, t in rows}),
+                       dtype=np.int32).reshape(-1, 3)
+    kg = KnowledgeGraph(entity_ids=entity_ids, entity_names=list(entity_ids), entity_descriptions=list(entity_ids),
+                        entity_aliases=[[] for _ in entity_ids],
+                        entity_category=np.full(len(entity_ids), -1, dtype=np.int32), category_names=[],
+                        relation_ids=relation_ids, relation_names=[r.replace("_", " ") for r in relation_ids],
+                        relation_descriptions=[r.replace("_", " ") for r in relation_ids], triples=triples)
+    return SourceBundle(kg, None, {}, {"source": "triples", "file": str(file), "lines": len(rows),
+                                       "triples_given_twice": len(rows) - len(triples),
+                                       "entities_without_description": len(entity_ids)})
 
 
 @register_source("pykeen", "UMLS, Nations or Kinships as bundled with PyKEEN (no download); valid/test as splits")

@@ -15,7 +15,7 @@ Mapping (``setting``): the KG holds every entity and relation of the two name fi
 (``all``); the valid and test triples are evaluation splits, checked against the KG and written
 beside it as ``valid.txt`` / ``test.txt`` (the WN18RR format that ``jaket finetune
 link-prediction --eval`` reads). An entity without a description gets its name as description;
-a description that does not contain the name is prefixed with ``"name: "`` (so the paper's
+a description that does not start with the name is prefixed with ``"name: "`` (so the paper's
 description mention, Eq. 7, is found); descriptions longer than ``max_description_chars`` are cut
 there (the model reads 64 tokens of each). A relation's description is its name and aliases.
 **Category** (the paper: "we use the *instance of* relation to find the category of each
@@ -235,7 +235,7 @@ def _read_descriptions(path: Path, index: dict[str, int], names: StringTable, ma
             ordered.append(name)
             continue
         text = found[int(position[entity])]
-        if name.lower() not in text.lower():
+        if not text.lower().startswith(name.lower()):
             text = f"{name}: {text}"
             prefixed += 1
         ordered.append(text)
