@@ -139,3 +139,21 @@ def test_render_only_rewrites_both_documents_from_the_json(tmp_path):
     assert "Suite wall time: 25.0 min" in (out / "performance.md").read_text()
     scaling = (out / "scaling.md").read_text()
     assert "3,657,658" in scaling and "## Recommendations" in scaling
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["bench", "link", "--threads", "-2"], "argument --threads: must be a positive integer, got -2"),
+    (["bench", "sampler", "--seeds", "0"], "argument --seeds: must be a positive integer, got 0"),
+    (["bench", "link", "--limit", "0"], "argument --limit: must be a positive integer, got 0"),
+    (["bench", "link", "--limit", "-1"], "argument --limit: must be a positive integer, got -1"),
+])
+def test_bench_flags_are_validated_like_the_rest_of_the_tree(argv, said, capsys):
+    """Issue 69, item 6: these were a RuntimeError traceback, a ZeroDivisionError, a silent 2,000 and
+    a message naming the benchmark's temporary file."""
+    from jaket.cli import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err

@@ -272,3 +272,17 @@ def test_a_file_given_to_the_wrong_command_says_what_it_is(tmp_path, capsys, fix
     assert main(["kg", "import", command, str(path), "--out", str(tmp_path / "kg")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {path}: {said} {path} --out DIR"]
+
+
+def test_an_ontology_file_given_as_a_kg_folder_names_the_import_command(capsys):
+    """Issue 69, item 2: a KG path that is a file says what the file looks like and which import
+    command makes a KG folder of it (from `kg validate`, and from load_kg for every other command)."""
+    from jaket.kg.errors import KGFormatError
+    from jaket.kg.io import load_kg
+
+    path = FIXTURES / "upper.owl"
+    assert main(["kg", "validate", str(path)]) == 1
+    said = f"{path}: a file (RDF/XML), not a KG directory: `jaket kg import owl {path} --out DIR` makes a KG folder of it"
+    assert said in capsys.readouterr().out
+    with pytest.raises(KGFormatError, match="jaket kg import obo"):
+        load_kg(FIXTURES / "mini.obo")

@@ -211,3 +211,30 @@ def test_the_shipped_config_lists_every_key_with_its_default():
     assert load_task_config(KGQAJob, path) == KGQAJob()
     assert set(read_yaml_mapping(path)) == {f.name for f in dc.fields(KGQAJob)}
     assert set(read_yaml_mapping(path)["data"]) == {f.name for f in dc.fields(KGQAJob().data)}
+
+
+def test_kg_made_descriptions_come_from_the_settings_own_kg(metaqa_splits_dir, tiny_bert_dir, tmp_path):
+    """Issue 66: with descriptions made from the KG, KG-50%'s memory reads descriptions made from the
+    50% KG (never a fact of a dropped triple), KG-Full's from the whole KB; and the runs go through."""
+    from jaket.tasks.kgqa.data import load_data
+    from jaket.tasks.kgqa.job import KGQAData
+
+    kg, questions, splits, info = load_data(KGQAData(metaqa=metaqa_splits_dir))
+    config = kgqa.KGQAConfig(variants=("lm+g+m",), seeds=(0,), steps=2, batch_size=4, encoder=tiny_bert_dir,
+                             km_heads=4, descriptions="kg", select_every=0)
+    task = kgqa.QuestionAnsweringRuns(kg, questions, config, splits=splits)
+    full, half = task.described("full", 0), task.described("50%", 0)
+    keep = task.graph("50%", 0).keep
+    assert 0 < keep.sum() < kg.num_triples
+    names = list(kg.entity_names)
+    for (h, r, t), kept in zip(kg.triples.tolist(), keep):
+        fact = f"{names[t]}"
+        assert fact in full.entity_descriptions[h] or len(full.entity_descriptions[h].split()) >= 60
+        if not kept:  # a dropped triple: its tail is said in the head's 50% description only if another kept
+            others = {names[t2] for h2, _, t2 in kg.triples[keep].tolist() if h2 == h} | \
+                {names[h2] for h2, _, t2 in kg.triples[keep].tolist() if t2 == h}
+            if names[t] not in others:
+                assert names[t] not in half.entity_descriptions[h].split(": ", 1)[-1]
+    assert all(d.startswith(n + ":") or d == n for n, d in zip(names, half.entity_descriptions))
+    results = kgqa.run_kgqa(kg, questions, config, tmp_path, splits=splits, data_info=info)
+    assert set(results["runs"]["lm+g+m"]) == {"full", "50%"}

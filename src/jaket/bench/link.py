@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from jaket.bench.common import apply_threads_and_seed, jaket_cache
+from jaket.flags import positive_int
 from jaket.kg.io import load_corpus, load_kg, save_kg
 from jaket.kg.text_input import read_texts
 from jaket.paths import default_model_path
@@ -48,13 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run (50 texts)")
     parser.add_argument("--texts", default=None, metavar="FILE",
                         help="texts to link, one a line or JSONL (default: a sample of the KG's corpus texts)")
-    parser.add_argument("--limit", type=int, default=None, help="texts linked (default 2,000; quick: 50)")
+    parser.add_argument("--limit", type=positive_int, default=None, help="texts linked (default 2,000; quick: 50)")
     parser.add_argument("--kg", default=None, metavar="DIR", help="a KG folder (default: the built-in WordNet 3.0)")
     parser.add_argument("--model", default=None, metavar="DIR",
                         help="a pre-trained jaket folder (default: the bundled MiniLM as a jaket folder)")
     parser.add_argument("--precision", choices=["fp32", "bf16", "auto"], default="fp32")
     parser.add_argument("--batch-size", type=int, default=None, help="jaket link's --batch-size (default its own)")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--threads", type=positive_int, default=None, help="torch intra-op threads")
     parser.add_argument("--random-seed", type=int, default=0)
 
 

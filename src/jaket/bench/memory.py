@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from jaket.bench.common import apply_threads_and_seed
+from jaket.flags import positive_int
 from jaket.kg.sources.wordnet import build_wordnet
 from jaket.kg.toy import synthetic_kg
 from jaket.model.language import SplitLanguageModel
@@ -47,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-length", type=int, default=64, help="description tokens (paper: 64)")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats (default 3)")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--threads", type=positive_int, default=None, help="torch intra-op threads")
     parser.add_argument("--encoder", default=None, help="model directory (default: bundled MiniLM)")
     parser.add_argument("--random-seed", type=int, default=0)
 

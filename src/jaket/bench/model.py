@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from jaket.bench.common import apply_threads_and_seed
+from jaket.flags import positive_int
 from jaket.kg.corpus import TextBatch
 from jaket.kg.sampling import Subgraph, sample_neighbors
 from jaket.kg.toy import synthetic_kg
@@ -48,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="entities of the synthetic KG the mentions point into")
     parser.add_argument("--triples-per-entity", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats (default 7)")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--threads", type=positive_int, default=None, help="torch intra-op threads")
     parser.add_argument("--shape", choices=["minilm", "paper"], default="minilm",
                         help="minilm: the bundled MiniLM; paper: random RoBERTa-base-shaped encoder")
     parser.add_argument("--encoder", default=None, help="model directory (default: bundled MiniLM)")

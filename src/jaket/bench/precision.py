@@ -29,7 +29,7 @@ import time
 import torch
 from torch import nn
 
-from jaket.flags import add_device_argument
+from jaket.flags import add_device_argument, positive_int
 from jaket.model.device import (BF16_SLOWDOWN_LIMIT, autocast, bf16_slowdown, choose_precision, native_bf16,
                                 resolve_device)
 from jaket.model.language import SplitLanguageModel
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="timed repeats of each side, after one warm-up (default 7)")
     parser.add_argument("--matmul-repeats", type=int, default=None,
                         help="timed matrix products per side (default 5 x --repeats)")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--threads", type=positive_int, default=None, help="torch intra-op threads (default: torch's)")
     add_device_argument(parser)
 
 

@@ -29,6 +29,7 @@ import time
 import torch
 
 from jaket.bench.model import encoder_flops_per_sequence
+from jaket.flags import positive_int
 from jaket.model.language import SplitLanguageModel
 from jaket.model.memory import refresh_steps
 from jaket.train.batching import batch_loader
@@ -54,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--description-length", type=int, default=64,
                         help="description tokens of the memory and the on-the-fly mode (paper: 64)")
     parser.add_argument("--encoder", default=None, help="model directory (default: bundled MiniLM)")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--threads", type=positive_int, default=None, help="torch intra-op threads")
     parser.add_argument("--workers", default="0,2",
                         help="data.workers settings of the data-pipeline figures (default 0,2)")
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.flags import positive_int
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import CACHE_DIR, load_kg, save_kg
 from jaket.kg.sampling import sample_neighbors
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="triples per entity of the synthetic KG")
     parser.add_argument("--triples", type=int, default=None, metavar="T",
                         help="triples of the synthetic KG (overrides --triples-per-entity)")
-    parser.add_argument("--seeds", type=int, default=1024, help="seed entities per sample")
+    parser.add_argument("--seeds", type=positive_int, default=1024, help="seed entities per sample")
     parser.add_argument("--fanouts", default="10,10", help="fan-out per hop, comma-separated")
     parser.add_argument("--repeats", type=int, default=9, help="timed repeats (median reported)")
     parser.add_argument("--loop-repeats", type=int, default=3, help="timed repeats of the Python loop")

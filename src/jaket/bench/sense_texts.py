@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from jaket.bench.common import apply_threads_and_seed, jaket_cache
+from jaket.flags import positive_int
 from jaket.model.language import SplitLanguageModel
 from jaket.model.memory import length_sorted_batches
 from jaket.model.memory_cache import TextVectorCache
@@ -53,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-length", type=int, default=128, help="tokens read of a text (WSD: 128)")
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats (default 3; quick: 1)")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--threads", type=positive_int, default=None, help="torch intra-op threads")
     parser.add_argument("--encoder", default=None, help="model directory (default: bundled MiniLM)")
     parser.add_argument("--wsd", default=None, metavar="DATA",
                         help="also time WSD end to end on this *.data.xml (its gold key beside it)")

@@ -19,6 +19,7 @@ from jaket.kg.errors import Problem, not_a_file
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.readers import (index_triples, json_object, read_field_lines, read_lines, read_triples,
                               wide_encoding_problem)
+from jaket.kg.sources.formats import KINDS, sniff
 
 ENTITIES = "entities.jsonl"
 RELATIONS = "relations.jsonl"
@@ -292,12 +293,24 @@ def parse_corpus(path: Path, entity_index, known_entities: dict[str, int] | None
 
 
 # the whole directory --------------------------------------------------------------------------
+def file_not_a_kg_folder(path: Path) -> str:
+    """Why a file given where a KG folder is expected is not one: what the file looks like (OWL, RDF,
+    OBO, JSON, a KG file) and the command that makes a KG folder of it (issue 69, item 2)."""
+    kind = sniff(path)
+    if kind is None:
+        return "a file, not a KG directory (entities.jsonl, relations.jsonl, triples.tsv)"
+    what, reader = KINDS[kind]
+    if reader is not None:
+        return (f"a file ({what}), not a KG directory: `jaket kg import {reader} {path} --out DIR` makes a KG "
+                "folder of it")
+    return f"a file ({what}), not a KG directory: give the folder that holds it"
 def missing_files(directory: Path) -> list[Problem]:
     """A problem for a directory that is not one, or for each of :data:`SOURCES` it lacks, has as a
     folder or holds in UTF-16 / UTF-32 (then named once, not as every line that cannot be read)."""
     problems = []
     if not directory.is_dir():
-        return [Problem(str(directory), None, "not a directory")]
+        return [Problem(str(directory), None, file_not_a_kg_folder(directory) if directory.is_file()
+                        else "not a directory")]
     for name in SOURCES:
         problem = not_a_file(directory / name) or wide_encoding_problem(directory / name)
         if problem is not None:

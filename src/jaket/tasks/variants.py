@@ -226,11 +226,12 @@ class SettingCache:
             self._backbone_key = (variant, seed)
         return self._backbone
 
-    def memory(self, variant: str, seed: int) -> FrozenMemory:
-        """The memory of ``variant`` (computed by :meth:`backbone`'s current backbone when new)."""
-        key = (variant, seed if variant_spec(variant).random_memory else None)
+    def memory(self, variant: str, seed: int, *, kg: KnowledgeGraph | None = None, tag=None) -> FrozenMemory:
+        """The memory of ``variant`` (computed by :meth:`backbone`'s current backbone when new);
+        ``kg``: the same entities with other descriptions (a KGQA setting's own, ``tag`` naming it)."""
+        key = (variant, seed if variant_spec(variant).random_memory else None, tag)
         if self._memory_key != key:
-            self._memory = kg_memory(self.backbone(variant, seed), self.kg, seed, max_length=self.max_length,
-                                     relation_memory=self.relation_memory)
+            self._memory = kg_memory(self.backbone(variant, seed), kg if kg is not None else self.kg, seed,
+                                     max_length=self.max_length, relation_memory=self.relation_memory)
             self._memory_key = key
         return self._memory

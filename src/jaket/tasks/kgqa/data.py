@@ -47,6 +47,20 @@ from jaket.tasks.kgqa.job import KGQAData
 from jaket.tasks.settings import builtin_wordnet_notice
 from jaket.tasks.kgqa.job import TASK
 
+#: how each MetaQA relation is said when entity descriptions are made from the KG (``descriptions="kg"``;
+#: :mod:`jaket.kg.verbalize`): (sentence template, inverse template), written by hand as the relation
+#: descriptions below; they hold no answer, only the relation's wording
+RELATION_TEMPLATES = {
+    "directed_by": ("{head} was directed by {tail}", "{tail} directed {head}"),
+    "written_by": ("{head} was written by {tail}", "{tail} wrote {head}"),
+    "starred_actors": ("{head} starred {tail}", "{tail} acted in {head}"),
+    "release_year": ("{head} was released in {tail}", "{tail} saw the release of {head}"),
+    "in_language": ("{head} is in {tail}", "{tail} is the language of {head}"),
+    "has_tags": ("{head} is tagged {tail}", "{tail} is a tag of {head}"),
+    "has_genre": ("{head} is a {tail} film", "{tail} is the genre of {head}"),
+    "has_imdb_votes": ("{head} has {tail} IMDb votes", "{tail} is the IMDb vote count of {head}"),
+    "has_imdb_rating": ("{head} is rated {tail} on IMDb", "{tail} is the IMDb rating of {head}"),
+}
 #: hand-written relation descriptions for the nine MetaQA relations (the paper writes its own)
 RELATION_DESCRIPTIONS = {
     "directed_by": "the film was directed by this person",
@@ -117,7 +131,8 @@ def kb_to_kg(kb: MetaQAKB, descriptions: Sequence[str] | None = None) -> Knowled
         triples=kb.triples)
 
 
-__all__ = ["MetaQAFormatError", "MetaQAKB", "read_kb", "kb_to_kg", "QAExample", "MetaQAData", "read_questions", "load_metaqa",
+__all__ = ["RELATION_TEMPLATES", "MetaQAFormatError", "MetaQAKB", "read_kb", "kb_to_kg", "QAExample", "MetaQAData",
+           "read_questions", "load_metaqa",
            "load_metaqa_task", "entity_descriptions_from_questions", "entity_lookup", "missing_answer_report",
            "load_data", "read_inputs"]
 

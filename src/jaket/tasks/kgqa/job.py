@@ -29,6 +29,11 @@ class KGQAConfig(BackboneSettings):
     #: full (every triple) and/or 50% (each triple dropped with p = 0.5, seeded)
     kg_settings: tuple[str, ...] = KG_SETTINGS
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    #: entity descriptions: "questions" (the paper's: one sampled training question naming the entity) or
+    #: "kg" (made from the triples of the KG each setting gives, jaket.kg.verbalize: the 50% KG for KG-50%)
+    descriptions: str = field(default="questions", metadata=flag(
+        metavar="FROM", help="entity descriptions: questions (the paper's: a sampled training question naming "
+                             "the entity) or kg (made from the triples of the setting's KG, the 50%% KG for KG-50%%)"))
     #: training steps
     steps: int = 300
     #: questions per step
@@ -70,6 +75,8 @@ class KGQAConfig(BackboneSettings):
                      for s in self.kg_settings if s not in KG_SETTINGS]
         if not self.kg_settings:
             problems.append(("kg_settings", f"give at least one of {', '.join(KG_SETTINGS)}"))
+        if self.descriptions not in ("questions", "kg"):
+            problems.append(("descriptions", f"{self.descriptions!r}: choose questions or kg"))
         for key in ("steps", "batch_size", "max_length", "max_candidates", "description_max_length"):
             if getattr(self, key) < 1:
                 problems.append((key, f"must be at least 1, got {getattr(self, key)}"))

@@ -30,19 +30,20 @@ from __future__ import annotations
 
 import copy
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.verbalize import Phrasing, default_phrasing, describe_entities
 from jaket.model.device import autocast
 from jaket.tasks.kgqa.model import QAGraph, drop_triples_mask
 from jaket.tasks.kgqa.model import (SUPPORTED_VARIANTS, QuestionAnswerer, batch_logits,  # noqa: F401 (re-exported)
                                    encode_questions, rank_candidates)
 from jaket.tasks.kgqa.finetuned import FinetunedQuestionAnswerer
-from jaket.tasks.kgqa.data import QAExample, load_data, wordnet_questions  # noqa: F401 (re-exported)
+from jaket.tasks.kgqa.data import RELATION_TEMPLATES, QAExample, load_data, wordnet_questions  # noqa: F401
 from jaket.tasks.grid import Cell, Grid, GridTask, RunOutcome, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import fine_tuning_step
@@ -171,12 +172,29 @@ class QuestionAnsweringRuns(GridTask):
             self.graphs[key] = QAGraph(self.kg, mask)
         return self.graphs[key]
 
+    def described(self, setting: str, seed: int) -> KnowledgeGraph:
+        """The KG with every entity described from the triples this setting keeps (``descriptions="kg"``):
+        the 50% KG's own for KG-50%, never the whole KB's (:mod:`jaket.kg.verbalize`)."""
+        graph = self.graph(setting, seed)
+        kept = self.kg.triples[graph.keep]
+        bare = replace(self.kg, entity_descriptions=list(self.kg.entity_names), triples=kept)
+        phrasings = [Phrasing(*_phrasing(str(r), str(n))) for r, n in zip(self.kg.relation_ids, self.kg.relation_names)]
+        made, _ = describe_entities(bare, phrasings, max_words=self.config.description_max_length)
+        return replace(self.kg, entity_descriptions=list(made.entity_descriptions))
+
+    def memory(self, variant: str, setting: str, seed: int):
+        """The run's memory: the task's descriptions, or the setting's own KG-made ones (cached per KG)."""
+        if self.config.descriptions != "kg":
+            return self.cache.memory(variant, seed)
+        key = (setting, 0 if setting == "full" else seed)
+        return self.cache.memory(variant, seed, kg=self.described(setting, seed), tag=key)
+
     def describe(self, cell: Cell) -> str:
         return f"{cell.variant} KG-{cell.budget} seed {cell.seed}"
 
     def run(self, cell: Cell, progress, keep: bool) -> RunOutcome:
         backbone = self.cache.backbone(cell.variant, cell.seed)
-        memory = self.cache.memory(cell.variant, cell.seed)
+        memory = self.memory(cell.variant, cell.budget, cell.seed)
         train_idx, sel_idx, test_idx = self.splits if self.splits is not None else split_indices(
             len(self.questions), self.config.split, cell.seed)
         run, model = train_qa(backbone, memory, self.graph(cell.budget, cell.seed), self.questions, train_idx,
@@ -221,6 +239,17 @@ class QuestionAnsweringRuns(GridTask):
                       f"test ({source}; {split['test 1-hop']} 1-hop, {split['test 2-hop']} 2-hop); split seed "
                       f"{d.get('split_seed', 0)}, the same for every training seed.", ""]
         return lines
+
+
+def _phrasing(relation: str, name: str) -> tuple[str, str, str]:
+    """``(template, forward phrase, inverse phrase)`` of a relation: MetaQA's hand-written templates
+    (:data:`RELATION_TEMPLATES`), else its name in words."""
+    if relation not in RELATION_TEMPLATES:
+        default = default_phrasing(name)
+        return default.template, default.forward, default.inverse
+    forward, inverse = RELATION_TEMPLATES[relation]
+    return forward, forward[len("{head}"):].strip().replace("{tail}", "{}"), inverse[len("{tail}"):].strip().replace(
+        "{head}", "{}")
 
 
 def run_kgqa(kg: KnowledgeGraph, questions: list[QAExample], config: KGQAConfig, out_dir: Path | None = None, *,
