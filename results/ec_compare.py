@@ -38,7 +38,9 @@ def load_runs(specs: list[str]) -> tuple[dict, dict, dict]:
     for spec in specs:
         label, _, path = spec.rpartition("=")
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        signature = {"kg": data["kg"], **{k: data["config"][k] for k in _PAIRING_KEYS}}
+        # the KG' itself (whether a model was pre-trained on it is the model's fact, not the KG's)
+        kg = {k: v for k, v in data["kg"].items() if k != "in_pretraining"}
+        signature = {"kg": kg, **{k: data["config"][k] for k in _PAIRING_KEYS}}
         if first is None:
             first = signature
         elif signature != first:
