@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 from pathlib import Path
 
 from jaket.errors import UsageError
 from jaket.flags import add_device_argument, add_precision_argument, deprecated_alias
+from jaket.kg.parsing import file_not_a_kg_folder
 from jaket.model.device import choose_precision, resolve_device
 from jaket.output import print_json
 from jaket.overrides import add_config_flags
@@ -45,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="continue pre-training from a jaket model folder (its encoder, KM, fusion "
                              "and heads; heads that do not fit the KG start fresh): init")
     deprecated_alias(parser, "--model", "--encoder")  # --model is a jaket folder elsewhere (docs/cli.md)
-    parser.add_argument("--out", type=Path, default=Path("runs/pretrain"), help="output directory")
+    parser.add_argument("--out", type=Path, default=Path("runs/pretrain"), metavar="DIR",
+                        help="output directory: the model goes to DIR/model (default: runs/pretrain)")
     parser.add_argument("--steps", type=int, metavar="N", help="optimizer steps: shortcut for --set steps=N")
     parser.add_argument("--seed", type=int, metavar="N", help="the run's seed: shortcut for --set seed=N")
     add_precision_argument(parser, default_help="the config's mixed_precision")
@@ -118,6 +121,8 @@ def _run(args: argparse.Namespace) -> int:
         if path is not None and not (path.is_dir() if kind == "directory" else path.is_file()):
             remedy = f" (a mention corpus: `jaket link --kg DIR --texts FILE --out {path}`)" \
                 if flag == "--corpus" else ""
+            if flag == "--kg" and path.is_file():  # an ontology or a KG file where its folder is expected
+                raise UsageError(f"--kg {path}: {file_not_a_kg_folder(path)}")
             raise UsageError(f"{flag} {path}: no such {kind}{remedy}")
     if args.resume and args.overwrite:
         raise UsageError("--resume and --overwrite contradict each other: continue the run or "
@@ -128,4 +133,6 @@ def _run(args: argparse.Namespace) -> int:
                        overwrite=args.overwrite, device=device)
     if int(os.environ.get("RANK", "0")) == 0:
         print_json(summary)
+        print(f"pre-trained model: {args.out / 'model'}  (jaket finetune TASK --model {args.out / 'model'})",
+              file=sys.stderr)
     return 0

@@ -63,17 +63,29 @@ def _strip(value: str) -> str:
     return text
 
 
-def _unescape(text: str) -> str:
-    out, escaped = [], False
+def _pieces(text: str, split: bool) -> list[str]:
+    """``text`` with its escapes undone (``\\n`` a line break, ``\\:`` a colon), cut at unescaped
+    white space when ``split``."""
+    pieces, current, escaped = [], [], False
     for char in text:
         if escaped:
-            out.append(_UNESCAPE.get(char, char))
+            current.append(_UNESCAPE.get(char, char))
             escaped = False
         elif char == "\\":
             escaped = True
+        elif split and char.isspace():
+            if current:
+                pieces.append("".join(current))
+                current = []
         else:
-            out.append(char)
-    return "".join(out)
+            current.append(char)
+    if current or not split:
+        pieces.append("".join(current))
+    return pieces
+
+
+def _unescape(text: str) -> str:
+    return _pieces(text, split=False)[0]
 
 
 def _quoted(value: str) -> tuple[str, str]:
@@ -93,21 +105,7 @@ def _quoted(value: str) -> tuple[str, str]:
 
 def _tokens(value: str, count: int) -> list[str]:
     """The first ``count`` identifiers of ``value`` (escapes undone); ClauseError when fewer."""
-    tokens, current, escaped = [], [], False
-    for char in value:
-        if escaped:
-            current.append(_UNESCAPE.get(char, char))
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char.isspace():
-            if current:
-                tokens.append("".join(current))
-                current = []
-        else:
-            current.append(char)
-    if current:
-        tokens.append("".join(current))
+    tokens = _pieces(value, split=True)
     if len(tokens) < count:
         raise ClauseError(f"{count} identifier{'s' if count > 1 else ''} expected, found {len(tokens)}")
     if any(ord(char) < 32 or char == "\x7f" for token in tokens[:count] for char in token):
