@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         optimizer.step()
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         if (step + 1) % 100 == 0:
             print(f"step {step + 1}: mlm loss {sum(losses[-100:]) / 100:.3f}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,10 @@ setting against one reference setting (same seed), with its 95% Student-t interv
 
     python -m results.seed_tables runs/metaqa/*/metrics.json --against lm+g+m --out runs/metaqa/table
 
+A ``LABEL=PATH`` argument names that file's setting ``LABEL`` (a row of the same variant on another
+encoder, e.g. ``"LM+G+M, MLM-only encoder=runs/metaqa-kg/mlm-only-seed0/metrics.json"``; give
+``--ignore encoder`` then).
+
 Columns are the leaves of each file's ``summary`` (e.g. ``full 1-hop``, ``50% 2-hop`` for KGQA,
 ``5-1`` for relation classification). Writes ``table.md`` and ``table.json``.
 """
@@ -44,7 +48,10 @@ def load(paths: list[Path], ignore: tuple[str, ...] = ()) -> tuple[dict, dict]:
     values: dict = {}
     first: dict | None = None
     for path in paths:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        text = str(path)  # LABEL=PATH: the file's setting is that row
+        rename, written = text.split("=", 1) if "=" in text and not Path(text).exists() else ("", text)
+        path = Path(written)
+        data = json.loads(path.read_text(encoding="utf-8"))
         config = {k: v for k, v in data["config"].items() if k not in _PER_RUN_KEYS and k not in ignore}
         info = data.get("data")
         if isinstance(info, dict):  # facts of one setting's run (e.g. word-in-context's candidates)
@@ -59,6 +66,7 @@ def load(paths: list[Path], ignore: tuple[str, ...] = ()) -> tuple[dict, dict]:
                              f"{': ' + ', '.join(changed) if changed else ''})")
         seeds = data["config"]["seeds"]
         for setting, summary in data["summary"].items():
+            setting = rename or setting
             if "/" in setting:  # link prediction before 2026-11-26: "lm+g+m/rotate" keys, now [setting][scorer]
                 setting, scorer = setting.split("/", 1)
                 summary = {scorer: summary}
@@ -73,7 +81,7 @@ def load(paths: list[Path], ignore: tuple[str, ...] = ()) -> tuple[dict, dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("metrics", nargs="+", type=Path, help="metrics.json files of one task")
+    parser.add_argument("metrics", nargs="+", help="metrics.json files of one task (LABEL=PATH renames the setting)")
     parser.add_argument("--against", required=True, help="setting the paired differences are taken against")
     parser.add_argument("--out", type=Path, help="folder for table.md and table.json")
     parser.add_argument("--scale", type=float, default=100.0, help="figures are multiplied by this (default %%)")

@@ -76,3 +76,15 @@ def test_link_prediction_files_of_both_layouts_join_into_one_table(tmp_path):
         assert seed_tables.main(files + ["--against", against, "--out", str(tmp_path / against.replace("/", "_"))]) == 0
         table = json.loads((tmp_path / against.replace("/", "_") / "table.json").read_text())
         assert table["paired"]["jaket"]["rotate valid mrr"]["values"] == pytest.approx([2.0, 3.0])
+
+
+def test_a_label_names_a_row_of_the_same_variant_on_another_encoder(tmp_path, capsys):
+    """Issue 66's text-only control is LM+G+M on an MLM-trained encoder: LABEL=PATH keeps it a row of
+    its own, paired with LM+G+M by seed."""
+    base = [_metrics(tmp_path / f"lmgm-{s}" / "metrics.json", "lm+g+m", s, 0.88 + s / 100, 0.6) for s in (0, 1)]
+    other = [_metrics(tmp_path / f"mlm-{s}" / "metrics.json", "lm+g+m", s, 0.90 + s / 100, 0.6) for s in (0, 1)]
+    argv = [str(f) for f in base] + [f"LM+G+M, MLM-only encoder={f}" for f in other]
+    assert seed_tables.main(argv + ["--against", "lm+g+m", "--out", str(tmp_path / "t")]) == 0
+    table = json.loads((tmp_path / "t" / "table.json").read_text())
+    assert table["paired"]["LM+G+M, MLM-only encoder"]["full 1-hop"]["values"] == pytest.approx([2.0, 2.0])
+    assert "| LM+G+M, MLM-only encoder (2 seeds) |" in capsys.readouterr().out
