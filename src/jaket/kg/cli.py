@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from jaket.atomic import atomic_directory, json_text, write_text
+from jaket.flags import positive_int
 from jaket.kg.io import CORPUS, load_corpus, load_kg, save_corpus, save_kg, validate_kg_dir
 from jaket.kg.verbalize import corpus_from_kg, describe_entities, read_phrasings
 from jaket.kg.windows import check_windows
@@ -145,13 +146,6 @@ def _corpus(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def _templates_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--templates", type=Path, default=None, metavar="FILE",
                         help="JSONL of {\"id\", \"template\": \"{head} was directed by {tail}\", \"inverse_template\": "
@@ -165,7 +159,7 @@ def _register_text_from_kg(commands) -> None:
                                                     "get one made from their triples")
     describe.add_argument("directory", metavar="DIR", help="a KG directory")
     describe.add_argument("--out", type=Path, required=True, metavar="DIR", help="the KG folder to write")
-    describe.add_argument("--max-words", type=_positive, default=40, metavar="N",
+    describe.add_argument("--max-words", type=positive_int, default=40, metavar="N",
                           help="words of a made description, name included (default 40)")
     describe.add_argument("--min-words", type=int, default=0, metavar="N",
                           help="also complete descriptions shorter than N words (default 0: only missing ones)")
@@ -177,9 +171,9 @@ def _register_text_from_kg(commands) -> None:
     corpus.add_argument("directory", metavar="DIR", help="a KG directory")
     corpus.add_argument("--out", type=Path, required=True, metavar="FILE",
                         help="the corpus file to write (DIR/corpus.jsonl: pre-training reads it)")
-    corpus.add_argument("--facts-per-text", type=_positive, default=3, metavar="K",
+    corpus.add_argument("--facts-per-text", type=positive_int, default=3, metavar="K",
                         help="facts of one entity said in one text (default 3)")
-    corpus.add_argument("--max-texts", type=_positive, default=None, metavar="N",
+    corpus.add_argument("--max-texts", type=positive_int, default=None, metavar="N",
                         help="keep N texts of the shuffled whole (default: every triple said once)")
     corpus.add_argument("--seed", type=int, default=0, metavar="N", help="the order of texts and facts (default 0)")
     corpus.add_argument("--overwrite", action="store_true", help="replace an existing --out")
