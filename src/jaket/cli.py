@@ -208,10 +208,57 @@ def exit_status(error: BaseException) -> int | None:
     return None
 
 
+def _subcommand_parser(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[argparse.ArgumentParser, int]:
+    """The deepest subcommand's parser that ``argv`` names (``jaket kg import rdf ...`` -> rdf's) and
+    where its own arguments begin in ``argv``."""
+    begins = 0
+    for k, token in enumerate(argv):
+        if token == "--":
+            break
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not actions:
+            break
+        if token in actions[0].choices:
+            parser, begins = actions[0].choices[token], k + 1
+        elif not token.startswith("-"):
+            break
+    return parser, begins
+
+
+def unknown_flags(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """The error for flags the named subcommand does not have, each with the closest flag it has
+    (``--setps (did you mean --steps?)``), or ``None``. Checked before parsing, so that a typo is
+    named even where argparse would first complain of a required flag the typo was meant to be."""
+    import difflib
+
+    leaf, begins = _subcommand_parser(parser, argv)
+    known = {option for action in leaf._actions for option in action.option_strings}
+    if any(isinstance(a, argparse._SubParsersAction) for a in leaf._actions):
+        return None  # a command group: argparse names the missing subcommand
+    visible = sorted(o for a in leaf._actions if a.help is not argparse.SUPPRESS
+                     for o in a.option_strings if o.startswith("--"))
+    wrong = []
+    for token in argv[begins:]:
+        if token == "--":
+            break
+        flag = token.split("=", 1)[0]
+        if not flag.startswith("--") or flag in known:
+            continue
+        close = difflib.get_close_matches(flag, visible, n=2, cutoff=0.6)
+        wrong.append(f"{flag} (did you mean {' or '.join(close)}?)" if close else flag)
+    if not wrong:
+        return None
+    return f"unrecognized argument{'s' if len(wrong) > 1 else ''}: {', '.join(wrong)}; `{leaf.prog} --help` lists its flags"
+
+
 def main(argv: list[str] | None = None) -> int:
     offline_environment()
     thread_environment()  # before the subcommand modules import torch
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    typo = unknown_flags(parser, argv)
+    if typo:
+        _subcommand_parser(parser, argv)[0].error(typo)
     args = parser.parse_args(argv)
     try:  # --config FILE / --set KEY=VALUE of a command whose settings are its flags
         args = apply_flag_config(parser, args, argv)

@@ -24,8 +24,9 @@ from jaket.fields import error_text
 from jaket.jsonio import quote, wide_encoding
 
 
-class ConfigFileError(ValueError):
-    """A config file cannot be read as a YAML mapping: ``path:line: problem``."""
+class ConfigFileError(UsageError):
+    """A config file cannot be read as a YAML mapping: ``path:line: problem`` (a usage error: exit
+    status 2, docs/cli.md "Exit status")."""
 
 
 class RepeatedKeyError(yaml.YAMLError):
@@ -106,14 +107,14 @@ def set_value(data: dict, key: str, value: Any, origin: str) -> None:
 def parse_override(item: str) -> tuple[str, Any]:
     """``"a.b=value"`` -> ``("a.b", value parsed as YAML)``."""
     if "=" not in item:
-        raise ValueError(f"--set {item}: expected KEY=VALUE")
+        raise UsageError(f"--set {item}: expected KEY=VALUE")
     key, value = item.split("=", 1)
     try:
         return key.strip(), load_yaml(value)
     except RepeatedKeyError as error:
-        raise ValueError(f"--set {item}: {error}") from None
+        raise UsageError(f"--set {item}: {error}") from None
     except yaml.YAMLError as error:
-        raise ValueError(f"--set {item}: invalid YAML value: {error}") from None
+        raise UsageError(f"--set {item}: invalid YAML value: {error}") from None
 
 
 def apply_overrides(data: dict, overrides: list[str], moved: dict[str, str] | None = None) -> dict:

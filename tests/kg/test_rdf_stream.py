@@ -109,3 +109,68 @@ def test_the_reader_flag(tmp_path, monkeypatch):
     xml = ROOT / "tests" / "fixtures" / "ontologies" / "upper.owl"
     with pytest.raises(RDFImportError, match="xml is not read as a stream"):
         import_rdf(xml, "xml", reader="stream")
+
+
+def _odd_lines() -> str:
+    """Lines at the edge of the fast lane's shapes (:mod:`jaket.kg.sources.ntriples`): each must be
+    read as pyoxigraph reads it, by the lane or handed to pyoxigraph."""
+    e = f"<{EX}e"
+    return "".join([
+        f'{e}1> <{LABEL}> "plain, with a # and a <bracket>"@EN-GB .\r\n',  # CRLF, a tag in capitals
+        f'{e}2>\t<{LABEL}>\t"tabs between terms" .\n',
+        f'{e}3> <{LABEL}> "" .\n',  # an empty label
+        f'{e}4> <{LABEL}> "zh label"@zh-Hant .\n',
+        f'{e}5> <{LABEL}> "private"@en-x-whatever .\n',
+        f'{e}6> <{LABEL}> "typed"^^<http://www.w3.org/2001/XMLSchema#string> .\n',
+        f"{e}7> <{EX}near> <{EX}e8> . # a comment after the dot\n",
+        f"{e}8> <{EX}near> <{EX}caf%C3%A9> .\n",
+        f"{e}9> <{EX}near> <{EX}café> .\n",  # non-ASCII: handed over
+        f"{e}10> <{EX}near> <{EX}e1>.\n",  # no space before the dot
+        f"   \n# only a comment\n\n",
+        f'{e}11> <{COMMENT}> "Unicode text: Kraków, 東京" .\n',
+        f"{e}12> <{TYPE}> <{EX}C1> .\n",
+        f"{e}12> <{EX}partOf> <{EX}e1> .",  # no line end at the end of the file
+    ])
+
+
+@pytest.mark.parametrize("block", [64, 1 << 20])
+def test_the_fast_lane_reads_as_pyoxigraph_does(tmp_path, monkeypatch, block):
+    pytest.importorskip("pyarrow")
+    from jaket.kg.sources import ntriples
+
+    path = tmp_path / "odd.nt"
+    path.write_text(_dump(30) + _odd_lines(), encoding="utf-8", newline="")
+    monkeypatch.setattr(ntriples, "BLOCK", block)
+    handed = []
+    real = ntriples.read_lines
+
+    def spy(*args, **kwargs):
+        result = real(*args, **{**kwargs, "block": block})
+        handed.append(result[1])
+        return result
+
+    monkeypatch.setattr(ntriples, "read_lines", spy)
+    lane = rdf_stream._read(path, "nt", lane=True)
+    plain = rdf_stream._read(path, "nt", lane=False)
+    assert handed and 0 < handed[0] < 40  # the lane took most lines and handed the odd ones over
+    found, ids, predicates, columns, read = lane
+    found2, ids2, predicates2, columns2, read2 = plain
+    assert read == read2
+    assert {k: sorted(v) for k, v in found.labels.items()} == {k: sorted(v) for k, v in found2.labels.items()}
+    assert found.types == found2.types and found.ignored_literals == found2.ignored_literals
+    assert found.blank == found2.blank and found.subjects == found2.subjects and found.predicates == found2.predicates
+
+    def triples(ids, predicates, columns):
+        e, p = list(ids), list(predicates)
+        return sorted((e[h], p[r], e[t]) for h, r, t in zip(*columns))
+
+    assert triples(ids, predicates, columns) == triples(ids2, predicates2, columns2)
+    assert set(ids) == set(ids2)
+
+
+def test_a_block_that_is_not_utf8_is_read_again_for_the_message(tmp_path):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "latin1.nt"
+    path.write_bytes(_dump(5).encode("utf-8") + f'<{EX}x> <{LABEL}> "caf\xe9" .\n'.encode("latin-1"))
+    with pytest.raises(RDFImportError, match=rf"^{path}:\d+: malformed nt"):
+        load_rdf_stream(path, "nt")

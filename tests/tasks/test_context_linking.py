@@ -247,7 +247,7 @@ def test_jaket_link_bad_input_is_one_line(bank, tiny_bert_dir, tmp_path, capsys)
     status, _, err = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", out, "--min-confidence", "0.5")
     assert status == 2 and err == ["error: --min-confidence: only with --model (the gazetteer alone has no probabilities)"]
     status, _, err = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", out, "--model", tmp_path / "nowhere")
-    assert status == 2 and len(err) == 1 and err[0].startswith(f"error: --model {tmp_path / 'nowhere'}: no such folder")
+    assert status == 1 and len(err) == 1 and err[0].startswith(f"error: --model {tmp_path / 'nowhere'}: no such folder")
     status, _, err = _link(capsys, "--kg", kg_dir, "--texts", texts, "--out", out, "--model", tiny_bert_dir)
     assert status == 1 and len(err) == 1 and "config.json" in err[0]  # an encoder, not a jaket model folder
     with pytest.raises(SystemExit):

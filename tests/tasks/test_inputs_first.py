@@ -31,6 +31,7 @@ _PROBE = textwrap.dedent("""
         runs.append([status, time.perf_counter() - start])
     tasks = ("entity_classification", "link_prediction", "kgqa", "relation_classification")
     heavy = ["transformers", "torch_geometric", "jaket.model.jaket", "jaket.model.knowledge", "jaket.tasks.variants",
+             "jaket.tasks.word_in_context.model", "jaket.tasks.word_in_context.finetuned",
              "jaket.tasks.finetuned", *(f"jaket.tasks.{t}.{part}" for t in tasks for part in ("run", "model"))]
     print(json.dumps({"runs": runs, "loaded": [m for m in heavy if m in sys.modules]}))
 """)
@@ -156,3 +157,56 @@ def test_load_finetuned_names_what_it_was_given_when_it_is_not_a_path(given, sho
     with pytest.raises(TypeError) as error:
         FinetunedQuestionAnswerer.from_pretrained(given)
     assert str(error.value) == f"FinetunedQuestionAnswerer.from_pretrained: got {shown}; {expected}"
+
+
+def _malformed_predict_inputs(folder: Path) -> list[tuple[list[str], str]]:
+    """``jaket predict TASK`` on a fine-tuned folder of the task (its ``task.json``: the model is never
+    reached) and an input file with one bad line; the file and line each error must name."""
+    kg = folder / "kg-good"
+    kg.mkdir()
+    (kg / "entities.jsonl").write_text('{"id": "a", "name": "A", "description": "the a"}\n'
+                                       '{"id": "b", "name": "B", "description": "the b"}\n', encoding="utf-8")
+    (kg / "relations.jsonl").write_text('{"id": "r", "name": "R", "description": "related"}\n', encoding="utf-8")
+    (kg / "triples.tsv").write_text("a\tr\tb\n", encoding="utf-8")
+    files = {
+        "entities.txt": "a\nnot-an-entity\n",
+        "queries.tsv": "a\tr\t?\nb\tr\n",
+        "questions.txt": "what is [A] related to\tB\nwho is [Nobody]\n",
+        "support.json": '{"P1": [{"tokens": ["a", "b"], "h": ["a", "Q1", [[0]]], "t": ["b", "Q2", [[1]]]}],\n "P2": [}\n',
+        "rc-queries.jsonl": '{"tokens": ["a", "b"], "h": ["a", "Q1", [[0]]], "t": ["b", "Q2", [[1]]]}\n',
+        "pairs.txt": "bank\tN\t0-1\tThe bank.\tA bank.\nbank\tN\n",
+    }
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    cases = []
+    for task, flags, bad in [
+        ("entity-classification", ["--kg", str(kg), "--entities", str(folder / "entities.txt")], "entities.txt:2"),
+        ("link-prediction", ["--kg", str(kg), "--queries", str(folder / "queries.tsv")], "queries.tsv:2"),
+        ("kgqa", ["--kg", str(kg), "--questions", str(folder / "questions.txt")], "questions.txt:2"),
+        ("relation-classification", ["--support", str(folder / "support.json"), "--queries",
+                                     str(folder / "rc-queries.jsonl")], "support.json:2"),
+        ("word-in-context", ["--pairs", str(folder / "pairs.txt")], "pairs.txt:2"),
+    ]:
+        model = folder / f"model-{task}"
+        model.mkdir()
+        (model / "task.json").write_text(json.dumps({"format": "jaket-finetuned", "format_version": 1, "task": task,
+                                                     "hops": [1]}), encoding="utf-8")
+        cases.append((["predict", task, "--finetuned", str(model), *flags], str(folder / bad)))
+    return cases
+
+
+def test_predict_reads_every_input_before_the_model(tmp_path):
+    """Issue 69, item 4: each ``jaket predict`` task refuses a malformed input file (naming its file
+    and line) before the model is loaded or its code imported, in the seconds its parse takes."""
+    cases = _malformed_predict_inputs(tmp_path)
+    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps([c for c, _ in cases])], capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["loaded"] == []
+    assert [status for status, _ in found["runs"]] == [1] * len(cases), done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:") or line.startswith(str(tmp_path))]
+    assert len(errors) == len(cases), done.stderr
+    for line, (_, where) in zip(errors, cases):
+        assert where + ":" in line, (line, where)
+    assert sum(seconds for _, seconds in found["runs"]) < 8.0, found["runs"]

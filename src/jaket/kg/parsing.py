@@ -304,6 +304,8 @@ def file_not_a_kg_folder(path: Path) -> str:
         return (f"a file ({what}), not a KG directory: `jaket kg import {reader} {path} --out DIR` makes a KG "
                 "folder of it")
     return f"a file ({what}), not a KG directory: give the folder that holds it"
+
+
 def missing_files(directory: Path) -> list[Problem]:
     """A problem for a directory that is not one, or for each of :data:`SOURCES` it lacks, has as a
     folder or holds in UTF-16 / UTF-32 (then named once, not as every line that cannot be read)."""

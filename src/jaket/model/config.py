@@ -54,7 +54,7 @@ def read_model_config(directory) -> dict:
     if not path.is_file():
         if (directory / "task.json").is_file():
             raise ModelFolderError(f"{directory}: a fine-tuned model folder, not a pre-trained one (its backbone is "
-                                   f"{directory / 'backbone'}; jaket predict TASK --model {directory} uses it)")
+                                   f"{directory / 'backbone'}; jaket predict TASK --finetuned {directory} uses it)")
         raise ModelFolderError(f"{directory}: not a jaket model folder (no config.json)")
     try:
         data = read_json(path)

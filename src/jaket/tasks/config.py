@@ -19,6 +19,7 @@ from typing import Any, TypeVar, get_type_hints
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
+from jaket.errors import UsageError
 from jaket.overrides import describe_error, layer_overrides, read_yaml_mapping
 from jaket.tasks.settings import list_problems
 
@@ -47,7 +48,7 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
     except ValidationError as error:
         located = sorted((describe_error(_known_key(e, cls), path, origins) for e in error.errors()),
                          key=lambda described: described[0])
-        raise ValueError(f"invalid {what} config:\n" + "\n".join(text for _, text in located)) from None
+        raise UsageError(f"invalid {what} config:\n" + "\n".join(text for _, text in located)) from None
     check = getattr(config, "check", None)
     problems = _not_numbers(data, config)
     problems += check() if callable(check) else []
@@ -56,7 +57,7 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
     problems += [("seeds", f"seed {seed} is negative (seeds are 0 or more)") for seed in seeds if seed < 0]
     problems += list_problems("variants", getattr(config, "variants", None) or (), "variant", required=False)
     if problems:
-        raise ValueError(f"invalid {what} config:\n" + "\n".join(
+        raise UsageError(f"invalid {what} config:\n" + "\n".join(
             describe_error({"loc": tuple(key.split(".")), "msg": message}, path, origins)[1] for key, message in problems))
     return config
 
@@ -103,7 +104,7 @@ def flag_values(args, flag_keys: dict[str, str]) -> dict[str, Any]:
         count = getattr(args, "_seed_count", None) or (5 if getattr(args, "evaluate", True) else 1)
     if count is not None:
         if count < 1 or first < 0:
-            raise ValueError(f"--seeds {count} --first-seed {first}: need at least one seed, from seed 0 or later")
+            raise UsageError(f"--seeds {count} --first-seed {first}: need at least one seed, from seed 0 or later")
         values["seeds"] = list(range(first, first + count))
     return values
 

@@ -29,7 +29,6 @@ per task that saves a model.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,21 +38,20 @@ from torch import nn
 
 from jaket import __version__
 from jaket.atomic import atomic_directory, json_text
-from jaket.jsonio import JSONInputError, quote, read_json
+from jaket.jsonio import read_json
 from jaket.kg.graph import KnowledgeGraph
 from jaket.model.jaket import CONFIG_FILE, WEIGHTS_FILE, JaketConfig, JaketModel
 from jaket.model.language import SplitLanguageModel
 from jaket.output import check_folder_to_replace
 from jaket.tasks.spec import FinetunedFormatError  # noqa: F401 (re-exported)
+from jaket.tasks.task_file import (FORMAT, FORMAT_VERSION, TASK_FILE, finetuned_path,  # noqa: F401
+                                   read_task_config)
 from jaket.tasks.settings import VARIANT_LABELS, VariantConfig
 from jaket.tasks.variants import Backbone, FrozenMemory, _encoder_path, kg_memory
 from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)
 
-FORMAT = "jaket-finetuned"
-FORMAT_VERSION = 1
-TASK_FILE = "task.json"
 HEAD_FILE = "head.safetensors"
 BACKBONE_DIR = "backbone"
 
@@ -146,46 +144,6 @@ class FinetunedModel:
         model = cls.from_folder(read_finetuned(directory, cls.task), directory)
         model.directory = directory
         return model.to(device) if device is not None else model
-
-
-def finetuned_path(directory, caller: str) -> Path:
-    """``directory`` as a :class:`~pathlib.Path`; anything but a path (a ``str`` or ``os.PathLike``:
-    ``5``, ``None``, a model object) is a ``TypeError`` saying what ``caller`` was given and what it
-    expects, before pathlib's own message about ``os.PathLike``."""
-    if isinstance(directory, (str, os.PathLike)):
-        return Path(directory)
-    raise TypeError(f"{caller}: got {quote(directory)} (type {type(directory).__name__}); expected the path "
-                    "(a str or pathlib.Path) of a folder written by `jaket finetune` (its OUT/model)")
-
-
-def read_task_config(directory, task: str | None = None) -> dict:
-    """``task.json`` of a fine-tuned folder, checked to be of ``task`` (when given); a ``directory``
-    that is not a path is a ``TypeError`` (:func:`finetuned_path`)."""
-    directory = finetuned_path(directory, "read_task_config")
-    path = directory / TASK_FILE
-    if not path.is_file():
-        if (directory / "config.json").is_file():
-            raise FinetunedFormatError(
-                f"{directory}: a pre-trained model or encoder folder, not a fine-tuned one (no {TASK_FILE}); "
-                f"fine-tune it first: jaket finetune {task or 'TASK'} --model {directory} --out OUT "
-                "(the fine-tuned model is OUT/model)")
-        raise FinetunedFormatError(f"{directory}: not a fine-tuned model folder (no {TASK_FILE}); "
-                                   "jaket finetune TASK --out OUT writes one to OUT/model")
-    try:
-        data = read_json(path)
-    except JSONInputError as error:
-        raise FinetunedFormatError(f"{path}:{error.line or 1}: {error.reason}") from None
-    except OSError as error:
-        raise FinetunedFormatError(f"{path}: cannot read ({error.strerror or error})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise FinetunedFormatError(f"{path}: 'format' is not {FORMAT!r}")
-    if int(data.get("format_version", 0)) > FORMAT_VERSION:
-        raise FinetunedFormatError(f"{path}: format_version {data['format_version']} is newer than this "
-                                   f"jaket reads ({FORMAT_VERSION}); update jaket")
-    if task is not None and data.get("task") != task:
-        raise FinetunedFormatError(f"{directory}: a fine-tuned {data.get('task')} model, not {task}: use "
-                                   f"jaket predict {data.get('task')} --model {directory}")
-    return data
 
 
 def read_finetuned(directory, task: str | None = None) -> FinetunedFolder:

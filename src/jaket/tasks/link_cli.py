@@ -34,7 +34,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from jaket.errors import UsageError
+from jaket.errors import InputError, UsageError
 from jaket.flags import (add_device_argument, add_precision_argument, deprecated_alias, non_negative_float,
                          positive_int, probability)
 from jaket.kg.io import load_kg
@@ -85,7 +85,7 @@ def _link_command(args: argparse.Namespace) -> int:
     refuse_empty(Path(args.texts), "--texts", "link")
     _model_options(args)
     if args.model is not None and not Path(args.model).is_dir():
-        raise UsageError(f"--model {args.model}: no such folder (a pre-trained jaket model: config.json, "
+        raise InputError(f"--model {args.model}: no such folder (a pre-trained jaket model: config.json, "
                          f"jaket.safetensors, encoder/; `jaket pretrain` writes one under OUT/model)")
     kg = load_kg(args.kg)  # errors (KGFormatError: path:line) are reported by jaket.cli
     inputs = read_texts(args.texts, targets=args.model is not None)

@@ -7,7 +7,9 @@
 
 Before the model is loaded: an existing ``--out`` is refused unless ``--overwrite``, as is one that is
 a folder, one of the inputs or in a folder that cannot be written (:func:`jaket.output.check_output_file`),
-and an input file that is empty or white space only (:func:`jaket.kg.readers.refuse_empty`).
+an input file that is empty or white space only (:func:`jaket.kg.readers.refuse_empty`), a folder that
+is not a fine-tuned model of the task (its ``task.json``), and then every input file is read and
+checked (the task's ``read_predict_inputs``): a malformed line costs the seconds its parse takes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from jaket.output import check_output_file
 from jaket.overrides import add_config_arguments
 from jaket.tasks.registry import predictable, task_spec
 from jaket.tasks.report import write_text_atomic
+from jaket.tasks.task_file import read_task_config
 
 
 def _write_rows(rows, out: Path | None) -> int:
@@ -49,9 +52,12 @@ def _run(args: argparse.Namespace) -> int:
     for key, path in paths.items():  # the task's input files (--queries, --entities, ...; not folders)
         if key not in ("finetuned", "config") and path.is_file():
             refuse_empty(path, f"--{key.replace('_', '-')}", "predict")
-    # a broken or wrong folder, a bad input file: the command line's one error boundary names it
+    # a wrong folder, then a bad input file, each refused before the model is loaded; the command
+    # line's one error boundary names it
+    settings = read_task_config(args.finetuned, args.task)
+    inputs = spec.read_predict_inputs(args, settings) if spec.read_predict_inputs is not None else None
     model = spec.model_class().from_pretrained(args.finetuned, device=device)
-    count = _write_rows(spec.predict_from_flags(model, args), args.out)
+    count = _write_rows(spec.predict_from_flags(model, args, inputs), args.out)
     where = f" -> {args.out}" if args.out is not None else ""
     print(f"{count} prediction(s){where}", file=sys.stderr)
     return 0

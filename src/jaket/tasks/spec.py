@@ -37,8 +37,10 @@ class TaskSpec:
     and handed to the runner as ``inputs=``, read once (None: the runner reads its own); ``table``:
     returns the function that prints a result as the command's table; ``grid_task``: returns the
     :class:`~jaket.tasks.grid.GridTask` class (None: the task runs no grid); ``model``: returns the :class:`~jaket.tasks.finetuned.FinetunedModel` class
-    (None: nothing to predict with), whose ``jaket predict`` flags ``add_predict_arguments`` adds and
-    ``predict_from_flags`` reads (``(model, namespace) -> rows``)."""
+    (None: nothing to predict with), whose ``jaket predict`` flags ``add_predict_arguments`` adds,
+    ``read_predict_inputs`` reads and checks before the model is loaded (``(namespace, task.json's
+    settings) -> inputs``: no model code imported) and ``predict_from_flags`` predicts from
+    (``(model, namespace, inputs) -> rows``)."""
 
     name: str
     help: str
@@ -52,6 +54,7 @@ class TaskSpec:
     predict_help: str | None = None
     add_predict_arguments: Callable | None = None
     predict_from_flags: Callable | None = None
+    read_predict_inputs: Callable | None = None
     commands: tuple[str, ...] = ("finetune", "evaluate")
     #: an example of ``--set`` in the commands' help
     set_example: str = "--set seeds=[0]"

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from jaket.errors import UsageError
+from jaket.errors import InputError, UsageError
 from jaket.flags import add_device_argument, add_precision_argument, deprecated_alias
 from jaket.kg.parsing import file_not_a_kg_folder
 from jaket.model.device import choose_precision, resolve_device
@@ -122,8 +122,8 @@ def _run(args: argparse.Namespace) -> int:
             remedy = f" (a mention corpus: `jaket link --kg DIR --texts FILE --out {path}`)" \
                 if flag == "--corpus" else ""
             if flag == "--kg" and path.is_file():  # an ontology or a KG file where its folder is expected
-                raise UsageError(f"--kg {path}: {file_not_a_kg_folder(path)}")
-            raise UsageError(f"{flag} {path}: no such {kind}{remedy}")
+                raise InputError(f"--kg {path}: {file_not_a_kg_folder(path)}")
+            raise InputError(f"{flag} {path}: no such {kind}{remedy}")  # data, not usage: exit status 1
     if args.resume and args.overwrite:
         raise UsageError("--resume and --overwrite contradict each other: continue the run or "
                          "replace it")

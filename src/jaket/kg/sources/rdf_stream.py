@@ -26,6 +26,7 @@ import numpy as np
 
 from jaket.jsonio import wide_encoding
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.sources import ntriples
 from jaket.kg.sources.formats import wrong_command
 from jaket.kg.sources.rdf import (_ANNOTATIONS, OWL, RDF_TYPE, RDFImportError, _rank, _Statements, assemble_kg,
                                   guess_format, load_rdf)
@@ -106,10 +107,12 @@ def _parse(path: Path, fmt: str, start: int = 0, end: int | None = None):
         handle.close()
 
 
-def _read(path: Path, fmt: str, start: int = 0, end: int | None = None):
+def _read(path: Path, fmt: str, start: int = 0, end: int | None = None, lane: bool | None = None):
     """``(statements, ids, predicate ids, (heads, relations, tails), read)``: the annotations and types
-    as the rdflib path sorts them, and the relation triples as interned id columns. (The loop is the
-    import's hot path: names bound locally, an id looked up once.)"""
+    as the rdflib path sorts them, and the relation triples as interned id columns. N-Triples goes
+    through the fast lane (:mod:`jaket.kg.sources.ntriples`) when pyarrow is installed (``lane``:
+    force it on or off); a share the lane refuses is read again here, for the message. (The loop is
+    the import's hot path: names bound locally, an id looked up once.)"""
     import pyoxigraph
 
     literal, named = pyoxigraph.Literal, pyoxigraph.NamedNode
@@ -120,13 +123,14 @@ def _read(path: Path, fmt: str, start: int = 0, end: int | None = None):
     heads, relations, tails = array("i"), array("i"), array("i")
     add_head, add_relation, add_tail = heads.append, relations.append, tails.append
     predicate_ids: dict[str, int] = {}
-    read = blank = 0
-    for s, p, o, _ in _parse(path, fmt, start, end):
-        read += 1
+    blank = 0
+
+    def take(s, p, o) -> None:
+        nonlocal blank
         kind = type(o)
         if type(s) is not named or (kind is not named and kind is not literal):
             blank += 1
-            continue
+            return
         s_iri, p_iri = s.value, p.value
         r = predicate_ids.get(p_iri)
         if r is None:
@@ -134,7 +138,7 @@ def _read(path: Path, fmt: str, start: int = 0, end: int | None = None):
         if kind is named:
             if p_iri == RDF_TYPE:
                 types.setdefault(s_iri, set()).add(o.value)
-                continue
+                return
             h = ids_get(s_iri)
             if h is None:
                 h = ids[s_iri] = len(ids)
@@ -149,6 +153,21 @@ def _read(path: Path, fmt: str, start: int = 0, end: int | None = None):
             labels.setdefault(s_iri, []).append((p_iri, o.value, _rank(o.language)))
         else:
             ignored[p_iri] += 1
+
+    if fmt == "nt" and (ntriples.available() if lane is None else lane):
+        handle = _open(path) if end is None else _Range(path, start, end)
+        try:
+            read, _ = ntriples.read_lines(handle, found, ids, predicate_ids, (heads, relations, tails),
+                                          _ANNOTATIONS, RDF_TYPE, take)
+        except ntriples.Refused:
+            return _read(path, fmt, start, end, lane=False)
+        finally:
+            handle.close()
+    else:
+        read = 0
+        for s, p, o, _ in _parse(path, fmt, start, end):
+            read += 1
+            take(s, p, o)
     found.blank = blank
     found.predicates.update(predicate_ids)
     found.subjects.update(labels, types)
@@ -157,12 +176,14 @@ def _read(path: Path, fmt: str, start: int = 0, end: int | None = None):
 
 def _unique_rows(rows: np.ndarray, entities: int, relations: int) -> np.ndarray:
     """The distinct ``(head, relation, tail)`` rows, sorted, as ``int32`` (one int64 key a row when
-    it fits: a 1-D sort, several times faster than ``np.unique(axis=0)``)."""
+    it fits: a 1-D sort, several times faster than ``np.unique``)."""
     if not len(rows):
         return np.zeros((0, 3), np.int32)
     if entities * entities * max(relations, 1) >= 2 ** 62:
         return np.unique(rows, axis=0).astype(np.int32)
-    keys = np.unique((rows[:, 0] * relations + rows[:, 1]) * entities + rows[:, 2])
+    keys = (rows[:, 0] * relations + rows[:, 1]) * entities + rows[:, 2]
+    keys.sort()  # sort and drop repeats: numpy 2's hash-based unique is several times slower here
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]
     head_relation, tail = np.divmod(keys, entities)
     head, relation = np.divmod(head_relation, relations)
     return np.stack([head, relation, tail], axis=1).astype(np.int32)

@@ -13,7 +13,7 @@ import numpy as np
 from jaket.kg.io import load_kg
 from jaket.tasks.entity_classification.job import EntityClassificationConfig, EntityClassificationData
 from jaket.tasks.heldout import wordnet_protocol
-from jaket.tasks.splits import read_splits
+from jaket.tasks.splits import read_entity_list, read_splits
 from jaket.tasks.settings import builtin_wordnet_notice
 from jaket.tasks.entity_classification.job import TASK
 
@@ -104,3 +104,13 @@ def read_inputs(job) -> tuple:
     """What the spec reads before any model code loads (:func:`jaket.tasks.spec.read_then_run`): the
     job's data section (:func:`load_data`)."""
     return load_data(job.data)
+
+
+def read_prediction_inputs(kg_path, entities=None, all_entities: bool = False):
+    """``jaket predict entity-classification``'s inputs, read and checked before the model is
+    loaded: the KG folder and the entities to label (``None``: the default, those without a label in
+    fine-tuning, which only the model knows)."""
+    kg = load_kg(kg_path)
+    if entities is not None:
+        return kg, read_entity_list(entities, kg)
+    return kg, (np.arange(kg.num_entities) if all_entities else None)

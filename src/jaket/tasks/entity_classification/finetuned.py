@@ -11,14 +11,13 @@ import numpy as np
 import torch
 
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.io import load_kg
 from jaket.model.jaket import JaketModel
 from jaket.tasks.finetuned import (FinetunedFolder, FinetunedFormatError, FinetunedModel, backbone_model,
                                    prediction_memory)
 from jaket.tasks.entity_classification.model import EntityClassifier
-from jaket.tasks.splits import read_entity_list
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, full_graph
 from jaket.tasks.settings import variant as variant_spec
+from jaket.tasks.entity_classification.data import read_prediction_inputs
 from jaket.tasks.entity_classification.job import TASK
 
 logger = logging.getLogger(__name__)
@@ -129,16 +128,13 @@ class FinetunedEntityClassifier(FinetunedModel):
 
 
 def predict_rows(model: FinetunedEntityClassifier, kg_path: Path, entities: Path | None = None,
-                 all_entities: bool = False, top_k: int = 1) -> list[dict]:
+                 all_entities: bool = False, top_k: int = 1, inputs: tuple | None = None) -> list[dict]:
     """``jaket predict entity-classification``'s rows (one per entity) for the KG folder
     ``kg_path``: the entities of the file ``entities``, or every one (``all_entities``), or (default)
-    those that had no label in fine-tuning."""
-    kg = load_kg(kg_path)
-    if entities is not None:
-        chosen = read_entity_list(entities, kg)
-    elif all_entities:
-        chosen = np.arange(kg.num_entities)
-    else:
+    those that had no label in fine-tuning (``inputs``: what :func:`~jaket.tasks.entity_classification.
+    data.read_prediction_inputs` read of them, before the model was loaded)."""
+    kg, chosen = inputs if inputs is not None else read_prediction_inputs(kg_path, entities, all_entities)
+    if chosen is None:
         chosen = model.unlabelled(kg)
         if not len(chosen):
             logger.warning(_nothing_unlabelled(model, kg, kg_path))

@@ -29,11 +29,18 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="answers listed per question (default 5)")
 
 
-def predict_from_flags(model, args: argparse.Namespace) -> list[dict]:
+def read_predict_inputs(args: argparse.Namespace, settings: dict):
+    """``jaket predict kgqa``'s files, read before the model is loaded."""
+    from jaket.tasks.kgqa.data import read_prediction_inputs
+
+    return read_prediction_inputs(args.finetuned, args.questions, args.kg, args.hops, args.top_k, settings)
+
+
+def predict_from_flags(model, args: argparse.Namespace, inputs=None) -> list[dict]:
     """``jaket predict kgqa``: the flags as the library's typed arguments."""
     from jaket.tasks.kgqa.finetuned import predict_rows  # the task, loaded when it runs
 
-    return predict_rows(model, args.questions, args.kg, args.hops, args.top_k)
+    return predict_rows(model, args.questions, args.kg, args.hops, args.top_k, inputs=inputs)
 
 
 def _run():
@@ -61,5 +68,5 @@ SPEC = TaskSpec(
     table=lambda: _run().results_table,
     default_variants=("lm", "lm+g", "lm+g+m", "jaket"), grid_task=lambda: _run().QuestionAnsweringRuns,
     model=_finetuned, predict_help="ranked answers for questions over a KG",
-    add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags,
+    add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, read_predict_inputs=read_predict_inputs,
     predict_usage="--questions FILE", set_example="--set steps=100 --set data.hops=[1]")

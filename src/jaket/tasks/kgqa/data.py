@@ -41,6 +41,7 @@ import numpy as np
 from jaket.jsonio import quote
 from jaket.kg.errors import Problem
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.io import load_kg
 from jaket.kg.readers import read_lines, read_triples
 from jaket.kg.sources.registry import build_source
 from jaket.tasks.kgqa.job import KGQAData
@@ -130,6 +131,31 @@ def kb_to_kg(kb: MetaQAKB, descriptions: Sequence[str] | None = None) -> Knowled
         relation_descriptions=[RELATION_DESCRIPTIONS.get(r, r.replace("_", " ")) for r in kb.relation_names],
         triples=kb.triples)
 
+
+#: the fine-tuning KG's folder inside a fine-tuned KGQA folder (the default KG of ``jaket predict kgqa``)
+KG_DIR = "kg"
+
+
+def read_prediction_inputs(finetuned_dir, questions_path, kg_path=None, hops: int | None = None, top_k: int = 5,
+                           settings: dict | None = None) -> tuple[KnowledgeGraph, Path, list[QAExample], int]:
+    """``jaket predict kgqa``'s inputs, read and checked before the model is loaded: the KG folder
+    (default: the fine-tuned folder's ``kg/``), the hop count (default: the largest the folder's
+    ``settings`` were fine-tuned on) and the questions; a gold answer not in the KG is warned of."""
+    kg_dir = Path(kg_path) if kg_path is not None else Path(finetuned_dir or ".") / KG_DIR
+    hops = hops if hops is not None else max((settings or {}).get("hops") or [1])
+    if hops < 1 or top_k < 1:
+        raise ValueError(f"--hops and --top-k must be at least 1, got {hops} and {top_k}")
+    kg = load_kg(kg_dir)
+    missing: list[tuple[str, int, str]] = []
+    questions, _ = read_questions(questions_path, entity_lookup(kg.entity_names, kg.entity_ids), hops, strict=True,
+                                  missing=missing)
+    if not questions:
+        raise ValueError(f"{questions_path}: no question")
+    if missing:
+        report = missing_answer_report(missing)
+        logger.warning("%d gold answer(s) of %d question(s) are not entities of %s (listed as gold_not_in_kg), "
+                       "e.g. %s", report["answers"], report["questions"], kg_dir, "; ".join(report["examples"]))
+    return kg, kg_dir, questions, hops
 
 __all__ = ["RELATION_TEMPLATES", "MetaQAFormatError", "MetaQAKB", "read_kb", "kb_to_kg", "QAExample", "MetaQAData",
            "read_questions", "load_metaqa",

@@ -1,5 +1,5 @@
 """A fine-tuned question answerer: saved by ``jaket finetune kgqa``, used by
-``jaket predict kgqa --model DIR --questions FILE``.
+``jaket predict kgqa --finetuned DIR --questions FILE``.
 
 The folder is the fine-tuned layout of :mod:`jaket.tasks.finetuned` plus ``kg/``, the KG the model
 was fine-tuned on (directory format, with the descriptions its memory was computed from): the
@@ -19,12 +19,12 @@ import numpy as np
 import torch
 
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.io import load_kg, save_kg
+from jaket.kg.io import save_kg
 from jaket.model.jaket import JaketModel
 from jaket.tasks.finetuned import FinetunedFolder, FinetunedFormatError, FinetunedModel, backbone_model, checked_variant
 from jaket.tasks.kgqa.model import QuestionAnswerer, rank_candidates
 from jaket.tasks.kgqa.model import QAGraph
-from jaket.tasks.kgqa.data import QAExample, entity_lookup, missing_answer_report, read_questions
+from jaket.tasks.kgqa.data import KG_DIR, QAExample, read_prediction_inputs
 from jaket.tasks.kgqa.job import TASK, KGQAConfig
 from jaket.tasks.settings import VariantConfig
 from jaket.tasks.variants import Backbone, kg_memory
@@ -32,7 +32,6 @@ from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)
 
-KG_DIR = "kg"
 
 
 class FinetunedQuestionAnswerer(FinetunedModel):
@@ -120,22 +119,12 @@ class FinetunedQuestionAnswerer(FinetunedModel):
 
 
 def predict_rows(model: FinetunedQuestionAnswerer, questions_path: Path, kg_path: Path | None = None,
-                 hops: int | None = None, top_k: int = 5) -> list[dict]:
+                 hops: int | None = None, top_k: int = 5, inputs: tuple | None = None) -> list[dict]:
     """``jaket predict kgqa``'s rows (one per question of the file ``questions_path``) over the KG
     folder ``kg_path`` (default: the model folder's ``kg/``, the fine-tuning KG), candidates within
-    ``hops`` hops (default: the largest hop count it was fine-tuned on)."""
-    kg_dir = kg_path if kg_path is not None else (model.directory or Path(".")) / KG_DIR
-    kg = load_kg(kg_dir)
-    hops = hops if hops is not None else max(model.settings.get("hops") or [1])
-    if hops < 1 or top_k < 1:
-        raise ValueError(f"--hops and --top-k must be at least 1, got {hops} and {top_k}")
-    missing: list[tuple[str, int, str]] = []
-    questions, _ = read_questions(questions_path, entity_lookup(kg.entity_names, kg.entity_ids), hops, strict=True,
-                                  missing=missing)
-    if not questions:
-        raise ValueError(f"{questions_path}: no question")
-    if missing:
-        report = missing_answer_report(missing)
-        logger.warning("%d gold answer(s) of %d question(s) are not entities of %s (listed as gold_not_in_kg), "
-                       "e.g. %s", report["answers"], report["questions"], kg_dir, "; ".join(report["examples"]))
+    ``hops`` hops (default: the largest hop count it was fine-tuned on); ``inputs``: what
+    :func:`~jaket.tasks.kgqa.data.read_prediction_inputs` read of them, before the model was loaded."""
+    if inputs is None:
+        inputs = read_prediction_inputs(model.directory, questions_path, kg_path, hops, top_k, model.settings)
+    kg, _, questions, hops = inputs
     return model.predict(kg, questions, hops, top_k)

@@ -27,12 +27,19 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="leave out answers whose triple is already in the KG")
 
 
-def predict_from_flags(model, args: argparse.Namespace) -> list[dict]:
+def read_predict_inputs(args: argparse.Namespace, settings: dict):
+    """``jaket predict link-prediction``'s files, read before the model is loaded."""
+    from jaket.tasks.link_prediction.data import read_prediction_inputs
+
+    return read_prediction_inputs(args.kg, args.queries)
+
+
+def predict_from_flags(model, args: argparse.Namespace, inputs=None) -> list[dict]:
     """``jaket predict link-prediction``: the flags as the library's typed arguments."""
     # --help: the model code (torch) is imported when it runs
     from jaket.tasks.link_prediction.finetuned import predict_rows as rows
 
-    return rows(model, args.kg, args.queries, args.top_k, args.exclude_known)
+    return rows(model, args.kg, args.queries, args.top_k, args.exclude_known, inputs=inputs)
 
 
 def _run():
@@ -60,5 +67,5 @@ SPEC = TaskSpec(
     table=lambda: _run().results_table,
     default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task=lambda: _run().LinkPredictionRuns,
     model=_finetuned, predict_help="top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG",
-    add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags,
+    add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, read_predict_inputs=read_predict_inputs,
     predict_usage="--kg KG --queries FILE", set_example="--set steps=600 --set data.sample_entities=3000")

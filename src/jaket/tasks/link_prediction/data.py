@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from jaket.jsonio import quote
+from jaket.kg.errors import Problem
+from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import load_kg
-from jaket.kg.readers import read_split
+from jaket.kg.readers import read_field_lines, read_split
 from jaket.kg.sources.registry import build_source
 from jaket.tasks.settings import builtin_wordnet_notice
 from jaket.tasks.link_prediction.job import TASK, LinkPredictionConfig, LinkPredictionJob
@@ -97,3 +101,55 @@ def sample_entities(kg, train: np.ndarray, evaluation: dict[str, np.ndarray], co
     logger.info("--sample-entities %d: %d entities, %d training triples, %s", count, sub.num_entities,
                 len(keep(train)), ", ".join(f"{len(v)} {k}" for k, v in evaluation.items()))
     return sub, keep(np.asarray(train, dtype=np.int64)), evaluation
+
+
+class QueryFormatError(ValueError):
+    """A query line that cannot be read (the message names file:line)."""
+
+
+@dataclass(frozen=True)
+class Query:
+    line: int
+    head: int | None
+    relation: int
+    tail: int | None
+
+
+def read_queries(path, kg: KnowledgeGraph) -> list[Query]:
+    """The queries of ``path`` as indices of ``kg``; the first bad line raises :class:`QueryFormatError`."""
+    path = Path(path)
+    entity = {e: i for i, e in enumerate(kg.entity_ids)}
+    relation = {r: i for i, r in enumerate(kg.relation_ids)}
+    queries = []
+    problems: list[Problem] = []
+    try:
+        lines = read_field_lines(path, problems)
+    except OSError as error:
+        raise QueryFormatError(f"{path}: cannot read ({error.strerror or error})") from None
+    if problems:  # the first line that is not UTF-8
+        raise QueryFormatError(str(problems[0]))
+    for number, line in lines:
+        if line.lstrip().startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split("\t")]
+        where = f"{path}:{number}"
+        if len(parts) != 3:
+            raise QueryFormatError(f"{where}: expected head<TAB>relation<TAB>? or ?<TAB>relation<TAB>tail, "
+                                   f"found {len(parts)} field(s)")
+        h, r, t = parts
+        if (h == "?") == (t == "?"):
+            raise QueryFormatError(f"{where}: exactly one of head and tail must be '?' (the entity to predict)")
+        if r not in relation:
+            raise QueryFormatError(f"{where}: unknown relation id {quote(r)}")
+        for name in (h, t):
+            if name != "?" and name not in entity:
+                raise QueryFormatError(f"{where}: unknown entity id {quote(name)}")
+        queries.append(Query(number, None if h == "?" else entity[h], relation[r], None if t == "?" else entity[t]))
+    return queries
+
+
+def read_prediction_inputs(kg_path, queries) -> tuple[KnowledgeGraph, list[Query]]:
+    """``jaket predict link-prediction``'s inputs, read and checked before the model is loaded: the
+    KG folder and the queries file as its indices."""
+    kg = load_kg(kg_path)
+    return kg, read_queries(queries, kg)

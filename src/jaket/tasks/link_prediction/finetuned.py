@@ -19,37 +19,22 @@ the ``top_k`` entities by score, each with ``known`` = the completed triple is a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from jaket.jsonio import quote
-from jaket.kg.errors import Problem
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.io import load_kg
-from jaket.kg.readers import read_field_lines
 from jaket.model.jaket import JaketModel
 from jaket.tasks.finetuned import (FinetunedFolder, FinetunedFormatError, FinetunedModel, backbone_model,
                                    prediction_memory)
+from jaket.tasks.link_prediction.data import (Query, QueryFormatError, read_prediction_inputs,  # noqa: F401
+                                              read_queries)
 from jaket.tasks.link_prediction.model import LinkScorer, known_answers
 from jaket.tasks.link_prediction.job import METRICS, SCORERS, TASK, LinkPredictionConfig
 from jaket.tasks.variants import VARIANT_LABELS, Backbone, full_graph
 from jaket.tasks.settings import variant as variant_spec
 
-
-
-class QueryFormatError(ValueError):
-    """A query line that cannot be read (the message names file:line)."""
-
-
-@dataclass(frozen=True)
-class Query:
-    line: int
-    head: int | None
-    relation: int
-    tail: int | None
 
 
 def check_queries(kg: KnowledgeGraph, queries: list[Query]) -> None:
@@ -69,39 +54,6 @@ def check_queries(kg: KnowledgeGraph, queries: list[Query]) -> None:
             if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < size:
                 raise ValueError(f"queries[{i}] (line {query.line}): {part} {index!r} is not an index of the "
                                  f"KG's {size} {'relations' if part == 'relation' else 'entities'}")
-
-
-def read_queries(path, kg: KnowledgeGraph) -> list[Query]:
-    """The queries of ``path`` as indices of ``kg``; the first bad line raises :class:`QueryFormatError`."""
-    path = Path(path)
-    entity = {e: i for i, e in enumerate(kg.entity_ids)}
-    relation = {r: i for i, r in enumerate(kg.relation_ids)}
-    queries = []
-    problems: list[Problem] = []
-    try:
-        lines = read_field_lines(path, problems)
-    except OSError as error:
-        raise QueryFormatError(f"{path}: cannot read ({error.strerror or error})") from None
-    if problems:  # the first line that is not UTF-8
-        raise QueryFormatError(str(problems[0]))
-    for number, line in lines:
-        if line.lstrip().startswith("#"):
-            continue
-        parts = [p.strip() for p in line.split("\t")]
-        where = f"{path}:{number}"
-        if len(parts) != 3:
-            raise QueryFormatError(f"{where}: expected head<TAB>relation<TAB>? or ?<TAB>relation<TAB>tail, "
-                                   f"found {len(parts)} field(s)")
-        h, r, t = parts
-        if (h == "?") == (t == "?"):
-            raise QueryFormatError(f"{where}: exactly one of head and tail must be '?' (the entity to predict)")
-        if r not in relation:
-            raise QueryFormatError(f"{where}: unknown relation id {quote(r)}")
-        for name in (h, t):
-            if name != "?" and name not in entity:
-                raise QueryFormatError(f"{where}: unknown entity id {quote(name)}")
-        queries.append(Query(number, None if h == "?" else entity[h], relation[r], None if t == "?" else entity[t]))
-    return queries
 
 
 class FinetunedLinkPredictor(FinetunedModel):
@@ -211,8 +163,9 @@ class FinetunedLinkPredictor(FinetunedModel):
 
 
 def predict_rows(model: FinetunedLinkPredictor, kg_path: Path, queries: Path, top_k: int = 10,
-                 exclude_known: bool = False) -> list[dict]:
+                 exclude_known: bool = False, inputs: tuple | None = None) -> list[dict]:
     """``jaket predict link-prediction``'s rows (one per query of the file ``queries``) on the KG
-    folder ``kg_path``."""
-    kg = load_kg(kg_path)
-    return model.predict(kg, read_queries(queries, kg), top_k=top_k, exclude_known=exclude_known)
+    folder ``kg_path`` (``inputs``: what :func:`~jaket.tasks.link_prediction.data.read_prediction_inputs`
+    read of them, before the model was loaded)."""
+    kg, parsed = inputs if inputs is not None else read_prediction_inputs(kg_path, queries)
+    return model.predict(kg, parsed, top_k=top_k, exclude_known=exclude_known)

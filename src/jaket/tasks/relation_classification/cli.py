@@ -23,11 +23,18 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sentences to classify: one JSON object {\"tokens\", \"h\", \"t\"} a line")
 
 
-def predict_from_flags(model, args: argparse.Namespace) -> list[dict]:
+def read_predict_inputs(args: argparse.Namespace, settings: dict):
+    """``jaket predict relation-classification``'s files, read before the model is loaded."""
+    from jaket.tasks.relation_classification.data import read_prediction_inputs
+
+    return read_prediction_inputs(args.support, args.queries)
+
+
+def predict_from_flags(model, args: argparse.Namespace, inputs=None) -> list[dict]:
     """``jaket predict relation-classification``: the flags as the library's typed arguments."""
     from jaket.tasks.relation_classification.finetuned import predict_rows  # the task, loaded when it runs
 
-    return predict_rows(model, args.support, args.queries)
+    return predict_rows(model, args.support, args.queries, inputs=inputs)
 
 
 def _run():
@@ -55,5 +62,5 @@ SPEC = TaskSpec(
     table=lambda: _run().results_table,
     default_variants=("lm", "jaket"), finetune_variant="lm", grid_task=lambda: _run().RelationClassificationRuns,
     model=_finetuned, predict_help="the relation of each query sentence, given support examples (PAIR)",
-    add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags,
+    add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, read_predict_inputs=read_predict_inputs,
     predict_usage="--support FILE --queries FILE", set_example="--set train_steps=50 --set data.data=fewrel/val_wiki.json")

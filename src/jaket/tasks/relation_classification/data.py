@@ -334,3 +334,13 @@ def read_inputs(job: RelationClassificationJob) -> tuple[FewRelData, FewRelData 
     data, train = load_relations(job.data)
     checked_relation_split(data, job, train, job.data.drop_overlap)
     return data, train
+
+
+def read_prediction_inputs(support, queries) -> tuple[FewRelData, list[tuple[int, FewRelInstance]]]:
+    """``jaket predict relation-classification``'s inputs, read and checked before the model is
+    loaded: the support file (every relation with a sentence) and the query lines."""
+    supports = load_fewrel(support)
+    empty = [r for r, items in supports.instances.items() if not items]
+    if empty:
+        raise ValueError(f"{support}: relation(s) {', '.join(map(quote, empty))} have no support sentence")
+    return supports, read_query_lines(queries)

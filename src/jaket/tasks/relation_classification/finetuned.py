@@ -1,5 +1,5 @@
 """A fine-tuned PAIR relation classifier: saved by ``jaket finetune relation-classification``,
-used by ``jaket predict relation-classification --model DIR --support FILE --queries FILE``.
+used by ``jaket predict relation-classification --finetuned DIR --support FILE --queries FILE``.
 
 The folder is the fine-tuned layout of :mod:`jaket.tasks.finetuned`: ``backbone/`` holds the
 language module (LM1 + LM2) as fine-tuned, ``head.safetensors`` the linear "same relation" score
@@ -15,8 +15,7 @@ from pathlib import Path
 
 import torch
 
-from jaket.jsonio import quote
-from jaket.tasks.relation_classification.data import FewRelData, load_fewrel, read_query_lines
+from jaket.tasks.relation_classification.data import FewRelData, read_prediction_inputs
 from jaket.model.jaket import JaketModel
 from jaket.tasks.finetuned import FinetunedFolder, FinetunedFormatError, FinetunedModel, backbone_model, checked_variant
 from jaket.tasks.relation_classification.model import PairEncoder
@@ -94,11 +93,9 @@ class FinetunedPairClassifier(FinetunedModel):
         return rows
 
 
-def predict_rows(model: FinetunedPairClassifier, support: Path, queries: Path) -> list[dict]:
+def predict_rows(model: FinetunedPairClassifier, support: Path, queries: Path,
+                 inputs: tuple | None = None) -> list[dict]:
     """``jaket predict relation-classification``'s rows (one per query sentence of the file
     ``queries``), the relations those of the FewRel-format file ``support``."""
-    supports = load_fewrel(support)
-    if any(not items for items in supports.instances.values()):
-        empty = [r for r, items in supports.instances.items() if not items]
-        raise ValueError(f"{support}: relation(s) {', '.join(map(quote, empty))} have no support sentence")
-    return model.predict(supports, read_query_lines(queries))
+    supports, query_lines = inputs if inputs is not None else read_prediction_inputs(support, queries)
+    return model.predict(supports, query_lines)

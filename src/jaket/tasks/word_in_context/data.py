@@ -30,6 +30,7 @@ from pathlib import Path
 from jaket.jsonio import quote
 from jaket.kg.errors import KGFormatError, Problem
 from jaket.kg.graph import KnowledgeGraph, name_key
+from jaket.kg.io import load_kg
 from jaket.kg.readers import json_objects, read_text_file
 from jaket.kg.sources.wordnet import load_wordnet_data, sense_order
 from jaket.kg.sources.wordnet_forms import POS_CODES, id_part_of_speech, part_of_speech
@@ -244,3 +245,10 @@ def wordnet_pairs(kg: KnowledgeGraph, count: int = 2000, seed: int = 0, eval_fra
         pair = WordPair(lemma, pos, t1, s1, e1, t2, s2, e2, label)
         (evaluation if (lemma, pos) in held else train).append(pair)
     return train, evaluation
+
+
+def read_prediction_inputs(pairs, gold=None, kg_path=None) -> tuple[list[WordPair], KnowledgeGraph | None]:
+    """``jaket predict word-in-context``'s inputs, read and checked before the model is loaded: the
+    pairs (and gold labels) and the sense KG folder when one is given (``None``: WordNet 3.0, built
+    after the model is loaded and only if its setting reads a KG)."""
+    return load_pairs(pairs, gold), (load_kg(kg_path) if kg_path is not None else None)

@@ -1,5 +1,5 @@
 """A fine-tuned word-in-context model: saved by ``jaket finetune word-in-context``, used by
-``jaket predict word-in-context --model DIR --pairs FILE``.
+``jaket predict word-in-context --finetuned DIR --pairs FILE``.
 
 The folder is the fine-tuned layout of :mod:`jaket.tasks.finetuned`: the backbone as fine-tuned
 (LM1 + LM2, and with a KM the KM, the fusion and the masked-entity head that scores the senses),
@@ -24,7 +24,7 @@ from jaket.model.jaket import JaketModel
 from jaket.tasks.finetuned import FinetunedFolder, FinetunedFormatError, FinetunedModel
 from jaket.tasks.word_in_context.job import TASK, WordInContextConfig
 from jaket.tasks.settings import variant as variant_spec
-from jaket.tasks.word_in_context.data import SenseInventory, WordPair, load_pairs
+from jaket.tasks.word_in_context.data import SenseInventory, WordPair, read_prediction_inputs
 from jaket.tasks.word_in_context.model import (SUPPORTED_VARIANTS, SenseGraph, WordInContextModel,
                                                encode_pairs, predict_probabilities, restrict_to_candidates,
                                                sense_graph)
@@ -131,13 +131,14 @@ class FinetunedWordInContext(FinetunedModel):
         return rows
 
 def predict_rows(finetuned: FinetunedWordInContext, pairs_path: Path, gold: Path | None = None,
-                 kg_path: Path | None = None) -> list[dict]:
+                 kg_path: Path | None = None, inputs: tuple | None = None) -> list[dict]:
     """``jaket predict word-in-context``: the rows of :meth:`FinetunedWordInContext.predict` for a
     pairs file (WiC or JSONL) over the sense KG (default: WordNet 3.0)."""
-    pairs = load_pairs(pairs_path, gold)
-    kg = None
-    if finetuned.model.uses_kg:
-        kg = load_sense_kg(kg_path)
+    pairs, kg = inputs if inputs is not None else read_prediction_inputs(pairs_path, gold, kg_path)
+    if not finetuned.model.uses_kg:
+        kg = None
+    elif kg is None:
+        kg = load_sense_kg()
         trained_on = finetuned.settings.get("kg", {}).get("fingerprint")
         if trained_on not in (None, kg.fingerprint()):
             logger.info("predicting over another sense KG than the fine-tuning one (its memory is recomputed)")
