@@ -134,15 +134,19 @@ def write_text(path: str | Path, text: str) -> Path:
 
 
 def write_lines(path: str | Path, lines: Iterable[str]) -> Path:
-    """One string per line, each followed by ``\\n`` (streams: the lines are never all in memory)."""
+    """One string per line, each followed by ``\\n`` (streams: the lines are never all in memory; an
+    item may hold several lines joined by ``\\n``, the last without its own)."""
     with atomic_open(path, "w", newline="\n") as handle:
         batch: list[str] = []
+        size = 0
         for line in lines:
             batch.append(line)
-            if len(batch) == 4096:  # one write a batch: a million lines are a second faster
+            size += len(line)
+            if len(batch) == 4096 or size > 1 << 20:  # one write a batch: a million lines are a second faster
                 batch.append("")
                 handle.write("\n".join(batch))
                 batch.clear()
+                size = 0
         if batch:
             batch.append("")
             handle.write("\n".join(batch))

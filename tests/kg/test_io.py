@@ -379,3 +379,41 @@ def test_cache_notices_an_in_place_same_size_edit_that_keeps_the_mtime(tmp_path:
     stamp = manifest_path.stat().st_mtime_ns
     load_kg(tmp_path)
     assert manifest_path.stat().st_mtime_ns == stamp
+
+
+def test_the_written_lines_are_json_dumps_and_tab_joins_to_the_byte(tmp_path, monkeypatch):
+    """save_kg spells each entity line out and joins triples with Arrow (for speed, issue 65): the
+    bytes are those of ``json.dumps(record, ensure_ascii=False)`` and of the pure-Python join."""
+    import builtins
+    import json
+
+    import numpy as np
+
+    from jaket.kg.graph import KnowledgeGraph
+    from jaket.kg.io import save_kg
+
+    ids = ["a", "b\u00e9", 'c"q', "d\\x"]
+    kg = KnowledgeGraph(entity_ids=ids, entity_names=["A", "n\u00e9 x", "C", "D"],
+                        entity_descriptions=["", "d\u2028", "x\x01", "\u00e9 \U0001f600"],
+                        entity_aliases=[[], ["x", 'y"'], [], ["\u00e9"]], entity_category=np.array([0, -1, 1, 0], np.int32),
+                        category_names=['k"2', "k1"], relation_ids=["r1", "r\u00e92"], relation_names=["R1", "R2"],
+                        relation_descriptions=["", ""], triples=np.array([[0, 0, 1], [1, 1, 2], [3, 0, 0]], np.int32))
+    save_kg(kg, tmp_path / "fast")
+    lines = (tmp_path / "fast" / "entities.jsonl").read_text(encoding="utf-8").split("\n")
+    assert lines[-1] == ""
+    for i, line in enumerate(lines[:-1]):
+        c = int(kg.entity_category[i])
+        assert line == json.dumps({"id": ids[i], "name": kg.entity_names[i], "description": kg.entity_descriptions[i],
+                                   "category": kg.category_names[c] if c >= 0 else None,
+                                   "aliases": list(kg.entity_aliases[i])}, ensure_ascii=False)
+    real_import = builtins.__import__
+
+    def no_pyarrow(name, *args, **kwargs):
+        if name.startswith("pyarrow"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pyarrow)
+    save_kg(kg, tmp_path / "plain")
+    assert (tmp_path / "fast" / "triples.tsv").read_bytes() == (tmp_path / "plain" / "triples.tsv").read_bytes() \
+        == 'a\tr1\tb\u00e9\nb\u00e9\tr\u00e92\tc"q\nd\\x\tr1\ta\n'.encode("utf-8")

@@ -60,11 +60,17 @@ def _same(a, b) -> None:
     assert np.array_equal(a.triples, b.triples)
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_the_stream_gives_the_rdflib_kg(tmp_path, monkeypatch, workers):
+@pytest.mark.parametrize("workers, lane", [(1, True), (2, True), (1, False), (2, False)])
+def test_the_stream_gives_the_rdflib_kg(tmp_path, monkeypatch, workers, lane):
+    """One reader or two (threads with the fast lane, processes without it), the lane or pyoxigraph
+    alone: the KG of the rdflib path."""
+    from jaket.kg.sources import ntriples
+
     path = tmp_path / "dump.nt"
     path.write_text(_dump(), encoding="utf-8")
     monkeypatch.setattr(rdf_stream, "PARALLEL_ABOVE", 0 if workers == 2 else 1 << 40)
+    if not lane:
+        monkeypatch.setattr(ntriples, "available", lambda: False)
     streamed, report = load_rdf_stream(path, "nt")
     expected, expected_report = load_rdf(path)
     _same(streamed, expected)

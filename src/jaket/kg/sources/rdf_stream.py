@@ -215,8 +215,9 @@ def _read_share(args):
 def _merge(shares):
     """One :func:`_read` result of the shares' (ids re-interned, annotations and types joined)."""
     found, ids_list, predicate_list, (heads, relations, tails), read = shares[0]
-    ids = {iri: k for k, iri in enumerate(ids_list)}
-    predicate_ids = {p: k for k, p in enumerate(predicate_list)}
+    # a share read in this process hands its dicts over; one read by a worker process, lists
+    ids = ids_list if isinstance(ids_list, dict) else {iri: k for k, iri in enumerate(ids_list)}
+    predicate_ids = predicate_list if isinstance(predicate_list, dict) else {p: k for k, p in enumerate(predicate_list)}
     heads, relations, tails = (np.frombuffer(c, dtype=np.int32) for c in (heads, relations, tails))
     columns = [[heads], [relations], [tails]]
     for other, other_ids, other_predicates, (h, r, t), other_read in shares[1:]:
@@ -241,12 +242,19 @@ def _merge(shares):
 
 def _read_all(path: Path, fmt: str, workers: int | None = None):
     """:func:`_read` of the whole file; an N-Triples file above :data:`PARALLEL_ABOVE` (not
-    compressed) by one process a share of its lines when the machine has several cores."""
+    compressed) read a share of its lines by each of two workers when the machine has several
+    cores: threads when the fast lane reads it (its regular expressions and hashing run outside the
+    GIL, and nothing is pickled back), processes otherwise."""
     import os
 
     workers = workers or min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
     if fmt != "nt" or workers < 2 or path.suffix.lower() == ".gz" or path.stat().st_size < PARALLEL_ABOVE:
         return _read(path, fmt)
+    if ntriples.available():
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(workers) as pool:
+            return _merge(list(pool.map(lambda share: _read(path, fmt, *share), _shares(path, workers))))
     import multiprocessing
 
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
