@@ -53,6 +53,12 @@ def test_the_api_reference_builds_with_warnings_as_errors(tmp_path):
             continue
         anchor = "jaket.pipeline.pipeline" if name == "pipeline" else f"jaket.{name}"
         assert f'id="{anchor}"' in html, f"{name} is missing from the API reference"
+    # the method the README's Python block calls on what jaket.pipeline returns (result.finetuned.predict)
+    for task, cls in (("entity_classification", "FinetunedEntityClassifier"),
+                      ("link_prediction", "FinetunedLinkPredictor"), ("kgqa", "FinetunedQuestionAnswerer"),
+                      ("relation_classification", "FinetunedPairClassifier"),
+                      ("word_in_context", "FinetunedWordInContext")):
+        assert f'id="jaket.tasks.{task}.finetuned.{cls}.predict"' in html, f"{cls}.predict is not documented"
 
 
 def test_the_public_functions_name_a_wrong_argument():

@@ -39,6 +39,10 @@ def test_json_commands_print_strict_json_alone(small_kg, metaqa_dir, tiny_bert_d
 
     stats, _ = run("kg", "stats", str(kg_dir))
     assert stats["entities"] == 36
+    texts = tmp_path / "texts.txt"
+    texts.write_text(f"A text about {small_kg.entity_names[0]} and nothing else.\n", encoding="utf-8")
+    linked, err = run("link", "--kg", str(kg_dir), "--texts", str(texts), "--out", str(tmp_path / "corpus.jsonl"))
+    assert linked["output"] == str(tmp_path / "corpus.jsonl") and "mentions in" in err  # the human line: stderr
     report, err = run("kg", "validate", str(kg_dir))
     assert report["valid"] is True and report["problems"] == [] and "valid" in err
 

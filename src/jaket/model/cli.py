@@ -248,6 +248,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="output file (.npy or .parquet): the entity vectors, with --texts the text vectors")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing --out and the files beside it (refused otherwise)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout, alone (everything else goes to stderr)")
     parser.add_argument("--texts", type=Path, metavar="FILE",
                         help="embed these texts instead (one a line, or .jsonl with a 'text' field): "
                              "linked to the KG, encoded with the KM fused at the mentions")

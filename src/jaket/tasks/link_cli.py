@@ -242,9 +242,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     deprecated_alias(texts, "--text", "--texts")
     link.add_argument("--out", required=True, metavar="FILE", help="the corpus JSONL to write")
     link.add_argument("--overwrite", action="store_true", help="replace an existing --out (refused otherwise)")
-    link.add_argument("--min-length", "--min-name-length", dest="min_length", type=int, default=3, metavar="N",
+    link.add_argument("--min-length", dest="min_length", type=int, default=3, metavar="N",
                       help="do not link names/aliases shorter than N characters (default 3; those left "
                            "out are listed in the summary and a warning)")
+    deprecated_alias(link, "--min-name-length", "--min-length")
+    link.add_argument("--json", action="store_true", help="print the summary as JSON on stdout, alone (everything else goes to stderr)")
     link.add_argument("--short-forms", type=_forms, default=(), metavar="LIST",
                       help="comma list of names/aliases to link although shorter than --min-length, "
                            "e.g. Go,C,JS")

@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 from jaket.atomic import json_text
-from jaket.errors import UsageError
 from jaket.flags import add_device_argument, deprecated_alias
 from jaket.kg.readers import refuse_empty
 from jaket.model.device import resolve_device
@@ -43,8 +42,6 @@ def _write_rows(rows, out: Path | None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     spec = task_spec(args.task)
-    if args.finetuned is None:  # not argparse's required=: the deprecated --model fills it too
-        raise UsageError("--finetuned DIR is required: a fine-tuned folder (OUT/model of jaket finetune)")
     device = resolve_device(args.device)  # a device this machine lacks is refused before any work
     paths = {key: value for key, value in vars(args).items() if key != "out" and isinstance(value, Path)}
     if args.out is not None:
@@ -69,10 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tasks = parser.add_subparsers(dest="task", metavar="TASK", required=True)
     for name, spec in predictable().items():
         task = tasks.add_parser(name, help=spec.predict_help)
-        task.add_argument("--finetuned", type=Path, metavar="DIR",
-                          help=f"a fine-tuned {name} folder, required (jaket finetune {name} ... --out OUT writes "
-                               "OUT/model)")
-        deprecated_alias(task, "--model", "--finetuned")
+        folder = task.add_mutually_exclusive_group(required=True)  # required, and its old name counts
+        folder.add_argument("--finetuned", type=Path, metavar="DIR",
+                            help=f"a fine-tuned {name} folder (jaket finetune {name} ... --out OUT writes OUT/model)")
+        deprecated_alias(folder, "--model", "--finetuned")
         task.add_argument("--out", type=Path, metavar="FILE", help="JSONL output file (default: stdout)")
         task.add_argument("--overwrite", action="store_true", help="replace an existing --out (refused otherwise)")
         add_device_argument(task)

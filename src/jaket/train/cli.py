@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from jaket.errors import InputError, UsageError
-from jaket.flags import add_device_argument, add_precision_argument, deprecated_alias
+from jaket.flags import add_device_argument, add_precision_argument, deprecated_alias, positive_int
 from jaket.kg.parsing import file_not_a_kg_folder
 from jaket.model.device import choose_precision, resolve_device
 from jaket.output import print_json
@@ -49,7 +49,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     deprecated_alias(parser, "--model", "--encoder")  # --model is a jaket folder elsewhere (docs/cli.md)
     parser.add_argument("--out", type=Path, default=Path("runs/pretrain"), metavar="DIR",
                         help="output directory: the model goes to DIR/model (default: runs/pretrain)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout, alone (everything else goes to stderr)")
     parser.add_argument("--steps", type=int, metavar="N", help="optimizer steps: shortcut for --set steps=N")
+    parser.add_argument("--description-max-length", type=positive_int, metavar="N",
+                        help="tokens of an entity description LM1 reads for the memory (Eq. 7), as in "
+                             "finetune: shortcut for --set model.description_max_length=N")
     parser.add_argument("--seed", type=int, metavar="N", help="the run's seed: shortcut for --set seed=N")
     add_precision_argument(parser, default_help="the config's mixed_precision")
     parser.add_argument("--relation-memory", action="store_true",
@@ -108,6 +112,8 @@ def config_from_args(args: argparse.Namespace):
         values.update({"bf16": True} if chosen == "bf16" else {"bf16": False, "mixed_precision": "no"})
     if args.relation_memory:
         values["model.use_relation_memory"] = True
+    if args.description_max_length is not None:
+        values["model.description_max_length"] = args.description_max_length
     return load_config(path, list(args.overrides), values)
 
 
