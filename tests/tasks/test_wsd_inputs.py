@@ -217,9 +217,11 @@ def test_a_target_past_max_length_is_refused_before_any_context_is_encoded(tmp_p
     assert main(["evaluate", "word-sense-disambiguation", "--data", str(data), "--kg", str(tmp_path / "senses"),
                  "--encoder", str(tiny_bert_dir), "--variants", "lm", "--max-length", "16", "--no-usage-examples",
                  "--out", str(out)]) == 1
+    # more words before them than the window holds: refused as the XML is read, each by its line (issue 69)
     assert capsys.readouterr().err.splitlines() == [
-        f"error: {data}: instance d001.s003.t001 ('bank') lies past the first 16 tokens of its sentence, all the "
-        "encoder reads; 1 more target(s) lie past it too; raise --max-length (the setting max_length, now 16)"]
+        f"{data}:{line}: instance d001.s003.t00{k} ('bank') lies past the first 16 tokens of its sentence ({words} "
+        "words before it), all the encoder reads; raise --max-length (the setting max_length, now 16)"
+        for k, line, words in ((1, 49, 41), (2, 50, 42))]
     assert not out.exists()
 
 
@@ -245,3 +247,26 @@ def test_the_check_finds_exactly_the_targets_the_encoder_cannot_read(tiny_bert_d
             except ValueError:
                 refused.append(i)
         assert targets_past(tokenizer, examples, limit) == refused and 0 < len(refused) < len(examples) - 1
+
+
+def test_a_gold_sense_unknown_to_wordnet_is_refused_whichever_way_it_is_written(tmp_path):
+    """One rule (issue 69, item 7): an unknown sense key and an unknown synset id are both refused
+    with their file and line as the data is read; an id of another shape is a sense-KG entity id."""
+    import json
+
+    from jaket.kg.errors import KGFormatError
+    from jaket.tasks.word_sense.data import load_wsd
+
+    row = {"id": "t1", "text": "the river bank", "start": 10, "end": 14, "lemma": "bank", "pos": "n"}
+    data = tmp_path / "targets.jsonl"
+    data.write_text("\n".join(json.dumps({**row, "id": f"t{k}", "gold": gold}) for k, gold in enumerate(
+        [["bank%1:17:01::"], ["bank%1:99:99::"], ["bank.n.99"], ["bank.n.01"], ["my-kg-sense-7"]])) + "\n",
+                    encoding="utf-8")
+    with pytest.raises(KGFormatError) as refused:
+        load_wsd(data)
+    assert [str(p) for p in refused.value.problems] == [
+        f"{data}:2: unknown WordNet 3.0 sense key(s) 'bank%1:99:99::'",
+        f"{data}:3: unknown WordNet 3.0 synset id(s) 'bank.n.99'"]
+    lines = data.read_text(encoding="utf-8").splitlines()
+    data.write_text("\n".join(lines[:1] + lines[3:]) + "\n", encoding="utf-8")
+    assert [i.gold for i in load_wsd(data)] == [("bank.n.01",), ("bank.n.01",), ("my-kg-sense-7",)]

@@ -25,6 +25,7 @@ which its official scorer reads.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -51,6 +52,8 @@ class WsdInstance:
     lemma: str
     pos: str
     gold: tuple[str, ...] = ()
+    #: the line of the data file that holds it (0: not read from a file)
+    line: int = 0
 
     @property
     def framework_pos(self) -> str:
@@ -88,7 +91,7 @@ def framework_instances(sentences: list[XmlSentence]) -> list[WsdInstance]:
         for token, (start, end) in zip(sentence.tokens, sentence.spans()):
             if token.instance is not None:
                 out.append(WsdInstance(token.instance, text, start, end, token.lemma.replace("_", " "),
-                                       FRAMEWORK_POS[token.pos]))
+                                       FRAMEWORK_POS[token.pos], line=token.line))
     return out
 
 
@@ -116,14 +119,31 @@ def sense_key_of(synset_id: str, lemma: str) -> str | None:
     return _keys_of_synsets().get((lemma.strip().lower().replace(" ", "_"), synset_id))
 
 
+#: a WordNet synset id as the sense KG names it (``bank.n.01``): lemma, part of speech, sense number
+_SYNSET_ID = re.compile(r"^\S+\.[nvasr]\.\d{2,}$")
+
+
+@lru_cache(maxsize=1)
+def _wordnet_synsets() -> frozenset[str]:
+    return frozenset(_sense_keys().values())
+
+
 def _gold_synsets(entries: list[str], path: Path, number: int, problems: list[Problem]) -> tuple[str, ...] | None:
-    """The synsets of gold entries (a sense key when it holds ``%``, else an entity id), each once;
-    None, with a problem naming the line, when a sense key is unknown."""
+    """The synsets of gold entries, each once: a sense key (it holds ``%``) or a synset id
+    (``bank.n.01``) must be WordNet 3.0's, else None with a problem naming the line (one rule,
+    whichever way the sense is written); any other entry is a sense-KG entity id, checked against
+    the sense KG when it is loaded."""
     synsets = [synset_of_key(g) if "%" in g else g.strip() for g in entries]
     unknown = [g for g, s in zip(entries, synsets) if s is None]
+    unknown_ids = [g for g in synsets if g is not None and "%" not in g and _SYNSET_ID.match(g)
+                   and g not in _wordnet_synsets()]
     if unknown:
         problems.append(Problem(str(path), number, f"unknown WordNet 3.0 sense key(s) "
                                                    f"{', '.join(quote(k) for k in unknown)}"))
+    if unknown_ids:
+        problems.append(Problem(str(path), number, f"unknown WordNet 3.0 synset id(s) "
+                                                   f"{', '.join(quote(k) for k in unknown_ids)}"))
+    if unknown or unknown_ids:
         return None
     return tuple(dict.fromkeys(synsets))  # type: ignore[arg-type]
 
@@ -190,7 +210,29 @@ def _jsonl_instance(row: dict, path: Path, number: int, problems: list[Problem])
     synsets = _gold_synsets(gold, path, number, problems)
     if len(problems) > before:
         return None
-    return WsdInstance(row["id"].strip(), text, start, end, row["lemma"].strip(), pos, synsets or ())
+    return WsdInstance(row["id"].strip(), text, start, end, row["lemma"].strip(), pos, synsets or (), line=number)
+
+
+#: a word that every tokenizer of the encoders jaket reads turns into at least one token
+_WORD = re.compile(r"\S*\w\S*")
+
+
+def refuse_past_window(instances: list[WsdInstance], max_length: int, path) -> None:
+    """Refuse, naming ``path:line``, the targets that certainly lie past the first ``max_length``
+    tokens of their text (more words before them than the window holds, its two special tokens
+    apart), in the time the data takes to read and before any KG or model: a word yields at least
+    one token, so no target is refused that the encoder could read. (A target closer to the edge,
+    past it only in sub-word tokens, is found when the texts are tokenized.)"""
+    problems = []
+    for instance in instances:
+        words = len(_WORD.findall(instance.text, 0, instance.start))
+        if words >= max_length - 2:
+            problems.append(Problem(str(path), instance.line or None, f"instance {instance.id} "
+                                    f"({quote(instance.text[instance.start:instance.end])}) lies past the first "
+                                    f"{max_length} tokens of its sentence ({words} words before it), all the encoder "
+                                    f"reads; raise --max-length (the setting max_length, now {max_length})"))
+    if problems:
+        raise KGFormatError(problems)
 
 
 def load_wsd_jsonl(path: str | Path) -> list[WsdInstance]:

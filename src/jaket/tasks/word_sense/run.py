@@ -74,7 +74,7 @@ from jaket.tasks.word_sense.job import SENSE_LINKING, TASK, SenseLinkingJob, Wor
 from jaket.kg.sources.wordnet_forms import POS_CODES
 from jaket.tasks.word_in_context.data import SenseInventory, lemma_key
 from jaket.tasks.word_sense.data import (FRAMEWORK_POS, WsdInstance, key_path_of, load_wsd, past_limit_line,
-                                        write_key_file)
+                                        refuse_past_window, write_key_file)
 from jaket.train.config import load_config
 
 if TYPE_CHECKING:
@@ -327,6 +327,7 @@ def run_job(job: WordSenseJob, out_dir: Path | None = None, *, save_dir: Path | 
     is no model to save or keep (``save_dir``, ``keep_model`` and ``log_with`` have nothing to do).
     ``jaket evaluate word-sense-disambiguation`` and :func:`jaket.pipeline.pipeline` run this."""
     instances = load_wsd(job.data.path, job.data.gold)  # the inputs first: bad data is refused before any KG or model
+    refuse_past_window(instances, job.max_length, job.data.path)
     from jaket.tasks.word_in_context.finetuned import load_sense_kg  # inputs first: model code after the data
 
     kg = load_sense_kg(job.data.kg)
