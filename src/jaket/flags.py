@@ -39,6 +39,25 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer of at least 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer of at least 0, got {text}")
+    return value
+
+
+def int_list(text: str, least: int = 1) -> str:
+    """An argparse type: a comma list of integers of at least ``least`` (kept as written; empty: none)."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a comma list of integers, got {text!r}") from None
+    if values and min(values) < least:  # an empty list is one: "none"
+        raise argparse.ArgumentTypeError(f"expected a comma list of integers of at least {least}, got {text!r}")
+    return text
+
+
 def probability(text: str) -> float:
     """An argparse type: a number in [0, 1]."""
     value = float(text)

@@ -37,7 +37,9 @@ import torch
 from jaket.bench.common import apply_threads_and_seed, jaket_cache
 from jaket.flags import positive_int
 from jaket.kg.io import load_corpus, load_kg, save_kg
+from jaket.kg.readers import refuse_empty
 from jaket.kg.text_input import read_texts
+from jaket.model.config import read_model_config
 from jaket.paths import default_model_path
 from jaket.tasks import link_cli
 
@@ -118,11 +120,20 @@ def _run_figures(name: str, summary: dict, wall: float, spent: float, texts: int
 def run(args: argparse.Namespace) -> dict:
     apply_threads_and_seed(args)
     limit = args.limit or (50 if args.quick else 2000)
+    # the user's inputs first, named as given, before WordNet or a model is built or loaded (issue 69)
+    given_texts = None
+    if args.texts is not None:
+        refuse_empty(Path(args.texts), "--texts", "link")
+        given_texts = read_texts(args.texts).texts[:limit]
+    if args.kg:
+        load_kg(args.kg)
+    if args.model:
+        read_model_config(args.model)
     with tempfile.TemporaryDirectory(prefix="jaket-bench-link-") as scratch:
         scratch = Path(scratch)
         kg_dir = Path(args.kg) if args.kg else builtin_wordnet(scratch / "wordnet")
         model_dir = Path(args.model) if args.model else bundled_model(scratch / "model")
-        texts = chosen_texts(args.texts, kg_dir, limit, args.random_seed)
+        texts = given_texts if given_texts is not None else chosen_texts(None, kg_dir, limit, args.random_seed)
         given = scratch / "texts.jsonl"
         given.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
         figures: dict = {"texts": len(texts), "kg": str(args.kg or "built-in WordNet 3.0"),

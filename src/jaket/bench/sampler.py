@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaket.errors import UsageError
 from jaket.flags import positive_int
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import CACHE_DIR, load_kg, save_kg
@@ -162,6 +163,8 @@ def _load_figures(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> dict:
+    if args.load_dir and Path(args.load_dir).exists() and not Path(args.load_dir).is_dir():
+        raise UsageError(f"--load-dir {args.load_dir}: is a file; name the folder to write the KG to")
     fanouts = tuple(int(f) for f in str(args.fanouts).split(","))
     if args.kg:
         kg = load_kg(args.kg)

@@ -105,15 +105,20 @@ def _median_range(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def _wsd_end_to_end(data: str, encoder, precision: str) -> dict:
-    """WSD (``--variants lm``) on ``data`` from an empty text-vector cache, then warm: seconds and targets/s."""
+def _wsd_instances(data: str):
+    """The targets of ``--wsd DATA`` (gold from the key file beside it), read before anything else."""
+    from jaket.tasks.word_sense.data import key_path_of, load_wsd  # --help: the task modules
+
+    return load_wsd(Path(data), key_path_of(Path(data)))
+
+
+def _wsd_end_to_end(instances, encoder, precision: str) -> dict:
+    """WSD (``--variants lm``) on ``instances`` from an empty text-vector cache, then warm: seconds and targets/s."""
     # the WSD runner and the sense KG load the model modules (jaket --help registers this benchmark)
     from jaket.tasks.word_in_context.finetuned import load_sense_kg  # --help: the model modules
-    from jaket.tasks.word_sense.data import key_path_of, load_wsd  # --help: the model modules
     from jaket.tasks.word_sense.job import WordSenseConfig  # --help: the model modules
     from jaket.tasks.word_sense.run import run_wsd  # --help: the model modules
 
-    instances = load_wsd(Path(data), key_path_of(Path(data)))
     kg = load_sense_kg(None)
     job = WordSenseConfig(variants=("lm",), encoder=Path(encoder) if encoder else None, bf16=precision == "bf16")
     out: dict = {"wsd_targets": len(instances)}
@@ -129,6 +134,7 @@ def _wsd_end_to_end(data: str, encoder, precision: str) -> dict:
 
 def run(args: argparse.Namespace) -> dict:
     apply_threads_and_seed(args)
+    wsd = _wsd_instances(args.wsd) if args.wsd else None  # a malformed file refused before any model loads
     count = args.texts or (256 if args.quick else 2000)
     repeats = args.repeats or (1 if args.quick else 3)
     batch = args.batch_size or TEXT_BATCH
@@ -194,5 +200,5 @@ def run(args: argparse.Namespace) -> dict:
     figures["speedup_cache_over_before"] = _median_range([b / a for b, a in zip(seconds["before"],
                                                                                   seconds["cache_warm"])])
     if args.wsd:
-        figures.update(_wsd_end_to_end(args.wsd, args.encoder, args.precision))
+        figures.update(_wsd_end_to_end(wsd, args.encoder, args.precision))
     return figures
