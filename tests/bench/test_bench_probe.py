@@ -5,27 +5,14 @@ naming the file as the user gave it, before any model or WordNet is loaded; neve
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 import time
 
 import pytest
 
-from jaket.cli import main
+from tests.test_cli_exit_codes import _run
 from tests.test_cli_help import command_tree
 
 _BENCHES = [(path, parser) for path, parser in command_tree() if len(path) == 2 and path[0] == "bench"]
-
-
-def _run(argv: list[str]) -> tuple[int, str]:
-    err = io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-        try:
-            status = main(argv)
-        except SystemExit as stop:
-            status = stop.code
-    return status, err.getvalue()
 
 
 @pytest.mark.parametrize("path", [p for p, _ in _BENCHES], ids=[p[1] for p, _ in _BENCHES])
@@ -38,7 +25,8 @@ def test_every_number_of_a_benchmark_is_checked(path):
     for action in numbers:
         least = 0 if action.type.__name__ == "non_negative_int" else getattr(action.type, "keywords", {}).get("least", 1)
         for value in (str(least - 1), "x"):
-            status, err = _run([*path, action.option_strings[0], value])
+            status, lines = _run([*path, action.option_strings[0], value])
+            err = "\n".join(lines)
             assert status == 2 and "Traceback" not in err and f"argument {action.option_strings[0]}" in err, \
                 (action.option_strings, value, err)
 
@@ -58,7 +46,8 @@ def test_the_probe_categories_on_benchmark_files(tmp_path):
               (["sampler", "--load-entities", "10", "--load-dir", str(empty)], str(empty))]
     began = time.perf_counter()
     for argv, named in cases:
-        status, err = _run(["bench", *argv])
+        status, lines = _run(["bench", *argv])
+        err = "\n".join(lines)
         assert status in (1, 2) and "Traceback" not in err, (argv, err)
         assert named in err and "jaket-bench" not in err, (argv, err)
     assert time.perf_counter() - began < 30  # each refused before WordNet or a model is built
