@@ -32,3 +32,45 @@ def test_an_existing_memory_file_is_the_first_fill_and_stays_memory_mapped(tiny_
         assert str(path) in str(error)
     else:
         raise AssertionError("a float16 file read as float32 must be refused")
+
+
+def test_a_second_run_reads_its_first_fill_from_the_cache(tiny_bert_dir, tmp_path, monkeypatch):
+    """Issue 68: the first fill depends on LM1's weights, the KG, the window and the precision only.
+    A second seed's run with the same key reads no description through LM1 before step 0 and
+    starts from the very rows the first computed; a changed key (the window) computes again, and
+    ``memory.cache=false`` always computes."""
+    import torch
+
+    from jaket.model.memory import EntityContextMemory
+    from jaket.train import pretrain as module
+
+    monkeypatch.setenv("JAKET_CACHE", str(tmp_path / "cache"))
+    passes, first_rows = [], []
+    real_refresh, real_first = EntityContextMemory.refresh, module.Pretrainer._first_fill_and_evaluation
+
+    def counted(self, *args, **kwargs):
+        passes.append(kwargs.get("momentum"))
+        return real_refresh(self, *args, **kwargs)
+
+    def recorded(self):
+        real_first(self)
+        first_rows.append(self.memory.entities.detach().clone())
+
+    monkeypatch.setattr(EntityContextMemory, "refresh", counted)
+    monkeypatch.setattr(module.Pretrainer, "_first_fill_and_evaluation", recorded)
+
+    def run(name: str, *extra: str) -> list:
+        passes.clear()
+        config = load_config(None, ["data.source=toy", "steps=2", "text_batch_size=4", "tasks.root_entities=6",
+                                    "tasks.relation_pairs=4", "model.km_heads=2", "model.fanouts=[3,3]",
+                                    f"model.encoder={tiny_bert_dir}", "memory.initial=50", "checkpoint_every=0",
+                                    "eval_texts=0", "tensorboard=false", *extra])
+        pretrain(config, tmp_path / name, progress=False)
+        return list(passes)
+
+    assert run("seed0", "seed=0") == [0.0]  # computed, and stored
+    assert run("seed1", "seed=1") == []  # the same key: read, no pass through LM1 before step 0
+    assert torch.equal(first_rows[0], first_rows[1])
+    assert run("window", "seed=1", "model.description_max_length=12") == [0.0]  # another key: computed
+    assert run("off", "seed=1", "memory.cache=false") == [0.0]
+    assert len(list((tmp_path / "cache" / "memory").glob("*.safetensors"))) == 2

@@ -66,26 +66,30 @@ def weights_digest(parameters) -> str:
     return digest.hexdigest()
 
 
-def memory_key(language: SplitLanguageModel, kg: KnowledgeGraph, max_length: int, kind: str = "lm1") -> str:
-    """The cache key of ``kg``'s rows read by ``language`` (module docstring)."""
+def memory_key(language: SplitLanguageModel, kg: KnowledgeGraph, max_length: int, kind: str = "lm1",
+               precision: str = "fp32") -> str:
+    """The cache key of ``kg``'s rows read by ``language`` (module docstring) in ``precision`` (the
+    pass's: ``fp32``, or ``bf16`` under autocast, whose rows differ in their last bits)."""
     # the full encoder's forward: not the MLM head, initialised anew at each load of a checkpoint without one
     parameters = language.lm1_parameters() if kind == "lm1" else language.encoder_parameters()
     tokenizer = language.tokenizer
     parts = {"version": FORMAT_VERSION, "kind": kind, "weights": weights_digest(parameters),
              "lm1_layers": int(language.lm1_layers), "tokenizer": type(tokenizer).__name__,
              "vocab": int(len(tokenizer)), "kg": kg.fingerprint(), "max_length": int(max_length)}
+    if precision != "fp32":  # (an fp32 key is the one written before precision was a part of it)
+        parts["precision"] = precision
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
 
 
 def cached_rows(language: SplitLanguageModel, kg: KnowledgeGraph, max_length: int,
-                compute: Callable[[], tuple[torch.Tensor, torch.Tensor]], kind: str = "lm1"
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+                compute: Callable[[], tuple[torch.Tensor, torch.Tensor]], kind: str = "lm1",
+                precision: str = "fp32") -> tuple[torch.Tensor, torch.Tensor]:
     """``(entity_rows, relation_rows)`` of ``kg``: from the cache when an entry for the same key
     exists, else ``compute()``, stored for the next run."""
     root = cache_root()
     if root is None:
         return compute()
-    key = memory_key(language, kg, max_length, kind)
+    key = memory_key(language, kg, max_length, kind, precision)
     folder = root / "memory"
     rows_path, meta_path = folder / f"{key}.safetensors", folder / f"{key}.json"
     if rows_path.is_file():
@@ -110,7 +114,8 @@ def cached_rows(language: SplitLanguageModel, kg: KnowledgeGraph, max_length: in
         with atomic_path(rows_path) as tmp:
             save_file({"entities": entities.detach().cpu().contiguous(),
                        "relations": relations.detach().cpu().contiguous()}, str(tmp))
-        write_text(meta_path, json.dumps({"kind": kind, "entities": kg.num_entities, "relations": kg.num_relations,
+        write_text(meta_path, json.dumps({"kind": kind, "precision": precision, "entities": kg.num_entities,
+                                          "relations": kg.num_relations,
                                           "max_length": int(max_length), "kg_fingerprint": kg.fingerprint(),
                                           "seconds": round(time.perf_counter() - began, 1)}, indent=2) + "\n")
     except OSError as error:

@@ -56,6 +56,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "finetune: shortcut for --set model.description_max_length=N")
     parser.add_argument("--seed", type=int, metavar="N", help="the run's seed: shortcut for --set seed=N")
     add_precision_argument(parser, default_help="the config's mixed_precision")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="compute the memory's first fill even when the description-row cache holds it "
+                             "(memory.cache=false; the cache is keyed by LM1's weights, the KG, the window and "
+                             "the precision: $JAKET_CACHE/memory, default ~/.cache/jaket)")
     parser.add_argument("--relation-memory", action="store_true",
                         help="use the relation context memory during pre-training "
                              "(model.use_relation_memory=true; paper: off)")
@@ -112,6 +116,8 @@ def config_from_args(args: argparse.Namespace):
         values.update({"bf16": True} if chosen == "bf16" else {"bf16": False, "mixed_precision": "no"})
     if args.relation_memory:
         values["model.use_relation_memory"] = True
+    if args.no_cache:
+        values["memory.cache"] = False
     if args.description_max_length is not None:
         values["model.description_max_length"] = args.description_max_length
     return load_config(path, list(args.overrides), values)

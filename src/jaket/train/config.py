@@ -138,6 +138,10 @@ class MemoryConfig(_Strict):
     every: PositiveInt = 3
     maximum: PositiveInt = 500
     batch_size: PositiveInt = 128
+    #: the first fill read from the description-row cache when LM1's weights, the KG, the window and
+    #: the precision match an earlier run's, else computed and stored there ($JAKET_CACHE/memory;
+    #: off: always computed, as with JAKET_CACHE=off)
+    cache: Bool = True
     #: a .npy file to memory-map E^context from (created when absent; when it exists with the
     #: right shape its rows are the first fill, e.g. from `jaket embed --layer memory`)
     path: NonEmptyText | None = None

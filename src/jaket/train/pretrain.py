@@ -37,6 +37,7 @@ from jaket.atomic import write_json, write_text
 from jaket.model.device import machine_description, resolve_device
 from jaket.model.jaket import WEIGHTS_FILE, JaketModel
 from jaket.model.memory import refresh_steps
+from jaket.model.memory_cache import cached_rows
 from jaket.output import check_folder_to_replace
 from jaket.train.batching import BatchBuilder, StepBatch, batch_loader
 from jaket.train.build import PretrainData, build_model, load_kg_and_corpus, prepare_data, tasks_run
@@ -128,12 +129,18 @@ class Pretrainer:
         before_e = memory.entities.detach().clone() if self.info.active else None
         before_r = memory.relations.detach().clone() if self.info.active else None
         momentum = self.model.config.memory_momentum if self.memory_filled else 0.0
-        with self.accelerator.autocast():  # LM1 in the run's precision, as in the training forward
-            stats = memory.refresh(self.model.language, self.data.kg,
-                                   batch_size=self.config.memory.batch_size,
-                                   max_length=self.model.config.description_max_length,
-                                   rank=self.info.rank, world_size=self.info.world_size,
-                                   momentum=momentum, progress=self.progress and self.info.is_main)
+
+        def refresh() -> dict:
+            with self.accelerator.autocast():  # LM1 in the run's precision, as in the training forward
+                return memory.refresh(self.model.language, self.data.kg, batch_size=self.config.memory.batch_size,
+                                      max_length=self.model.config.description_max_length,
+                                      rank=self.info.rank, world_size=self.info.world_size,
+                                      momentum=momentum, progress=self.progress and self.info.is_main)
+
+        if self.memory_filled or self.info.active or not self.config.memory.cache:
+            stats = refresh()
+        else:  # the first fill depends on LM1's weights, the KG and the window only: made once (#68)
+            stats = self._first_fill_from_cache(refresh)
         if self.info.active:
             all_reduce_delta(self.accelerator, memory.entities, before_e)
             all_reduce_delta(self.accelerator, memory.relations, before_r)
@@ -147,6 +154,26 @@ class Pretrainer:
                 self.refresh_count, self.step, stats.get("entities", 0),
                 f" on each of {self.info.world_size} ranks" if self.info.active else "", momentum,
                 seconds)
+        return stats
+
+    def _first_fill_from_cache(self, refresh) -> dict:
+        """The first fill (momentum 0) through the description-row cache
+        (:func:`jaket.model.memory_cache.cached_rows`), keyed by LM1's weights, the KG, the window
+        and the pass's precision: a second seed, a resumed run or another command that reads the
+        same descriptions through the same weights reads the rows instead of LM1."""
+        memory, stats = self.memory, {}
+
+        def compute():
+            stats.update(refresh())
+            return memory.entities.float(), memory.relations.float()
+
+        precision = "bf16" if self.accelerator.mixed_precision == "bf16" else "fp32"
+        entities, relations = cached_rows(self.model.language, self.data.kg,
+                                          self.model.config.description_max_length, compute, precision=precision)
+        if not stats:  # read from the cache
+            memory.entities[:] = entities.to(memory.entities.device, memory.entities.dtype)
+            memory.relations[:] = relations.to(memory.relations.device, memory.relations.dtype)
+            stats = {"entities": int(entities.shape[0]), "relations": int(relations.shape[0]), "cached": True}
         return stats
 
     # ---------------------------------------------------------------- data
