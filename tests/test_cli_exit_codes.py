@@ -33,6 +33,8 @@ def test_a_config_file_with_a_key_given_twice_is_a_usage_error(path, tmp_path):
     config.write_text("steps: 3\nsteps: 4\n", encoding="utf-8")
     required = [flag for a in parser._actions if a.required and a.option_strings
                 for flag in (a.option_strings[0], str(tmp_path / "unread"))]
+    required += [flag for group in parser._mutually_exclusive_groups if group.required
+                 for flag in (group._group_actions[0].option_strings[0], str(tmp_path / "unread"))]
     status, err = _run([*path, *required, "--config", str(config)])
     assert (status, err[-1:]) == (2, [f"error: {config}:2: key 'steps' given twice (first at line 1)"])
     status, err = _run([*path, *required, "--set", "steps"])

@@ -34,6 +34,9 @@ def _config_commands() -> list[list[str]]:
                 argv += [action.option_strings[0], "placeholder"]
             elif action.required or (not action.option_strings and action.nargs is None):
                 argv.append("placeholder")
+        for group in parser._mutually_exclusive_groups:  # e.g. predict's --finetuned (its old name counts)
+            if group.required:
+                argv += [group._group_actions[0].option_strings[0], "placeholder"]
         found.append(argv)
 
     walk(build_parser(), [])
