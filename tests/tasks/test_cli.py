@@ -31,7 +31,7 @@ def test_finetune_entity_classification_on_kg_dir(small_kg, tiny_bert_dir, tmp_p
 
 def test_evaluate_without_model_drops_jaket_and_refuses_it(small_kg, tiny_bert_dir, tmp_path, capsys):
     save_kg(small_kg, tmp_path / "kg")
-    assert main(["evaluate", "entity-classification", "--kg", str(tmp_path / "kg"), "--variants", "jaket"]) == 1
+    assert main(["evaluate", "entity-classification", "--kg", str(tmp_path / "kg"), "--variants", "jaket"]) == 2  # a variant without what it needs: usage
     assert "needs --model" in capsys.readouterr().err
     out = tmp_path / "out"  # no --variants, no --model: every applicable setting except jaket
     assert main(["evaluate", "entity-classification", "--kg", str(tmp_path / "kg"), "--encoder", str(tiny_bert_dir),

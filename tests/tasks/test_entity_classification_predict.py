@@ -211,15 +211,15 @@ def test_config_file_set_and_flags(kg_dir, tiny_bert_dir, tmp_path, capsys):
     assert main(base + ["--set", "epochs=7", "--epochs", "9"]) == 0  # flags win over --set
     assert "epochs: 9" in capsys.readouterr().out
     bad = _write(tmp_path / "bad.yaml", ["epochs: 40", "data:", "  kg: x", "  max_entities: many"])
-    assert main(["finetune", "entity-classification", "--config", str(bad)]) == 1
+    assert main(["finetune", "entity-classification", "--config", str(bad)]) == 2  # a config error: usage (docs/cli.md "Exit status")
     assert f"{bad}:4: data.max_entities: Input should be a valid integer" in capsys.readouterr().err
     assert main(["finetune", "entity-classification", "--config", str(bad), "--set", "data.max_entities=9",
-                 "--set", "dropout=1.5"]) == 1
+                 "--set", "dropout=1.5"]) == 2
     assert "--set dropout=1.5: dropout: must be in [0, 1)" in capsys.readouterr().err
     assert main(["finetune", "entity-classification", "--config", str(config), "--set", "epoch=3",
-                 "--out", str(tmp_path / "never")]) == 1
+                 "--out", str(tmp_path / "never")]) == 2
     assert "--set epoch=3: epoch: unknown key; the keys are:" in capsys.readouterr().err
-    assert main(["finetune", "entity-classification", "--train", str(config)]) == 1
+    assert main(["finetune", "entity-classification", "--train", str(config)]) == 2
     assert "data.train: split files name entities of a KG" in capsys.readouterr().err
 
 
@@ -228,7 +228,7 @@ _PRINT_CONFIG = ["finetune", "entity-classification", "--print-config"]
 
 def _refused_config(capsys, *argv) -> list[str]:
     """The error lines of ``--print-config`` with ``argv``, which must fail in lines, not a traceback."""
-    assert main(_PRINT_CONFIG + list(argv)) == 1
+    assert main(_PRINT_CONFIG + list(argv)) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
     return [line.removesuffix(" (--debug shows where)") for line in err.splitlines()[1:]]

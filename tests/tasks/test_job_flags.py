@@ -186,7 +186,7 @@ def test_the_documented_jobs_print_the_config_they_printed_before(old, new, expe
 def test_pipeline_and_the_command_refuse_a_bad_job_with_the_same_problem(flags, keywords, problem, capsys):
     from jaket.pipeline import pipeline
 
-    assert main(["evaluate", "entity-classification", *flags, "--print-config"]) == 1
+    assert main(["evaluate", "entity-classification", *flags, "--print-config"]) == 2
     command_error = capsys.readouterr().err
     with pytest.raises(ValueError) as caught:
         pipeline("entity-classification", **keywords)

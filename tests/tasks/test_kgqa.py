@@ -196,7 +196,7 @@ def test_pipeline_is_the_command(metaqa_splits_dir, tiny_bert_dir, tmp_path):
 def test_a_bad_setting_is_one_line_naming_its_key(setting, message, capsys):
     from jaket.cli import main
 
-    assert main(["evaluate", "kgqa", "--set", setting, "--print-config"]) == 1
+    assert main(["evaluate", "kgqa", "--set", setting, "--print-config"]) == 2
     assert f"error: --set {setting}: {message}" in capsys.readouterr().err
 
 

@@ -128,7 +128,7 @@ def test_fewrel_train_data_overlap_is_refused_then_dropped(tiny_bert_dir, tmp_pa
     assert list(metrics["eval_relations"]) == ["P3", "P4", "P5", "P6"]  # every relation of --data
     assert (out / "model" / "task.json").exists()
     assert main(["finetune", "relation-classification", "--train", str(train), "--encoder",
-                 str(tiny_bert_dir)]) == 1
+                 str(tiny_bert_dir)]) == 2  # flags that do not go together: usage
     assert "--train needs --data" in capsys.readouterr().err
 
 

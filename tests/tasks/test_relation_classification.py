@@ -162,7 +162,7 @@ def test_the_job_reads_the_settings_as_the_flag_spells_them(tmp_path, capsys):
                         (["--settings", "1-1"], "--settings 1-1: settings: 1-1 is not N-K with N >= 2 ways"),
                         (["--drop-overlap"], "--drop-overlap True: data.drop_overlap: --drop-overlap needs"),
                         (["--km-heads", "4"], "--km-heads 4: km_heads: relation classification has no KM")]:
-        assert main(["evaluate", "relation-classification", *flags, "--print-config"]) == 1
+        assert main(["evaluate", "relation-classification", *flags, "--print-config"]) == 2
         assert any(x.startswith(f"error: {line}") for x in capsys.readouterr().err.splitlines()), flags
 
 

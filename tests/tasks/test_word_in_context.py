@@ -272,7 +272,7 @@ def test_config_set_and_print_config(tmp_path, capsys, pair_files):
     printed = capsys.readouterr().out
     assert "epochs: 7" in printed and "sense_fusion: first" in printed and "lr: 2.0e-05" in printed
     assert main(["evaluate", "word-in-context", "--set", "sense_fusion=best", "--train", str(train),
-                 "--test", str(dev), "--print-config"]) == 1
+                 "--test", str(dev), "--print-config"]) == 2
     assert "sense_fusion" in capsys.readouterr().err
 
 

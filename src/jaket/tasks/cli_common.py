@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from jaket.errors import UsageError
 from jaket.output import human_stream, print_json
 from jaket.tasks.config import load_task_config
 from jaket.tasks.settings import variant as variant_spec
@@ -47,17 +48,17 @@ def chosen_variants(evaluate: bool, pretrained: Path | None, variants: tuple[str
     """The variants a run compares: ``evaluate``'s ``variants`` (default: the task's
     ``default_variants`` that apply: ``jaket`` only with a pre-trained model), ``finetune``'s one
     ``variant`` (default: ``jaket`` with a pre-trained model, else the task's ``finetune_variant``).
-    ``jaket`` asked for without a pre-trained model is a ``ValueError``."""
+    ``jaket`` asked for without a pre-trained model is a ``UsageError`` (a ``ValueError``)."""
     if evaluate:
         chosen = variants or default_variants
         if pretrained is None:
             if variants and "jaket" in variants:
-                raise ValueError(NEEDS_MODEL)
+                raise UsageError(NEEDS_MODEL)
             chosen = tuple(v for v in chosen if v != "jaket")
         return tuple(chosen)
     variant = variant or ("jaket" if pretrained is not None else finetune_variant)
     if variant_spec(variant).pretrained and pretrained is None:
-        raise ValueError(NEEDS_MODEL)
+        raise UsageError(NEEDS_MODEL)
     return (variant,)
 
 
@@ -71,9 +72,9 @@ def resolve_job(job, evaluate: bool, *, default_variants: tuple[str, ...] = ALL_
     if not hasattr(job, "variants"):
         return job
     if "jaket" in job.variants and job.pretrained is None:
-        raise ValueError(NEEDS_MODEL)
+        raise UsageError(NEEDS_MODEL)
     if not evaluate and len(job.variants) > 1:
-        raise ValueError(f"finetune runs one variant, got variants {list(job.variants)}; use jaket evaluate "
+        raise UsageError(f"finetune runs one variant, got variants {list(job.variants)}; use jaket evaluate "
                          "to compare several")
     variants = chosen_variants(evaluate, job.pretrained, tuple(job.variants) or None,
                                job.variants[0] if job.variants and not evaluate else None,
