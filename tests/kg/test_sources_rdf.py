@@ -132,3 +132,24 @@ def test_local_name():
     assert local_name("http://example.org/people/Ada_Lovelace") == "Ada_Lovelace"
     assert local_name("http://example.org/a%20b/") == "a b"
     assert local_name("urn:isbn:0451450523") == "0451450523"
+
+
+def test_the_one_label_fast_path_answers_as_name_of_and_description_of():
+    """The import's fast path for an entity with one label and at most one description (issue 65,
+    throughput) gives exactly what the general rule gives, on every small mix of annotations."""
+    import itertools
+
+    from jaket.kg.sources.rdf import ALT_LABELS, DESCRIPTIONS, LABELS, _one_label, _Statements
+
+    predicates = LABELS[:2] + ALT_LABELS + DESCRIPTIONS[:2]
+    texts = ["a", " a ", "", "b"]
+    taken = 0
+    for n in range(4):
+        for entries in itertools.product(itertools.product(predicates, texts, (0, 1)), repeat=n):
+            statements = _Statements(labels={"e": list(entries)} if entries else {})
+            fast = _one_label(list(entries) or None)
+            if fast is None:
+                continue
+            taken += 1
+            assert (statements.name_of("e"), statements.description_of("e")) == ((fast[0], [], True), fast[1])
+    assert taken > 100

@@ -332,10 +332,15 @@ def _entity_tables(found: _Statements, entity_ids: list[str], classes: set[str])
     category_of_class = {c: (label if counts[label] == 1 else c) for c, label in class_label.items()}
     names, aliases, descriptions, categories = [], [], [], []
     tally = {"entities_without_label": 0, "entities_without_description": 0, "extra_types_ignored": 0}
+    labels_get = found.labels.get
     for iri in entity_ids:
-        name, alias_list, labelled = found.name_of(iri)
+        simple = _one_label(labels_get(iri))
+        if simple is not None:  # one label and at most one description: name_of's and description_of's answer
+            (name, description), alias_list, labelled = simple, [], True
+        else:
+            name, alias_list, labelled = found.name_of(iri)
+            description = found.description_of(iri)
         tally["entities_without_label"] += not labelled
-        description = found.description_of(iri)
         if description is None:
             tally["entities_without_description"] += 1
             description = name
@@ -352,6 +357,26 @@ def _entity_tables(found: _Statements, entity_ids: list[str], classes: set[str])
         else:
             categories.append(None)
     return names, aliases, descriptions, categories, tally
+
+
+def _one_label(entries: list | None) -> tuple[str, str | None] | None:
+    """``(name, description)`` of annotations holding exactly one non-blank label (no other name)
+    and at most one description, as :meth:`_Statements.name_of` and
+    :meth:`_Statements.description_of` give them; None for any other case (the common case of a
+    large dump, read without their lists and sorts)."""
+    if not entries or len(entries) > 2:
+        return None
+    label = description = None
+    for predicate, text, _ in entries:
+        if predicate in _LABEL_SET and label is None:
+            label = text
+        elif predicate in _DESCRIPTION_SET and description is None:
+            description = text
+        else:
+            return None
+    if label is None or not label.strip():
+        return None
+    return label.strip(), (description.strip() or None) if description is not None else None
 
 
 def _relation_tables(found: _Statements, relation_ids: list[str]) -> tuple[list[str], list[str]]:
