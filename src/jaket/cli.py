@@ -225,16 +225,17 @@ def _subcommand_parser(parser: argparse.ArgumentParser, argv: list[str]) -> tupl
     return parser, begins
 
 
-def unknown_flags(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
-    """The error for flags the named subcommand does not have, each with the closest flag it has
-    (``--setps (did you mean --steps?)``), or ``None``. Checked before parsing, so that a typo is
-    named even where argparse would first complain of a required flag the typo was meant to be."""
+def unknown_flags(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[argparse.ArgumentParser, str | None]:
+    """The named subcommand's parser and the error for flags it does not have, each with the
+    closest flag it has (``--setps (did you mean --steps?)``), or ``None``. Checked before parsing,
+    so that a typo is named even where argparse would first complain of a required flag the typo
+    was meant to be."""
     import difflib
 
     leaf, begins = _subcommand_parser(parser, argv)
     known = {option for action in leaf._actions for option in action.option_strings}
     if any(isinstance(a, argparse._SubParsersAction) for a in leaf._actions):
-        return None  # a command group: argparse names the missing subcommand
+        return leaf, None  # a command group: argparse names the missing subcommand
     visible = sorted(o for a in leaf._actions if a.help is not argparse.SUPPRESS
                      for o in a.option_strings if o.startswith("--"))
     wrong = []
@@ -247,8 +248,8 @@ def unknown_flags(parser: argparse.ArgumentParser, argv: list[str]) -> str | Non
         close = difflib.get_close_matches(flag, visible, n=2, cutoff=0.6)
         wrong.append(f"{flag} (did you mean {' or '.join(close)}?)" if close else flag)
     if not wrong:
-        return None
-    return f"unrecognized argument{'s' if len(wrong) > 1 else ''}: {', '.join(wrong)}; `{leaf.prog} --help` lists its flags"
+        return leaf, None
+    return leaf, f"unrecognized argument{'s' if len(wrong) > 1 else ''}: {', '.join(wrong)}; `{leaf.prog} --help` lists its flags"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,9 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     thread_environment()  # before the subcommand modules import torch
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    typo = unknown_flags(parser, argv)
+    leaf, typo = unknown_flags(parser, argv)
     if typo:
-        _subcommand_parser(parser, argv)[0].error(typo)
+        leaf.error(typo)
     args = parser.parse_args(argv)
     try:  # --config FILE / --set KEY=VALUE of a command whose settings are its flags
         args = apply_flag_config(parser, args, argv)

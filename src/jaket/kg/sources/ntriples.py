@@ -8,8 +8,8 @@ An N-Triples file holds one triple a line. Most lines of a real dump have one of
     <IRI> <IRI> "text without escapes"@lang .        (or ^^<IRI>, or no tag)
 
 For those, the subject, predicate and object are cut out of a whole block of lines at once, the
-IRIs of a block interned with one ``dictionary_encode``, and only the annotations (labels,
-descriptions, types) touch Python objects one by one. A line of any other shape (a blank node, an
+IRIs of the whole stream interned at its end with one ``dictionary_encode``, and only the
+annotations (labels, descriptions, types) touch Python objects one by one. A line of any other shape (a blank node, an
 escape, a language tag of unusual form, an IRI with a character outside the conservative set
 below, odd spacing) is handed to ``pyoxigraph``, with the block's other such lines, so nothing is
 decided twice: the lane takes only lines whose reading is not in doubt, and the KG is the one
