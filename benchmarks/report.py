@@ -420,13 +420,28 @@ def _merge_previous(specs, out_dir: Path) -> None:
             spec.seconds = old.get("seconds", [])
 
 
+def _measured_outside_the_suite(out_dir: Path) -> dict:
+    """The top-level entries of docs/performance.json that the suite does not write: figures of
+    a benchmark run on its own (``python -m benchmarks.rdf_import``, ``benchmarks.pretrain_stages``),
+    kept when the page is regenerated."""
+    path = out_dir / "performance.json"
+    try:
+        previous = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, ValueError):
+        return {}
+    generated = {"machine", "quick", "wall_seconds", "generated", "benchmarks", "scaling_fits"}
+    return {key: value for key, value in previous.items() if key not in generated} if isinstance(previous, dict) else {}
+
+
 def write_report(specs, out_dir: Path, wall: float, quick: bool, load_before, load_after,
                  merge: bool = True) -> None:
     """Write performance.md, performance-figures.md, performance.json and the plots into ``out_dir``
     from the specs' runs; ``wall`` is the suite's wall time in seconds, ``load_before`` and
     ``load_after`` the load averages around it."""
+    kept = {}
     if merge:
         _merge_previous(specs, out_dir)
+        kept = _measured_outside_the_suite(out_dir)
     f = Figures(specs)
     img_dir = out_dir / IMG_DIR
     img_dir.mkdir(parents=True, exist_ok=True)
@@ -449,6 +464,7 @@ def write_report(specs, out_dir: Path, wall: float, quick: bool, load_before, lo
                                "summary": summarise(s.results)} for s in specs},
         "scaling_fits": fits,
     }
+    raw.update({key: value for key, value in kept.items() if key not in raw})
     lines = [
         "# Performance",
         "",

@@ -44,7 +44,7 @@ from jaket.model.heads import CategoryHead, EntityHead, RelationHead, span_mean
 from jaket.model.hub import IGNORED_HUB_ARGUMENTS, model_card_text, push_folder, register, resolve_folder
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
-from jaket.model.memory import MEMORY_FILE, MEMORY_META, EntityContextMemory
+from jaket.model.memory import MEMORY_FILE, MEMORY_META, EntityContextMemory, padding_groups
 from jaket.output import check_folder_to_replace
 from jaket.paths import default_model_path
 
@@ -275,9 +275,24 @@ class JaketModel(nn.Module):
 
     def describe(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, start: torch.Tensor,
                  end: torch.Tensor) -> torch.Tensor:
-        """Eq. 7 with gradients: ``(Z_s + Z_o) / 2`` of LM1 over tokenised descriptions (n, F)."""
-        z = self.language.lm1(input_ids, attention_mask)
-        return span_mean(z, torch.arange(len(input_ids), device=z.device), start, end)
+        """Eq. 7 with gradients: ``(Z_s + Z_o) / 2`` of LM1 over tokenised descriptions (n, F).
+
+        The rows are read in groups of like length, each cut to its own longest row
+        (:func:`jaket.model.memory.padding_groups`): a row's result does not depend on its group
+        (the attention mask hides the padding), only the padded positions are no longer computed."""
+        lengths = attention_mask.sum(1)
+        groups = padding_groups(lengths.cpu().numpy())
+        if len(groups) == 1:
+            z = self.language.lm1(input_ids, attention_mask)
+            return span_mean(z, torch.arange(len(input_ids), device=z.device), start, end)
+        parts, order = [], []
+        for rows in groups:
+            index = torch.from_numpy(rows).to(input_ids.device)
+            width = int(lengths[index].max())
+            z = self.language.lm1(input_ids[index, :width], attention_mask[index, :width])
+            parts.append(span_mean(z, torch.arange(len(rows), device=z.device), start[index], end[index]))
+            order.append(index)
+        return torch.cat(parts)[torch.argsort(torch.cat(order))]
 
     @torch.no_grad()
     def encode_entities(self, kg: KnowledgeGraph, entities, memory: EntityContextMemory | None = None,

@@ -1,0 +1,154 @@
+"""Where a pre-training run's time goes, before any lever is pulled (issue 68, "measure first").
+
+    python -m benchmarks.pretrain_stages --config configs/pretrain-wordnet-senses.yaml \\
+        --encoder models/all-mpnet-base-v2 [--precision bf16] [--steps 12] [--out stages.json]
+
+Three figures of a run's configuration, from one process on this machine:
+
+1. **The rows each refresh interval reads.** A step's batch is a pure function of ``(seed, position)``
+   (:meth:`jaket.train.batching.BatchBuilder.sample_batch`), so the ``E^context`` rows that the steps
+   between two refreshes read (the knowledge module's sampled nodes and the masked-entity candidates)
+   are counted exactly, without training: a refresh of only those rows can save no more than the
+   rows outside them.
+2. **The split of a step** (``torch.profiler``, ``--steps`` steps after two warm-up steps): the
+   forward of Eq. 7 with gradients (``tasks.description_rows``, :meth:`JaketModel.describe`), of LM1
+   and LM2 over the texts, of the knowledge module, and the whole step (forward, backward, optimiser).
+3. **Padding groups on and off** (:func:`jaket.model.memory.padding_groups`): the same steps' wall,
+   the two alternating in blocks of two steps so that the machine's drift falls on both.
+
+The memory's first fill goes through the description-row cache (``$JAKET_CACHE``), so a second call
+does not pay it. Prints JSON (docs/performance.md, "The 110M sense run on a native-bf16 CPU").
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+
+import jaket.model.jaket as jaket_model
+from jaket.atomic import write_json
+from jaket.model.device import machine_description
+from jaket.model.memory import refresh_steps
+from jaket.train.build import build_model, load_kg_and_corpus, prepare_data
+from jaket.train.config import load_config
+from jaket.train.pretrain import Pretrainer
+
+
+def rows_read(trainer: Pretrainer) -> list[dict]:
+    """The ``E^context`` rows read between consecutive refreshes (first fill, Eq. 11's schedule)."""
+    config, kg = trainer.config, trainer.data.kg
+    m = config.memory
+    edges = [0, *refresh_steps(config.steps, m.initial, m.growth, m.every, m.maximum), config.steps]
+    intervals = []
+    for begin, end in zip(edges, edges[1:]):
+        read = np.zeros(kg.num_entities, dtype=bool)
+        knowledge = np.zeros(kg.num_entities, dtype=bool)
+        for position in range(begin * config.optim.accumulation_steps, end * config.optim.accumulation_steps):
+            batch = trainer.sample_batch(position)
+            nodes = batch.subgraph.node_ids.numpy()
+            knowledge[nodes] = True
+            read[nodes] = True
+            read[batch.entity_candidates.numpy()[batch.entity_valid.numpy()]] = True
+        intervals.append({"steps": [begin, end], "rows_read": int(read.sum()),
+                          "share_read": round(float(read.mean()), 5), "knowledge_module_rows": int(knowledge.sum())})
+    return intervals
+
+
+def _labelled(owner, name: str, label: str) -> None:
+    method = getattr(owner, name)
+
+    @functools.wraps(method)
+    def wrapped(*args, **kwargs):
+        with record_function(label):
+            return method(*args, **kwargs)
+
+    setattr(owner, name, wrapped)
+
+
+def step_split(trainer: Pretrainer, steps: int) -> dict:
+    """Seconds a step of the profiled steps spends in each labelled stage (forward only but for the
+    step, which is everything)."""
+    model = trainer.model
+    _labelled(model, "describe", "describe (Eq. 7 with gradients, forward)")
+    _labelled(model, "knowledge_forward", "knowledge module (Eq. 1-5, forward)")
+    _labelled(model.language, "lm2", "LM2 over the texts (forward)")
+    _labelled(trainer.optimizer, "step", "optimiser")
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        for _ in range(steps):
+            with record_function("step"):
+                trainer.train_step()
+    figures = {event.key: round(event.cpu_time_total / 1e6 / steps, 3) for event in profiler.key_averages()
+               if event.key in {"step", "describe (Eq. 7 with gradients, forward)", "optimiser",
+                                "knowledge module (Eq. 1-5, forward)", "LM2 over the texts (forward)",
+                                "aten::bernoulli_"}}
+    figures["dropout masks (aten::bernoulli_)"] = figures.pop("aten::bernoulli_", 0.0)
+    return figures
+
+
+def grouping_ab(trainer: Pretrainer, steps: int) -> dict:
+    """Wall seconds a step with the description rows in padding groups and in one padded batch."""
+    grouped = jaket_model.padding_groups
+
+    def one(lengths, **_):
+        return [np.arange(len(lengths))]
+
+    walls: dict[str, list[float]] = {"padding groups": [], "one padded batch": []}
+    try:
+        for block in range(max(1, steps // 2)):
+            pairs = [("one padded batch", one), ("padding groups", grouped)]
+            for name, rule in (pairs if block % 2 == 0 else pairs[::-1]):
+                jaket_model.padding_groups = rule
+                for _ in range(2):
+                    began = time.perf_counter()
+                    trainer.train_step()
+                    walls[name].append(time.perf_counter() - began)
+    finally:
+        jaket_model.padding_groups = grouped
+    return {name: {"median_s": round(float(np.median(v)), 3), "mean_s": round(float(np.mean(v)), 3), "steps": len(v)}
+            for name, v in walls.items()}
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--encoder", help="model.encoder of the run (a local Hugging Face folder)")
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="bf16")
+    parser.add_argument("--steps", type=int, default=12, help="profiled steps, and steps of each A/B side")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    overrides = ["mixed_precision=bf16" if args.precision == "bf16" else 'mixed_precision="no"']
+    if args.encoder:
+        overrides.append(f"model.encoder={args.encoder}")
+    config = load_config(args.config, overrides)
+    kg, corpus, report = load_kg_and_corpus(config)
+    model = build_model(config, kg)
+    data = prepare_data(kg, corpus, model.language.tokenizer, config, report)
+    out = Path(args.out).with_suffix(".run") if args.out else Path("runs/bench-pretrain-stages")
+    trainer = Pretrainer(config, model, data, out)
+    began = time.perf_counter()
+    result = {"machine": machine_description(), "threads": torch.get_num_threads(), "precision": args.precision,
+              "config": args.config, "encoder": args.encoder, "rows_read_per_interval": rows_read(trainer),
+              "entities": kg.num_entities}
+    result["seconds_counting_rows"] = round(time.perf_counter() - began, 1)
+    began = time.perf_counter()
+    trainer.refresh_memory()
+    result["first_fill_seconds"] = round(time.perf_counter() - began, 1)
+    for _ in range(2):
+        trainer.train_step()
+    result["step_split_seconds"] = step_split(trainer, args.steps)
+    result["padding_groups_ab"] = grouping_ab(trainer, args.steps)
+    if args.out:
+        write_json(args.out, result)
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()

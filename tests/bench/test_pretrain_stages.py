@@ -1,0 +1,25 @@
+"""benchmarks/pretrain_stages.py on the tiny config: the rows each refresh interval reads are
+counted from the batches the run would build, and the step split and the A/B come back."""
+
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.pretrain_stages import main
+
+CONFIG = Path(__file__).resolve().parents[2] / "configs" / "pretrain-tiny.yaml"
+
+
+def test_the_stage_benchmark_counts_each_intervals_rows_and_times_both_readings(tiny_bert_dir, tmp_path, capsys):
+    out = tmp_path / "stages.json"
+    result = main(["--config", str(CONFIG), "--encoder", str(tiny_bert_dir), "--precision", "fp32",
+                   "--steps", "2", "--out", str(out)])
+    assert out.is_file()
+    intervals = result["rows_read_per_interval"]
+    assert [i["steps"][0] for i in intervals][0] == 0 and intervals[-1]["steps"][1] == 8
+    assert all(0 < i["rows_read"] <= result["entities"] for i in intervals)
+    assert all(i["knowledge_module_rows"] <= i["rows_read"] for i in intervals)
+    assert np.isclose(intervals[0]["share_read"], intervals[0]["rows_read"] / result["entities"], atol=1e-5)
+    assert result["step_split_seconds"]["step"] > 0
+    assert {"padding groups", "one padded batch"} == set(result["padding_groups_ab"])
+    assert all(v["steps"] == 2 for v in result["padding_groups_ab"].values())
