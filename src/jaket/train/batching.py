@@ -225,6 +225,10 @@ class BatchBuilder(Dataset):
             masked_ids, mlm_labels = tasks.mask_tokens(text.input_ids, self.special_mask(text),
                                                        self.data.mask_id, self.data.vocab_size,
                                                        t.mlm_probability, tgen)
+            if t.mention_token_masking > 0:  # entity-level masking (beyond the paper; 0 draws nothing)
+                counts["mentions_hidden"] = tasks.mask_mention_tokens(
+                    masked_ids, mlm_labels, text.input_ids, text.mention_batch, text.mention_start,
+                    text.mention_end, removed, self.data.mask_id, t.mention_token_masking, tgen)
             if t.weight_mlm <= 0:
                 mlm_labels[:] = -100
             # masked entity prediction candidates: truth, KG neighbours, random entities

@@ -108,6 +108,12 @@ class TaskConfig(_Strict):
     #: so the category and relation losses train LM1 on descriptions too (0 = the paper: LM1
     #: learns from text only and the memory is read without gradients)
     description_rows: NonNegativeInt = 0
+    #: beyond the paper: the probability that a removed mention (masked entity prediction) is hidden
+    #: from the text too, all its tokens masked and predicted by the masked-token loss
+    #: (:func:`jaket.train.tasks.mask_mention_tokens`): the entity must be named from what its
+    #: context says of it, not read -- entity-level masking as ERNIE (Baidu) and salient spans as
+    #: REALM; 0 = the paper (a removed mention's words stay: the task links a name it reads)
+    mention_token_masking: NonNegativeFloat = Field(0.0, le=1.0)
 
 
 class OptimConfig(_Strict):

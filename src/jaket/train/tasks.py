@@ -55,6 +55,27 @@ def mask_tokens(input_ids: torch.Tensor, special_mask: torch.Tensor, mask_token_
     return masked, labels
 
 
+def mask_mention_tokens(masked_ids: torch.Tensor, labels: torch.Tensor, input_ids: torch.Tensor,
+                        mention_batch: torch.Tensor, mention_start: torch.Tensor, mention_end: torch.Tensor,
+                        removed: torch.Tensor, mask_token_id: int, probability: float,
+                        generator: torch.Generator | None = None) -> int:
+    """Entity-level masking of removed mentions (beyond the paper; ``tasks.mention_token_masking``).
+
+    Each removed mention (``removed`` True) is, with ``probability``, hidden from the text too: every
+    token of its inclusive span ``[start, end]`` becomes ``mask_token_id`` in ``masked_ids`` and a
+    masked-token target in ``labels`` (its original id), in place. Masked entity prediction must then
+    name the entity from its context alone -- what the text says of it, knowledge -- instead of
+    linking a name it can read (the paper's task, ``probability`` 0, which draws nothing). Returns
+    how many mentions were hidden."""
+    if probability <= 0 or not bool(removed.any()):
+        return 0
+    hide = removed & (torch.rand(len(removed), generator=generator) < probability)
+    for b, s, o in zip(mention_batch[hide].tolist(), mention_start[hide].tolist(), mention_end[hide].tolist()):
+        labels[b, s:o + 1] = input_ids[b, s:o + 1]
+        masked_ids[b, s:o + 1] = mask_token_id
+    return int(hide.sum())
+
+
 def choose_masked_mentions(num_mentions: int, probability: float = 0.15,
                            generator: torch.Generator | None = None) -> torch.Tensor:
     """``fuse_mask`` (M,) bool: False for the ~15% of mentions that are removed and predicted.
