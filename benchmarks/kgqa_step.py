@@ -35,10 +35,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time the sampled subgraph (at most N in-edges per node and hop)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    from jaket.tasks.kgqa import run as kgqa
-    from jaket.tasks.kgqa.model import QAGraph
-    from jaket.tasks.kgqa.data import load_metaqa_task
-    from jaket.tasks.variants import FrozenMemory, load_backbone
+    from jaket.tasks import kgqa
+    from jaket.tasks.kgqa import QAGraph
+    from jaket.tasks.kgqa import load_metaqa_task
+    from jaket.model.memory import FrozenMemory
+    from jaket.tasks.variants import load_backbone
 
     data = load_metaqa_task(args.metaqa)
     kg = data.kg

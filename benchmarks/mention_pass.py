@@ -24,7 +24,7 @@ import torch
 
 from jaket.kg.io import load_kg
 from jaket.model.memory import length_sorted_batches
-from jaket.tasks.word_sense.model import ContextLinker
+from jaket.senses.linker import ContextLinker
 
 
 def padding(lengths: np.ndarray, batch_size: int) -> dict:

@@ -26,9 +26,9 @@ import torch.nn.functional as F
 
 from jaket.model.device import cpu_description
 from jaket.tasks.training import length_grouped_batches
-from jaket.tasks.word_in_context.data import load_pairs
-from jaket.tasks.word_in_context.job import WordInContextConfig
-from jaket.tasks.word_in_context.model import build_model, encode_pairs
+from jaket.tasks.word_in_context import load_pairs
+from jaket.tasks.word_in_context import WordInContextConfig
+from jaket.tasks.word_in_context import build_model, encode_pairs
 
 
 def positions(batches, lengths: np.ndarray) -> int:

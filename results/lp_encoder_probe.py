@@ -24,11 +24,10 @@ import torch
 
 from jaket.kg.readers import read_split
 from jaket.kg.sources.wn18rr import load_wn18rr
-from jaket.tasks.link_prediction import run as lp
-from jaket.tasks.link_prediction import model as lp_model
+from jaket.tasks import link_prediction as lp
 from jaket.tasks import report as rep
 from jaket.tasks.config import load_task_config
-from jaket.tasks.link_prediction.job import TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
+from jaket.tasks.link_prediction import TRAIN_ENCODER_DEFAULTS, LinkPredictionConfig
 from jaket.tasks.variants import full_graph, load_backbone
 
 
@@ -76,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(row), flush=True)
         return row
 
-    losses, record, final = lp_model.train_with_encoder(model, backbone, graph, train, config, 0,
+    losses, record, final = lp.train_with_encoder(model, backbone, graph, train, config, 0,
                                                              on_refresh=probe)
     last = probe(len(losses), final)
     print(json.dumps({"final": last, "steps": len(losses), "config": dataclasses.asdict(config)}, default=str))

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from jaket.tasks.kgqa.data import load_data
-from jaket.tasks.kgqa.job import KGQAConfig, KGQAData
-from jaket.tasks.kgqa.run import QuestionAnsweringRuns
+from jaket.tasks.kgqa import load_data
+from jaket.tasks.kgqa import KGQAConfig, KGQAData
+from jaket.tasks.kgqa import QuestionAnsweringRuns
 
 
 def ceilings(metaqa: Path, seeds: list[int]) -> dict:

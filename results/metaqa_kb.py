@@ -21,8 +21,8 @@ from pathlib import Path
 
 from jaket.kg.io import save_kg
 from jaket.kg.verbalize import corpus_from_kg, describe_entities
-from jaket.tasks.kgqa.data import kb_to_kg, read_kb
-from jaket.tasks.kgqa.run import _phrasing
+from jaket.tasks.kgqa import kb_to_kg, read_kb
+from jaket.tasks.kgqa import relation_phrasing
 from jaket.kg.verbalize import Phrasing
 
 
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     kg = kb_to_kg(read_kb(args.metaqa / "kb.txt"))
-    phrasings = [Phrasing(*_phrasing(str(r), str(n))) for r, n in zip(kg.relation_ids, kg.relation_names)]
+    phrasings = [Phrasing(*relation_phrasing(str(r), str(n))) for r, n in zip(kg.relation_ids, kg.relation_names)]
     described, report = describe_entities(replace(kg, entity_descriptions=list(kg.entity_names)), phrasings,
                                           max_words=args.max_words)
     corpus, corpus_report = corpus_from_kg(described, phrasings, facts_per_text=args.facts_per_text, seed=args.seed)

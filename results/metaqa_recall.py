@@ -37,9 +37,9 @@ from jaket.kg.corpus import Mention, MentionCorpus, collate_texts
 from jaket.kg.sampling import sample_neighbors
 from jaket.kg.verbalize import Phrasing
 from jaket.model.jaket import JaketModel
-from jaket.tasks.kgqa.data import kb_to_kg, read_kb
-from jaket.tasks.kgqa.job import KGQAConfig
-from jaket.tasks.kgqa.run import QuestionAnsweringRuns, _phrasing
+from jaket.tasks.kgqa import kb_to_kg, read_kb
+from jaket.tasks.kgqa import KGQAConfig
+from jaket.tasks.kgqa import QuestionAnsweringRuns, relation_phrasing
 
 
 def probe_texts(kg, triples: np.ndarray, phrasings: list[Phrasing], mask: str) -> MentionCorpus:
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                         if not k and (h, r) not in kept_pairs])
     kept = np.flatnonzero(keep)
     rng = np.random.default_rng(args.seed)
-    phrasings = [Phrasing(*_phrasing(str(r), str(n))) for r, n in zip(kg.relation_ids, kg.relation_names)]
+    phrasings = [Phrasing(*relation_phrasing(str(r), str(n))) for r, n in zip(kg.relation_ids, kg.relation_names)]
     prior = {r: Counter(triples[keep & (triples[:, 1] == r), 2].tolist()).most_common(1)[0][0]
              for r in range(kg.num_relations) if (keep & (triples[:, 1] == r)).any()}
     mask = model.language.tokenizer.mask_token

@@ -94,7 +94,7 @@ def _filtered_ranks(model, triples, all_true, batch_size: int = 32, slice_size: 
     small batches so memory stays bounded (PyKEEN's ``score_t`` broadcasts batch x entities x dim)."""
     import torch
 
-    from jaket.tasks.link_prediction.run import realistic_ranks
+    from jaket.tasks.link_prediction import realistic_ranks
 
     tails, heads = {}, {}
     for h, r, t in all_true.tolist():
@@ -136,8 +136,8 @@ def time_evaluation(data: Path, dim: int = 384, seed: int = 0, max_eval: int | N
     from pykeen.models import TransE
     from pykeen.triples import TriplesFactory
 
-    from jaket.tasks.link_prediction.model import LinkScorer
-    from jaket.tasks.link_prediction.run import filtered_ranks
+    from jaket.tasks.link_prediction import LinkScorer
+    from jaket.tasks.link_prediction import filtered_ranks
     from jaket.tasks.variants import Backbone
 
     entity_ids = _read_entities(data / "entities.dict")

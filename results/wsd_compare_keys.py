@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from jaket.tasks.report import paired_bootstrap
-from jaket.tasks.word_sense.run import f1_statistic
+from jaket.tasks.word_sense import f1_statistic
 
 from results.wsd_levers import report, rounded
 

@@ -36,13 +36,13 @@ from jaket.kg.sources.wordnet_db import load_wordnet_data
 from jaket.model.jaket import JaketModel
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
-from jaket.tasks.word_sense.finetuned import (ScorerOutput, SenseExample, _Candidates, context_vectors,
-                                          correctness, similarity_scores)
-from jaket.tasks.variants import description_features
-from jaket.tasks.word_in_context.data import SenseInventory
-from jaket.tasks.word_in_context.finetuned import load_sense_kg
-from jaket.tasks.word_sense.run import wsd_examples
-from jaket.tasks.word_sense.data import load_wsd
+from jaket.senses.scorers import (ScorerOutput, SenseExample, _Candidates, context_vectors, correctness,
+                                  similarity_scores)
+from jaket.model.memory import description_features
+from jaket.senses.inventory import SenseInventory
+from jaket.senses.inventory import load_sense_kg
+from jaket.tasks.word_sense import wsd_examples
+from jaket.tasks.word_sense import load_wsd
 
 
 def wsd_parser(doc: str) -> argparse.ArgumentParser:

@@ -2,7 +2,7 @@
 
 The ``(text + kg)`` scorers of ``jaket evaluate word-sense-disambiguation`` compare the word in
 context with each candidate's row ``v_e + β mean_{n ∈ N(e)} v_n`` (its text's vector plus the mean
-of its KG neighbours', :func:`jaket.tasks.word_sense.model.text_kg_rows`). This script gives F1
+of its KG neighbours', :func:`jaket.senses.linker.text_kg_rows`). This script gives F1
 (= accuracy: every target is answered) for each ``β`` on the same targets, with the base encoder
 and with a pre-trained model's, and the first sense beside them; ``β = 0`` is the ``(text)``
 scorer. It is how the default ``β = 1`` was read on SemEval-2007 (the development set)::
@@ -18,10 +18,10 @@ import torch
 from jaket.model.jaket import JaketModel
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
-from jaket.tasks.word_sense.finetuned import (ScorerOutput, _Candidates, context_vectors, correctness,
-                                              first_sense_scores, similarity_scores)
-from jaket.tasks.word_sense.model import SenseTexts, text_kg_rows
-from jaket.tasks.word_sense.run import usage_examples
+from jaket.senses.scorers import (ScorerOutput, _Candidates, context_vectors, correctness, first_sense_scores,
+                                  similarity_scores)
+from jaket.senses.texts import SenseTexts, text_kg_rows
+from jaket.senses.texts import usage_examples
 
 from results.wsd_levers import report, wsd_parser, wsd_targets
 

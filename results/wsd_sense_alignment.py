@@ -2,7 +2,7 @@
 
 The ``(text + kg)`` scorer of ``jaket evaluate word-sense-disambiguation`` compares the word in
 context with each candidate's sense text read as a sentence, plus its KG neighbours'
-(:func:`jaket.tasks.word_sense.model.text_kg_rows`). Pre-training never trained that comparison:
+(:func:`jaket.senses.linker.text_kg_rows`). Pre-training never trained that comparison:
 its task 4 scores the masked-entity head against the memory (Eq. 7). This script trains it, as a
 bi-encoder in the manner of BEM (Blevins and Zettlemoyer, ACL 2020) but on **the pre-training
 corpus only** (no sense-annotated corpus such as SemCor): every ambiguous mention of the
@@ -10,7 +10,7 @@ reference data's ``kg-pretrain/corpus.jsonl`` (WordNet's usage examples of the p
 synsets, without the texts of ``--exclude``) is a training example; its candidates are the
 word's WordNet senses *inside the pre-training KG* (none of the unseen KG'), at most
 ``--candidates`` (the gold one and others drawn at random); a sense's text is the scorer's own
-(:func:`jaket.tasks.word_sense.model.sense_text`: names, gloss, usage examples) **without the
+(:func:`jaket.senses.linker.sense_text`: names, gloss, usage examples) **without the
 example being trained on** (leave one out). The loss is the cross-entropy of the context's cosine
 with each candidate at the scorer's temperature (0.1), through the whole encoder (LM1 + LM2,
 both sides shared), AdamW.
@@ -47,12 +47,12 @@ from jaket.model.heads import span_mean
 from jaket.model.jaket import JaketModel
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
-from jaket.tasks.word_in_context.data import SenseInventory
-from jaket.tasks.word_in_context.model import target_spans
-from jaket.tasks.word_sense.finetuned import (SenseExample, _Candidates, context_vectors, first_sense_scores,
-                                              similarity_scores)
-from jaket.tasks.word_sense.model import COSINE_TEMPERATURE, SenseTexts, sense_text, text_kg_rows
-from jaket.tasks.word_sense.run import sense_examples, usage_examples
+from jaket.senses.inventory import SenseInventory
+from jaket.senses.graph import target_spans
+from jaket.senses.scorers import SenseExample, _Candidates, context_vectors, first_sense_scores, similarity_scores
+from jaket.senses.texts import COSINE_TEMPERATURE, SenseTexts, sense_text, text_kg_rows
+from jaket.tasks.word_sense import sense_examples
+from jaket.senses.texts import usage_examples
 
 from results.wsd_levers import wsd_targets
 from results.wsd_text_levers import Reading

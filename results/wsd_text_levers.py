@@ -2,7 +2,7 @@
 
 The ``(text + kg)`` scorer of ``jaket evaluate word-sense-disambiguation`` compares the word in
 context (``(Z_s + Z_o) / 2`` through LM1 + LM2) with each candidate's row ``v_e + β mean_{n ∈ N(e)} v_n``
-(its text's vector plus the mean of its KG neighbours', :func:`jaket.tasks.word_sense.model.text_kg_rows`).
+(its text's vector plus the mean of its KG neighbours', :func:`jaket.senses.linker.text_kg_rows`).
 Its diagnosed weakness is the verbs (65% of SemEval-2007's targets). This script measures, on the
 same targets, with the base encoder and with a pre-trained model's, the levers of the
 knowledge-based WSD literature that need no sense-annotated corpus and no WordNet sense order:
@@ -41,11 +41,12 @@ from jaket.model.jaket import JaketModel
 from jaket.model.language import SplitLanguageModel
 from jaket.paths import default_model_path
 from jaket.tasks import report as rep
-from jaket.tasks.word_sense.data import WsdInstance
-from jaket.tasks.word_sense.finetuned import (ScorerOutput, SenseExample, _Candidates, context_vectors, correctness,
-                                              first_sense_scores, similarity_scores)
-from jaket.tasks.word_sense.model import SenseTexts, text_kg_rows, text_vectors
-from jaket.tasks.word_sense.run import f1_statistic, usage_examples
+from jaket.tasks.word_sense import WsdInstance
+from jaket.senses.scorers import (ScorerOutput, SenseExample, _Candidates, context_vectors, correctness,
+                                  first_sense_scores, similarity_scores)
+from jaket.senses.texts import SenseTexts, text_kg_rows, text_vectors
+from jaket.tasks.word_sense import f1_statistic
+from jaket.senses.texts import usage_examples
 
 from results.wsd_levers import prototypes, report, wsd_parser, wsd_targets
 from results.wsd_levers import usage_examples as located_usage_examples

@@ -19,9 +19,14 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "jaket"
 #: the layers, lowest first; a module imports only from its own layer and the ones before it
-LAYERS = {"base": 0, "kg": 1, "model": 2, "train": 3, "tasks": 4, "bench": 5, "command": 6}
+LAYERS = {"base": 0, "kg": 1, "model": 2, "train": 3, "senses": 4, "tasks": 5, "bench": 6, "command": 7}
 BASE = {"jaket", "jaket.atomic", "jaket.errors", "jaket.fields", "jaket.flags", "jaket.jsonio", "jaket.output",
-        "jaket.overrides", "jaket.paths"}
+        "jaket.overrides", "jaket.paths", "jaket.stages"}
+ROOT = SRC.parent
+#: the task packages: outside its own package, code imports a task's public names from the package
+#: (``from jaket.tasks.kgqa import ...``), never from its modules; the command registry alone loads
+#: each task's ``cli`` (its commands)
+TASKS = sorted(p.parent.name for p in (PACKAGE / "tasks").glob("*/__init__.py"))
 COMMAND = {"jaket.cli", "jaket.demo", "jaket.__main__", "jaket.pipeline", "jaket.api"}
 REASONS = ("# cycle:", "# --help:", "# inputs first:")  # a cycle: marker is refused (test below)
 
@@ -129,3 +134,39 @@ def test_jaket_help_does_not_load_the_model():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def _imports_of(path: Path) -> list[tuple[int, str]]:
+    """Every jaket module an import statement of ``path`` loads (any level), with its line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [(node.lineno, name) for node in ast.walk(tree) for name in _imported(node)]
+
+
+def test_no_code_outside_a_task_package_imports_its_modules():
+    """The senses library (``jaket.senses``), the other packages, ``benchmarks/`` and ``results/``
+    use a task through its package's public names (:func:`jaket.tasks.exports.lazy_exports`)."""
+    assert {"kgqa", "word_sense", "word_in_context"} <= set(TASKS)
+    files = [p for p in PACKAGE.rglob("*.py")] + [p for d in ("benchmarks", "results") for p in (ROOT / d).rglob("*.py")]
+    found = []
+    for path in files:
+        here = path.relative_to(ROOT).as_posix()
+        for line, name in _imports_of(path):
+            parts = name.split(".")
+            if len(parts) < 4 or parts[:2] != ["jaket", "tasks"] or parts[2] not in TASKS:
+                continue
+            inside = here.startswith(f"src/jaket/tasks/{parts[2]}/")
+            registry = here == "src/jaket/tasks/registry.py" and parts[3] == "cli"
+            if not (inside or registry):
+                found.append(f"{here}:{line}: {name}")
+    assert not found, "task modules imported from outside their package:\n" + "\n".join(found)
+
+
+def test_every_public_name_of_a_task_package_is_there():
+    """What a task package names as public (``__all__``) resolves, and ``jaket --help`` loads none of it."""
+    import importlib
+
+    for task in TASKS:
+        package = importlib.import_module(f"jaket.tasks.{task}")
+        assert package.__all__, task
+        for name in package.__all__:
+            assert getattr(package, name) is not None, (task, name)

@@ -34,7 +34,7 @@ _EXPORTS = {
     "save_kg": "jaket.kg.io",
     "KGFormatError": "jaket.kg.io",
     "EntityLinker": "jaket.kg.linking",
-    "ContextLinker": "jaket.tasks.word_sense.model",
+    "ContextLinker": "jaket.senses.linker",
     "load_finetuned": "jaket.tasks.registry",
     "encode_texts": "jaket.api",
     "pretrain": "jaket.api",
@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # static tools and the API reference see the real objects
     from jaket.pipeline import pipeline
     from jaket.tasks.registry import load_finetuned
     from jaket.tasks.results import TaskResult
-    from jaket.tasks.word_sense.model import ContextLinker
+    from jaket.senses.linker import ContextLinker
 
 
 def __getattr__(name: str) -> Any:

@@ -32,6 +32,7 @@ from jaket.kg.io import save_kg
 from jaket.flags import add_device_argument, deprecated_alias, positive_int
 from jaket.model.device import machine_description, resolve_device
 from jaket.tasks import report as rep
+from jaket.tasks.heldout import label_leakage, wordnet_protocol
 from jaket.tasks.registry import ENTITY_CLASSIFICATION
 from jaket.train.config import load_config
 from jaket.train.metrics import read_metrics
@@ -133,7 +134,7 @@ def _stage(text: str) -> None:
 def run_demo(config: DemoConfig) -> dict:
     """The three stages (data, pre-training, entity classification), then the table, the plots,
     ``metrics.json`` and ``report.md`` in ``config.out``; returns the metrics."""
-    from jaket.tasks.entity_classification import run as ec  # the task (torch_geometric), loaded when it runs
+    from jaket.tasks import entity_classification as ec  # the task (torch_geometric), loaded when it runs
 
     started = time.perf_counter()
     out = Path(config.out)
@@ -192,13 +193,11 @@ def _split_wordnet(config: DemoConfig, out: Path):
     """Stage 1: the WordNet subset split into the pre-training KG (with its corpus, written to
     ``out/kg-pretrain``) and the unseen KG' (``out/kg-unseen``); returns KG', the protocol's counts
     and the label-leakage check of KG'."""
-    from jaket.tasks.entity_classification import run as ec  # the task (torch_geometric), loaded when it runs
-
-    kg_pre, corpus_pre, kg_prime, info = ec.wordnet_protocol(config.max_entities, config.heldout_fraction,
-                                                             config.data_seed)
+    kg_pre, corpus_pre, kg_prime, info = wordnet_protocol(config.max_entities, config.heldout_fraction,
+                                                          config.data_seed)
     save_kg(kg_pre, out / "kg-pretrain", corpus=corpus_pre)
     save_kg(kg_prime, out / "kg-unseen")
-    leakage = ec.label_leakage(kg_prime)
+    leakage = label_leakage(kg_prime)
     print(f"pre-training KG: {info['pretrain_entities']} entities, {info['pretrain_triples']} triples, "
           f"{info['texts_kept']} texts; unseen KG': {info['heldout_entities']} entities, "
           f"{info['heldout_triples']} triples; leakage: {leakage['descriptions_with_full_category_name']} "

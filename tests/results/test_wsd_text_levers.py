@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from jaket.tasks.word_sense.data import WsdInstance
-from jaket.tasks.word_sense.finetuned import SenseExample
+from jaket.senses.scorers import SenseExample
 from results.wsd_text_levers import category_centroids, document_context, second_look
 
 

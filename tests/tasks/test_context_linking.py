@@ -1,4 +1,4 @@
-"""Context linking (`jaket link --model`, :class:`jaket.tasks.word_sense.model.ContextLinker`): the
+"""Context linking (`jaket link --model`, :class:`jaket.senses.linker.ContextLinker`): the
 pre-trained masked-entity head ranks a mention's candidates from its context (task 4, Eq. 7).
 
 The hand-written KG's model is arranged so that the context must decide: a *bag-of-words* tiny
@@ -26,7 +26,7 @@ from jaket.kg.io import load_corpus, load_kg, save_corpus, save_kg
 from jaket.kg.linking import EntityLinker, Target
 from jaket.model.jaket import JaketConfig, JaketModel
 from jaket.model.memory import EntityContextMemory
-from jaket.tasks.word_sense.model import ContextLinker
+from jaket.senses.linker import ContextLinker
 
 #: the words of the bag-of-words encoder (one unit vector each; every other token is zero)
 WORDS = ["bank", "river", "water", "mud", "shore", "money", "loan", "cash", "account", "deposit", "stream"]
@@ -308,7 +308,7 @@ def test_the_text_kg_scorer_reads_each_candidates_text_and_its_neighbours(bank, 
     decides (here the neighbours "river" and "money" add their words), and ``jaket link --scorer
     text+kg`` writes the same corpus format."""
     from jaket.model.heads import span_mean
-    from jaket.tasks.word_sense.model import COSINE_TEMPERATURE, SenseTexts, text_kg_rows
+    from jaket.senses.texts import COSINE_TEMPERATURE, SenseTexts, text_kg_rows
 
     kg, kg_dir, model_dir, negated_dir = bank
     linker = ContextLinker.from_pretrained(model_dir, kg, device="cpu", scorer="text+kg",
@@ -422,7 +422,7 @@ def test_the_text_kg_scorer_reads_the_kgs_usage_examples(bank, tmp_path, capsys)
     each entity's sense text holds those that mention it, except a text being linked; the links are
     the linker's with exactly those examples, and --no-usage-examples reads none."""
     from jaket.tasks.link_cli import kg_usage_examples
-    from jaket.tasks.word_sense.model import SenseTexts
+    from jaket.senses.texts import SenseTexts
 
     kg, _, model_dir, _ = bank
     kg_dir = _kg_with_usage(kg, tmp_path)
@@ -477,7 +477,7 @@ def test_the_python_linker_defaults_to_the_commands_scorer(bank, tmp_path, capsy
     import argparse
 
     from jaket.cli import build_parser
-    from jaket.tasks.word_sense.model import DEFAULT_SCORER, LINK_SCORERS, write_linked_corpus
+    from jaket.senses.linker import DEFAULT_SCORER, LINK_SCORERS, write_linked_corpus
 
     kg, kg_dir, model_dir, _ = bank
     default = ContextLinker.from_pretrained(model_dir, kg, device="cpu")
@@ -601,7 +601,7 @@ def test_the_kg_may_be_a_folder_and_min_confidence_must_be_a_probability(bank, t
 def test_wsds_jaket_scorer_is_the_masked_entity_head(bank):
     """Word-sense disambiguation's ``jaket`` scorer is the masked-entity head (task 4) restricted to the
     candidates, whatever the linker's default scorer is: its scores are ``ContextLinker(scorer="head")``'s."""
-    from jaket.tasks.word_sense.finetuned import SenseExample, jaket_scores
+    from jaket.senses.scorers import SenseExample, jaket_scores
 
     kg, _, model_dir, _ = bank
     spans = [(TEXTS[0].index("bank"), TEXTS[0].index("bank") + 4), (TEXTS[1].index("bank"), TEXTS[1].index("bank") + 4)]
@@ -623,7 +623,7 @@ def _longest_first() -> tuple[list[str], list[tuple[int, int]]]:
 def test_mentions_are_read_in_length_sorted_batches_and_put_back_in_order(bank, monkeypatch):
     """The mention pass batches texts of like length together, as the memory refresh does (a batch
     is padded to its longest text): each mention's query is the one its text gives read alone."""
-    import jaket.tasks.word_sense.model as linker_module
+    import jaket.senses.linker as linker_module
 
     kg, _, model_dir, _ = bank
     texts, spans = _longest_first()
@@ -645,7 +645,7 @@ def test_mentions_are_read_in_length_sorted_batches_and_put_back_in_order(bank, 
 def test_wsd_context_vectors_are_read_in_length_sorted_batches(bank):
     """WSD's context vectors ``(Z_s + Z_o) / 2`` batch texts of like length too and come back in the
     examples' order: each is the text+kg linker's query of the same mention (the same mean, read alone)."""
-    from jaket.tasks.word_sense.finetuned import SenseExample, context_vectors
+    from jaket.senses.scorers import SenseExample, context_vectors
 
     kg, _, model_dir, _ = bank
     texts, spans = _longest_first()

@@ -8,7 +8,7 @@ import torch
 from jaket.kg.corpus import encode_descriptions
 from jaket.model.heads import span_mean
 from jaket.model.language import SplitLanguageModel
-from jaket.tasks.variants import description_features
+from jaket.model.memory import description_features
 
 NAMES = ["dog", "cat", "river bank", "loan", "tree", "sky"]
 TEXTS = ["a dog barks",

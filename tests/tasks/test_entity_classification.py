@@ -161,7 +161,8 @@ class _Oracle(torch.nn.Module):
 def test_zero_shot_matches_categories_by_name(small_kg):
     """The pre-trained head's category i is KG' category ``names[i]``, whatever the order; a name
     KG' lacks is never right; no shared name means no zero-shot figure at all."""
-    from jaket.tasks.variants import Backbone, FrozenMemory, full_graph
+    from jaket.tasks.variants import Backbone, full_graph
+    from jaket.model.memory import FrozenMemory
 
     n, gold = small_kg.num_entities, np.asarray(small_kg.entity_category)
     names = list(small_kg.category_names)
@@ -191,7 +192,8 @@ def test_category_head_init_starts_at_the_zero_shot_predictions(small_kg):
     save/load of the head; without a shared name there is no prior."""
     from jaket.model.heads import CategoryHead
     from jaket.model.knowledge import KnowledgeModule
-    from jaket.tasks.variants import Backbone, FrozenMemory, full_graph
+    from jaket.tasks.variants import Backbone, full_graph
+    from jaket.model.memory import FrozenMemory
 
     torch.manual_seed(0)
     names = list(small_kg.category_names)
@@ -226,7 +228,8 @@ def test_km_lr_zero_is_a_linear_probe_of_the_frozen_km(small_kg):
     """``km_lr=0`` trains the head only: the fine-tuned KM equals the one it started from, while
     a positive ``km_lr`` moves it; a negative one is refused by name."""
     from jaket.model.knowledge import KnowledgeModule
-    from jaket.tasks.variants import Backbone, FrozenMemory, full_graph
+    from jaket.tasks.variants import Backbone, full_graph
+    from jaket.model.memory import FrozenMemory
 
     torch.manual_seed(0)
     width = 8

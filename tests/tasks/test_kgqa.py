@@ -61,7 +61,8 @@ def test_subgraph_pass_gives_the_whole_graph_scores_and_gradients(small_kg, tiny
     import torch
 
     from jaket.tasks.kgqa.model import drop_triples_mask
-    from jaket.tasks.variants import FrozenMemory, load_backbone
+    from jaket.model.memory import FrozenMemory
+    from jaket.tasks.variants import load_backbone
 
     config = kgqa.KGQAConfig(variants=(variant,), encoder=tiny_bert_dir, km_heads=4)
     backbone = load_backbone(config.variant_config(variant), seed=0)

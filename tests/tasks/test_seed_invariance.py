@@ -30,7 +30,7 @@ from jaket.tasks.link_prediction import run as lp
 from jaket.tasks.relation_classification import run as rc
 from jaket.tasks.word_in_context import run as wic
 from jaket.tasks.relation_classification.data import load_fewrel
-from jaket.tasks.word_sense.finetuned import SenseExample, score_senses
+from jaket.senses.scorers import SenseExample, score_senses
 from jaket.tasks.word_in_context.data import WordPair
 
 SEEDS = (0, 1)

@@ -17,7 +17,7 @@ def wordnet_subset():
 
 def test_examples_hold_their_gold_sense_and_scorers_run(wordnet_subset, tiny_bert_dir, tiny_jaket_dir):
     from jaket.tasks.word_sense.run import evaluate_sense_linking, sense_examples
-    from jaket.tasks.word_in_context.data import SenseInventory
+    from jaket.senses.inventory import SenseInventory
 
     kg, corpus = wordnet_subset
     inventory = SenseInventory.for_wordnet(kg)
@@ -45,7 +45,7 @@ def test_unseen_examples_are_the_texts_of_the_unseen_kg(tmp_path):
     from jaket.kg.io import save_kg
     from jaket.kg.sources.registry import build_source
     from jaket.tasks.word_sense.run import unseen_examples
-    from jaket.tasks.word_in_context.data import SenseInventory
+    from jaket.senses.inventory import SenseInventory
 
     bundle = build_source("wordnet", max_entities=None, seed=0)
     kg, corpus = bundle.kg, bundle.corpus

@@ -1,4 +1,4 @@
-"""The sense-text pass (:func:`jaket.tasks.sense_texts.text_vectors`): length-sorted batches give
+"""The sense-text pass (:func:`jaket.senses.texts.text_vectors`): length-sorted batches give
 each text the vector it has read alone, the text-vector cache is hit by a second run and missed by
 a changed text or changed weights, every long stage is timed, and linking is linear in the mentions
 of a line."""
@@ -17,8 +17,8 @@ from jaket.kg.graph import KnowledgeGraph
 from jaket.model.language import SplitLanguageModel
 from jaket.model.memory import length_sorted_batches
 from jaket.model.memory_cache import TextVectorCache
-from jaket.tasks.word_sense.model import _grouped
-from jaket.tasks.sense_texts import SenseTexts, sense_text, text_kg_rows, text_vectors
+from jaket.senses.linker import _grouped
+from jaket.senses.texts import SenseTexts, sense_text, text_kg_rows, text_vectors
 
 from tests.tasks.test_wsd import mini, sense_kg  # noqa: F401  (fixtures: the mini WSD file and its sense KG)
 
@@ -101,7 +101,7 @@ def test_a_second_run_reads_no_text_and_gets_the_same_rows(language, cache_dir, 
     assert list(cache_dir.glob("text-vectors/*/*.safetensors")) and list(cache_dir.glob("text-vectors/*/*.json"))
     read.clear()
     again = TextVectorCache.for_encoder(language, 128)  # a new run: the folder is read again
-    with caplog.at_level(logging.INFO, logger="jaket.tasks.sense_texts"):
+    with caplog.at_level(logging.INFO, logger="jaket.senses.texts"):
         second = text_kg_rows(language, kg, entities, SenseTexts({}), cache=again)
     assert read == [] and again.read == 5 and again.stored == 0
     assert "5 of 5 texts read from the text-vector cache" in caplog.text
@@ -273,7 +273,7 @@ def test_a_line_of_forty_thousand_mentions_is_linked_in_seconds_without_the_leng
     linked end to end under a bound a quadratic grouping cannot meet on any machine this runs on
     (~8 * 10^8 span comparisons), the mentions past ``max_length`` tokens left unlinked as not read,
     and no "sequence length is longer than the specified maximum" warning: jaket truncates on purpose."""
-    from jaket.tasks.word_sense.model import ContextLinker
+    from jaket.senses.linker import ContextLinker
 
     linker = ContextLinker.from_pretrained(tiny_jaket_dir, _bank_kg(), device="cpu", max_length=32)
     began = time.perf_counter()

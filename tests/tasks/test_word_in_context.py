@@ -14,7 +14,8 @@ import torch
 from jaket.cli import main
 from jaket.kg.errors import KGFormatError
 from jaket.kg.graph import KnowledgeGraph
-from jaket.tasks.word_in_context.data import SenseInventory, WordPair, load_pairs, load_pairs_jsonl, load_wic
+from jaket.senses.inventory import SenseInventory
+from jaket.tasks.word_in_context.data import WordPair, load_pairs, load_pairs_jsonl, load_wic
 
 # a tiny WordNet-shaped KG: two lemmas with several senses each, and their neighbours
 _SENSES = [("bank.n.01", "bank", [], "sloping land beside a body of water"),
@@ -174,7 +175,8 @@ def test_restricting_the_sense_kg_keeps_every_candidate_embedding(tiny_jaket_dir
     KG must equal E^KM over the whole KG."""
     import dataclasses
 
-    from jaket.tasks.word_in_context.model import SenseGraph, restrict_to_candidates
+    from jaket.senses.graph import SenseGraph
+    from jaket.tasks.word_in_context.model import restrict_to_candidates
 
     model, data, graph = _model_and_data(tiny_jaket_dir, sense_kg, "jaket", fanouts=(50, 50))
     full = model.km_rows(graph, torch.tensor([3, 4]), np.random.default_rng(0))
@@ -196,7 +198,8 @@ def test_a_restricted_sense_graph_renumbers_a_copy_every_time(tiny_jaket_dir, se
     place once, so from the second seed on whole-KG ids indexed the subgraph's memory)."""
     import dataclasses
 
-    from jaket.tasks.word_in_context.model import SenseGraph, restrict_to_candidates
+    from jaket.senses.graph import SenseGraph
+    from jaket.tasks.word_in_context.model import restrict_to_candidates
 
     model, data, graph = _model_and_data(tiny_jaket_dir, sense_kg, "jaket")
     small = dataclasses.replace(data, candidates=np.where(data.candidates >= 3, data.candidates, -1))

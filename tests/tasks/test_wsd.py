@@ -65,7 +65,7 @@ def sense_kg(tmp_path_factory):
     exactly WordNet's), saved as a KG folder for the command line."""
     from jaket.kg.io import save_kg
     from jaket.kg.sources.wordnet import full_wordnet_kg, sense_order
-    from jaket.tasks.word_in_context.model import neighbourhood
+    from jaket.senses.graph import neighbourhood
 
     full = full_wordnet_kg()
     position = {e: i for i, e in enumerate(full.entity_ids)}
@@ -264,7 +264,7 @@ def test_the_bootstrap_interval_is_paired():
 
 
 def test_key_file_names_are_clean_for_every_scorer_and_prior():
-    from jaket.tasks.word_sense.finetuned import SCORERS
+    from jaket.senses.scorers import SCORERS
     from jaket.tasks.word_sense.run import key_file_name
 
     assert key_file_name("jaket (cosine) + prior 0.5") == "jaket-cosine.prior-0.5"
@@ -278,7 +278,7 @@ def test_the_text_scorers_read_each_sense_and_its_kg_neighbours(mini, sense_kg, 
     examples read as a sentence; ``(text + kg)``: plus β times the mean of its KG neighbours'
     vectors (one uniform message-passing step); β = 0 is the text alone."""
     from jaket.model.language import SplitLanguageModel
-    from jaket.tasks.word_sense.model import SenseTexts, kg_neighbours, sense_text, text_kg_rows, text_vectors
+    from jaket.senses.texts import SenseTexts, kg_neighbours, sense_text, text_kg_rows, text_vectors
 
     kg, _ = sense_kg
     bank = kg.entity_ids.index("bank.n.01")
@@ -305,7 +305,7 @@ def test_no_usage_example_is_a_sentence_being_evaluated(sense_kg):
     dropped and counted, never read as sense evidence."""
     from jaket.kg.sources.wordnet import load_wordnet_data
     from jaket.tasks.word_sense.data import WsdInstance
-    from jaket.tasks.word_sense.run import usage_examples
+    from jaket.senses.texts import usage_examples
 
     kg, _ = sense_kg
     wordnet = load_wordnet_data()

@@ -79,7 +79,7 @@ def test_a_gold_sense_missing_from_the_sense_kg_is_a_warning_or_an_error(make_kg
     """Two targets of "bank": one's gold is a sense of the KG, the other names one the KG lacks (a
     warning with the count and the first example; the target is scored wrong); when no gold sense
     is in the KG, nothing could be scored: an error naming the gold file and the sense KG."""
-    from jaket.tasks.word_in_context.data import SenseInventory
+    from jaket.senses.inventory import SenseInventory
     from jaket.tasks.word_sense.data import WsdInstance
     from jaket.tasks.word_sense.job import WordSenseConfig
     from jaket.tasks.word_sense.run import GoldNotInSenseKG, run_wsd, wsd_examples
@@ -118,7 +118,7 @@ _PROBE = textwrap.dedent("""
         start = time.perf_counter()
         status = main(["evaluate", "word-sense-disambiguation", "--data", path, "--out", path + ".out"])
         found[path] = [status, time.perf_counter() - start]
-    heavy = ("transformers", "torch_geometric", "jaket.tasks.word_sense.finetuned", "jaket.model.jaket")
+    heavy = ("transformers", "torch_geometric", "jaket.senses.scorers", "jaket.model.jaket")
     print(json.dumps({"runs": found, "loaded": [m for m in heavy if m in sys.modules]}))
 """)
 
@@ -198,7 +198,7 @@ def test_a_target_past_max_length_is_refused_before_any_context_is_encoded(tmp_p
     """A sentence of 40 words whose last two targets lie past ``--max-length 16``: refused after one
     tokenizer pass, before the encoder reads any sentence, in one line naming the file, the first
     such target's instance id and the limit, and the flag that raises it."""
-    import jaket.tasks.word_sense.finetuned as scorers
+    import jaket.senses.scorers as scorers
     from jaket.cli import main
     from jaket.kg.io import save_kg
 
@@ -231,8 +231,8 @@ def test_the_check_finds_exactly_the_targets_the_encoder_cannot_read(tiny_bert_d
     and past the limit, and on one sentence shared by several targets."""
     from transformers import AutoTokenizer
 
-    from jaket.tasks.word_in_context.model import target_spans
-    from jaket.tasks.word_sense.finetuned import SenseExample, targets_past
+    from jaket.senses.graph import target_spans
+    from jaket.senses.scorers import SenseExample, targets_past
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert_dir)
     text = " ".join(f"w{k}" for k in range(30))  # "w0 w1 ..."; each word a few tokens

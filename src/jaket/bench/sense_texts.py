@@ -1,6 +1,6 @@
 """The sense-text pass of WSD and ``jaket link --scorer text+kg``: texts per second, before and after.
 
-:func:`jaket.tasks.sense_texts.text_vectors` reads each sense's text (names, description,
+:func:`jaket.senses.texts.text_vectors` reads each sense's text (names, description,
 usage examples) through LM1 + LM2. This benchmark times, on the same WordNet sense texts (a seeded
 sample of every synset's text with its usage examples, as word-sense disambiguation reads them),
 interleaved within each repeat so that every side sees the same machine state:
@@ -43,7 +43,7 @@ from jaket.model.language import SplitLanguageModel
 from jaket.model.memory import length_sorted_batches
 from jaket.model.memory_cache import TextVectorCache
 from jaket.paths import default_model_path
-from jaket.tasks.sense_texts import TEXT_BATCH, sense_text, text_vectors
+from jaket.senses.texts import TEXT_BATCH, sense_text, text_vectors
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,8 +80,8 @@ def before_text_vectors(language, texts: list[str], *, max_length: int = 128, ba
 def sense_text_sample(count: int, seed: int) -> list[str]:
     """``count`` WordNet synsets' texts with their usage examples (a seeded sample), as WSD reads them."""
     # the sense KG and the WSD runner load the model modules (jaket --help registers this benchmark)
-    from jaket.tasks.word_in_context.finetuned import load_sense_kg  # --help: the model modules
-    from jaket.tasks.word_sense.run import usage_examples  # --help: the model modules
+    from jaket.senses.inventory import load_sense_kg  # --help: the model modules
+    from jaket.senses.texts import usage_examples  # --help: the model modules
 
     kg = load_sense_kg(None)
     usage, _ = usage_examples(kg, [])
@@ -107,7 +107,7 @@ def _median_range(values: list[float]) -> dict:
 
 def _wsd_instances(data: str):
     """The targets of ``--wsd DATA`` (gold from the key file beside it), read before anything else."""
-    from jaket.tasks.word_sense.data import key_path_of, load_wsd  # --help: the task modules
+    from jaket.tasks.word_sense import key_path_of, load_wsd  # --help: the task modules
 
     return load_wsd(Path(data), key_path_of(Path(data)))
 
@@ -115,9 +115,9 @@ def _wsd_instances(data: str):
 def _wsd_end_to_end(instances, encoder, precision: str) -> dict:
     """WSD (``--variants lm``) on ``instances`` from an empty text-vector cache, then warm: seconds and targets/s."""
     # the WSD runner and the sense KG load the model modules (jaket --help registers this benchmark)
-    from jaket.tasks.word_in_context.finetuned import load_sense_kg  # --help: the model modules
-    from jaket.tasks.word_sense.job import WordSenseConfig  # --help: the model modules
-    from jaket.tasks.word_sense.run import run_wsd  # --help: the model modules
+    from jaket.senses.inventory import load_sense_kg  # --help: the model modules
+    from jaket.tasks.word_sense import WordSenseConfig  # --help: the model modules
+    from jaket.tasks.word_sense import run_wsd  # --help: the model modules
 
     kg = load_sense_kg(None)
     job = WordSenseConfig(variants=("lm",), encoder=Path(encoder) if encoder else None, bf16=precision == "bf16")

@@ -22,6 +22,7 @@ import json
 import logging
 import time
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +73,7 @@ def length_sorted_batches(lengths, batch_size: int) -> list[np.ndarray]:
     together carry little padding (5% where the KG's order carries 61%: docs/performance.md).
     Every pass of the encoder over many texts batches them so (the memory refresh and the tasks'
     description features, Eq. 7: :func:`description_batches`; the sense texts,
-    :func:`jaket.tasks.sense_texts.text_vectors`); the caller puts each batch's results back at its
+    :func:`jaket.senses.texts.text_vectors`); the caller puts each batch's results back at its
     positions."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -453,3 +454,31 @@ class EntityContextMemory:
         memory.refreshes = int(meta.get("refreshes", 0))
         memory.kg_fingerprint = meta.get("kg_fingerprint")
         return memory
+
+
+@torch.no_grad()
+def description_features(language: SplitLanguageModel, texts: list[str], names: list[str], *, full: bool,
+                         max_length: int = 64, batch_size: int = 64, desc: str = "descriptions") -> torch.Tensor:
+    """``(Z_s + Z_o) / 2`` of each description at the first mention of its name (Eq. 7);
+    ``full=True`` reads it through LM1 and LM2 (the ``lm`` setting), otherwise LM1 only. The
+    descriptions are read as the memory refresh reads them (:func:`jaket.model.memory.description_batches`:
+    tokenised once, in length-sorted batches), each row returned at its description's position."""
+    language.eval()
+    device = next(language.parameters()).device
+    out = torch.zeros(len(texts), int(language.hidden_size), device=device)
+    tokens = DescriptionTokens(texts, names, language.tokenizer, max_length)
+    for rows, vectors in description_batches(language, tokens, np.arange(len(texts)), batch_size, full=full,
+                                             progress=True, desc=desc, min_batches=2):
+        out[torch.from_numpy(rows).to(device)] = vectors
+    return out
+
+
+@dataclass
+class FrozenMemory:
+    """E^context / R^context of one KG for one setting (never updated during fine-tuning)."""
+
+    entities: torch.Tensor  # (N, F)
+    relations: torch.Tensor  # (P, F)
+
+    def to(self, device) -> "FrozenMemory":
+        return FrozenMemory(self.entities.to(device), self.relations.to(device))

@@ -47,7 +47,8 @@ from jaket.tasks.spec import FinetunedFormatError  # noqa: F401 (re-exported)
 from jaket.tasks.task_file import (FORMAT, FORMAT_VERSION, TASK_FILE, finetuned_path,  # noqa: F401
                                    read_task_config)
 from jaket.tasks.settings import VARIANT_LABELS, VariantConfig
-from jaket.tasks.variants import Backbone, FrozenMemory, _encoder_path, kg_memory
+from jaket.tasks.variants import Backbone, _encoder_path, kg_memory
+from jaket.model.memory import FrozenMemory
 from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 Without ``--model`` the gazetteer links them (:mod:`jaket.kg.linking`: the KG's names and aliases,
 longest match, a shared name resolved by the overlap of the context with the descriptions). With
 ``--model DIR`` (a pre-trained jaket folder) the gazetteer only proposes the candidates, and
-the model ranks them from the context (:mod:`jaket.tasks.word_sense.model`), on any KG with
+the model ranks them from the context (:mod:`jaket.senses.linker`), on any KG with
 descriptions, one the model never saw included. The default scorer, ``text+kg``, is the best measured
 one (docs/results.md: WordNet WSD): the mention as the encoder reads it against each candidate's
 names, aliases, description and usage examples read as a sentence, plus the mean of its KG
@@ -145,9 +145,10 @@ def kg_usage_examples(kg_dir: str | Path, kg, linked_texts: list[str], limit: in
 
 def _link_with_model(args: argparse.Namespace, kg, inputs, gazetteer: EntityLinker) -> int:
     """``jaket link --model``: the gazetteer's candidates (or the input's targets) ranked by the
-    pre-trained model (:class:`jaket.tasks.word_sense.model.ContextLinker`: ``--scorer``, by default
+    pre-trained model (:class:`jaket.senses.linker.ContextLinker`: ``--scorer``, by default
     the linker's own, text+kg), its passes at ``--precision``."""
-    from jaket.tasks.word_sense.model import DEFAULT_SCORER, ContextLinker, SenseTexts, write_linked_corpus
+    from jaket.senses.linker import DEFAULT_SCORER, ContextLinker, write_linked_corpus
+    from jaket.senses.texts import SenseTexts
 
     args.scorer = args.scorer or DEFAULT_SCORER  # the class's default, in one place
     usage, usage_counts = {}, {}

@@ -38,7 +38,7 @@ from jaket.model.fusion import MentionFusion
 from jaket.model.jaket import JaketModel
 from jaket.model.knowledge import KnowledgeModule
 from jaket.model.language import SplitLanguageModel
-from jaket.model.memory import DescriptionTokens, EntityContextMemory, description_batches
+from jaket.model.memory import EntityContextMemory, FrozenMemory, description_features
 from jaket.model.memory_cache import cached_rows
 from jaket.paths import default_model_path
 from jaket.tasks.settings import (VARIANT_LABELS, VARIANTS, BackboneSettings, VariantConfig,  # noqa: F401
@@ -130,34 +130,6 @@ def full_graph(kg, triple_mask: np.ndarray | None = None) -> tuple[torch.Tensor,
     node, neighbour, edge_type = both_directions(triples, int(kg.num_relations))
     return (torch.from_numpy(np.stack([neighbour, node])).long(),
             torch.from_numpy(np.asarray(edge_type)).long())
-
-
-@torch.no_grad()
-def description_features(language: SplitLanguageModel, texts: list[str], names: list[str], *, full: bool,
-                         max_length: int = 64, batch_size: int = 64, desc: str = "descriptions") -> torch.Tensor:
-    """``(Z_s + Z_o) / 2`` of each description at the first mention of its name (Eq. 7);
-    ``full=True`` reads it through LM1 and LM2 (the ``lm`` setting), otherwise LM1 only. The
-    descriptions are read as the memory refresh reads them (:func:`jaket.model.memory.description_batches`:
-    tokenised once, in length-sorted batches), each row returned at its description's position."""
-    language.eval()
-    device = next(language.parameters()).device
-    out = torch.zeros(len(texts), int(language.hidden_size), device=device)
-    tokens = DescriptionTokens(texts, names, language.tokenizer, max_length)
-    for rows, vectors in description_batches(language, tokens, np.arange(len(texts)), batch_size, full=full,
-                                             progress=True, desc=desc, min_batches=2):
-        out[torch.from_numpy(rows).to(device)] = vectors
-    return out
-
-
-@dataclass
-class FrozenMemory:
-    """E^context / R^context of one KG for one setting (never updated during fine-tuning)."""
-
-    entities: torch.Tensor  # (N, F)
-    relations: torch.Tensor  # (P, F)
-
-    def to(self, device) -> "FrozenMemory":
-        return FrozenMemory(self.entities.to(device), self.relations.to(device))
 
 
 def kg_memory(backbone: Backbone, kg: KnowledgeGraph, seed: int = 0, *, max_length: int = 64,

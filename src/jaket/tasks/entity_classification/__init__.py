@@ -1,6 +1,11 @@
 """Entity classification on an unseen KG (the paper's Table 3).
 
-Split as every task package (docs/contributing.md, "Adding a task"): ``job`` (the typed config and
-its data section), ``data``, ``model``, ``finetuned``, ``run`` (the runner) and ``cli``. This file
-imports none of them, so ``jaket --help`` loads only the light ones.
+Its public names, for code outside it (:mod:`jaket.tasks.exports`):
 """
+
+from jaket.tasks.exports import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "job": ("EntityClassificationConfig", "EntityClassificationData", "EntityClassificationJob"),
+    "run": ("paired_table", "results_table", "run_entity_classification", "run_job"),
+})

@@ -8,7 +8,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from jaket.tasks.variants import Backbone, FrozenMemory
+from jaket.tasks.variants import Backbone
+from jaket.model.memory import FrozenMemory
 
 
 class EntityClassifier(nn.Module):

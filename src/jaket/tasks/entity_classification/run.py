@@ -48,7 +48,8 @@ from jaket.tasks.entity_classification.model import EntityClassifier, category_p
 from jaket.tasks.heldout import choose_heldout, label_leakage, split_pretraining, wordnet_protocol  # noqa: F401
 from jaket.tasks.entity_classification.job import (TASK, EntityClassificationConfig,  # noqa: F401 (re-exported)
                                                    EntityClassificationJob)
-from jaket.tasks.variants import VARIANT_LABELS, Backbone, FrozenMemory, SettingCache, full_graph
+from jaket.tasks.variants import VARIANT_LABELS, Backbone, SettingCache, full_graph
+from jaket.model.memory import FrozenMemory
 from jaket.tasks.settings import variant as variant_spec
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,13 @@
 """Question answering over a KG (KGQA, the paper's Table 2).
 
-Split as every task package (docs/contributing.md, "Adding a task"): ``job`` (the typed config and
-its data section), ``data``, ``model``, ``finetuned``, ``run`` (the runner) and ``cli``. This file
-imports none of them, so ``jaket --help`` loads only the light ones.
+Its public names, for code outside it (:mod:`jaket.tasks.exports`):
 """
+
+from jaket.tasks.exports import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "job": ("KGQAConfig", "KGQAData", "KGQAJob"),
+    "data": ("RELATION_TEMPLATES", "kb_to_kg", "load_data", "load_metaqa_task", "read_kb"),
+    "model": ("QAGraph", "QuestionAnswerer", "batch_logits", "drop_triples_mask"),
+    "run": ("QuestionAnsweringRuns", "hits_at_1", "relation_phrasing", "run_job", "run_kgqa", "train_qa"),
+})

@@ -43,7 +43,8 @@ from jaket.model.device import autocast
 from jaket.model.fusion import MentionFusion
 from jaket.tasks.kgqa.data import QAExample
 from jaket.tasks.kgqa.job import SUPPORTED_VARIANTS, KGQAConfig  # noqa: F401 (re-exported)
-from jaket.tasks.variants import Backbone, FrozenMemory, VariantError, full_graph
+from jaket.tasks.variants import Backbone, VariantError, full_graph
+from jaket.model.memory import FrozenMemory
 
 def drop_triples_mask(num_triples: int, probability: float, seed: int) -> np.ndarray:
     """KG-50%: keep each triple with probability ``1 - probability`` (seeded)."""

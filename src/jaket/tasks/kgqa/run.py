@@ -48,7 +48,8 @@ from jaket.tasks.grid import Cell, Grid, GridTask, RunOutcome, run_grid
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import fine_tuning_step
 from jaket.tasks.kgqa.job import TASK, KGQAConfig, KGQAJob  # noqa: F401 (re-exported)
-from jaket.tasks.variants import Backbone, FrozenMemory, SettingCache, VariantError
+from jaket.tasks.variants import Backbone, SettingCache, VariantError
+from jaket.model.memory import FrozenMemory
 
 logger = logging.getLogger(__name__)
 
@@ -178,7 +179,7 @@ class QuestionAnsweringRuns(GridTask):
         graph = self.graph(setting, seed)
         kept = self.kg.triples[graph.keep]
         bare = replace(self.kg, entity_descriptions=list(self.kg.entity_names), triples=kept)
-        phrasings = [Phrasing(*_phrasing(str(r), str(n))) for r, n in zip(self.kg.relation_ids, self.kg.relation_names)]
+        phrasings = [Phrasing(*relation_phrasing(str(r), str(n))) for r, n in zip(self.kg.relation_ids, self.kg.relation_names)]
         made, _ = describe_entities(bare, phrasings, max_words=self.config.description_max_length)
         return replace(self.kg, entity_descriptions=list(made.entity_descriptions))
 
@@ -241,7 +242,7 @@ class QuestionAnsweringRuns(GridTask):
         return lines
 
 
-def _phrasing(relation: str, name: str) -> tuple[str, str, str]:
+def relation_phrasing(relation: str, name: str) -> tuple[str, str, str]:
     """``(template, forward phrase, inverse phrase)`` of a relation: MetaQA's hand-written templates
     (:data:`RELATION_TEMPLATES`), else its name in words."""
     if relation not in RELATION_TEMPLATES:

@@ -84,7 +84,8 @@ from jaket.model.language import SplitLanguageModel
 from jaket.model.memory import EntityContextMemory, refresh_interval
 from jaket.tasks.link_prediction.job import METRICS, LinkPredictionConfig
 from jaket.tasks.training import fine_tuning_step, step_done
-from jaket.tasks.variants import Backbone, FrozenMemory
+from jaket.tasks.variants import Backbone
+from jaket.model.memory import FrozenMemory
 
 class LinkScorer(nn.Module):
     """Entity encoder (KM over the training graph, or a projection of frozen LM features) +

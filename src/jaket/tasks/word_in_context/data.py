@@ -14,10 +14,8 @@ Two formats are read (:func:`load_pairs`):
 
 Every problem is reported as ``path:line: message`` (:class:`jaket.kg.errors.KGFormatError`).
 
-:class:`SenseInventory` maps a lemma and part of speech to the candidate entities of a KG: the
-entities whose name or alias is the lemma (case, spaces and underscores ignored), of that part of
-speech when the KG's ids follow WordNet's ``lemma.pos.NN`` naming, in WordNet's sense order (the
-order of its ``index.*`` files: the first is the most frequent sense) when the KG is WordNet's.
+A target word's candidate senses come from the sense inventory
+(:class:`jaket.senses.inventory.SenseInventory`).
 """
 
 from __future__ import annotations
@@ -29,11 +27,12 @@ from pathlib import Path
 
 from jaket.jsonio import quote
 from jaket.kg.errors import KGFormatError, Problem
-from jaket.kg.graph import KnowledgeGraph, name_key
+from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import load_kg
 from jaket.kg.readers import json_objects, read_text_file
-from jaket.kg.sources.wordnet import load_wordnet_data, sense_order
-from jaket.kg.sources.wordnet_forms import POS_CODES, id_part_of_speech, part_of_speech
+from jaket.kg.sources.wordnet import load_wordnet_data
+from jaket.kg.sources.wordnet_forms import POS_CODES, part_of_speech
+from jaket.senses.inventory import lemma_key
 
 
 @dataclass(frozen=True)
@@ -52,10 +51,6 @@ class WordPair:
 
     def as_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
-
-
-#: how lemmas are compared: lower case, runs of spaces / underscores as one space
-lemma_key = name_key
 
 
 def _token_span(sentence: str, index: int) -> tuple[int, int] | None:
@@ -164,40 +159,6 @@ def load_pairs(path: str | Path, gold: str | Path | None = None) -> list[WordPai
             raise ValueError(f"{gold}: a gold file goes with WiC's format; JSONL pairs carry their own labels")
         return load_pairs_jsonl(path)
     return load_wic(path, gold)
-
-
-class SenseInventory:
-    """Lemma and part of speech -> candidate entity indices of ``kg`` (module docstring)."""
-
-    def __init__(self, kg: KnowledgeGraph, sense_order: dict[tuple[str, str], list[str]] | None = None):
-        self.kg = kg
-        self._by_key: dict[tuple[str, str | None], list[int]] = {}
-        #: whether some entity's id carries a part of speech (WordNet's naming), so one can restrict
-        self.has_pos = False
-        for index, (entity_id, name, aliases) in enumerate(zip(kg.entity_ids, kg.entity_names, kg.entity_aliases)):
-            pos = id_part_of_speech(entity_id)
-            self.has_pos |= pos is not None
-            for word in {lemma_key(name), *(lemma_key(a) for a in aliases)}:
-                self._by_key.setdefault((word, pos), []).append(index)
-                if pos is not None:
-                    self._by_key.setdefault((word, None), []).append(index)
-        self._rank: dict[tuple[str, str], dict[int, int]] = {}
-        if sense_order:
-            position = {entity_id: i for i, entity_id in enumerate(kg.entity_ids)}
-            for (word, pos), ids in sense_order.items():
-                self._rank[(lemma_key(word), pos)] = {position[e]: r for r, e in enumerate(ids) if e in position}
-
-    @classmethod
-    def for_wordnet(cls, kg: KnowledgeGraph) -> "SenseInventory":
-        """An inventory in WordNet's sense order (:func:`jaket.kg.sources.wordnet.sense_order`)."""
-        return cls(kg, sense_order())
-
-    def candidates(self, lemma: str, pos: str | None = None) -> list[int]:
-        """The entities the lemma can name: the most frequent sense first when known, then by index."""
-        key = lemma_key(lemma)
-        found = self._by_key.get((key, pos), [])
-        rank = self._rank.get((key, pos), {}) if pos is not None else {}
-        return sorted(set(found), key=lambda e: (rank.get(e, 1 << 30), e))
 
 
 def wordnet_pairs(kg: KnowledgeGraph, count: int = 2000, seed: int = 0, eval_fraction: float = 0.25,

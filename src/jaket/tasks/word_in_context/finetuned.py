@@ -17,17 +17,16 @@ import numpy as np
 import torch
 
 from jaket.kg.graph import KnowledgeGraph
-from jaket.kg.io import load_kg
-from jaket.kg.sources.registry import build_source
 from jaket.model.config import JaketConfig
 from jaket.model.jaket import JaketModel
 from jaket.tasks.finetuned import FinetunedFolder, FinetunedFormatError, FinetunedModel
 from jaket.tasks.word_in_context.job import TASK, WordInContextConfig
 from jaket.tasks.settings import variant as variant_spec
-from jaket.tasks.word_in_context.data import SenseInventory, WordPair, read_prediction_inputs
-from jaket.tasks.word_in_context.model import (SUPPORTED_VARIANTS, SenseGraph, WordInContextModel,
-                                               encode_pairs, predict_probabilities, restrict_to_candidates,
-                                               sense_graph)
+from jaket.senses.inventory import SenseInventory, load_sense_kg
+from jaket.tasks.word_in_context.data import WordPair, read_prediction_inputs
+from jaket.tasks.word_in_context.model import (SUPPORTED_VARIANTS, WordInContextModel, encode_pairs,
+                                               predict_probabilities, restrict_to_candidates, sense_graph)
+from jaket.senses.graph import SenseGraph
 
 logger = logging.getLogger(__name__)
 
@@ -144,8 +143,3 @@ def predict_rows(finetuned: FinetunedWordInContext, pairs_path: Path, gold: Path
             logger.info("predicting over another sense KG than the fine-tuning one (its memory is recomputed)")
     return finetuned.predict(pairs, kg)
 
-def load_sense_kg(path: Path | None = None) -> KnowledgeGraph:
-    """The sense KG: a KG folder, or (None) the whole of WordNet 3.0 (117,659 synsets)."""
-    if path is None:
-        return build_source("wordnet", max_entities=None, seed=0).kg
-    return load_kg(path)

@@ -29,7 +29,7 @@ class WordInContextConfig(BackboneSettings):
     representations ``[t1, t2, |t1 - t2|, t1 * t2]`` (the usual WiC head), the same epochs,
     learning rates and batch size, and keeps the epoch with the best accuracy on a selection part
     of the training pairs. The KM settings (``lm+g+m``, ``jaket``) also read the target's candidate
-    senses (:class:`jaket.tasks.word_in_context.data.SenseInventory`): the masked-entity head scores them from
+    senses (:class:`jaket.senses.inventory.SenseInventory`): the masked-entity head scores them from
     the context (Eq. of masked entity prediction, restricted to the candidates), their KM
     embeddings are averaged with these weights and fused at the target (Eq. 8-9) before LM2, and
     the two texts' sense distributions add their agreement ``p1 . p2`` to the head's input.

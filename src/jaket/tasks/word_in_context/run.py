@@ -6,7 +6,7 @@ trains the language module to name the synset of a word from its context -- word
 disambiguation. Here the sense is exactly what is unknown, so the paper's fusion (a linked
 entity's KM embedding added at the mention, Eq. 8-9) needs a design for the candidates:
 
-1. **Candidates**: the target's senses in the KG (:class:`jaket.tasks.word_in_context.data.SenseInventory`:
+1. **Candidates**: the target's senses in the KG (:class:`jaket.senses.inventory.SenseInventory`:
    its lemma and part of speech, WordNet's most frequent sense first), at most
    ``max_candidates``.
 2. **Sense scores**: the pre-trained masked-entity head, restricted to the candidates: the text
@@ -60,11 +60,14 @@ from jaket.tasks.epoch_checkpoint import EpochCheckpoint, checkpoints_of, remove
 from jaket.tasks.results import TaskResult
 from jaket.tasks.training import length_grouped_batches, step_done
 from jaket.tasks.variants import load_backbone
-from jaket.tasks.word_in_context.data import SenseInventory, WordPair, load_pairs, wordnet_pairs
-from jaket.tasks.word_in_context.model import (SUPPORTED_VARIANTS, EncodedPairs,  # noqa: F401 (re-exported)
-                                               SenseGraph, WordInContextModel, build_model, encode_pairs,
-                                               predict_probabilities, restrict_to_candidates, sense_graph)
-from jaket.tasks.word_in_context.finetuned import FinetunedWordInContext, load_sense_kg, predict_rows  # noqa: F401
+from jaket.senses.inventory import SenseInventory
+from jaket.tasks.word_in_context.data import WordPair, load_pairs, wordnet_pairs
+from jaket.tasks.word_in_context.model import (SUPPORTED_VARIANTS, EncodedPairs, WordInContextModel, build_model,  # noqa: F401 (re-exported)
+                                               encode_pairs, predict_probabilities, restrict_to_candidates,
+                                               sense_graph)
+from jaket.senses.graph import SenseGraph
+from jaket.tasks.word_in_context.finetuned import FinetunedWordInContext, predict_rows  # noqa: F401
+from jaket.senses.inventory import load_sense_kg
 from jaket.train.optim import warmup_linear
 
 logger = logging.getLogger(__name__)

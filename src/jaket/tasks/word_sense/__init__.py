@@ -1,6 +1,13 @@
-"""Word senses: sense linking, all-words word-sense disambiguation and the context linker of ``jaket link --model``.
+"""Word senses: sense linking and all-words word-sense disambiguation.
 
-Split as every task package (docs/contributing.md, "Adding a task"): ``job`` (the typed config and
-its data section), ``data``, ``model``, ``finetuned``, ``run`` (the runner) and ``cli``. This file
-imports none of them, so ``jaket --help`` loads only the light ones.
+It trains nothing, so it has no ``model`` or ``finetuned`` module: its scorers are
+:mod:`jaket.senses.scorers`, the linker of ``jaket link --model`` :mod:`jaket.senses.linker`. Its public names, for code outside it (:mod:`jaket.tasks.exports`):
 """
+
+from jaket.tasks.exports import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "job": ("SenseLinkingJob", "WordSenseConfig", "WordSenseJob"),
+    "data": ("WsdInstance", "key_path_of", "load_wsd"),
+    "run": ("f1_statistic", "run_job", "run_wsd", "sense_examples", "wsd_examples"),
+})

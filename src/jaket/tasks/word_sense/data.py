@@ -62,7 +62,7 @@ class WsdInstance:
 
 
 def past_limit_line(instance: WsdInstance, more: int, limit: int, path=None) -> str:
-    """Why a target cannot be read (:class:`jaket.tasks.word_sense.finetuned.TargetPastLimit`), as the
+    """Why a target cannot be read (:class:`jaket.senses.scorers.TargetPastLimit`), as the
     data names it: the file, the instance id and its word past the first ``limit`` tokens of its
     sentence, how many ``more`` targets lie past it, and the setting that raises the limit."""
     others = f"; {more} more target(s) lie past it too" if more else ""

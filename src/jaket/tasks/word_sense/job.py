@@ -23,13 +23,13 @@ SENSE_LINKING = "sense-linking"
 class WordSenseConfig(BackboneSettings):
     """Word-sense disambiguation (all-words, the unified framework of Raganato et al., 2017): each
     target's sense among its lemma's candidates in the sense KG, by the scorers of
-    :mod:`jaket.tasks.word_sense.finetuned`, none of them fine-tuned. First sense, random and ``jaket
+    :mod:`jaket.senses.scorers`, none of them fine-tuned. First sense, random and ``jaket
     link``'s Lesk rule always run; ``variants`` adds the encoder scorers: ``lm`` (the base
     encoder's cosine), ``lm+g+m`` (a fresh KM per seed, its structure as every task's:
     :meth:`VariantConfig.km_structure`) and ``jaket`` (the pre-trained masked-entity head, pre-training
     task 4, restricted to the candidates, and the pre-trained encoder's cosine); ``lm`` and ``jaket``
     also bring their encoder's ``(text)`` and ``(text + kg)`` scorers (the candidates' texts, and
-    those plus their KG neighbours': :mod:`jaket.tasks.word_sense.finetuned`).
+    those plus their KG neighbours': :mod:`jaket.senses.scorers`).
     """
 
     variants: tuple[str, ...] = ("lm", "lm+g+m", "jaket")
@@ -39,7 +39,7 @@ class WordSenseConfig(BackboneSettings):
     #: tokens of a target's sentence (special tokens included; a target beyond them is an error)
     max_length: int = 256
     #: weights ``w`` of WordNet's sense order as a prior, each reported beside the scorers alone:
-    #: ``log softmax(s / T) + w log p(rank)``, ``p(r) ∝ 1 / (r + 1)`` (:func:`jaket.tasks.word_sense.finetuned.with_prior`);
+    #: ``log softmax(s / T) + w log p(rank)``, ``p(r) ∝ 1 / (r + 1)`` (:func:`jaket.senses.scorers.with_prior`);
     #: empty = not used. Choose ``w`` on the development set (SemEval-2007) only
     first_sense_prior: tuple[float, ...] = ()
     #: ``β`` of the ``(text + kg)`` scorers: a candidate's row is its text's vector plus ``β`` times the
@@ -125,7 +125,7 @@ class SenseLinkingData:
 class SenseLinkingJob:
     """Sense linking (:func:`jaket.tasks.word_sense.run.evaluate_sense_linking`): each linked
     mention's synset among the senses of the word as written, by every scorer of
-    :mod:`jaket.tasks.word_sense.finetuned`; nothing is fine-tuned, and no setting is compared, so
+    :mod:`jaket.senses.scorers`; nothing is fine-tuned, and no setting is compared, so
     :func:`jaket.tasks.cli_common.resolve_job` leaves the job as it is."""
 
     #: jointly pre-trained model folder (the jaket scorers)

@@ -2,8 +2,8 @@
 
 Each target (:class:`jaket.tasks.word_sense.data.WsdInstance`) is given the sense among its candidates --
 the sense KG's entities named by its lemma, of its part of speech, in WordNet's sense order
-(:class:`jaket.tasks.word_in_context.data.SenseInventory`; the sense KG is all of WordNet by default) -- that
-each scorer of :mod:`jaket.tasks.word_sense.finetuned` prefers, all of them on the same targets in one
+(:class:`jaket.senses.inventory.SenseInventory`; the sense KG is all of WordNet by default) -- that
+each scorer of :mod:`jaket.senses.scorers` prefers, all of them on the same targets in one
 run: WordNet's first sense, random (its expectation), ``jaket link``'s rule (a simplified Lesk),
 LM only, LM+G+M (a fresh KM per seed) and, with a pre-trained model, JAKET's masked-entity head
 (pre-training task 4 restricted to the candidates) and its encoder's cosine; with either encoder,
@@ -25,7 +25,7 @@ are, how many have no candidate and how many have no gold among their candidates
 targets (the same resample for both, percentile 95% interval, :func:`jaket.tasks.report.paired_bootstrap`);
 where one side has seeds (LM+G+M's fresh KM), a Student-t interval over the seeds
 (:func:`jaket.tasks.report.paired_difference`). With ``first_sense_prior`` weights, each scorer with
-logits is also scored with WordNet's sense order as a prior (:func:`jaket.tasks.word_sense.finetuned.with_prior`),
+logits is also scored with WordNet's sense order as a prior (:func:`jaket.senses.scorers.with_prior`),
 in rows of their own named ``SCORER + prior W``.
 
 Outputs: ``OUT/<scorer>.key.txt`` (``OUT/<scorer>.seed<N>.key.txt`` per seed) in the framework's key
@@ -41,8 +41,8 @@ pre-training never saw -- the held-out share of a pre-training run's corpus
 seeded split), so no WiC sentence either when the run excluded them; or the texts of the unseen
 KG' (:func:`unseen_examples`), whose synsets pre-training never saw at all -- each mention's synset is
 chosen among the candidate senses of the word as written (its lemma and part of speech in
-WordNet, :class:`jaket.tasks.word_in_context.data.SenseInventory`) by each scorer of
-:mod:`jaket.tasks.word_sense.finetuned` (first sense, random, ``jaket link``'s Lesk rule, ``lm``,
+WordNet, :class:`jaket.senses.inventory.SenseInventory`) by each scorer of
+:mod:`jaket.senses.scorers` (first sense, random, ``jaket link``'s Lesk rule, ``lm``,
 ``lm+g+m`` over fresh KMs, the ``jaket`` masked-entity head and ``jaket (cosine)``).
 
 Accuracy is over every mention whose synset is among its candidates, and over the ambiguous ones
@@ -68,18 +68,18 @@ from jaket.kg.sources.wordnet import lemma_forms, load_wordnet_data
 from jaket.model.device import autocast, cpu_description
 from jaket.tasks import report as rep
 from jaket.tasks.results import TaskResult
-from jaket.tasks.stages import StageTimes, stage_line
-from jaket.kg.exclusion import normalise_text
+from jaket.stages import StageTimes, stage_line
 from jaket.tasks.word_sense.job import SENSE_LINKING, TASK, SenseLinkingJob, WordSenseConfig, WordSenseJob
 from jaket.kg.sources.wordnet_forms import POS_CODES
-from jaket.tasks.word_in_context.data import SenseInventory, lemma_key
+from jaket.senses.inventory import SenseInventory, lemma_key
+from jaket.senses.texts import usage_examples
 from jaket.tasks.word_sense.data import (FRAMEWORK_POS, WsdInstance, key_path_of, load_wsd, past_limit_line,
                                         refuse_past_window, write_key_file)
 from jaket.train.config import load_config
 
 if TYPE_CHECKING:
     from jaket.kg.corpus import MentionCorpus
-    from jaket.tasks.word_sense.finetuned import ScorerOutput, SenseExample
+    from jaket.senses.scorers import ScorerOutput, SenseExample
 # the scorers' modules (the encoders, the KM) are imported where used: a runner reads its inputs first
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def wsd_examples(instances: list[WsdInstance], kg: KnowledgeGraph,
     the counts of the module docstring. A gold sense that is not an entity of ``kg`` is a warning
     (how many targets name one, the first of them); where no target's gold sense is in ``kg``,
     :class:`GoldNotInSenseKG` (nothing could be scored: the wrong sense KG, or gold of other ids)."""
-    from jaket.tasks.word_sense.finetuned import SenseExample  # inputs first: model code after the data
+    from jaket.senses.scorers import SenseExample  # inputs first: model code after the data
     position = {entity_id: i for i, entity_id in enumerate(kg.entity_ids)}
     examples = []
     missing: list[str] = []
@@ -162,7 +162,7 @@ def scores_of(correct: np.ndarray, answered: np.ndarray) -> dict:
 
 def _run_scores(instances, examples, output: ScorerOutput, run: int, scored: np.ndarray) -> dict:
     """The scores of one run of a scorer, overall and per part of speech (targets with gold only)."""
-    from jaket.tasks.word_sense.finetuned import correctness  # inputs first: model code after the data
+    from jaket.senses.scorers import correctness  # inputs first: model code after the data
     correct, answered = correctness(examples, output, run)
     out = scores_of(correct[scored], answered[scored])
     pos = np.asarray([i.pos for i in instances])
@@ -194,7 +194,7 @@ def key_file_name(scorer: str) -> str:
 def _write_keys(out_dir: Path | None, instances, examples, name: str, output: ScorerOutput,
                 kg: KnowledgeGraph) -> list[str]:
     """A scorer's key files (one per seed) in ``out_dir``, their names returned (None: named, not written)."""
-    from jaket.tasks.word_sense.finetuned import answers  # inputs first: model code after the data
+    from jaket.senses.scorers import answers  # inputs first: model code after the data
     if output.expected:
         return []
     written = []
@@ -211,7 +211,7 @@ def _write_keys(out_dir: Path | None, instances, examples, name: str, output: Sc
 def _paired(pairs, examples, outputs: dict[str, ScorerOutput], scorers: dict, scored: np.ndarray,
             config: WordSenseConfig) -> dict:
     """The paired F1 differences of ``pairs`` (module docstring)."""
-    from jaket.tasks.word_sense.finetuned import correctness  # inputs first: model code after the data
+    from jaket.senses.scorers import correctness  # inputs first: model code after the data
     out = {}
     for a, b in pairs:
         if a not in outputs or b not in outputs:
@@ -231,38 +231,14 @@ def _paired(pairs, examples, outputs: dict[str, ScorerOutput], scorers: dict, sc
     return out
 
 
-def usage_examples(kg: KnowledgeGraph, instances: list[WsdInstance], wanted: bool = True
-                   ) -> tuple[dict[int, tuple[str, ...]], dict]:
-    """The WordNet usage examples of the sense KG's entities (matched by synset id: a KG of other
-    ids has none), without those that are a sentence of ``instances`` (module docstring), and the
-    counts; ``wanted=False``: none."""
-    if not wanted:
-        return {}, {"usage_examples": 0, "usage_examples_dropped": 0}
-    wordnet = load_wordnet_data()
-    position = {entity_id: i for i, entity_id in enumerate(kg.entity_ids)}
-    banned = {normalise_text(i.text) for i in instances}
-    found: dict[int, list[str]] = {}
-    dropped = 0
-    for synset, text in wordnet.raw_examples:
-        entity = position.get(wordnet.ids[synset])
-        if entity is None:
-            continue
-        if normalise_text(text) in banned:
-            dropped += 1
-            continue
-        found.setdefault(entity, []).append(text)
-    return ({e: tuple(texts) for e, texts in found.items()},
-            {"usage_examples": sum(map(len, found.values())), "usage_examples_dropped": dropped})
-
-
 def run_wsd(instances: list[WsdInstance], kg: KnowledgeGraph, config: WordSenseConfig, out_dir: Path | None, *,
             device="cpu", data_info: dict | None = None, stages: StageTimes | None = None) -> dict:
     """Score every target with every scorer the config asks for, write the key files, ``metrics.json``
     and ``report.md`` into ``out_dir`` (None: nothing written); returns the results (``metrics.json``'s
     content: beside ``scorers``, their runs as :class:`~jaket.tasks.results.TaskResult` reads them,
     ``runs``, and ``--json``'s ``summary``: each scorer's F1, the paired differences and the data;
-    ``stages``: each stage's seconds, :class:`jaket.tasks.stages.StageTimes`, with the caller's)."""
-    from jaket.tasks.word_sense.finetuned import TEXT_SCORERS, SenseTexts, TargetPastLimit, score_senses, with_prior  # inputs first: model code after the data
+    ``stages``: each stage's seconds, :class:`jaket.stages.StageTimes`, with the caller's)."""
+    from jaket.senses.scorers import (TEXT_SCORERS, SenseTexts, TargetPastLimit, score_senses, with_prior)  # inputs first: model code after the data
     stages = stages or StageTimes()
 
     try:
@@ -328,7 +304,7 @@ def run_job(job: WordSenseJob, out_dir: Path | None = None, *, save_dir: Path | 
     ``jaket evaluate word-sense-disambiguation`` and :func:`jaket.pipeline.pipeline` run this."""
     instances = load_wsd(job.data.path, job.data.gold)  # the inputs first: bad data is refused before any KG or model
     refuse_past_window(instances, job.max_length, job.data.path)
-    from jaket.tasks.word_in_context.finetuned import load_sense_kg  # inputs first: model code after the data
+    from jaket.senses.inventory import load_sense_kg  # inputs first: model code after the data
 
     kg = load_sense_kg(job.data.kg)
     beside = key_path_of(job.data.path)
@@ -350,7 +326,7 @@ def _cell(entry: dict, key: str = "f1") -> str:
 
 
 def _label(name: str) -> str:
-    from jaket.tasks.word_sense.finetuned import SCORER_LABELS  # inputs first: model code after the data
+    from jaket.senses.scorers import SCORER_LABELS  # inputs first: model code after the data
     base, _, weight = name.partition(" + prior ")
     return SCORER_LABELS.get(base, base) + (f" + sense-order prior (w = {weight})" if weight else "")
 
@@ -455,7 +431,7 @@ def unseen_examples(data_dir: str | Path, sense_kg: KnowledgeGraph, inventory: S
     the word's senses in ``sense_kg`` (seen and unseen alike); ``unseen_candidates_only`` keeps only
     those of KG' (the case of a KG the model never saw at all); ``unseen``: :func:`unseen_entities`
     of ``data_dir``, when read already."""
-    from jaket.tasks.word_sense.finetuned import SenseExample  # inputs first: model code after the data
+    from jaket.senses.scorers import SenseExample  # inputs first: model code after the data
     unseen = unseen if unseen is not None else unseen_entities(data_dir)
     bundle = build_source("wordnet", max_entities=None, seed=0)
     kg, corpus = bundle.kg, bundle.corpus
@@ -479,7 +455,7 @@ def sense_examples(corpus: MentionCorpus, kg: KnowledgeGraph, sense_kg: Knowledg
                    inventory: SenseInventory) -> tuple[list[SenseExample], dict]:
     """Every mention of ``corpus`` (entities of ``kg``) whose written form is one of its synset's
     lemmas (inflections resolved by WordNet's rules) and whose synset is in ``sense_kg``."""
-    from jaket.tasks.word_sense.finetuned import SenseExample  # inputs first: model code after the data
+    from jaket.senses.scorers import SenseExample  # inputs first: model code after the data
     wordnet = load_wordnet_data()
     by_id = {e: i for i, e in enumerate(wordnet.ids)}
     position = {e: i for i, e in enumerate(sense_kg.entity_ids)}
@@ -527,7 +503,7 @@ def evaluate_sense_linking(examples: list[SenseExample], sense_kg: KnowledgeGrap
     ``baselines=False`` keeps the first-sense and random figures and the ``jaket`` scorers only (to
     compare pre-trained models); ``bf16``: the encoder scorers' passes under bf16 autocast;
     ``stages``: each stage's seconds (``results["stages"]``), with the caller's."""
-    from jaket.tasks.word_sense.finetuned import PRETRAINED_SCORERS, SCORERS, SenseTexts, correctness, score_senses  # inputs first: model code after the data
+    from jaket.senses.scorers import (PRETRAINED_SCORERS, SCORERS, SenseTexts, correctness, score_senses)  # inputs first: model code after the data
     stages = stages or StageTimes()
 
     # the (text) scorers read no usage example: sense linking's texts are WordNet's usage examples
@@ -559,7 +535,7 @@ def run_sense_linking_job(job: SenseLinkingJob, out_dir: Path | None = None, *, 
     # the examples' files first (the run's config, KG and corpus, or KG'), then the sense KG
     unseen = unseen_entities(data.unseen_of) if data.unseen_of is not None else None
     texts = heldout_texts(data.heldout_of) if data.unseen_of is None else None
-    from jaket.tasks.word_in_context.finetuned import load_sense_kg  # inputs first: model code after the data
+    from jaket.senses.inventory import load_sense_kg  # inputs first: model code after the data
 
     kg = load_sense_kg(data.kg)
     inventory = SenseInventory.for_wordnet(kg)
@@ -585,7 +561,7 @@ def run_sense_linking_job(job: SenseLinkingJob, out_dir: Path | None = None, *, 
 
 
 def sense_linking_table(results: dict) -> str:
-    from jaket.tasks.word_sense.finetuned import SCORER_LABELS  # inputs first: model code after the data
+    from jaket.senses.scorers import SCORER_LABELS  # inputs first: model code after the data
     rows = [[SCORER_LABELS.get(k, k), f"{100 * v['accuracy']:.1f}", f"{100 * v['accuracy_ambiguous']:.1f}"]
             for k, v in results["scorers"].items()]
     return rep.markdown_table(["Scorer", "accuracy %", "ambiguous only %"], rows)

@@ -35,7 +35,7 @@ The candidates are those of the gazetteer (:class:`jaket.kg.linking.EntityLinker
 aliases, plurals folded, the longest match first), or, for the spans an input gives
 (:class:`jaket.kg.linking.Target`), the entities named by the target's lemma (or its written form
 and that form's singulars), of its part of speech when the KG's ids follow WordNet's
-``lemma.pos.NN`` naming (:class:`jaket.tasks.word_in_context.data.SenseInventory`). The most
+``lemma.pos.NN`` naming (:class:`jaket.senses.inventory.SenseInventory`). The most
 probable candidate is linked; a mention whose probability is below ``min_confidence`` is left
 unlinked and kept in :attr:`LinkedText.unlinked`.
 
@@ -51,7 +51,7 @@ scores are ``None`` and :meth:`link` leaves it unlinked (counted in
 candidates give the same probabilities.
 
 **Sense texts** (the ``text+kg`` scorer, and word-sense disambiguation's ``(text)`` and ``(text + kg)``
-scorers) are read in :mod:`jaket.tasks.sense_texts` (one step of message passing over the
+scorers) are read in :mod:`jaket.senses.texts` (one step of message passing over the
 KG, Eq. 1-5's aggregation without weights), their vectors kept in the text-vector cache, so a second
 run reads none again. Each stage's time is in :attr:`ContextLinkStats.stages` (``jaket link --model``'s
 summary: ``seconds``).
@@ -82,14 +82,11 @@ from jaket.kg.linking import CandidateSpan, EntityLinker, LinkStats, Target
 from jaket.model.device import autocast, choose_precision, resolve_device
 from jaket.model.heads import span_mean
 from jaket.model.jaket import JaketModel, text_list
-from jaket.model.memory import length_sorted_batches
+from jaket.model.memory import description_features, length_sorted_batches
 from jaket.model.memory_cache import TextVectorCache
-from jaket.tasks.stages import StageTimes
-# the sense texts' API: the text+kg scorer's here, and imported from here by callers of the linker
-from jaket.tasks.sense_texts import (COSINE_TEMPERATURE, SenseTexts, kg_neighbours,  # noqa: F401
-                                                sense_text, text_kg_rows, text_vectors)
-from jaket.tasks.variants import description_features
-from jaket.tasks.word_in_context.data import SenseInventory
+from jaket.senses.inventory import SenseInventory
+from jaket.senses.texts import COSINE_TEMPERATURE, SenseTexts, text_kg_rows
+from jaket.stages import StageTimes
 
 logger = logging.getLogger(__name__)
 

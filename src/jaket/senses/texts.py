@@ -1,8 +1,8 @@
 """Sense texts: a sense (an entity) read as the sentence encoder reads a sentence.
 
-The ``text+kg`` scorer of ``jaket link --model`` (:class:`jaket.tasks.word_sense.model.ContextLinker`)
+The ``text+kg`` scorer of ``jaket link --model`` (:class:`jaket.senses.linker.ContextLinker`)
 and word-sense disambiguation's ``(text)`` and ``(text + kg)`` scorers
-(:mod:`jaket.tasks.word_sense.finetuned`) read a sense from its text (:func:`sense_text`: names and
+(:mod:`jaket.senses.scorers`) read a sense from its text (:func:`sense_text`: names and
 aliases, description, usage examples where given) as the mean of its tokens through LM1 + LM2, unit
 length (:func:`text_vectors`). Its ``(text + kg)`` row adds ``β`` times the mean of its KG neighbours'
 vectors (:func:`text_kg_rows`): one step of message passing over the KG, the aggregation of Eq. 1-5
@@ -19,6 +19,7 @@ over the same encoder reads none of the texts again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +27,9 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from jaket.kg.exclusion import normalise_text
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.sources.wordnet import load_wordnet_data
 from jaket.model.language import SplitLanguageModel
 from jaket.model.memory import length_sorted_batches
 from jaket.model.memory_cache import TextVectorCache, pass_precision
@@ -147,3 +150,28 @@ def text_kg_rows(language: SplitLanguageModel, kg: KnowledgeGraph, entities: np.
         if len(found):
             spread[i] += texts.neighbour_weight * torch.stack([known[int(n)] for n in found]).mean(0)
     return own, spread
+
+
+def usage_examples(kg: KnowledgeGraph, instances: Sequence, wanted: bool = True
+                   ) -> tuple[dict[int, tuple[str, ...]], dict]:
+    """The WordNet usage examples of the sense KG's entities (matched by synset id: a KG of other
+    ids has none), without those that are the text of one of ``instances`` (anything with a ``text``:
+    the evaluation's targets, so no evaluated sentence is a sense's text), and the counts;
+    ``wanted=False``: none."""
+    if not wanted:
+        return {}, {"usage_examples": 0, "usage_examples_dropped": 0}
+    wordnet = load_wordnet_data()
+    position = {entity_id: i for i, entity_id in enumerate(kg.entity_ids)}
+    banned = {normalise_text(i.text) for i in instances}
+    found: dict[int, list[str]] = {}
+    dropped = 0
+    for synset, text in wordnet.raw_examples:
+        entity = position.get(wordnet.ids[synset])
+        if entity is None:
+            continue
+        if normalise_text(text) in banned:
+            dropped += 1
+            continue
+        found.setdefault(entity, []).append(text)
+    return ({e: tuple(texts) for e, texts in found.items()},
+            {"usage_examples": sum(map(len, found.values())), "usage_examples_dropped": dropped})

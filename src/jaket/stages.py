@@ -4,7 +4,7 @@ A run that spends minutes in one place must say where: each stage is announced i
 begins (``stage: NAME ...``) and when it ends, with its time (``stage: NAME: 12.3 s``), and
 :meth:`StageTimes.as_dict` gives the times for ``metrics.json`` and the report (word-sense
 disambiguation, sense linking and ``jaket link --model``). A stage that reads many texts shows its
-own progress bar as well (:func:`jaket.tasks.sense_texts.text_vectors`).
+own progress bar as well (:func:`jaket.senses.texts.text_vectors`).
 """
 
 from __future__ import annotations

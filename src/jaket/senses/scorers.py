@@ -18,15 +18,15 @@ earlier candidate on a tie, and no answer without candidates. Scorers (:data:`SC
   before any fine-tuning;
 * ``jaket``: the pre-trained masked-entity head restricted to the candidates (pre-training's task
   4: ``q = g((Z_s + Z_o) / 2)`` against the candidates' E^context rows by JAKET's LM1), computed by
-  the linker of ``jaket link --model`` (:class:`jaket.tasks.word_sense.model.ContextLinker`);
+  the linker of ``jaket link --model`` (:class:`jaket.senses.linker.ContextLinker`);
 * ``jaket (cosine)``: JAKET's encoder read as the base encoder is (the ``lm`` scorer);
 * ``lm (text)`` / ``jaket (text)``: the word in context (as ``lm``) against each candidate's *text*
   read as the sentence encoder reads a sentence (the mean of its tokens through LM1 + LM2): its
   names and aliases, its description and, where :class:`SenseTexts` gives them, its usage examples
-  (:func:`jaket.tasks.sense_texts.sense_text`);
+  (:func:`jaket.senses.texts.sense_text`);
 * ``lm (text + kg)`` / ``jaket (text + kg)``: the same, each candidate's row being its text's
   vector plus ``β`` times the mean of its KG neighbours' text vectors
-  (:func:`jaket.tasks.sense_texts.text_kg_rows`): one
+  (:func:`jaket.senses.texts.text_kg_rows`): one
   step of message passing over the KG (Eq. 1-5's aggregation with uniform attention, identity
   composition and no weights), so a sense is also read from the senses it is linked to (its
   hypernyms, hyponyms, derived forms, ...). Nothing is trained: the base encoder's rows are ``LM +
@@ -59,12 +59,12 @@ from jaket.model.language import SplitLanguageModel
 from jaket.model.memory import length_sorted_batches
 from jaket.paths import default_model_path
 from jaket.model.memory_cache import TextVectorCache
-from jaket.tasks.stages import StageTimes
-from jaket.tasks.word_sense.model import ContextLinker
-from jaket.tasks.sense_texts import COSINE_TEMPERATURE, SenseTexts, text_kg_rows
-from jaket.tasks.variants import FrozenMemory, description_features
-from jaket.tasks.word_in_context.data import lemma_key
-from jaket.tasks.word_in_context.model import SenseGraph, km_embeddings, neighbourhood, target_spans
+from jaket.stages import StageTimes
+from jaket.senses.linker import ContextLinker
+from jaket.senses.texts import COSINE_TEMPERATURE, SenseTexts, text_kg_rows
+from jaket.model.memory import FrozenMemory, description_features
+from jaket.senses.inventory import lemma_key
+from jaket.senses.graph import SenseGraph, km_embeddings, neighbourhood, target_spans
 
 #: every scorer, in the order they are computed and reported
 SCORERS = ("first sense", "random", "lesk", "lm", "lm+g+m", "jaket", "jaket (cosine)", "lm (text)",
@@ -171,7 +171,7 @@ def token_offsets(tokenizer, examples: list[SenseExample], max_length: int) -> l
 def targets_past(tokenizer, examples: list[SenseExample], max_length: int,
                  offsets: list[list[tuple[int, int]]] | None = None) -> list[int]:
     """The positions of the examples whose target has no token among the first ``max_length`` of its
-    text, as :func:`jaket.tasks.word_in_context.model.target_spans` reads them (a token overlapping
+    text, as :func:`jaket.senses.graph.target_spans` reads them (a token overlapping
     the span counts), from :func:`token_offsets` (read now unless given)."""
     if offsets is None:
         offsets = token_offsets(tokenizer, examples, max_length)
@@ -348,7 +348,7 @@ def jaket_scores(examples: list[SenseExample], kg: KnowledgeGraph, pretrained, *
                  max_length: int = 96, texts: SenseTexts | None = None, device="cpu",
                  stages: StageTimes | None = None) -> dict[str, ScorerOutput]:
     """The ``jaket`` scorer (the masked-entity head, pre-training task 4, restricted to the
-    candidates: :meth:`jaket.tasks.word_sense.model.ContextLinker.logits`, the linker of ``jaket link
+    candidates: :meth:`jaket.senses.linker.ContextLinker.logits`, the linker of ``jaket link
     --model``) and ``jaket (cosine)`` of the module docstring, and ``jaket (text)`` / ``jaket (text +
     kg)`` with ``texts``."""
     stages = stages or StageTimes()
@@ -381,7 +381,7 @@ def score_senses(examples: list[SenseExample], kg: KnowledgeGraph, *, scorers=No
     """The ``scorers`` asked for (None: all of :data:`SCORERS`, those of :data:`TEXT_SCORERS` only
     with ``texts``; those of :data:`PRETRAINED_SCORERS` only with ``pretrained``), in
     :data:`SCORERS`' order; a text scorer asked for without ``texts`` is an error. ``stages``:
-    where each stage's time is kept (:class:`jaket.tasks.stages.StageTimes`)."""
+    where each stage's time is kept (:class:`jaket.stages.StageTimes`)."""
     stages = stages or StageTimes()
     if scorers is None:
         scorers = tuple(s for s in SCORERS if texts is not None or s not in TEXT_SCORERS)
