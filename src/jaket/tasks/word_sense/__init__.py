@@ -1,7 +1,8 @@
 """Word senses: sense linking and all-words word-sense disambiguation.
 
 It trains nothing, so it has no ``model`` or ``finetuned`` module: its scorers are
-:mod:`jaket.senses.scorers`, the linker of ``jaket link --model`` :mod:`jaket.senses.linker`. Its public names, for code outside it (:mod:`jaket.tasks.exports`):
+:mod:`jaket.senses.scorers`, the linker of ``jaket link --model`` :mod:`jaket.senses.linker`. Its
+public names, for code outside it (:mod:`jaket.tasks.exports`):
 """
 
 from jaket.tasks.exports import lazy_exports
