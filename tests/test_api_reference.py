@@ -4,6 +4,7 @@ with warnings as errors and documents every exported name."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -31,11 +32,11 @@ def test_import_jaket_loads_no_torch():
 
 
 def test_jaket_pipeline_is_the_pipeline_function(tmp_path):
-    from jaket.pipeline import pipeline
+    from jaket.pipelines import pipeline
 
-    assert callable(jaket.pipeline)
-    import jaket.pipeline as module  # the module form keeps working beside the call
-    assert module.pipeline is pipeline
+    assert jaket.pipeline is pipeline  # a plain function, from a module of another name (as transformers)
+    module = importlib.import_module("jaket.pipelines")  # importing its module leaves the name the function
+    assert jaket.pipeline is pipeline and module.pipeline is pipeline
     # the call reaches pipeline(): an unknown task is its error, not "module is not callable"
     with pytest.raises(ValueError, match="unknown task 'no-such-task'"):
         jaket.pipeline("no-such-task", out=tmp_path / "run")
@@ -51,7 +52,7 @@ def test_the_api_reference_builds_with_warnings_as_errors(tmp_path):
     for name in jaket.__all__:
         if name == "__version__":
             continue
-        anchor = "jaket.pipeline.pipeline" if name == "pipeline" else f"jaket.{name}"
+        anchor = "jaket.pipelines.pipeline" if name == "pipeline" else f"jaket.{name}"
         assert f'id="{anchor}"' in html, f"{name} is missing from the API reference"
     # the method the README's Python block calls on what jaket.pipeline returns (result.finetuned.predict)
     for task, cls in (("entity_classification", "FinetunedEntityClassifier"),

@@ -111,7 +111,7 @@ def test_pretrain_data_errors_name_the_file_and_the_remedy(kgs, tiny_bert_dir, t
                        "--kg", str(kgs / "no-corpus"), "--corpus", str(tmp_path / "nowhere.jsonl"),
                        "--out", str(tmp_path / "nowhere"), "--no-progress")
     assert status == 1 and err[-1] == (  # a missing input: a data error
-        f"error: --corpus {tmp_path / 'nowhere.jsonl'}: no such file (a mention "
+        f"error: corpus {tmp_path / 'nowhere.jsonl'}: no such file (a mention "
         f"corpus: `jaket link --kg DIR --texts FILE --out {tmp_path / 'nowhere.jsonl'}`)")
     status, err = pretrain("no-triples")
     assert status == 1 and err[0].startswith(f"error: {kgs / 'no-triples' / 'triples.tsv'}: the KG has no triple")
@@ -148,7 +148,7 @@ def test_pretrain_config_errors_are_usage_errors(tmp_path, capsys):
     assert status == 2 and err[0].startswith(f"error: --set memory.path={tmp_path}: "
                                              f"memory.path: {tmp_path} is a folder")
     status, err = _run(capsys, "pretrain", "--kg", str(tmp_path / "none"), "--out", str(tmp_path / "o"))
-    assert status == 1 and err == [f"error: --kg {tmp_path / 'none'}: no such directory"]  # data: exit 1
+    assert status == 1 and err == [f"error: kg {tmp_path / 'none'}: no such directory"]  # data: exit 1
 
 
 def test_pretrain_heads_must_divide_the_encoder_width(tiny_bert_dir, tmp_path, capsys):

@@ -20,11 +20,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from jaket.version import __version__
 
 #: public name -> the module that defines it (the one place each is written)
 _EXPORTS = {
-    "pipeline": "jaket.pipeline",
+    "pipeline": "jaket.pipelines",
     "TaskResult": "jaket.tasks.results",
     "JaketModel": "jaket.model.jaket",
     "JaketConfig": "jaket.model.config",
@@ -49,20 +49,19 @@ if TYPE_CHECKING:  # static tools and the API reference see the real objects
     from jaket.kg.linking import EntityLinker
     from jaket.model.config import JaketConfig
     from jaket.model.jaket import JaketModel, TextEncoding
-    from jaket.pipeline import pipeline
+    from jaket.pipelines import pipeline
     from jaket.tasks.registry import load_finetuned
     from jaket.tasks.results import TaskResult
     from jaket.senses.linker import ContextLinker
 
 
 def __getattr__(name: str) -> Any:
-    """The exported names, imported when first read (``jaket.pipeline`` is the callable module
-    :mod:`jaket.pipeline`: ``jaket.pipeline(task, ...)`` runs :func:`jaket.pipeline.pipeline`)."""
+    """The exported names, imported when first read (``jaket.pipeline`` is the function
+    :func:`jaket.pipelines.pipeline`, from a module of another name as ``transformers.pipeline``)."""
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'jaket' has no attribute {name!r}")
-    imported = importlib.import_module(module)
-    value = imported if name == "pipeline" else getattr(imported, name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 

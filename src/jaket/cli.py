@@ -26,7 +26,7 @@ import re
 import sys
 import traceback
 
-from jaket import __version__
+from jaket.version import __version__
 from jaket.errors import UsageError
 from jaket.kg.errors import KGFormatError
 from jaket.output import command_output

@@ -14,6 +14,7 @@ mapping, at any depth (plain YAML keeps the last value silently), as the JSON re
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -292,3 +293,25 @@ def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
 def dump_flag_settings(args: argparse.Namespace) -> str:
     """:func:`flag_settings` as YAML (a file ``--config`` reads back)."""
     return yaml.safe_dump(flag_settings(args), sort_keys=False, allow_unicode=True)
+
+
+def dotted_settings(settings: Mapping, prefix: str = "", flat: dict[str, Any] | None = None,
+            spelled: dict[str, str] | None = None, written: str = "") -> dict[str, Any]:
+    """``{"data": {"kg": x}}`` and ``{"data__kg": x}`` both as ``{"data.kg": x}``; a key given
+    twice (the two spellings side by side) is a ``ValueError``, a key that is not text a ``TypeError``.
+    ``spelled``: filled with each key as the caller wrote it (``data__kg``, ``data['kg']``)."""
+    flat = {} if flat is None else flat
+    spelled = {} if spelled is None else spelled
+    for key, value in settings.items():
+        if not isinstance(key, str):
+            raise TypeError(f"setting {prefix}{key!r}: a setting's name must be a string")
+        name = prefix + key.replace("__", ".")
+        as_written = f"{written}[{key!r}]" if written else key
+        if isinstance(value, Mapping):
+            dotted_settings(value, name + ".", flat, spelled, as_written)
+        elif name in flat:
+            raise ValueError(f"{name}: given twice (as a nested dict and with __); give it once")
+        else:
+            flat[name] = value
+            spelled[name] = as_written
+    return flat

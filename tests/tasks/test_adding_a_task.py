@@ -97,8 +97,8 @@ def test_an_unregistered_task_is_not_in_the_cli(capsys):
 
 
 def test_a_task_registered_from_a_test_file_appears_in_the_pipeline(toy_task, tmp_path, monkeypatch):
-    import jaket.pipeline
-    from jaket.pipeline import pipeline
+    import jaket.pipelines
+    from jaket.pipelines import pipeline
     from jaket.tasks.results import TaskResult
 
     def no(*args, **kwargs):
@@ -108,7 +108,7 @@ def test_a_task_registered_from_a_test_file_appears_in_the_pipeline(toy_task, tm
         patched.setattr("jaket.cli.build_parser", no)
         patched.setattr("jaket.tasks.results.read_json", no)
         result = pipeline("toy-task", seeds=2, steps=5)
-    assert not hasattr(jaket.pipeline, "build_parser")  # the module imports no command line
+    assert not hasattr(jaket.pipelines, "build_parser")  # the module imports no command line
     assert result.rows() == [{"variant": "lm", "budget": None, "seed": 0, "score": 5.0},
                              {"variant": "lm", "budget": None, "seed": 1, "score": 6.0}]
     assert result.finetuned.predict(["a", "b"]) == [5, 5]

@@ -112,7 +112,7 @@ _DATA = {
 ])
 def test_the_data_read_first_is_the_data_the_run_uses(task, module, loader, runner, small_kg, metaqa_dir,
                                                       fewrel_file, monkeypatch):
-    """The command's runner (:func:`jaket.pipeline.pipeline`'s) reads the data once, with the task's
+    """The command's runner (:func:`jaket.pipelines.pipeline`'s) reads the data once, with the task's
     own reader, and hands exactly what it read to the task's run (stopped there: no training)."""
     import importlib
 

@@ -184,7 +184,7 @@ def test_the_documented_jobs_print_the_config_they_printed_before(old, new, expe
     (["--variants", "jaket"], {"variants": ["jaket"]}, "variant 'jaket' needs --model DIR"),
 ])
 def test_pipeline_and_the_command_refuse_a_bad_job_with_the_same_problem(flags, keywords, problem, capsys):
-    from jaket.pipeline import pipeline
+    from jaket.pipelines import pipeline
 
     assert main(["evaluate", "entity-classification", *flags, "--print-config"]) == 2
     command_error = capsys.readouterr().err
@@ -198,7 +198,7 @@ def test_pipeline_and_the_command_refuse_a_bad_job_with_the_same_problem(flags, 
 
 
 def test_pipeline_names_a_misspelled_keyword_as_written():
-    from jaket.pipeline import pipeline
+    from jaket.pipelines import pipeline
 
     with pytest.raises(ValueError, match=r"trian=3: trian: unknown key") as caught:
         pipeline("entity-classification", trian=3)
@@ -211,8 +211,8 @@ def test_pipeline_names_a_misspelled_keyword_as_written():
 
 def test_the_setup_checks_are_pipelines_and_the_command_gives_the_same_line(tmp_path, capsys):
     """A device this machine lacks and a tracker that does not exist: the command's one line is the
-    error pipeline() raises (the checks live in one place, jaket.pipeline.prepare_run)."""
-    from jaket.pipeline import pipeline
+    error pipeline() raises (the checks live in one place, jaket.pipelines.prepare_run)."""
+    from jaket.pipelines import pipeline
 
     for flags, keywords in ((["--device", "nosuchdevice"], {"device": "nosuchdevice"}),
                             (["--log-with", "nosuchtracker"], {"log_with": "nosuchtracker"})):
@@ -228,7 +228,7 @@ def test_jaket_pipeline_is_callable_and_the_result_names_the_fine_tuned_model():
     from jaket.tasks.results import TaskResult
 
     assert callable(jaket.pipeline)
-    from jaket.pipeline import pipeline
+    from jaket.pipelines import pipeline
 
     assert callable(pipeline)
     result = TaskResult("t", [])

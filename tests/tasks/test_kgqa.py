@@ -167,7 +167,7 @@ def test_pipeline_is_the_command(metaqa_splits_dir, tiny_bert_dir, tmp_path):
     the scores ``jaket finetune kgqa`` writes for the same settings, and the first run's model in
     memory answers as the folder the command saved."""
     from jaket.cli import main
-    from jaket.pipeline import pipeline
+    from jaket.pipelines import pipeline
     from jaket.tasks.registry import load_finetuned
     from jaket.tasks.kgqa.data import load_metaqa_task
 

@@ -1,4 +1,4 @@
-"""``jaket.pipeline.pipeline`` called directly (entity classification, word-in-context): it runs the
+"""``jaket.pipelines.pipeline`` called directly (entity classification, word-in-context): it runs the
 task's runner with no argv and nothing read back from disk, measures what the command writes for
 the same settings, and returns the first run's fine-tuned model, which predicts in memory."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from jaket.cli import main
 from jaket.kg.io import save_kg
-from jaket.pipeline import pipeline
+from jaket.pipelines import pipeline
 from jaket.tasks.registry import load_finetuned
 from jaket.tasks.results import TaskResult
 
@@ -121,3 +121,38 @@ def test_a_fine_tuning_refuses_a_model_folder_that_holds_something_else(tmp_path
     with pytest.raises(ValueError, match=refusal):
         pipeline("entity-classification", evaluate=False, out=tmp_path / "run", encoder=tmp_path, data__kg=tmp_path)
     assert (tmp_path / "run" / "model" / "notes.txt").read_text() == "mine"
+
+
+def test_the_command_builds_its_job_once_and_hands_it_to_pipeline(tmp_path, monkeypatch):
+    """``jaket finetune`` reads its flags into one typed job, validated once (one read of the job's
+    settings, one completion), and ``pipeline(job=...)`` runs that very job."""
+    import jaket.tasks.cli_common as common
+    import jaket.tasks.config as config
+    from jaket.tasks.registry import TaskSpec
+
+    reads, completions, ran = [], [], []
+    load, resolve = config.load_task_config, common.resolve_job
+    monkeypatch.setattr(config, "load_task_config", lambda *a, **k: reads.append(1) or load(*a, **k))
+    monkeypatch.setattr(common, "resolve_job", lambda *a, **k: completions.append(1) or resolve(*a, **k))
+    monkeypatch.setattr(TaskSpec, "run_function", lambda self: lambda job, out, **k: ran.append(job) or {})
+    monkeypatch.setattr("jaket.tasks.cli.finish", lambda *a, **k: 0)
+    assert main(["finetune", "entity-classification", "--kg", str(tmp_path), "--epochs", "2",
+                 "--out", str(tmp_path / "run")]) == 0
+    assert (len(reads), len(completions)) == (1, 1)
+    assert ran[0].epochs == 2 and ran[0].variants == ("lm+g+m",) and ran[0].seeds == (0,)
+
+
+def test_a_complete_job_comes_alone_and_precision_is_an_argument(tmp_path, monkeypatch):
+    from jaket.tasks.registry import TaskSpec, task_spec
+
+    ran = []
+    monkeypatch.setattr(TaskSpec, "run_function", lambda self: lambda job, out, **k: ran.append(job) or {})
+    pipeline("entity-classification", encoder=tmp_path, data__kg=tmp_path, bf16=True, precision="fp32")
+    assert ran[-1].bf16 is False  # precision wins over the settings' bf16, as --precision over --set
+    job = ran[-1]
+    pipeline("entity-classification", job=job)
+    assert ran[-1] is job
+    with pytest.raises(ValueError, match=r"job= is a complete job: give seeds, epochs in it, not beside it"):
+        pipeline("entity-classification", job=job, seeds=2, epochs=3)
+    with pytest.raises(TypeError, match=r"takes a " + task_spec("entity-classification").job.__name__):
+        pipeline("entity-classification", job=object())

@@ -8,7 +8,7 @@ import pytest
 
 from jaket.cli import main
 from jaket.kg.io import load_kg, save_kg
-from jaket.pipeline import pipeline
+from jaket.pipelines import pipeline
 from jaket.tasks.registry import load_finetuned
 from jaket.tasks.link_prediction import run as lp
 from jaket.tasks.link_prediction.finetuned import Query, read_queries

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from jaket.cli import main
-from jaket.pipeline import pipeline
+from jaket.pipelines import pipeline
 from jaket.tasks.config import load_task_config, read_yaml_mapping
 from jaket.tasks.registry import load_finetuned
 from jaket.tasks.relation_classification.data import load_fewrel

@@ -96,7 +96,7 @@ def test_the_pipeline_runs_the_commands_runner_with_its_scores(tmp_path, capsys)
     from jaket.cli import main
     from jaket.kg.io import save_kg
     from jaket.kg.sources.wordnet import full_wordnet_kg
-    from jaket.pipeline import pipeline
+    from jaket.pipelines import pipeline
 
     kg = full_wordnet_kg()
     prime, _ = kg.induced_subgraph(np.arange(0, kg.num_entities, 50, dtype=np.int64))

@@ -249,7 +249,7 @@ def test_pipeline_runs_a_comparison_and_returns_typed_rows(small_kg, tiny_bert_d
     """``pipeline`` goes through the command's path (settings by --set name, a dotted key with
     ``__``) and returns the run's rows; a bad setting raises the command's error."""
     from jaket.kg.io import save_kg
-    from jaket.pipeline import pipeline
+    from jaket.pipelines import pipeline
 
     kg_dir = save_kg(small_kg, tmp_path / "kg")
     result = pipeline("entity-classification", out=tmp_path / "ec", encoder=tiny_bert_dir, variants=["lm+g+m"],

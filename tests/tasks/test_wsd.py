@@ -213,7 +213,7 @@ def test_the_pipeline_runs_the_commands_runner_with_its_scores(mini, sense_kg, t
     scores, one row per scorer (per seed for lm+g+m's fresh KM), no model, nothing written without
     ``out``."""
     from jaket.cli import main
-    from jaket.pipeline import pipeline
+    from jaket.pipelines import pipeline
     from jaket.tasks.results import TaskResult
 
     _, folder = sense_kg

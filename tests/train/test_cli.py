@@ -46,9 +46,9 @@ def test_init_continues_from_a_jaket_folder_and_model_names_it(tiny_bert_dir, tm
     capsys.readouterr()
     assert main(["pretrain", "--model", str(first / "model"), "--print-config"]) == 2
     err = capsys.readouterr().err
-    assert f"use --init {first / 'model'}" in err and "warning: --model is deprecated; use --encoder" in err
+    assert f"(--init {first / 'model'})" in err and "warning: --model is deprecated; use --encoder" in err
     assert main(["pretrain", "--encoder", str(first / "model"), "--print-config"]) == 2  # the new name: the same check
-    assert f"--encoder {first / 'model'}: a jaket model folder; to continue pre-training from it use --init" in \
-        capsys.readouterr().err
+    assert f"encoder {first / 'model'}: a jaket model folder; to continue pre-training from it give it as init" \
+        in capsys.readouterr().err
     assert main(["pretrain", "--encoder", str(tiny_bert_dir), "--init", str(first / "model"), "--print-config"]) == 2
     assert "model.encoder (a base encoder) or init (a jaket folder: --init), not both" in capsys.readouterr().err

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from jaket import __version__
+from jaket.version import __version__
 from jaket.atomic import atomic_directory
 from jaket.jsonio import read_json
 from jaket.kg.corpus import Mention, collate_texts

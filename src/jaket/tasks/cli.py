@@ -1,15 +1,14 @@
-"""``jaket finetune TASK`` and ``jaket evaluate TASK``: a thin layer over :func:`jaket.pipeline.pipeline`.
+"""``jaket finetune TASK`` and ``jaket evaluate TASK``: a thin layer over :func:`jaket.pipelines.pipeline`.
 
 Each task's flags are made from its typed job (:mod:`jaket.tasks.job_flags`); a command reads the job
 its flags describe (the job's defaults < ``--config`` < ``--set`` < the flags given), prints it with
-``--print-config``, or hands it to :func:`jaket.pipeline.pipeline`, which checks the device, the
+``--print-config``, or hands it to :func:`jaket.pipelines.pipeline`, which checks the device, the
 trackers and ``--out`` and runs the task, and prints the table.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 
 from jaket.tasks.cli_common import finish
@@ -63,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def job_from_flags(args: argparse.Namespace, spec: TaskSpec):
     """The job the flags describe, as given (what it leaves empty is filled by
-    :func:`jaket.tasks.cli_common.resolve_job`, in :func:`jaket.pipeline.pipeline`): the defaults <
+    :func:`jaket.tasks.cli_common.resolve_job`, once, before :func:`jaket.pipelines.pipeline` runs it): the defaults <
     ``--config`` < ``--set`` < the flags given (a bad value is a ``ValueError`` naming the flag as
     written); ``--precision`` resolved on ``--device``."""
     from jaket.model.device import choose_precision, resolve_device
@@ -88,13 +87,13 @@ def job_from_flags(args: argparse.Namespace, spec: TaskSpec):
 
 def run_task(args: argparse.Namespace) -> int:
     """``jaket finetune|evaluate TASK``: the job of the flags (:func:`job_from_flags`), printed with
-    ``--print-config`` (a device this machine lacks refused first, even then), else run by
-    :func:`jaket.pipeline.pipeline` (which checks the device, the trackers and ``--out`` before any
-    work), then :func:`finish` with the task's table."""
+    ``--print-config`` (a device this machine lacks refused first, even then), else handed, built and
+    checked once, to :func:`jaket.pipelines.pipeline` (``job=``: which checks the device, the trackers and
+    ``--out`` before any work), then :func:`finish` with the task's table."""
     from pathlib import Path
 
     from jaket.model.device import resolve_device
-    from jaket.pipeline import pipeline
+    from jaket.pipelines import pipeline
     from jaket.tasks.cli_common import resolve_job
 
     spec = task_spec(args.task)
@@ -106,12 +105,8 @@ def run_task(args: argparse.Namespace) -> int:
         print(dump_task_config(resolved), end="")
         return 0
     out = args.out or Path("runs") / spec.name
-    settings = {f.name: getattr(job, f.name) for f in dataclasses.fields(job)}
-    for key in ("variants", "seeds"):  # left empty: pipeline() fills them as the command's defaults
-        if key in settings and not settings[key]:
-            settings[key] = None
-    result = pipeline(spec.name, out=out, evaluate=args.evaluate, overwrite=args.overwrite, device=args.device,
-                      log_with=args.log_with, **settings)
+    result = pipeline(spec.name, job=resolved, out=out, evaluate=args.evaluate, overwrite=args.overwrite,
+                      device=args.device, log_with=args.log_with)
     for warning in result.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
     summary = None if spec.json_keys is None else {key: result.get(key) for key in spec.json_keys}

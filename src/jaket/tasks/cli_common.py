@@ -91,7 +91,7 @@ def task_job(job_type: type, evaluate: bool, config: Path | str | None = None, o
     """A task's typed job from its defaults < the YAML file ``config`` < ``overrides``
     (``"a.b=value"``) < ``values`` (``{"a.b": value}``, used as given; ``origin(key, value)`` says
     where each was given, as the caller wrote it: ``--epochs 0`` or ``epochs=0``), checked and
-    completed (:func:`resolve_job`): the command line's and :func:`jaket.pipeline.pipeline`'s."""
+    completed (:func:`resolve_job`): the command line's and :func:`jaket.pipelines.pipeline`'s."""
     job = load_task_config(job_type, config, overrides, values, what=what, origin=origin)
     return resolve_job(job, evaluate, default_variants=default_variants, finetune_variant=finetune_variant)
 

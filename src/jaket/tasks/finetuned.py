@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from jaket import __version__
+from jaket.version import __version__
 from jaket.atomic import atomic_directory, json_text
 from jaket.jsonio import read_json
 from jaket.kg.graph import KnowledgeGraph

@@ -120,7 +120,7 @@ class GridTask:
         """The first run's fine-tuned model in memory (:class:`jaket.tasks.finetuned.FinetunedModel`:
         ``predict``, ``save_pretrained``) from its entry and ``trained`` (:attr:`RunOutcome.trained`).
         A task that defines it gets :meth:`save` from it and ``run_grid(keep_model=True)`` returns it
-        (:func:`jaket.pipeline.pipeline`)."""
+        (:func:`jaket.pipelines.pipeline`)."""
         raise NotImplementedError
 
     def save(self, cell: Cell, run: dict, trained, directory: Path) -> Path:

@@ -1,6 +1,6 @@
 """The task registry: one :class:`~jaket.tasks.spec.TaskSpec` per task, registered once, from which
 ``jaket finetune``, ``jaket evaluate`` and ``jaket predict`` build their subcommands,
-:func:`jaket.pipeline.pipeline` finds a task's runner and :func:`load_finetuned` a fine-tuned
+:func:`jaket.pipelines.pipeline` finds a task's runner and :func:`load_finetuned` a fine-tuned
 folder's class.
 
 Each task builds its spec in its own package (``jaket.tasks.NAME.cli.SPEC``: its typed job class and

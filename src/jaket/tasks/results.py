@@ -56,7 +56,7 @@ class TaskResult(Mapping):
     paired: dict = field(default_factory=dict)
     #: ``metrics.json`` as written (configs, data reports, baselines)
     raw: dict = field(default_factory=dict)
-    #: the first run's fine-tuned model in memory (:func:`jaket.pipeline.pipeline`: ``predict``,
+    #: the first run's fine-tuned model in memory (:func:`jaket.pipelines.pipeline`: ``predict``,
     #: ``save_pretrained``); None when the run kept none. Not ``model``: that is the jointly
     #: pre-trained input (``pipeline(task, model=DIR)``, ``--model DIR``)
     finetuned: Any = field(default=None, repr=False)

@@ -1,4 +1,4 @@
-"""What a task is to the command line, ``jaket predict`` and :func:`jaket.pipeline.pipeline`: its
+"""What a task is to the command line, ``jaket predict`` and :func:`jaket.pipelines.pipeline`: its
 :class:`TaskSpec`, built by the task in its own package (``jaket.tasks.NAME.cli.SPEC``) from
 classes and functions, and registered once by :mod:`jaket.tasks.registry`.
 

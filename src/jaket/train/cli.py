@@ -1,7 +1,8 @@
 """``jaket pretrain``: YAML config + ``--set key=value`` overrides; no arguments = embedded default.
 
-The command turns its flags into a typed :class:`jaket.train.config.PretrainConfig`; nothing below
-it sees the argparse namespace.
+A thin layer over :func:`jaket.pretrain`: the command turns its flags into that function's arguments
+(:func:`_job`), which builds and checks the typed :class:`jaket.train.config.PretrainConfig`
+(:func:`jaket.train.job.pretraining_config`); nothing below it sees the argparse namespace.
 """
 
 from __future__ import annotations
@@ -12,13 +13,11 @@ import os
 import sys
 from pathlib import Path
 
-from jaket.errors import InputError, UsageError
 from jaket.flags import add_device_argument, add_precision_argument, deprecated_alias, positive_int
-from jaket.kg.parsing import file_not_a_kg_folder
-from jaket.model.device import choose_precision, resolve_device
 from jaket.output import print_json
 from jaket.overrides import add_config_flags
-from jaket.train.config import dump_config, load_config
+from jaket.train.config import dump_config
+from jaket.train.job import pretraining_config
 
 log = logging.getLogger(__name__)
 
@@ -82,67 +81,45 @@ def _resume(text: str) -> str:
     return text
 
 
-def config_from_args(args: argparse.Namespace):
-    """The typed config the flags describe (file < --set < dedicated flags). The file is
-    ``--config``; without it, ``--resume`` continues with the settings the run in ``--out`` wrote
-    (its ``config.yaml``), so that ``jaket pretrain --out DIR --resume`` continues that run rather
-    than trying the embedded default against its checkpoints."""
-    path = args.config
-    run_config = args.out / "config.yaml"
-    if path is None and args.resume and run_config.is_file():
-        path = run_config
-        log.info("--resume: the settings of %s (--config FILE to give others)", run_config)
+def _settings(args: argparse.Namespace) -> dict:
+    """The settings the dedicated flags give (``--steps N`` is ``steps: N``, ...)."""
     values: dict = {}
-    if args.kg is not None:
-        values["data.source"] = "dir"
-        values["data.path"] = str(args.kg)
-    if args.corpus is not None:
-        values["data.corpus"] = str(args.corpus)
     if args.exclude_texts:
         values["data.exclude_texts"] = [str(f) for f in args.exclude_texts]
-    if args.encoder is not None:  # (or its old name --model); a jaket folder means --init
-        if (Path(args.encoder) / "config.json").is_file() and (Path(args.encoder) / "jaket.safetensors").is_file():
-            raise UsageError(f"--encoder {args.encoder}: a jaket model folder; to continue pre-training from it "
-                             f"use --init {args.encoder} (--encoder takes a base Hugging Face encoder)")
-        values["model.encoder"] = str(args.encoder)
-    if args.init is not None:
-        values["init"] = str(args.init)
     if args.steps is not None:
         values["steps"] = args.steps
     if args.seed is not None:
         values["seed"] = args.seed
-    if args.precision is not None:  # --precision auto|fp32|bf16, --bf16
-        chosen = choose_precision(args.precision, resolve_device(args.device))
-        values.update({"bf16": True} if chosen == "bf16" else {"bf16": False, "mixed_precision": "no"})
     if args.relation_memory:
         values["model.use_relation_memory"] = True
     if args.no_cache:
         values["memory.cache"] = False
     if args.description_max_length is not None:
         values["model.description_max_length"] = args.description_max_length
-    return load_config(path, list(args.overrides), values)
+    return values
+
+
+def _job(args: argparse.Namespace) -> dict:
+    """The arguments of :func:`jaket.pretrain` the flags give, but for its settings (:func:`_settings`):
+    the command adds nothing to the job."""
+    return {"config": args.config, "overrides": list(args.overrides), "kg": args.kg, "corpus": args.corpus,
+            "encoder": args.encoder, "init": args.init, "resume": args.resume or False, "overwrite": args.overwrite,
+            "precision": args.precision, "device": args.device}
+
+
+def config_from_args(args: argparse.Namespace):
+    """The typed config the flags describe (:func:`jaket.train.job.pretraining_config`, the one that
+    :func:`jaket.pretrain` builds), the KG and corpus paths unchecked (``--print-config``)."""
+    return pretraining_config(args.out, **_job(args), settings=_settings(args), check_inputs=False)
 
 
 def _run(args: argparse.Namespace) -> int:
-    config = config_from_args(args)  # a ConfigError is a usage error: exit status 2
-    device = resolve_device(args.device)
     if args.print_config:
-        print(dump_config(config), end="")
+        print(dump_config(config_from_args(args)), end="")
         return 0
-    for flag, path, kind in (("--kg", args.kg, "directory"), ("--corpus", args.corpus, "file")):
-        if path is not None and not (path.is_dir() if kind == "directory" else path.is_file()):
-            remedy = f" (a mention corpus: `jaket link --kg DIR --texts FILE --out {path}`)" \
-                if flag == "--corpus" else ""
-            if flag == "--kg" and path.is_file():  # an ontology or a KG file where its folder is expected
-                raise InputError(f"--kg {path}: {file_not_a_kg_folder(path)}")
-            raise InputError(f"{flag} {path}: no such {kind}{remedy}")  # data, not usage: exit status 1
-    if args.resume and args.overwrite:
-        raise UsageError("--resume and --overwrite contradict each other: continue the run or "
-                         "replace it")
-    from jaket.train.pretrain import pretrain  # the model (torch_geometric), loaded when the command runs
+    from jaket.api import pretrain  # the model (torch_geometric), loaded when the command runs
 
-    summary = pretrain(config, args.out, resume=args.resume or False, progress=not args.no_progress,
-                       overwrite=args.overwrite, device=device)
+    summary = pretrain(args.out, progress=not args.no_progress, **_job(args), **_settings(args))
     if int(os.environ.get("RANK", "0")) == 0:
         print_json(summary)
         print(f"pre-trained model: {args.out / 'model'}  (jaket finetune TASK --model {args.out / 'model'})",

@@ -415,7 +415,7 @@ def run_job(job: EntityClassificationJob, out_dir: Path | None = None, *, save_d
     """The task of a resolved job (:func:`jaket.tasks.cli_common.resolve_job`): its data
     (``inputs``: ``(KG', user splits or None)`` as :func:`load_data` read them from ``job.data``;
     read here when None), then :func:`run_entity_classification`. ``jaket finetune|evaluate
-    entity-classification`` and :func:`jaket.pipeline.pipeline` run this through the spec's runner
+    entity-classification`` and :func:`jaket.pipelines.pipeline` run this through the spec's runner
     (:func:`jaket.tasks.entity_classification.cli.run_job`), which reads the data before this
     module's model code is imported."""
     kg, splits = inputs if inputs is not None else load_data(job.data)

@@ -290,7 +290,7 @@ def run_job(job: KGQAJob, out_dir: Path | None = None, *, save_dir: Path | None 
     """The task of a resolved job (:func:`jaket.tasks.cli_common.resolve_job`): its data (``inputs``:
     ``(KG, questions, splits, info)`` as :func:`jaket.tasks.kgqa.data.load_data` read them from
     ``job.data``; read here when None), then :func:`run_kgqa`. ``jaket finetune|evaluate kgqa`` and
-    :func:`jaket.pipeline.pipeline` run this through the spec's runner (:func:`jaket.tasks.kgqa.cli.run_job`),
+    :func:`jaket.pipelines.pipeline` run this through the spec's runner (:func:`jaket.tasks.kgqa.cli.run_job`),
     which reads the data before this module's model code is imported."""
     kg, questions, splits, info = inputs if inputs is not None else load_data(job.data)
     return run_kgqa(kg, questions, job, out_dir, splits=splits, data_info=info, save_dir=save_dir, device=device,

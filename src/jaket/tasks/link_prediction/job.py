@@ -1,5 +1,5 @@
 """Link prediction's job: the task config (:class:`LinkPredictionConfig`), its scorers and objectives,
-and the job the command line and :func:`jaket.pipeline.pipeline` run (:class:`LinkPredictionJob`: the
+and the job the command line and :func:`jaket.pipelines.pipeline` run (:class:`LinkPredictionJob`: the
 config, its data section :class:`LinkPredictionData`, and the settings whose default depends on the
 mode, resolved by :meth:`LinkPredictionJob.resolved`).
 """

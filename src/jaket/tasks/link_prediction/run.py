@@ -275,7 +275,7 @@ def run_job(job: LinkPredictionJob, out_dir: Path | None = None, *, save_dir: Pa
     mode's defaults): its data (``inputs``: ``(kg, train triples, {name: evaluation triples})`` as
     :func:`read_inputs` checked the job and read ``job.data``; done here when None), then
     :func:`run_link_prediction`. ``jaket finetune|evaluate link-prediction`` and
-    :func:`jaket.pipeline.pipeline` run this through the spec's runner
+    :func:`jaket.pipelines.pipeline` run this through the spec's runner
     (:func:`jaket.tasks.link_prediction.cli.run_job`), which reads the data before this module's
     model code is imported."""
     kg, train, evaluation = inputs if inputs is not None else read_inputs(job)

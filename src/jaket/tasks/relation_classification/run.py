@@ -213,7 +213,7 @@ def run_job(job: RelationClassificationJob, out_dir: Path | None = None, *, save
     """The task of a resolved job (:func:`jaket.tasks.cli_common.resolve_job`): its relations
     (``inputs``: ``(evaluation data, training data or None)`` as :func:`read_inputs` read and checked
     them; done here when None), then :func:`run_relation_classification`. ``jaket finetune|evaluate
-    relation-classification`` and :func:`jaket.pipeline.pipeline` run this through the spec's runner
+    relation-classification`` and :func:`jaket.pipelines.pipeline` run this through the spec's runner
     (:func:`jaket.tasks.relation_classification.cli.run_job`), which reads the data before this
     module's model code is imported."""
     data, train_data = inputs if inputs is not None else read_inputs(job)

@@ -378,7 +378,7 @@ def run_job(job: WordInContextJob, out_dir: Path | None = None, *, save_dir: Pat
     """The task of a resolved job (:func:`jaket.tasks.cli_common.resolve_job`): the sense KG where a
     setting or the WordNet-derived pairs need it, the pairs (``job.data.train`` / ``eval``, else
     :func:`wordnet_pairs`), then :func:`run_word_in_context`. ``jaket finetune|evaluate
-    word-in-context`` and :func:`jaket.pipeline.pipeline` run this."""
+    word-in-context`` and :func:`jaket.pipelines.pipeline` run this."""
     needs_kg = any(v != "lm" for v in job.variants)
     kg = load_sense_kg(job.data.kg) if needs_kg or job.data.train is None else None
     if job.data.train is not None:

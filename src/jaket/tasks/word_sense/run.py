@@ -31,7 +31,7 @@ in rows of their own named ``SCORER + prior W``.
 Outputs: ``OUT/<scorer>.key.txt`` (``OUT/<scorer>.seed<N>.key.txt`` per seed) in the framework's key
 format for its official scorer (none for random, an expectation), ``metrics.json`` and ``report.md``
 (:func:`run_job` runs a :class:`~jaket.tasks.word_sense.job.WordSenseJob`: ``jaket evaluate
-word-sense-disambiguation`` and :func:`jaket.pipeline.pipeline`).
+word-sense-disambiguation`` and :func:`jaket.pipelines.pipeline`).
 
 Sense linking: which of its lemma's senses does a word in context name? (WordNet WSD)
 
@@ -48,7 +48,7 @@ WordNet, :class:`jaket.senses.inventory.SenseInventory`) by each scorer of
 Accuracy is over every mention whose synset is among its candidates, and over the ambiguous ones
 (two or more candidates), where the first-sense baseline is not trivially right
 (:func:`run_sense_linking_job` runs a :class:`~jaket.tasks.word_sense.job.SenseLinkingJob`: ``jaket
-evaluate sense-linking`` and :func:`jaket.pipeline.pipeline`).
+evaluate sense-linking`` and :func:`jaket.pipelines.pipeline`).
 """
 
 from __future__ import annotations
@@ -301,7 +301,7 @@ def run_job(job: WordSenseJob, out_dir: Path | None = None, *, save_dir: Path | 
     ``job.data.path`` (gold senses from ``job.data.gold`` or the key file beside it), the sense KG
     (``job.data.kg``, else all of WordNet), then :func:`run_wsd`. Nothing is fine-tuned, so there
     is no model to save or keep (``save_dir``, ``keep_model`` and ``log_with`` have nothing to do).
-    ``jaket evaluate word-sense-disambiguation`` and :func:`jaket.pipeline.pipeline` run this."""
+    ``jaket evaluate word-sense-disambiguation`` and :func:`jaket.pipelines.pipeline` run this."""
     instances = load_wsd(job.data.path, job.data.gold)  # the inputs first: bad data is refused before any KG or model
     refuse_past_window(instances, job.max_length, job.data.path)
     from jaket.senses.inventory import load_sense_kg  # inputs first: model code after the data
@@ -530,7 +530,7 @@ def run_sense_linking_job(job: SenseLinkingJob, out_dir: Path | None = None, *, 
     ``job.data.heldout_of``, read before the sense KG), then :func:`evaluate_sense_linking`; ``metrics.json`` and
     ``report.md`` into ``out_dir`` (None: nothing written). Nothing is fine-tuned (``save_dir``,
     ``keep_model`` and ``log_with`` have nothing to do). ``jaket evaluate sense-linking`` and
-    :func:`jaket.pipeline.pipeline` run this; ``--json`` prints the result's ``summary``, the scorers."""
+    :func:`jaket.pipelines.pipeline` run this; ``--json`` prints the result's ``summary``, the scorers."""
     data = job.data
     # the examples' files first (the run's config, KG and corpus, or KG'), then the sense KG
     unseen = unseen_entities(data.unseen_of) if data.unseen_of is not None else None

@@ -1,11 +1,11 @@
-"""``from jaket.pipeline import pipeline``: a whole fine-tuning experiment from Python, the library
+"""``from jaket.pipelines import pipeline``: a whole fine-tuning experiment from Python, the library
 the command line stands on.
 
 PyKEEN's ``from pykeen.pipeline import pipeline`` is the model: one call runs a task's comparison
 (or one fine-tuning) and returns a typed result with ``to_dataframe()``, the paired differences and
 the fine-tuned model in memory::
 
-    from jaket.pipeline import pipeline
+    from jaket.pipelines import pipeline
 
     result = pipeline("word-in-context", model="runs/reference-wic/model", variants=["lm", "jaket"], seeds=3,
                       out="runs/wic", data__train="wic/train.data.txt", data__eval="wic/dev.data.txt")
@@ -29,15 +29,14 @@ nothing here exits.
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral
 from pathlib import Path
 from typing import Any
 
-from jaket.model.device import resolve_device
+from jaket.model.device import choose_precision, resolve_device
 from jaket.output import check_folder_to_replace, check_run_folder
+from jaket.overrides import dotted_settings
 from jaket.tasks.cli_common import task_job
 from jaket.tasks.epoch_checkpoint import remove_checkpoints
 from jaket.tasks.registry import TaskSpec, task_spec
@@ -48,7 +47,8 @@ from jaket.tasks.tracking import check_trackers
 def pipeline(task: str, *, out: str | Path | None = None, evaluate: bool = True, model: str | Path | None = None,
              encoder: str | Path | None = None, variants: list[str] | str | None = None,
              seeds: int | Sequence[int] | None = None, config: str | Path | None = None, overwrite: bool = False,
-             device: str | None = None, log_with: Sequence[str] = (), **settings: Any) -> TaskResult:
+             device: str | None = None, log_with: Sequence[str] = (), precision: str | None = None,
+             job: Any = None, **settings: Any) -> TaskResult:
     """Run ``jaket evaluate TASK`` (``evaluate=False``: ``jaket finetune TASK``, one variant) and
     return what it measured, with ``finetuned`` the first run's fine-tuned model in memory.
 
@@ -57,13 +57,30 @@ def pipeline(task: str, *, out: str | Path | None = None, evaluate: bool = True,
     pre-trained folder (the ``jaket`` setting); ``encoder``: the base encoder (default: the bundled
     MiniLM); ``variants``: the settings to compare (one for finetune); ``seeds``: how many, or which;
     ``config``: a YAML file of the job; ``settings``: any other job key (see the module);
-    ``log_with``: tracker names (one name alone is one tracker). A bad setting is a ``ValueError``
-    naming the key, and so is a key given twice (``data={"kg": a}`` beside ``data__kg=b``, ``model``
-    beside ``pretrained``); a value of the wrong type (``seeds=True``, ``device=0``) a ``TypeError``."""
+    ``log_with``: tracker names (one name alone is one tracker); ``precision``: ``auto``, ``fp32`` or
+    ``bf16`` (``--precision``: the encoder's products in bfloat16 where ``auto`` finds them native on
+    ``device``). A bad setting is a ``ValueError`` naming the key, and so is a key given twice
+    (``data={"kg": a}`` beside ``data__kg=b``, ``model`` beside ``pretrained``); a value of the wrong
+    type (``seeds=True``, ``device=0``) a ``TypeError``.
+
+    ``job``: the task's typed job, complete (what ``jaket finetune|evaluate`` builds from its flags,
+    :func:`jaket.tasks.cli_common.task_job`), run as it is: it is built and checked once, so it comes
+    alone, without ``config``, ``model``, ``encoder``, ``variants``, ``seeds``, ``precision`` or settings."""
     spec = task_spec(task)
     if spec.runner is None:
         raise ValueError(f"task {task!r} has no runner: its spec cannot be run from Python")
-    job = _job(spec, evaluate, model, encoder, variants, seeds, config, settings)
+    if job is None:
+        if precision is not None:  # --precision wins over the file's and the settings' bf16
+            settings = {**settings, "bf16": choose_precision(precision, resolve_device(device)) == "bf16"}
+        job = _job(spec, evaluate, model, encoder, variants, seeds, config, settings)
+    else:
+        given = [name for name, value in (("config", config), ("model", model), ("encoder", encoder),
+                                          ("variants", variants), ("seeds", seeds), ("precision", precision))
+                 if value is not None] + sorted(settings)
+        if given:
+            raise ValueError(f"job= is a complete job: give {', '.join(given)} in it, not beside it")
+        if not isinstance(job, spec.job):
+            raise TypeError(f"job={type(job).__name__}: task {task!r} takes a {spec.job.__name__}")
     where, out, save_dir, log_with = prepare_run(out, evaluate=evaluate, overwrite=overwrite, device=device,
                                                  log_with=log_with)
     return spec.run_function()(job, out, save_dir=save_dir, device=where, log_with=log_with, keep_model=True)
@@ -133,36 +150,3 @@ def _seeds(seeds) -> list[int]:
     if not chosen:
         raise ValueError("seeds=[]: give at least one seed, or None for the task's default seeds")
     return [int(s) for s in chosen]
-
-
-def dotted_settings(settings: Mapping, prefix: str = "", flat: dict[str, Any] | None = None,
-            spelled: dict[str, str] | None = None, written: str = "") -> dict[str, Any]:
-    """``{"data": {"kg": x}}`` and ``{"data__kg": x}`` both as ``{"data.kg": x}``; a key given
-    twice (the two spellings side by side) is a ``ValueError``, a key that is not text a ``TypeError``.
-    ``spelled``: filled with each key as the caller wrote it (``data__kg``, ``data['kg']``)."""
-    flat = {} if flat is None else flat
-    spelled = {} if spelled is None else spelled
-    for key, value in settings.items():
-        if not isinstance(key, str):
-            raise TypeError(f"setting {prefix}{key!r}: a setting's name must be a string")
-        name = prefix + key.replace("__", ".")
-        as_written = f"{written}[{key!r}]" if written else key
-        if isinstance(value, Mapping):
-            dotted_settings(value, name + ".", flat, spelled, as_written)
-        elif name in flat:
-            raise ValueError(f"{name}: given twice (as a nested dict and with __); give it once")
-        else:
-            flat[name] = value
-            spelled[name] = as_written
-    return flat
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable: ``jaket.pipeline(task, ...)`` is :func:`pipeline` (as
-    ``transformers.pipeline(...)``), while ``from jaket.pipeline import pipeline`` keeps working."""
-
-    def __call__(self, task: str, **kwargs: Any) -> TaskResult:
-        return pipeline(task, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
