@@ -52,6 +52,7 @@ def pretraining_config(out: str | Path, *, config: str | Path | None = None, ove
     for name, value in paths.items():
         if value is not None and not isinstance(value, (str, os.PathLike)):
             raise TypeError(f"{name}={value!r}: give a path")
+    where = resolve_device(device)  # a device this machine lacks is refused first, even for --print-config
     if resume and overwrite:
         raise UsageError("resume and overwrite contradict each other: continue the run or replace it")
     if encoder is not None and _is_jaket_folder(Path(encoder)):
@@ -73,7 +74,7 @@ def pretraining_config(out: str | Path, *, config: str | Path | None = None, ove
     if kg is not None:
         values.setdefault("data.source", "dir")
     if precision is not None:
-        chosen = choose_precision(precision, resolve_device(device))
+        chosen = choose_precision(precision, where)
         values.update({"bf16": True} if chosen == "bf16" else {"bf16": False, "mixed_precision": "no"})
     resolved = load_config(path, list(overrides), values)  # a ConfigError is a usage error
     if check_inputs:
