@@ -287,5 +287,5 @@ def test_an_ontology_file_given_as_a_kg_folder_names_the_import_command(capsys):
     with pytest.raises(KGFormatError, match="jaket kg import obo"):
         load_kg(FIXTURES / "mini.obo")
     assert main(["pretrain", "--kg", str(path), "--out", "never"]) == 1  # a data error (docs/cli.md "Exit status"), before any model loads
-    assert capsys.readouterr().err.strip() == f"error: --kg {path}: a file (RDF/XML), not a KG directory: " \
+    assert capsys.readouterr().err.strip() == f"error: kg {path}: a file (RDF/XML), not a KG directory: " \
         f"`jaket kg import owl {path} --out DIR` makes a KG folder of it"

@@ -195,9 +195,9 @@ def test_resume_without_config_continues_with_the_runs_own_settings(pretrain, tm
     shutil.rmtree(out / "checkpoints" / "step-0000003")
     (out / "checkpoints" / "latest").write_text("step-0000002")
     capsys.readouterr()
-    with caplog.at_level(logging.INFO, logger="jaket.train.cli"):
+    with caplog.at_level(logging.INFO, logger="jaket.train.job"):
         assert main(["pretrain", "--out", str(out), "--no-progress", "--resume"]) == 0
-    assert f"--resume: the settings of {out / 'config.yaml'}" in caplog.text
+    assert f"resume: the settings of {out / 'config.yaml'}" in caplog.text
     assert json.loads((out / "summary.json").read_text())["steps"] == 3
     assert _steps(out) == [1, 2, 3]
     assert (out / "config.yaml").read_bytes() == settings

@@ -118,7 +118,7 @@ def test_run_writes_outputs_and_the_relation_memory_flag_reaches_the_model(tiny_
 
 def test_cli_rejects_bad_input(tmp_path, capsys):
     assert main(["pretrain", "--kg", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 1  # a missing input: a data error
-    assert "--kg" in capsys.readouterr().err
+    assert "error: kg " in capsys.readouterr().err
     bad = tmp_path / "bad.yaml"
     bad.write_text("steps: 5\noptim:\n  lm_lr: -1\n")
     assert main(["pretrain", "--config", str(bad), "--print-config"]) == 2
