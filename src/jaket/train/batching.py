@@ -220,27 +220,7 @@ class BatchBuilder(Dataset):
         if t.weight_category <= 0:
             has_category[:] = False
         removed = ~fuse_mask
-        if text is not None:
-            # masked token prediction
-            masked_ids, mlm_labels = tasks.mask_tokens(text.input_ids, self.special_mask(text),
-                                                       self.data.mask_id, self.data.vocab_size,
-                                                       t.mlm_probability, tgen)
-            if t.mention_token_masking > 0:  # entity-level masking (beyond the paper; 0 draws nothing)
-                counts["mentions_hidden"] = tasks.mask_mention_tokens(
-                    masked_ids, mlm_labels, text.input_ids, text.mention_batch, text.mention_start,
-                    text.mention_end, removed, self.data.mask_id, t.mention_token_masking, tgen)
-            if t.weight_mlm <= 0:
-                mlm_labels[:] = -100
-            # masked entity prediction candidates: truth, KG neighbours, random entities
-            candidates, valid = tasks.entity_candidates(
-                kg, text.mention_entity[removed].numpy(), t.entity_hard_negatives,
-                t.entity_random_negatives, rng, self.homonyms, t.entity_homonym_negatives)
-            text = TextBatch(masked_ids, text.attention_mask, text.mention_batch, text.mention_start,
-                             text.mention_end, text.mention_entity)
-        else:
-            mlm_labels = torch.zeros((0, 0), dtype=torch.long)
-            width = 1 + t.entity_hard_negatives + t.entity_homonym_negatives + t.entity_random_negatives
-            candidates, valid = np.zeros((0, width), np.int64), np.zeros((0, width), bool)
+        text, mlm_labels, candidates, valid = self._text_targets(text, removed, rng, tgen, counts)
         description_local = torch.zeros(0, dtype=torch.long)
         description_tokens: tuple[torch.Tensor, ...] = ()
         if t.description_rows > 0:
@@ -262,6 +242,32 @@ class BatchBuilder(Dataset):
             entity_candidates=torch.from_numpy(candidates), entity_valid=torch.from_numpy(valid),
             counts=counts, description_local=description_local, description_tokens=description_tokens)
 
+
+    def _text_targets(self, text: TextBatch | None, removed: torch.Tensor, rng: np.random.Generator,
+                      tgen: torch.Generator, counts: dict) -> tuple:
+        """The text tasks' targets of a step: its tokens masked (masked token prediction, and the hidden
+        mentions of ``tasks.mention_token_masking``) and each removed mention's candidate entities
+        (masked entity prediction: the truth, KG neighbours, random entities); ``(text, mlm_labels,
+        candidates, valid)``, drawn from ``rng`` and ``tgen`` in the order the batch's other draws follow."""
+        t = self.config.tasks
+        if text is None:
+            width = 1 + t.entity_hard_negatives + t.entity_homonym_negatives + t.entity_random_negatives
+            empty = np.zeros((0, width), np.int64)
+            return None, torch.zeros((0, 0), dtype=torch.long), empty, empty.astype(bool)
+        masked_ids, mlm_labels = tasks.mask_tokens(text.input_ids, self.special_mask(text), self.data.mask_id,
+                                                   self.data.vocab_size, t.mlm_probability, tgen)
+        if t.mention_token_masking > 0:  # entity-level masking (beyond the paper; 0 draws nothing)
+            counts["mentions_hidden"] = tasks.mask_mention_tokens(
+                masked_ids, mlm_labels, text.input_ids, text.mention_batch, text.mention_start,
+                text.mention_end, removed, self.data.mask_id, t.mention_token_masking, tgen)
+        if t.weight_mlm <= 0:
+            mlm_labels[:] = -100
+        candidates, valid = tasks.entity_candidates(
+            self.data.kg, text.mention_entity[removed].numpy(), t.entity_hard_negatives,
+            t.entity_random_negatives, rng, self.homonyms, t.entity_homonym_negatives)
+        text = TextBatch(masked_ids, text.attention_mask, text.mention_batch, text.mention_start,
+                         text.mention_end, text.mention_entity)
+        return text, mlm_labels, candidates, valid
 
 def _one_thread(_worker: int) -> None:
     torch.set_num_threads(1)  # the workers share the cores with the model step
