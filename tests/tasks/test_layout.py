@@ -85,3 +85,24 @@ def test_a_task_model_imports_neither_its_run_nor_its_finetuned_module():
                   for a in n.names}
         own = f"jaket.tasks.{package.name}"
         assert not names & {f"{own}.run", f"{own}.finetuned"}, f"{package.name}/model.py imports {sorted(names)}"
+
+
+def test_every_reference_of_every_spec_resolves():
+    """A spec names what needs the model code as ``"module:name"`` in its package (runner and table by
+    the template's defaults): each one is there, and is what its field says."""
+    import inspect
+
+    from jaket.tasks.grid import GridTask
+    from jaket.tasks.finetuned import FinetunedModel
+    from jaket.tasks.registry import TASKS as SPECS
+
+    assert len(SPECS) >= 7
+    for name, spec in SPECS.items():
+        assert callable(spec.run_function()) and callable(spec.table_function()), name
+        assert callable(spec.resolve(spec.runner)), name
+        if spec.read_inputs is not None:
+            assert callable(spec.resolve(spec.read_inputs)), name
+        if spec.grid_task is not None:
+            assert inspect.isclass(spec.grid_task_class()) and issubclass(spec.grid_task_class(), GridTask), name
+        if spec.model is not None:
+            assert issubclass(spec.model_class(), FinetunedModel), name

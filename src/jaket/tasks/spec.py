@@ -4,15 +4,23 @@ classes and functions, and registered once by :mod:`jaket.tasks.registry`.
 
 Shared base: this module imports no task and no registry. A spec holds its typed job class (light:
 a plain dataclass) and, for what needs the model code (the runner, the table, the grid task, the
-fine-tuned class), small functions that import it when first called, so ``jaket --help`` builds
-every command without loading torch; no field names a module or an attribute as a string.
+fine-tuned class, the input reader), a :data:`Reference`: ``"module:name"`` in the task's package,
+imported when first used, so ``jaket --help`` builds every command without loading torch. The
+runner and the table default to the template's ``run:run_job`` and ``run:results_table``, so a task
+writes its spec once, naming only what differs (every reference of every registered spec resolves:
+``tests/tasks/test_layout.py``).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+
+#: where a spec finds what needs the model code: ``"module:name"`` in the task's package, or a function
+#: that returns it (a task registered from outside a package, e.g. a test's)
+Reference = str | Callable[[], object]
 
 #: every variant of the paper's tables, in their order
 ALL_VARIANTS = ("lm", "gnn", "lm+g", "lm+g+m", "jaket")
@@ -30,13 +38,13 @@ class TaskSpec:
     / ``--print-config`` read and whose fields make the command's flags (:mod:`jaket.tasks.job_flags`);
     ``default_variants``: ``evaluate``'s variants when ``--variants`` is not given (``jaket`` only with
     ``--model``); ``finetune_variant``: ``finetune``'s without ``--model`` or ``--variant``;
-    ``runner``: returns the function that runs a resolved job, ``(job, out_dir, *, save_dir, device,
+    ``runner`` (a :data:`Reference`, as the next four): the function that runs a resolved job, ``(job, out_dir, *, save_dir, device,
     log_with, keep_model) -> TaskResult`` (and ``inputs=`` with ``read_inputs``); ``read_inputs``:
-    returns the function that reads and checks a resolved job's files, ``job -> inputs``, called before
+    the function that reads and checks a resolved job's files, ``job -> inputs``, called before
     the runner's model code is imported (a malformed file is refused in the time it takes to parse it)
     and handed to the runner as ``inputs=``, read once (None: the runner reads its own); ``table``:
-    returns the function that prints a result as the command's table; ``grid_task``: returns the
-    :class:`~jaket.tasks.grid.GridTask` class (None: the task runs no grid); ``model``: returns the :class:`~jaket.tasks.finetuned.FinetunedModel` class
+    the function that prints a result as the command's table; ``grid_task``: the
+    :class:`~jaket.tasks.grid.GridTask` class (None: the task runs no grid); ``model``: the :class:`~jaket.tasks.finetuned.FinetunedModel` class
     (None: nothing to predict with), whose ``jaket predict`` flags ``add_predict_arguments`` adds,
     ``read_predict_inputs`` reads and checks before the model is loaded (``(namespace, task.json's
     settings) -> inputs``: no model code imported) and ``predict_from_flags`` predicts from
@@ -45,12 +53,12 @@ class TaskSpec:
     name: str
     help: str
     job: type
-    runner: Callable[[], Callable]
-    table: Callable[[], Callable]
+    runner: Reference = "run:run_job"
+    table: Reference = "run:results_table"
     default_variants: tuple[str, ...] = ALL_VARIANTS
     finetune_variant: str = "lm+g+m"
-    grid_task: Callable[[], type] | None = None
-    model: Callable[[], type] | None = None
+    grid_task: Reference | None = None
+    model: Reference | None = None
     predict_help: str | None = None
     add_predict_arguments: Callable | None = None
     predict_from_flags: Callable | None = None
@@ -64,7 +72,15 @@ class TaskSpec:
     predict_usage: str | None = None
     #: the keys of the result that ``--json`` prints (None: its ``summary``)
     json_keys: tuple[str, ...] | None = None
-    read_inputs: Callable[[], Callable] | None = None
+    read_inputs: Reference | None = None
+
+    def resolve(self, reference: Reference):
+        """What a reference names: ``"module:name"`` in the task's package, imported now (the model
+        code loads when the task runs, never at ``jaket --help``), or a function that returns it."""
+        if callable(reference):
+            return reference()
+        module, _, name = reference.partition(":")
+        return getattr(importlib.import_module(f"{self.package}.{module}"), name)
 
     @property
     def package(self) -> str:
@@ -74,23 +90,23 @@ class TaskSpec:
     def run_function(self) -> Callable:
         """The function that runs a resolved job: the runner, or, with ``read_inputs``, one that reads
         the job's files first and imports the runner (the model code) only then (:func:`read_then_run`)."""
-        return self.runner() if self.read_inputs is None else partial(read_then_run, self)
+        return self.resolve(self.runner) if self.read_inputs is None else partial(read_then_run, self)
 
     def table_function(self) -> Callable:
-        return self.table()
+        return self.resolve(self.table)
 
     def model_class(self) -> type:
         """The fine-tuned model class (``save_pretrained`` / ``from_pretrained`` / ``predict``)."""
         if self.model is None:
             raise ValueError(f"task {self.name!r} saves no fine-tuned model")
-        return self.model()
+        return self.resolve(self.model)
 
     def grid_task_class(self) -> type | None:
-        return None if self.grid_task is None else self.grid_task()
+        return None if self.grid_task is None else self.resolve(self.grid_task)
 
 
 def read_then_run(spec: TaskSpec, job, out_dir=None, **options):
     """Every task's runner with a ``read_inputs``: the job's files read and checked, then the model
     code imported and run on what was read (``inputs=``), so that a bad line costs no model import."""
-    inputs = spec.read_inputs()(job)
-    return spec.runner()(job, out_dir, inputs=inputs, **options)
+    inputs = spec.resolve(spec.read_inputs)(job)
+    return spec.resolve(spec.runner)(job, out_dir, inputs=inputs, **options)

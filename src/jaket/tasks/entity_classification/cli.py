@@ -42,30 +42,11 @@ def predict_from_flags(model, args: argparse.Namespace, inputs=None) -> list[dic
     return rows(model, args.kg, args.entities, args.all, args.top_k, inputs=inputs)
 
 
-def _run():
-    from jaket.tasks.entity_classification import run  # the model code, imported when the task runs
-
-    return run
-
-
-def _data():
-    from jaket.tasks.entity_classification import data  # inputs first: the files, read before the model code
-
-    return data
-
-
-def _finetuned() -> type:
-    from jaket.tasks.entity_classification.finetuned import FinetunedEntityClassifier
-
-    return FinetunedEntityClassifier
-
-
 #: the task's spec (registered by :mod:`jaket.tasks.registry`)
 SPEC = TaskSpec(
     TASK, "categories of an unseen KG's entities (Table 3)", EntityClassificationJob,
-    read_inputs=lambda: _data().read_inputs, runner=lambda: _run().run_job,
-    table=lambda: _run().scores_and_paired_table,
-    default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task=lambda: _run().EntityClassificationRuns,
-    model=_finetuned, predict_help="a label and its probability for entities of a KG",
+    read_inputs="data:read_inputs", table="run:scores_and_paired_table",
+    default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task="run:EntityClassificationRuns",
+    model="finetuned:FinetunedEntityClassifier", predict_help="a label and its probability for entities of a KG",
     add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, read_predict_inputs=read_predict_inputs, predict_usage="--kg KG",
     set_example="--set epochs=50 --set data.kg=my_kg/")

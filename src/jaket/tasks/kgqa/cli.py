@@ -43,30 +43,11 @@ def predict_from_flags(model, args: argparse.Namespace, inputs=None) -> list[dic
     return predict_rows(model, args.questions, args.kg, args.hops, args.top_k, inputs=inputs)
 
 
-def _run():
-    from jaket.tasks.kgqa import run  # the model code, imported when the task runs
-
-    return run
-
-
-def _data():
-    from jaket.tasks.kgqa import data  # inputs first: the files, read before the model code
-
-    return data
-
-
-def _finetuned() -> type:
-    from jaket.tasks.kgqa.finetuned import FinetunedQuestionAnswerer
-
-    return FinetunedQuestionAnswerer
-
-
 #: the task's spec (registered by :mod:`jaket.tasks.registry`)
 SPEC = TaskSpec(
     TASK, "question answering over the KG, Hits@1 (Table 2)", KGQAJob,
-    read_inputs=lambda: _data().read_inputs, runner=lambda: _run().run_job,
-    table=lambda: _run().results_table,
-    default_variants=("lm", "lm+g", "lm+g+m", "jaket"), grid_task=lambda: _run().QuestionAnsweringRuns,
-    model=_finetuned, predict_help="ranked answers for questions over a KG",
+    read_inputs="data:read_inputs",
+    default_variants=("lm", "lm+g", "lm+g+m", "jaket"), grid_task="run:QuestionAnsweringRuns",
+    model="finetuned:FinetunedQuestionAnswerer", predict_help="ranked answers for questions over a KG",
     add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, read_predict_inputs=read_predict_inputs,
     predict_usage="--questions FILE", set_example="--set steps=100 --set data.hops=[1]")

@@ -42,30 +42,11 @@ def predict_from_flags(model, args: argparse.Namespace, inputs=None) -> list[dic
     return rows(model, args.kg, args.queries, args.top_k, args.exclude_known, inputs=inputs)
 
 
-def _run():
-    from jaket.tasks.link_prediction import run  # the model code, imported when the task runs
-
-    return run
-
-
-def _data():
-    from jaket.tasks.link_prediction import data  # inputs first: the files, read before the model code
-
-    return data
-
-
-def _finetuned() -> type:
-    from jaket.tasks.link_prediction.finetuned import FinetunedLinkPredictor
-
-    return FinetunedLinkPredictor
-
-
 #: the task's spec (registered by :mod:`jaket.tasks.registry`)
 SPEC = TaskSpec(
     TASK, "filtered MRR / Hits@k over descriptions + KM", LinkPredictionJob,
-    read_inputs=lambda: _data().read_inputs, runner=lambda: _run().run_job,
-    table=lambda: _run().results_table,
-    default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task=lambda: _run().LinkPredictionRuns,
-    model=_finetuned, predict_help="top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG",
+    read_inputs="data:read_inputs",
+    default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task="run:LinkPredictionRuns",
+    model="finetuned:FinetunedLinkPredictor", predict_help="top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG",
     add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, read_predict_inputs=read_predict_inputs,
     predict_usage="--kg KG --queries FILE", set_example="--set steps=600 --set data.sample_entities=3000")

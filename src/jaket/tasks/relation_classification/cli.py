@@ -37,30 +37,11 @@ def predict_from_flags(model, args: argparse.Namespace, inputs=None) -> list[dic
     return predict_rows(model, args.support, args.queries, inputs=inputs)
 
 
-def _run():
-    from jaket.tasks.relation_classification import run  # the model code, imported when the task runs
-
-    return run
-
-
-def _data():
-    from jaket.tasks.relation_classification import data  # inputs first: the files, read before the model code
-
-    return data
-
-
-def _finetuned() -> type:
-    from jaket.tasks.relation_classification.finetuned import FinetunedPairClassifier
-
-    return FinetunedPairClassifier
-
-
 #: the task's spec (registered by :mod:`jaket.tasks.registry`); no KM variant
 SPEC = TaskSpec(
     TASK, "few-shot relation classification, PAIR (Table 1)", RelationClassificationJob,
-    read_inputs=lambda: _data().read_inputs, runner=lambda: _run().run_job,
-    table=lambda: _run().results_table,
-    default_variants=("lm", "jaket"), finetune_variant="lm", grid_task=lambda: _run().RelationClassificationRuns,
-    model=_finetuned, predict_help="the relation of each query sentence, given support examples (PAIR)",
+    read_inputs="data:read_inputs",
+    default_variants=("lm", "jaket"), finetune_variant="lm", grid_task="run:RelationClassificationRuns",
+    model="finetuned:FinetunedPairClassifier", predict_help="the relation of each query sentence, given support examples (PAIR)",
     add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, read_predict_inputs=read_predict_inputs,
     predict_usage="--support FILE --queries FILE", set_example="--set train_steps=50 --set data.data=fewrel/val_wiki.json")

@@ -38,24 +38,11 @@ def predict_from_flags(finetuned, args: argparse.Namespace, inputs=None):
     return rows(finetuned, args.pairs, args.gold, args.kg, inputs=inputs)
 
 
-def _run():
-    from jaket.tasks.word_in_context import run  # the model code, imported when the task runs
-
-    return run
-
-
-def _finetuned() -> type:
-    from jaket.tasks.word_in_context.finetuned import FinetunedWordInContext
-
-    return FinetunedWordInContext
-
-
 #: the task's spec (registered by :mod:`jaket.tasks.registry`)
 SPEC = TaskSpec(
     TASK, "does a target word mean the same in two texts? (WiC; senses from the KG)", WordInContextJob,
-    runner=lambda: _run().run_job, table=lambda: _run().results_table,
-    default_variants=("lm", "lm+g+m", "jaket"), finetune_variant="lm", grid_task=lambda: _run().WordInContextRuns,
-    model=_finetuned, predict_help="whether a target word means the same in two texts (WiC), with its senses",
+    default_variants=("lm", "lm+g+m", "jaket"), finetune_variant="lm", grid_task="run:WordInContextRuns",
+    model="finetuned:FinetunedWordInContext", predict_help="whether a target word means the same in two texts (WiC), with its senses",
     add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, read_predict_inputs=read_predict_inputs, predict_usage="--pairs FILE",
     json_keys=("summary", "paired", "majority_class", "frozen_features"),
     set_example="--set epochs=4 --set sense_fusion=first")

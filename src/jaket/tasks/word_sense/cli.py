@@ -10,18 +10,12 @@ from jaket.tasks.spec import TaskSpec
 from jaket.tasks.word_sense.job import SENSE_LINKING, TASK, SenseLinkingJob, WordSenseJob
 
 
-def _run():
-    from jaket.tasks.word_sense import run  # the model code, imported when the task runs
-
-    return run
-
-
 #: the specs of the two commands (registered by :mod:`jaket.tasks.registry`); nothing to predict with
 SENSE_LINKING_SPEC = TaskSpec(
     SENSE_LINKING, "choose a word's WordNet sense in context (WSD) on held-out linked texts of a pre-training run",
-    SenseLinkingJob, runner=lambda: _run().run_sense_linking_job, table=lambda: _run().sense_linking_table,
+    SenseLinkingJob, runner="run:run_sense_linking_job", table="run:sense_linking_table",
     commands=("evaluate",), default_seeds=3, set_example="--set data.max_examples=300")
 SPEC = TaskSpec(
     TASK, "all-words WSD in the unified framework (SemEval-2007 ...): every scorer of a word's WordNet senses "
-    "on the same targets, F1", WordSenseJob, runner=lambda: _run().run_job, table=lambda: _run().scores_table,
+    "on the same targets, F1", WordSenseJob, table="run:scores_table",
     default_variants=("lm", "lm+g+m", "jaket"), commands=("evaluate",), set_example="--set first_sense_prior=[0.5,1]")
