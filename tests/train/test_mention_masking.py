@@ -12,7 +12,6 @@ from jaket.train.tasks import mask_mention_tokens
 def _texts():
     ids = torch.tensor([[101, 11, 12, 13, 14, 102], [101, 21, 22, 23, 102, 0]])
     batch = torch.tensor([0, 0, 1])
-    start, end = torch.tensor([1, 3]), torch.tensor([2, 4])
     return ids, batch, torch.tensor([1, 3, 1]), torch.tensor([2, 4, 2])
 
 
