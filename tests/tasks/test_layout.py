@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import ast
 from pathlib import Path
 
@@ -106,3 +107,13 @@ def test_every_reference_of_every_spec_resolves():
             assert inspect.isclass(spec.grid_task_class()) and issubclass(spec.grid_task_class(), GridTask), name
         if spec.model is not None:
             assert issubclass(spec.model_class(), FinetunedModel), name
+            # jaket predict: each named flag is one the task adds, in the order its functions take them
+            parser = argparse.ArgumentParser()
+            spec.add_predict_arguments(parser)
+            flags = {action.dest for action in parser._actions} | {"finetuned", "settings"}
+            for function, names in ((spec.read_predict_inputs, spec.predict_input_flags),
+                                    (spec.predict_rows, spec.predict_flags)):
+                assert set(names) <= flags, (name, set(names) - flags)
+                parameters = list(inspect.signature(spec.resolve(function)).parameters)
+                first = 1 if function is spec.predict_rows else 0  # predict_rows takes the model first
+                assert len(parameters) >= first + len(names), (name, parameters, names)

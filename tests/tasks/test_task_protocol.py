@@ -158,7 +158,7 @@ def test_every_spec_names_what_its_package_holds():
         assert spec.grid_task is None or issubclass(spec.grid_task_class(), GridTask), name
         assert spec.model is None or spec.model_class().task == name
         if spec.model is not None:
-            assert callable(spec.add_predict_arguments) and callable(spec.predict_from_flags)
+            assert callable(spec.add_predict_arguments) and callable(spec.resolve(spec.predict_rows))
     with pytest.raises(ValueError, match="registered already"):
         register_task(TASKS["kgqa"])
 

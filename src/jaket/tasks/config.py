@@ -51,7 +51,8 @@ def load_task_config(cls: type[T], path: str | Path | None = None, overrides: li
         raise UsageError(f"invalid {what} config:\n" + "\n".join(text for _, text in located)) from None
     check = getattr(config, "check", None)
     problems = _not_numbers(data, config)
-    problems += check() if callable(check) else []
+    said = {key for key, _ in problems}  # a NaN is out of every range too: one line a key, the first
+    problems += [(key, text) for key, text in (check() if callable(check) else []) if key not in said]
     seeds = getattr(config, "seeds", None) or ()
     problems += list_problems("seeds", seeds, "seed", required=False)
     problems += [("seeds", f"seed {seed} is negative (seeds are 0 or more)") for seed in seeds if seed < 0]

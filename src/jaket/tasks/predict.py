@@ -9,7 +9,7 @@ Before the model is loaded: an existing ``--out`` is refused unless ``--overwrit
 a folder, one of the inputs or in a folder that cannot be written (:func:`jaket.output.check_output_file`),
 an input file that is empty or white space only (:func:`jaket.kg.readers.refuse_empty`), a folder that
 is not a fine-tuned model of the task (its ``task.json``), and then every input file is read and
-checked (the task's ``read_predict_inputs``): a malformed line costs the seconds its parse takes.
+checked (the task's ``read_prediction_inputs``): a malformed line costs the seconds its parse takes.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ def _run(args: argparse.Namespace) -> int:
     # a wrong folder, then a bad input file, each refused before the model is loaded; the command
     # line's one error boundary names it
     settings = read_task_config(args.finetuned, args.task)
-    inputs = spec.read_predict_inputs(args, settings) if spec.read_predict_inputs is not None else None
+    inputs = spec.read_prediction_inputs(args, settings)
     model = spec.model_class().from_pretrained(args.finetuned, device=device)
-    count = _write_rows(spec.predict_from_flags(model, args, inputs), args.out)
+    count = _write_rows(spec.predict(model, args, inputs), args.out)
     where = f" -> {args.out}" if args.out is not None else ""
     print(f"{count} prediction(s){where}", file=sys.stderr)
     return 0

@@ -10,6 +10,7 @@ derives from them in its package's light ``job`` module (``jaket.tasks.kgqa.job.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -124,6 +125,60 @@ def list_problems(key: str, values, noun: str, *, required: bool = True) -> list
     problems += [(key, f"{noun} {value} given {'twice' if n == 2 else f'{n} times'}")
                  for value, n in counts.items() if n > 1]
     return problems
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The values a number setting may take, ``low`` to ``high`` (``low_open`` / ``high_open``: the
+    end itself excluded), and the one problem line of a value outside them."""
+
+    low: float
+    high: float = float("inf")
+    low_open: bool = False
+    high_open: bool = True
+    #: what a value outside says instead of the range (``"a training episode needs at least 2 relations"``)
+    text: str | None = None
+
+    def problem(self, value) -> str | None:
+        """None when ``value`` is inside (or unset: None), else ``"must be at least 1, got 0"``."""
+        if value is None:
+            return None
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return None if above and below else f"{self.text or self._words()}, got {value}"
+
+    def _words(self) -> str:
+        low, high = (int(x) if float(x).is_integer() else x for x in (self.low, self.high))
+        if self.high == float("inf"):
+            if self.low_open:
+                return "must be positive" if low == 0 else f"must be more than {low}"
+            return "must be 0 or more" if low == 0 else f"must be at least {low}"
+        return f"must be in {'(' if self.low_open else '['}{low}, {high}{')' if self.high_open else ']'}"
+
+
+#: the bounds most settings have: a count of at least one, a rate above 0, a count that may be 0,
+#: a share strictly between 0 and 1, a dropout probability in [0, 1)
+AT_LEAST_ONE = Bound(1)
+POSITIVE = Bound(0, low_open=True)
+NOT_NEGATIVE = Bound(0)
+FRACTION = Bound(0, 1, low_open=True)
+PROBABILITY = Bound(0, 1)
+
+
+def bound_problems(source, bounds: Mapping[str, Bound], prefix: str = "") -> list[tuple[str, str]]:
+    """``(key, problem)`` of each field of ``source`` outside its :class:`Bound` (None: unset, no
+    problem), the key after ``prefix`` (``"data."`` for a job's data section): every task job's
+    ``check()`` says its ranges as one table instead of one ``if`` each."""
+    return [(prefix + key, problem) for key, bound in bounds.items()
+            if (problem := bound.problem(getattr(source, key))) is not None]
+
+
+def split_problems(split, parts: str) -> list[tuple[str, str]]:
+    """``("split", problem)`` unless ``split`` is three non-negative fractions summing to 1; ``parts``
+    names them (``"train, dev, test"``)."""
+    if len(split) != 3 or abs(sum(split) - 1.0) > 1e-6 or min(split, default=0) < 0:
+        return [("split", f"three non-negative fractions summing to 1 ({parts}), got {list(split)}")]
+    return []
 
 
 @dataclass(kw_only=True)

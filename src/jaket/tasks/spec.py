@@ -45,10 +45,12 @@ class TaskSpec:
     and handed to the runner as ``inputs=``, read once (None: the runner reads its own); ``table``:
     the function that prints a result as the command's table; ``grid_task``: the
     :class:`~jaket.tasks.grid.GridTask` class (None: the task runs no grid); ``model``: the :class:`~jaket.tasks.finetuned.FinetunedModel` class
-    (None: nothing to predict with), whose ``jaket predict`` flags ``add_predict_arguments`` adds,
-    ``read_predict_inputs`` reads and checks before the model is loaded (``(namespace, task.json's
-    settings) -> inputs``: no model code imported) and ``predict_from_flags`` predicts from
-    (``(model, namespace, inputs) -> rows``)."""
+    (None: nothing to predict with), whose ``jaket predict`` flags ``add_predict_arguments`` adds;
+    ``read_predict_inputs`` (``data:read_prediction_inputs``) reads and checks them before the model
+    is loaded (no model code imported), called with the values of ``predict_input_flags`` in order
+    (the namespace's names; ``settings``: the fine-tuned folder's ``task.json`` settings), and
+    ``predict_rows`` (``finetuned:predict_rows``) predicts, ``(model, *values of predict_flags,
+    inputs=) -> rows``: the flags are named once, so a task writes no glue between them."""
 
     name: str
     help: str
@@ -61,8 +63,10 @@ class TaskSpec:
     model: Reference | None = None
     predict_help: str | None = None
     add_predict_arguments: Callable | None = None
-    predict_from_flags: Callable | None = None
-    read_predict_inputs: Callable | None = None
+    read_predict_inputs: Reference = "data:read_prediction_inputs"
+    predict_input_flags: tuple[str, ...] = ()
+    predict_rows: Reference = "finetuned:predict_rows"
+    predict_flags: tuple[str, ...] = ()
     commands: tuple[str, ...] = ("finetune", "evaluate")
     #: an example of ``--set`` in the commands' help
     set_example: str = "--set seeds=[0]"
@@ -103,6 +107,16 @@ class TaskSpec:
 
     def grid_task_class(self) -> type | None:
         return None if self.grid_task is None else self.resolve(self.grid_task)
+
+    def read_prediction_inputs(self, args, settings: dict):
+        """``jaket predict``'s inputs read and checked from its flags, before the model is loaded."""
+        values = {**vars(args), "settings": settings}
+        return self.resolve(self.read_predict_inputs)(*(values[name] for name in self.predict_input_flags))
+
+    def predict(self, model, args, inputs=None) -> list[dict]:
+        """``jaket predict``'s rows: the task's ``predict_rows`` on the model and the flags' values."""
+        return self.resolve(self.predict_rows)(model, *(getattr(args, name) for name in self.predict_flags),
+                                               inputs=inputs)
 
 
 def read_then_run(spec: TaskSpec, job, out_dir=None, **options):

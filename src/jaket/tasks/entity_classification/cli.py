@@ -27,26 +27,13 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also list the K most probable labels per entity (default 1: only the best)")
 
 
-def read_predict_inputs(args: argparse.Namespace, settings: dict):
-    """``jaket predict entity-classification``'s files, read before the model is loaded."""
-    from jaket.tasks.entity_classification.data import read_prediction_inputs
-
-    return read_prediction_inputs(args.kg, args.entities, args.all)
-
-
-def predict_from_flags(model, args: argparse.Namespace, inputs=None) -> list[dict]:
-    """``jaket predict entity-classification``: the flags as the library's typed arguments."""
-    # --help: the model code (torch) is imported when it runs
-    from jaket.tasks.entity_classification.finetuned import predict_rows as rows
-
-    return rows(model, args.kg, args.entities, args.all, args.top_k, inputs=inputs)
-
-
 #: the task's spec (registered by :mod:`jaket.tasks.registry`)
 SPEC = TaskSpec(
     TASK, "categories of an unseen KG's entities (Table 3)", EntityClassificationJob,
     read_inputs="data:read_inputs", table="run:scores_and_paired_table",
     default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task="run:EntityClassificationRuns",
     model="finetuned:FinetunedEntityClassifier", predict_help="a label and its probability for entities of a KG",
-    add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, read_predict_inputs=read_predict_inputs, predict_usage="--kg KG",
+    add_predict_arguments=add_predict_arguments,
+    predict_input_flags=("kg", "entities", "all"),
+    predict_flags=("kg", "entities", "all", "top_k"), predict_usage="--kg KG",
     set_example="--set epochs=50 --set data.kg=my_kg/")

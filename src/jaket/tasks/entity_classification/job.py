@@ -11,7 +11,8 @@ from typing import Literal
 from pydantic import ConfigDict
 
 from jaket.tasks.job_flags import flag
-from jaket.tasks.settings import BackboneSettings, TaskJob, VARIANTS, list_problems
+from jaket.tasks.settings import (AT_LEAST_ONE, BackboneSettings, Bound, FRACTION, POSITIVE, PROBABILITY, TaskJob,
+                                  VARIANTS, bound_problems, list_problems, split_problems)
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -54,19 +55,9 @@ class EntityClassificationConfig(BackboneSettings):
                     for v in self.variants if v not in VARIANTS]
         problems += list_problems("train_fractions", self.train_fractions, "fraction")
         problems += [("train_fractions", f"{f} is not in (0, 1]") for f in self.train_fractions if not 0 < f <= 1]
-        if len(self.split) != 3 or abs(sum(self.split) - 1.0) > 1e-6 or min(self.split, default=0) < 0:
-            problems.append(("split", f"three non-negative fractions summing to 1 (train, dev, test), got {list(self.split)}"))
-        for key in ("epochs", "patience"):
-            value = getattr(self, key)
-            if value is not None and value < 1:
-                problems.append((key, f"must be at least 1, got {value}"))
-        if self.head_lr <= 0:
-            problems.append(("head_lr", f"must be positive, got {self.head_lr}"))
-        if self.km_lr < 0:
-            problems.append(("km_lr", f"must be positive, or 0 to freeze the KM (a linear probe), got {self.km_lr}"))
-        if not 0 <= self.dropout < 1:
-            problems.append(("dropout", f"must be in [0, 1), got {self.dropout}"))
-        return problems
+        return problems + split_problems(self.split, "train, dev, test") + bound_problems(self, {
+            "epochs": AT_LEAST_ONE, "patience": AT_LEAST_ONE, "head_lr": POSITIVE,
+            "km_lr": Bound(0, text="must be positive, or 0 to freeze the KM (a linear probe)"), "dropout": PROBABILITY})
 
 
 @dataclass(kw_only=True)
@@ -101,10 +92,7 @@ class EntityClassificationJob(TaskJob, EntityClassificationConfig):
     def check(self) -> list[tuple[str, str]]:
         problems = super().check()
         data = self.data
-        if not 0 < data.heldout_fraction < 1:
-            problems.append(("data.heldout_fraction", f"must be in (0, 1), got {data.heldout_fraction}"))
-        if data.max_entities < 2:
-            problems.append(("data.max_entities", f"must be at least 2, got {data.max_entities}"))
+        problems += bound_problems(data, {"heldout_fraction": FRACTION, "max_entities": Bound(2)}, "data.")
         given = [name for name in ("train", "dev", "test") if getattr(data, name) is not None]
         if given and data.kg is None:
             problems.append((f"data.{given[0]}", "split files name entities of a KG: give data.kg (--kg DIR)"))

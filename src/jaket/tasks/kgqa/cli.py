@@ -29,25 +29,13 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="answers listed per question (default 5)")
 
 
-def read_predict_inputs(args: argparse.Namespace, settings: dict):
-    """``jaket predict kgqa``'s files, read before the model is loaded."""
-    from jaket.tasks.kgqa.data import read_prediction_inputs
-
-    return read_prediction_inputs(args.finetuned, args.questions, args.kg, args.hops, args.top_k, settings)
-
-
-def predict_from_flags(model, args: argparse.Namespace, inputs=None) -> list[dict]:
-    """``jaket predict kgqa``: the flags as the library's typed arguments."""
-    from jaket.tasks.kgqa.finetuned import predict_rows  # the task, loaded when it runs
-
-    return predict_rows(model, args.questions, args.kg, args.hops, args.top_k, inputs=inputs)
-
-
 #: the task's spec (registered by :mod:`jaket.tasks.registry`)
 SPEC = TaskSpec(
     TASK, "question answering over the KG, Hits@1 (Table 2)", KGQAJob,
     read_inputs="data:read_inputs",
     default_variants=("lm", "lm+g", "lm+g+m", "jaket"), grid_task="run:QuestionAnsweringRuns",
     model="finetuned:FinetunedQuestionAnswerer", predict_help="ranked answers for questions over a KG",
-    add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, read_predict_inputs=read_predict_inputs,
+    add_predict_arguments=add_predict_arguments,
+    predict_input_flags=("finetuned", "questions", "kg", "hops", "top_k", "settings"),
+    predict_flags=("questions", "kg", "hops", "top_k"),
     predict_usage="--questions FILE", set_example="--set steps=100 --set data.hops=[1]")

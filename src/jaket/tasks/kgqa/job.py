@@ -10,7 +10,8 @@ from pathlib import Path
 from pydantic import ConfigDict
 
 from jaket.tasks.job_flags import flag
-from jaket.tasks.settings import BackboneSettings, TaskJob, VARIANTS
+from jaket.tasks.settings import (AT_LEAST_ONE, FRACTION, NOT_NEGATIVE, POSITIVE, VARIANTS, BackboneSettings, Bound,
+                                  TaskJob, bound_problems, split_problems)
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -77,19 +78,12 @@ class KGQAConfig(BackboneSettings):
             problems.append(("kg_settings", f"give at least one of {', '.join(KG_SETTINGS)}"))
         if self.descriptions not in ("questions", "kg"):
             problems.append(("descriptions", f"{self.descriptions!r}: choose questions or kg"))
-        for key in ("steps", "batch_size", "max_length", "max_candidates", "description_max_length"):
-            if getattr(self, key) < 1:
-                problems.append((key, f"must be at least 1, got {getattr(self, key)}"))
-        for key in ("select_every", "max_selection", "km_fanout"):
-            if getattr(self, key) < 0:
-                problems.append((key, f"must be 0 or more, got {getattr(self, key)}"))
-        for key in ("lr", "head_lr", "km_lr"):
-            if getattr(self, key) <= 0:
-                problems.append((key, f"must be positive, got {getattr(self, key)}"))
-        if len(self.split) != 3 or abs(sum(self.split) - 1.0) > 1e-6 or min(self.split, default=0) < 0:
-            problems.append(("split", "three non-negative fractions summing to 1 (train, selection, test), "
-                             f"got {list(self.split)}"))
-        return problems
+        problems += bound_problems(self, {
+            **dict.fromkeys(("steps", "batch_size", "max_length", "max_candidates", "description_max_length"),
+                            AT_LEAST_ONE),
+            **dict.fromkeys(("select_every", "max_selection", "km_fanout"), NOT_NEGATIVE),
+            **dict.fromkeys(("lr", "head_lr", "km_lr"), POSITIVE)})
+        return problems + split_problems(self.split, "train, selection, test")
 
 
 @dataclass(kw_only=True)
@@ -136,9 +130,10 @@ class KGQAJob(TaskJob, KGQAConfig):
     def check(self) -> list[tuple[str, str]]:
         problems = super().check()
         data = self.data
-        if not 0 < data.selection_fraction < 1:
-            problems.append(("data.selection_fraction", f"must be in (0, 1), got {data.selection_fraction}"))
-        elif data.eval_split is None and not 0 < data.test_fraction < 1 - data.selection_fraction:
+        problems += bound_problems(data, {"selection_fraction": FRACTION, "max_entities": Bound(2),
+                                          "max_questions": AT_LEAST_ONE}, "data.")
+        held_out = data.eval_split is None and 0 < data.selection_fraction < 1  # the test share is bounded by it
+        if held_out and not 0 < data.test_fraction < 1 - data.selection_fraction:
             problems.append(("data.test_fraction", "must be in (0, 1 - data.selection_fraction), got "
                              f"{data.test_fraction}"))
         if data.eval_split is not None and data.eval_split == data.train_split:
@@ -146,8 +141,4 @@ class KGQAJob(TaskJob, KGQAConfig):
                              "model is not trained or selected on, or leave it out to hold out part of it"))
         if not data.hops or min(data.hops) < 1:
             problems.append(("data.hops", f"hop counts of at least 1, got {list(data.hops)}"))
-        if data.max_entities < 2:
-            problems.append(("data.max_entities", f"must be at least 2, got {data.max_entities}"))
-        if data.max_questions < 1:
-            problems.append(("data.max_questions", f"must be at least 1, got {data.max_questions}"))
         return problems

@@ -27,26 +27,13 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="leave out answers whose triple is already in the KG")
 
 
-def read_predict_inputs(args: argparse.Namespace, settings: dict):
-    """``jaket predict link-prediction``'s files, read before the model is loaded."""
-    from jaket.tasks.link_prediction.data import read_prediction_inputs
-
-    return read_prediction_inputs(args.kg, args.queries)
-
-
-def predict_from_flags(model, args: argparse.Namespace, inputs=None) -> list[dict]:
-    """``jaket predict link-prediction``: the flags as the library's typed arguments."""
-    # --help: the model code (torch) is imported when it runs
-    from jaket.tasks.link_prediction.finetuned import predict_rows as rows
-
-    return rows(model, args.kg, args.queries, args.top_k, args.exclude_known, inputs=inputs)
-
-
 #: the task's spec (registered by :mod:`jaket.tasks.registry`)
 SPEC = TaskSpec(
     TASK, "filtered MRR / Hits@k over descriptions + KM", LinkPredictionJob,
     read_inputs="data:read_inputs",
     default_variants=("lm", "gnn", "lm+g+m", "jaket"), grid_task="run:LinkPredictionRuns",
     model="finetuned:FinetunedLinkPredictor", predict_help="top-k tails / heads for (h, r, ?) / (?, r, t) queries on a KG",
-    add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, read_predict_inputs=read_predict_inputs,
+    add_predict_arguments=add_predict_arguments,
+    predict_input_flags=("kg", "queries"),
+    predict_flags=("kg", "queries", "top_k", "exclude_known"),
     predict_usage="--kg KG --queries FILE", set_example="--set steps=600 --set data.sample_entities=3000")

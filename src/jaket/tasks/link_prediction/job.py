@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import ConfigDict
 
 from jaket.tasks.job_flags import flag
-from jaket.tasks.settings import BackboneSettings, TaskJob, VARIANTS
+from jaket.tasks.settings import BackboneSettings, Bound, TaskJob, VARIANTS, bound_problems
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -113,9 +113,8 @@ class LinkPredictionConfig(BackboneSettings):
         if without:
             problems.append(("variants", f"--train-encoder trains the LM1 that computes the memory: settings lm (LM1 "
                                          f"without KM), lm+g+m and jaket only, not {', '.join(without)}"))
-        for key in ("frozen_warmup_steps", "hard_negatives"):
-            if getattr(self, key) < 0:
-                problems.append((key, f"must be >= 0 (0 = none), got {getattr(self, key)}"))
+        problems += bound_problems(self, dict.fromkeys(("frozen_warmup_steps", "hard_negatives"),
+                                                       Bound(0, text="must be >= 0 (0 = none)")))
         if self.frozen_warmup_steps > 0 and (not self.train_encoder or self.objective != "in-batch"):
             problems.append(("frozen_warmup_steps", "needs train_encoder (--train-encoder) with the in-batch "
                                                     "objective (the frozen mode trains the scorer's own function)"))

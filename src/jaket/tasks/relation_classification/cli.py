@@ -23,25 +23,13 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sentences to classify: one JSON object {\"tokens\", \"h\", \"t\"} a line")
 
 
-def read_predict_inputs(args: argparse.Namespace, settings: dict):
-    """``jaket predict relation-classification``'s files, read before the model is loaded."""
-    from jaket.tasks.relation_classification.data import read_prediction_inputs
-
-    return read_prediction_inputs(args.support, args.queries)
-
-
-def predict_from_flags(model, args: argparse.Namespace, inputs=None) -> list[dict]:
-    """``jaket predict relation-classification``: the flags as the library's typed arguments."""
-    from jaket.tasks.relation_classification.finetuned import predict_rows  # the task, loaded when it runs
-
-    return predict_rows(model, args.support, args.queries, inputs=inputs)
-
-
 #: the task's spec (registered by :mod:`jaket.tasks.registry`); no KM variant
 SPEC = TaskSpec(
     TASK, "few-shot relation classification, PAIR (Table 1)", RelationClassificationJob,
     read_inputs="data:read_inputs",
     default_variants=("lm", "jaket"), finetune_variant="lm", grid_task="run:RelationClassificationRuns",
     model="finetuned:FinetunedPairClassifier", predict_help="the relation of each query sentence, given support examples (PAIR)",
-    add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, read_predict_inputs=read_predict_inputs,
+    add_predict_arguments=add_predict_arguments,
+    predict_input_flags=("support", "queries"),
+    predict_flags=("support", "queries"),
     predict_usage="--support FILE --queries FILE", set_example="--set train_steps=50 --set data.data=fewrel/val_wiki.json")

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, ConfigDict, PlainSerializer
 
 from jaket.tasks.job_flags import flag
-from jaket.tasks.settings import TaskJob, VARIANTS
+from jaket.tasks.settings import AT_LEAST_ONE, Bound, NOT_NEGATIVE, POSITIVE, TaskJob, VARIANTS, bound_problems
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -85,17 +85,10 @@ class RelationClassificationConfig:
                      for way, shot in self.settings if way < 2 or shot < 1]
         if not self.settings:
             problems.append(("settings", "give at least one N-way K-shot setting, e.g. 5-1"))
-        for key in ("num_train_relations", "train_shot", "episodes", "max_length"):
-            if getattr(self, key) < 1:
-                problems.append((key, f"must be at least 1, got {getattr(self, key)}"))
-        if self.train_steps < 0:
-            problems.append(("train_steps", f"must be 0 or more, got {self.train_steps}"))
-        if self.train_way < 2:
-            problems.append(("train_way", f"a training episode needs at least 2 relations, got {self.train_way}"))
-        for key in ("lr", "head_lr"):
-            if getattr(self, key) <= 0:
-                problems.append((key, f"must be positive, got {getattr(self, key)}"))
-        return problems
+        return problems + bound_problems(self, {
+            **dict.fromkeys(("num_train_relations", "train_shot", "episodes", "max_length"), AT_LEAST_ONE),
+            "train_steps": NOT_NEGATIVE, "train_way": Bound(2, text="a training episode needs at least 2 relations"),
+            "lr": POSITIVE, "head_lr": POSITIVE})
 
 
 @dataclass(kw_only=True)
@@ -137,8 +130,7 @@ class RelationClassificationJob(TaskJob, RelationClassificationConfig):
             problems.append(("data.train_data", "--train needs --data FILE (data.data): the evaluation relations"))
         if data.drop_overlap and not data.train_data:
             problems.append(("data.drop_overlap", "--drop-overlap needs --train FILE ... (data.train_data)"))
-        if data.max_entities < 2:
-            problems.append(("data.max_entities", f"must be at least 2, got {data.max_entities}"))
+        problems += bound_problems(data, {"max_entities": Bound(2)}, "data.")
         problems += [(key, f"relation classification has no KM (settings {', '.join(SUPPORTED_VARIANTS)}): "
                       "leave it unset") for key in ("km_layers", "km_heads") if getattr(self, key) is not None]
         return problems

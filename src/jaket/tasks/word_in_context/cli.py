@@ -23,26 +23,13 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
     add_sense_kg_argument(parser)
 
 
-def read_predict_inputs(args: argparse.Namespace, settings: dict):
-    """``jaket predict word-in-context``'s files, read before the model is loaded."""
-    from jaket.tasks.word_in_context.data import read_prediction_inputs
-
-    return read_prediction_inputs(args.pairs, args.gold, args.kg)
-
-
-def predict_from_flags(finetuned, args: argparse.Namespace, inputs=None):
-    """The rows of ``jaket predict word-in-context``."""
-    # --help: the task (torch, the model) is imported when it runs
-    from jaket.tasks.word_in_context.finetuned import predict_rows as rows
-
-    return rows(finetuned, args.pairs, args.gold, args.kg, inputs=inputs)
-
-
 #: the task's spec (registered by :mod:`jaket.tasks.registry`)
 SPEC = TaskSpec(
     TASK, "does a target word mean the same in two texts? (WiC; senses from the KG)", WordInContextJob,
     default_variants=("lm", "lm+g+m", "jaket"), finetune_variant="lm", grid_task="run:WordInContextRuns",
     model="finetuned:FinetunedWordInContext", predict_help="whether a target word means the same in two texts (WiC), with its senses",
-    add_predict_arguments=add_predict_arguments, predict_from_flags=predict_from_flags, read_predict_inputs=read_predict_inputs, predict_usage="--pairs FILE",
+    add_predict_arguments=add_predict_arguments,
+    predict_input_flags=("pairs", "gold", "kg"),
+    predict_flags=("pairs", "gold", "kg"), predict_usage="--pairs FILE",
     json_keys=("summary", "paired", "majority_class", "frozen_features"),
     set_example="--set epochs=4 --set sense_fusion=first")

@@ -10,7 +10,8 @@ from pathlib import Path
 from pydantic import ConfigDict
 
 from jaket.tasks.job_flags import flag
-from jaket.tasks.settings import BackboneSettings, TaskJob
+from jaket.tasks.settings import (AT_LEAST_ONE, POSITIVE, PROBABILITY, BackboneSettings, Bound, TaskJob,
+                                  bound_problems)
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -74,20 +75,12 @@ class WordInContextConfig(BackboneSettings):
     def check(self) -> list[tuple[str, str]]:
         problems = [("variants", f"{v!r}: word-in-context runs lm, lm+g+m and jaket")
                     for v in self.variants if v not in ("lm", "lm+g+m", "jaket")]
-        for key in ("epochs", "batch_size", "max_candidates"):
-            if getattr(self, key) < 1:
-                problems.append((key, f"must be at least 1, got {getattr(self, key)}"))
-        for key in ("lr", "head_lr", "km_lr"):
-            if getattr(self, key) <= 0:
-                problems.append((key, f"must be positive, got {getattr(self, key)}"))
-        if not 0 <= self.selection_fraction < 0.5:
-            problems.append(("selection_fraction", f"must be in [0, 0.5), got {self.selection_fraction}"))
-        if not 0 <= self.dropout < 1:
-            problems.append(("dropout", f"must be in [0, 1), got {self.dropout}"))
+        problems += bound_problems(self, {
+            "epochs": AT_LEAST_ONE, "batch_size": AT_LEAST_ONE, "max_candidates": AT_LEAST_ONE, "lr": POSITIVE,
+            "head_lr": POSITIVE, "km_lr": POSITIVE, "selection_fraction": Bound(0, 0.5), "dropout": PROBABILITY,
+            "max_length": Bound(8)})
         if self.sense_fusion not in SENSE_FUSION:
             problems.append(("sense_fusion", f"one of {', '.join(SENSE_FUSION)}, got {self.sense_fusion!r}"))
-        if self.max_length < 8:
-            problems.append(("max_length", f"must be at least 8, got {self.max_length}"))
         return problems
 
 
@@ -123,6 +116,4 @@ class WordInContextJob(TaskJob, WordInContextConfig):
             given, missing = ("train", "eval") if self.data.eval is None else ("eval", "train")
             flags = {"train": "--train", "eval": "--test"}
             problems.append((f"data.{missing}", f"{flags[given]} needs {flags[missing]} FILE too"))
-        if self.data.wordnet_pairs < 10:
-            problems.append(("data.wordnet_pairs", f"must be at least 10, got {self.data.wordnet_pairs}"))
-        return problems
+        return problems + bound_problems(self.data, {"wordnet_pairs": Bound(10)}, "data.")

@@ -11,12 +11,14 @@ from pathlib import Path
 from pydantic import ConfigDict
 
 from jaket.tasks.job_flags import flag
-from jaket.tasks.settings import BackboneSettings, TaskJob
+from jaket.tasks.settings import AT_LEAST_ONE, BackboneSettings, Bound, TaskJob, bound_problems
 
 
 #: the command names of all-words WSD and of sense linking, registered in :mod:`jaket.tasks.registry`
 TASK = "word-sense-disambiguation"
 SENSE_LINKING = "sense-linking"
+#: the weight of a sense's KG neighbours (0: none)
+WEIGHT = Bound(0, text="must be finite and not negative")
 
 
 @dataclass
@@ -60,17 +62,9 @@ class WordSenseConfig(BackboneSettings):
                     for v in self.variants if v not in ("lm", "lm+g+m", "jaket")]
         problems += [("first_sense_prior", f"weights must be finite and positive, got {w}")
                      for w in self.first_sense_prior if not 0 < w < float("inf")]
-        if self.max_length < 8:
-            problems.append(("max_length", f"must be at least 8, got {self.max_length}"))
-        if self.description_max_length < 4:
-            problems.append(("description_max_length", f"must be at least 4, got {self.description_max_length}"))
-        if not 0 <= self.neighbour_weight < float("inf"):
-            problems.append(("neighbour_weight", f"must be finite and not negative, got {self.neighbour_weight}"))
-        if self.text_max_length < 8:
-            problems.append(("text_max_length", f"must be at least 8, got {self.text_max_length}"))
-        if self.bootstrap < 100:
-            problems.append(("bootstrap", f"must be at least 100 resamples, got {self.bootstrap}"))
-        return problems
+        return problems + bound_problems(self, {
+            "max_length": Bound(8), "description_max_length": Bound(4), "neighbour_weight": WEIGHT,
+            "text_max_length": Bound(8), "bootstrap": Bound(100, text="must be at least 100 resamples")})
 
 
 @dataclass(kw_only=True)
@@ -152,10 +146,7 @@ class SenseLinkingJob:
         elif self.data.heldout_of is not None and self.data.unseen_of is not None:
             problems.append(("data.unseen_of", "give the examples once: --heldout-of RUN or --unseen-of DATA, "
                                                "not both"))
-        if self.data.max_examples is not None and self.data.max_examples < 1:
-            problems.append(("data.max_examples", f"must be at least 1, got {self.data.max_examples}"))
+        problems += bound_problems(self.data, {"max_examples": AT_LEAST_ONE}, "data.")
         if not self.seeds:  # negative and repeated seeds: every job's check (jaket.tasks.config.load_task_config)
             problems.append(("seeds", "give at least one seed (the fresh KMs of lm+g+m)"))
-        if not 0 <= self.neighbour_weight < float("inf"):
-            problems.append(("neighbour_weight", f"must be finite and not negative, got {self.neighbour_weight}"))
-        return problems
+        return problems + bound_problems(self, {"neighbour_weight": WEIGHT})
