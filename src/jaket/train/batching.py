@@ -152,6 +152,7 @@ class BatchBuilder(Dataset):
         self.rank, self.world_size = rank, world_size
         self.pairs = tasks.PairIndex(data.kg)
         self.homonyms = tasks.homonym_index(data.kg) if config.tasks.entity_homonym_negatives > 0 else None
+        self.roles = tasks.role_index(data.kg) if config.tasks.entity_role_negatives > 0 else None
         texts = data.train.input_ids if data.train is not None else []
         self.lengths = np.array([len(ids) for ids in texts], dtype=np.int64)
         if config.tasks.description_rows > 0 and description_tokens is None:
@@ -251,7 +252,8 @@ class BatchBuilder(Dataset):
         candidates, valid)``, drawn from ``rng`` and ``tgen`` in the order the batch's other draws follow."""
         t = self.config.tasks
         if text is None:
-            width = 1 + t.entity_hard_negatives + t.entity_homonym_negatives + t.entity_random_negatives
+            width = (1 + t.entity_hard_negatives + t.entity_homonym_negatives + t.entity_role_negatives
+                     + t.entity_random_negatives)
             empty = np.zeros((0, width), np.int64)
             return None, torch.zeros((0, 0), dtype=torch.long), empty, empty.astype(bool)
         masked_ids, mlm_labels = tasks.mask_tokens(text.input_ids, self.special_mask(text), self.data.mask_id,
@@ -264,7 +266,8 @@ class BatchBuilder(Dataset):
             mlm_labels[:] = -100
         candidates, valid = tasks.entity_candidates(
             self.data.kg, text.mention_entity[removed].numpy(), t.entity_hard_negatives,
-            t.entity_random_negatives, rng, self.homonyms, t.entity_homonym_negatives)
+            t.entity_random_negatives, rng, self.homonyms, t.entity_homonym_negatives, self.roles,
+            t.entity_role_negatives)
         text = TextBatch(masked_ids, text.attention_mask, text.mention_batch, text.mention_start,
                          text.mention_end, text.mention_entity)
         return text, mlm_labels, candidates, valid

@@ -103,6 +103,11 @@ class TaskConfig(_Strict):
     #: one (the other senses of its words; :func:`jaket.train.tasks.homonym_index`), so masked
     #: entity prediction learns sense disambiguation (0 = the paper's candidates)
     entity_homonym_negatives: NonNegativeInt = 0
+    #: beyond the paper: negatives drawn from the entities playing a relation role of the true one
+    #: (the other tails of a relation it is a tail of, the other heads of one it heads;
+    #: :func:`jaket.train.tasks.role_index`), so masked entity prediction must tell apart entities of
+    #: the same kind, e.g. one director from the others (0 = the paper's candidates)
+    entity_role_negatives: NonNegativeInt = 0
     #: beyond the paper: this many of each step's KM seed entities (walked entities and predicted
     #: pairs) take E^(0) = LM1(description) computed *with* gradients instead of their memory row,
     #: so the category and relation losses train LM1 on descriptions too (0 = the paper: LM1

@@ -13,6 +13,11 @@ Pure functions on tensors / arrays so that each task's sampling is testable on i
 * :func:`homonym_index` — beyond the paper (``tasks.entity_homonym_negatives``): the entities
   sharing a name or alias with each entity (the other senses of its words), drawn as extra hard
   negatives so that masked entity prediction also learns to tell a word's senses apart;
+* :func:`role_index` — beyond the paper (``tasks.entity_role_negatives``): the entities playing a
+  relation role of each entity (the other tails of a relation it is a tail of, the other heads of
+  one it heads: the other directors of a director, the other films of a film), drawn as extra
+  hard negatives so that the task must tell apart entities of the same kind, which uniform draws
+  over a large KG almost never put side by side;
 * :func:`sample_relation_pairs` — relation prediction: triples among the sampled entities whose
   relation the model predicts from the pair's E^KM. Every triple joining the same two entities
   (either direction, any relation: :class:`PairIndex`) is passed to
@@ -106,6 +111,36 @@ def homonym_index(kg: KnowledgeGraph) -> tuple[np.ndarray, np.ndarray]:
     return np.cumsum(indptr), table[:, 1].copy()
 
 
+def role_index(kg: KnowledgeGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(role_indptr, roles, pool_indptr, pool)``, two CSR tables: ``roles[role_indptr[e]:role_indptr[e
+    + 1]]`` are the roles entity ``e`` plays, a role being ``2 r`` (a head of relation ``r``) or ``2 r + 1``
+    (a tail of it), and ``pool[pool_indptr[q]:pool_indptr[q + 1]]`` the entities playing role ``q``,
+    sorted and each once."""
+    triples = np.asarray(kg.triples, dtype=np.int64).reshape(-1, 3)
+    plays = np.concatenate([np.stack([triples[:, 0], 2 * triples[:, 1]], axis=1),
+                            np.stack([triples[:, 2], 2 * triples[:, 1] + 1], axis=1)])
+    plays = np.unique(plays, axis=0) if len(plays) else np.zeros((0, 2), np.int64)  # sorted by entity, role
+    role_indptr = np.zeros(kg.num_entities + 1, dtype=np.int64)
+    np.add.at(role_indptr, plays[:, 0] + 1, 1)
+    by_role = plays[np.lexsort((plays[:, 0], plays[:, 1]))]
+    pool_indptr = np.zeros(2 * kg.num_relations + 1, dtype=np.int64)
+    np.add.at(pool_indptr, by_role[:, 1] + 1, 1)
+    return np.cumsum(role_indptr), plays[:, 1].copy(), np.cumsum(pool_indptr), by_role[:, 0].copy()
+
+
+def _sample_roles(index: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], entities: np.ndarray,
+                  count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` draws per entity: a role it plays, uniformly, then an entity of that role's pool,
+    uniformly (with replacement); ``(ids, ok)``, not ok for an entity that plays no role."""
+    roles, pool_indptr, pool = index[1], index[2], index[3]
+    role, ok = _sample_rows(index[0], roles, entities, count, rng)
+    starts = pool_indptr[role]
+    size = pool_indptr[role + 1] - starts
+    pick = (rng.random(role.shape) * np.maximum(size, 1)).astype(np.int64)
+    ok &= size > 0
+    return np.where(ok, pool[np.where(ok, starts + pick, 0)] if len(pool) else 0, 0).astype(np.int64), ok
+
+
 def _sample_rows(indptr: np.ndarray, values: np.ndarray, entities: np.ndarray, count: int,
                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Up to ``count`` draws (with replacement) from each entity's CSR row; ``(ids, ok)``."""
@@ -119,12 +154,15 @@ def _sample_rows(indptr: np.ndarray, values: np.ndarray, entities: np.ndarray, c
 
 def entity_candidates(kg: KnowledgeGraph, entities: np.ndarray, hard: int, random: int,
                       rng: np.random.Generator, homonyms: tuple[np.ndarray, np.ndarray] | None = None,
-                      homonym_count: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Candidates (k, 1 + hard + homonym_count + random) int64 and a validity mask of that shape.
+                      homonym_count: int = 0, roles: tuple | None = None, role_count: int = 0
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Candidates (k, 1 + hard + homonym_count + role_count + random) int64 and a validity mask of that shape.
 
     Column 0 is the true entity; then up to ``hard`` KG neighbours (padding invalid), up to
-    ``homonym_count`` entities sharing a name with it (``homonyms``: :func:`homonym_index`), then
-    ``random`` uniform entities. Candidates equal to the true entity are marked invalid.
+    ``homonym_count`` entities sharing a name with it (``homonyms``: :func:`homonym_index`), up to
+    ``role_count`` entities playing a relation role of it (``roles``: :func:`role_index`), then
+    ``random`` uniform entities. Candidates equal to the true entity are marked invalid; a count of
+    0 draws nothing from ``rng`` (the candidates of a run without it are unchanged).
     """
     entities = np.asarray(entities, dtype=np.int64)
     k = len(entities)
@@ -145,9 +183,16 @@ def entity_candidates(kg: KnowledgeGraph, entities: np.ndarray, hard: int, rando
         if homonyms is None:
             raise ValueError("homonym_count > 0 needs the homonym index (homonym_index(kg))")
         homonym_ids, homonym_ok = _sample_rows(*homonyms, entities, homonym_count, rng)
+    role_ids = np.zeros((k, role_count), dtype=np.int64)
+    role_ok = np.zeros((k, role_count), dtype=bool)
+    if role_count:
+        if roles is None:
+            raise ValueError("role_count > 0 needs the role index (role_index(kg))")
+        role_ids, role_ok = _sample_roles(roles, entities, role_count, rng)
     random_ids = rng.integers(0, kg.num_entities, size=(k, random), dtype=np.int64)
-    candidates = np.concatenate([entities[:, None], hard_ids, homonym_ids, random_ids], axis=1)
-    valid = np.concatenate([np.ones((k, 1), bool), hard_ok, homonym_ok, np.ones((k, random), bool)], axis=1)
+    candidates = np.concatenate([entities[:, None], hard_ids, homonym_ids, role_ids, random_ids], axis=1)
+    valid = np.concatenate([np.ones((k, 1), bool), hard_ok, homonym_ok, role_ok, np.ones((k, random), bool)],
+                           axis=1)
     valid[:, 1:] &= candidates[:, 1:] != entities[:, None]
     return candidates, valid
 
