@@ -132,13 +132,9 @@ def _sample_roles(index: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], 
                   count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """``count`` draws per entity: a role it plays, uniformly, then an entity of that role's pool,
     uniformly (with replacement); ``(ids, ok)``, not ok for an entity that plays no role."""
-    roles, pool_indptr, pool = index[1], index[2], index[3]
-    role, ok = _sample_rows(index[0], roles, entities, count, rng)
-    starts = pool_indptr[role]
-    size = pool_indptr[role + 1] - starts
-    pick = (rng.random(role.shape) * np.maximum(size, 1)).astype(np.int64)
-    ok &= size > 0
-    return np.where(ok, pool[np.where(ok, starts + pick, 0)] if len(pool) else 0, 0).astype(np.int64), ok
+    role, ok = _sample_rows(index[0], index[1], entities, count, rng)
+    ids, found = _sample_rows(index[2], index[3], role.ravel(), 1, rng)  # one draw from each role's pool
+    return ids.reshape(role.shape), ok & found.reshape(role.shape)
 
 
 def _sample_rows(indptr: np.ndarray, values: np.ndarray, entities: np.ndarray, count: int,
