@@ -68,6 +68,29 @@ def test_the_corpus_says_every_triple_once_with_mentions_where_the_names_are(kb)
     assert len(one) == 5 and all(len(m) == 2 for m in one.mentions)
 
 
+def test_both_sides_says_every_triple_from_its_tail_too_by_the_inverse_phrase(kb):
+    folder, kg = kb
+    phrasings = read_phrasings(folder, kg, KB / "templates.jsonl")
+    head_only, _ = corpus_from_kg(kg, phrasings, seed=3)
+    both, report = corpus_from_kg(kg, phrasings, seed=3, both_sides=True)
+    assert report["triples_said"] == 2 * kg.num_triples and report["both_sides"]
+    assert sorted(both.texts) != sorted(head_only.texts) and set(head_only.texts) <= set(both.texts)
+    from_tail = set()
+    for text, mentions in zip(both.texts, both.mentions):
+        for mention in mentions:
+            assert text[mention.start:mention.end] == kg.entity_names[mention.entity]
+        if text in head_only.texts:
+            continue
+        subject = mentions[0].entity
+        from_tail |= {(m.entity, subject) for m in mentions[1:]}
+    assert from_tail == {(h, t) for h, _, t in kg.triples.tolist()}
+    # the inverse template's phrase after the tail's name: "{tail} directed {head}"
+    hitchcock = " ".join(t for t in both.texts if t.startswith("Alfred Hitchcock "))
+    assert "directed Vertigo" in hitchcock and "directed Notorious" in hitchcock
+    again, _ = corpus_from_kg(kg, phrasings, seed=3, both_sides=True)
+    assert again.texts == both.texts
+
+
 def test_the_commands_write_a_kg_and_a_corpus_pretraining_reads(kb, tmp_path, capsys):
     folder, kg = kb
     out = tmp_path / "described"

@@ -137,7 +137,7 @@ def _corpus(args: argparse.Namespace) -> int:
                       replaceable=[Path(args.directory) / CORPUS])
     kg = load_kg(args.directory)
     corpus, report = corpus_from_kg(kg, read_phrasings(args.directory, kg, args.templates), facts_per_text=args.facts_per_text,
-                                    seed=args.seed, max_texts=args.max_texts)
+                                    seed=args.seed, max_texts=args.max_texts, both_sides=args.both_sides)
     save_corpus(corpus, args.out, kg)
     print(f"{args.out}: {report['texts']:,} texts verbalised from {report['triples_said']:,} of "
           f"{report['triples']:,} triples, {report['mentions']:,} mentions linked by construction")
@@ -175,6 +175,9 @@ def _register_text_from_kg(commands) -> None:
                         help="facts of one entity said in one text (default 3)")
     corpus.add_argument("--max-texts", type=positive_int, default=None, metavar="N",
                         help="keep N texts of the shuffled whole (default: every triple said once)")
+    corpus.add_argument("--both-sides", action="store_true",
+                        help="say every triple from its tail too, by the relation's inverse phrase (\"William "
+                             "Dieterle directed Kismet\"): twice the texts")
     corpus.add_argument("--seed", type=int, default=0, metavar="N", help="the order of texts and facts (default 0)")
     corpus.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     corpus.add_argument("--json", action="store_true", help="print the counts as JSON too")

@@ -10,7 +10,10 @@ neither. This module writes both from the triples (docs/data.md, "A KG without t
   starred actors Marlene Dietrich, Ronald Colman; release year 1944"``.
 - :func:`corpus_from_kg`: every triple said once in a sentence, up to ``facts_per_text`` facts of
   one head a sentence, its head and tails linked by construction (no linker): ``"Kismet was directed
-  by William Dieterle and was released in 1944."``. Reproducible from ``seed``.
+  by William Dieterle and was released in 1944."``. Reproducible from ``seed``. With
+  ``both_sides``, every triple is said a second time from its tail, by the relation's inverse phrase:
+  ``"William Dieterle directed Kismet and The Last Flight."`` (a fact said one way is not recalled the
+  other way unless it was read both ways; tasks.md, MetaQA item 9).
 
 **Relation phrases**: a relation's name in words by default (``directed_by`` -> "directed by"), or
 the templates a user writes in ``relations.jsonl`` (optional fields): ``"template": "{head} was
@@ -215,27 +218,34 @@ def _budget(start: str, facts: list[tuple[str, list[str]]], max_words: int) -> s
 
 
 def corpus_from_kg(kg: KnowledgeGraph, phrasings: list[Phrasing] | None = None, facts_per_text: int = 3,
-                   seed: int = 0, max_texts: int | None = None) -> tuple[MentionCorpus, dict]:
+                   seed: int = 0, max_texts: int | None = None, both_sides: bool = False
+                   ) -> tuple[MentionCorpus, dict]:
     """Every triple of ``kg`` said once (module docstring), each text up to ``facts_per_text`` facts of
-    one head, head and tails linked; heads and their facts in an order drawn from ``seed``."""
+    one head, head and tails linked; heads and their facts in an order drawn from ``seed``. With
+    ``both_sides``, each triple also once from its tail (``facts_per_text`` facts of one tail a text, by
+    the relations' inverse phrases), the tail's texts drawn after the heads' from the same ``seed``."""
     if facts_per_text < 1:
         raise ValueError(f"facts_per_text must be >= 1, got {facts_per_text}")
     phrasings = phrasings or [default_phrasing(str(n)) for n in kg.relation_names]
     names = [str(n) for n in kg.entity_names]
     by_head: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    by_tail: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for h, r, t in np.asarray(kg.triples).tolist():
         by_head[h].append((r, t))
+        by_tail[t].append((r, h))
     rng = random.Random(seed)
-    heads = sorted(by_head)
-    rng.shuffle(heads)
     texts, mentions = [], []
-    for h in heads:
-        facts = sorted(set(by_head[h]))
-        rng.shuffle(facts)
-        for start in range(0, len(facts), facts_per_text):
-            text, spans = _sentence(h, facts[start:start + facts_per_text], phrasings, names)
-            texts.append(text)
-            mentions.append(spans)
+    sides = [(by_head, _sentence), (by_tail, _inverse_sentence)] if both_sides else [(by_head, _sentence)]
+    for grouped, say in sides:
+        subjects = sorted(grouped)
+        rng.shuffle(subjects)
+        for subject in subjects:
+            facts = sorted(set(grouped[subject]))
+            rng.shuffle(facts)
+            for start in range(0, len(facts), facts_per_text):
+                text, spans = say(subject, facts[start:start + facts_per_text], phrasings, names)
+                texts.append(text)
+                mentions.append(spans)
     order = list(range(len(texts)))
     rng.shuffle(order)
     if max_texts is not None:
@@ -243,7 +253,7 @@ def corpus_from_kg(kg: KnowledgeGraph, phrasings: list[Phrasing] | None = None, 
     corpus = MentionCorpus([texts[i] for i in order], [mentions[i] for i in order])
     return corpus, {"texts": len(corpus), "mentions": corpus.num_mentions, "triples_said": int(
         sum(len(m) - 1 for m in corpus.mentions)), "triples": int(kg.num_triples),
-        "facts_per_text": facts_per_text, "seed": seed}
+        "facts_per_text": facts_per_text, "both_sides": both_sides, "seed": seed}
 
 
 def _sentence(h: int, facts: list[tuple[int, int]], phrasings: list[Phrasing], names: list[str]):
@@ -267,9 +277,24 @@ def _sentence(h: int, facts: list[tuple[int, int]], phrasings: list[Phrasing], n
                 pieces.append((names[t], t))
             elif part:
                 pieces.append((part, None))
-    pieces.append((".", None))
+    return _assemble(pieces)
+
+
+def _inverse_sentence(t: int, facts: list[tuple[int, int]], phrasings: list[Phrasing], names: list[str]):
+    """One text of tail ``t``'s facts ``(relation, head)`` and its mentions, each said by the relation's
+    inverse phrase after the tail's name ("William Dieterle directed Kismet and wrote Juarez.")."""
+    pieces: list[tuple[str, int | None]] = [(names[t], t)]
+    for k, (r, h) in enumerate(facts):
+        pieces.append((" " if k == 0 else (" and " if k == len(facts) - 1 else ", "), None))
+        before, _, after = phrasings[r].inverse.partition("{}")
+        pieces += [(before, None), (names[h], h), (after, None)]
+    return _assemble(pieces)
+
+
+def _assemble(pieces: list[tuple[str, int | None]]) -> tuple[str, list[Mention]]:
+    """The text of ``pieces`` ended by a full stop, and a mention at each piece that names an entity."""
     text, spans = "", []
-    for piece, entity in pieces:
+    for piece, entity in pieces + [(".", None)]:
         if entity is not None:
             spans.append(Mention(len(text), len(text) + len(piece), entity))
         text += piece
