@@ -108,6 +108,11 @@ class TaskConfig(_Strict):
     #: :func:`jaket.train.tasks.role_index`), so masked entity prediction must tell apart entities of
     #: the same kind, e.g. one director from the others (0 = the paper's candidates)
     entity_role_negatives: NonNegativeInt = 0
+    #: beyond the paper: score a removed mention against every entity of the memory (a softmax over
+    #: the whole E^context, the ranking the masked-entity evaluation, the knowledge probe and KGQA
+    #: use) instead of the sampled candidates above; the memory rows carry no gradient, so this costs
+    #: one (removed mentions x entities) product a step (False = the paper's sampled negatives)
+    entity_all_candidates: bool = False
     #: beyond the paper: this many of each step's KM seed entities (walked entities and predicted
     #: pairs) take E^(0) = LM1(description) computed *with* gradients instead of their memory row,
     #: so the category and relation losses train LM1 on descriptions too (0 = the paper: LM1

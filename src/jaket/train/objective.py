@@ -33,6 +33,7 @@ class PretrainingObjective(nn.Module):
         self.weights = {"category": tasks_config.weight_category,
                         "relation": tasks_config.weight_relation,
                         "mlm": tasks_config.weight_mlm, "entity": tasks_config.weight_entity}
+        self.all_candidates = tasks_config.entity_all_candidates
 
     def forward(self, batch: StepBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor],
                                                  dict[str, torch.Tensor]]:
@@ -70,9 +71,13 @@ class PretrainingObjective(nn.Module):
             z = out.hidden.float()
             b, s, o = text.mention_batch[removed], text.mention_start[removed], text.mention_end[removed]
             q = model.entity_head.query(z, b, s, o)
-            rows = model.memory.entity_rows(batch.entity_candidates.reshape(-1), device=q.device)
-            rows = rows.reshape(*batch.entity_candidates.shape, -1)
-            loss, accuracy = tasks.candidate_loss(q, rows, batch.entity_valid)
+            if self.all_candidates:  # every memory row a candidate (tasks.entity_all_candidates)
+                rows = model.memory.entity_rows(torch.arange(model.memory.num_entities), device=q.device)
+                loss, accuracy = tasks.all_entities_loss(q, rows, batch.entity_candidates[:, 0].to(q.device))
+            else:
+                rows = model.memory.entity_rows(batch.entity_candidates.reshape(-1), device=q.device)
+                rows = rows.reshape(*batch.entity_candidates.shape, -1)
+                loss, accuracy = tasks.candidate_loss(q, rows, batch.entity_valid)
             losses["entity"] = loss
             extra["entity_acc"] = accuracy
         # a head without examples in this batch still joins the graph with a zero term, so every

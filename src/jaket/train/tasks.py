@@ -18,6 +18,9 @@ Pure functions on tensors / arrays so that each task's sampling is testable on i
   one it heads: the other directors of a director, the other films of a film), drawn as extra
   hard negatives so that the task must tell apart entities of the same kind, which uniform draws
   over a large KG almost never put side by side;
+* :func:`all_entities_loss` — beyond the paper (``tasks.entity_all_candidates``): a removed mention
+  scored against every memory row instead of the sampled candidates, the ranking it is evaluated
+  by (the memory rows take no gradient, so the whole softmax costs one product);
 * :func:`sample_relation_pairs` — relation prediction: triples among the sampled entities whose
   relation the model predicts from the pair's E^KM. Every triple joining the same two entities
   (either direction, any relation: :class:`PairIndex`) is passed to
@@ -201,6 +204,16 @@ def candidate_loss(query: torch.Tensor, candidate_rows: torch.Tensor, valid: tor
     target = torch.zeros(len(query), dtype=torch.long, device=query.device)
     loss = torch.nn.functional.cross_entropy(scores, target)
     accuracy = (scores.argmax(dim=1) == 0).float().mean()
+    return loss, accuracy
+
+
+def all_entities_loss(query: torch.Tensor, entity_rows: torch.Tensor, truth: torch.Tensor
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-entropy of each query's inner products with every row of ``E^context`` (``entity_rows``
+    (N, F)) against its true entity ``truth`` (k,), and accuracy (``tasks.entity_all_candidates``)."""
+    scores = query.float() @ entity_rows.float().T
+    loss = torch.nn.functional.cross_entropy(scores, truth)
+    accuracy = (scores.argmax(dim=1) == truth).float().mean()
     return loss, accuracy
 
 
