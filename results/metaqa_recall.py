@@ -41,8 +41,9 @@ from jaket.tasks.kgqa import KGQAConfig
 from jaket.tasks.kgqa import QuestionAnsweringRuns, relation_phrasing
 
 
-def probe_texts(kg, triples: np.ndarray, phrasings: list[Phrasing], mask: str) -> MentionCorpus:
-    """One text per triple, the tail's name replaced by ``mask`` and linked to the tail."""
+def probe_texts(kg, triples: np.ndarray, phrasings: list[Phrasing], mask) -> MentionCorpus:
+    """One text per triple, the tail's name replaced by ``mask`` (a string, or a function of the tail's
+    index giving one) and linked to the tail."""
     names = [str(n) for n in kg.entity_names]
     texts, mentions = [], []
     for h, r, t in triples.tolist():
@@ -51,10 +52,11 @@ def probe_texts(kg, triples: np.ndarray, phrasings: list[Phrasing], mask: str) -
         head_at = before.find("{head}")
         before = before.replace("{head}", names[h])
         after = after.replace("{head}", names[h])
-        text = before + mask + after
+        fill = mask(t) if callable(mask) else mask
+        text = before + fill + after
         if not text.rstrip().endswith("."):
             text = text.rstrip() + "."
-        spans = [Mention(len(before), len(before) + len(mask), t)]
+        spans = [Mention(len(before), len(before) + len(fill), t)]
         if head_at >= 0:
             spans.insert(0, Mention(head_at, head_at + len(names[h]), h))
         texts.append(text)

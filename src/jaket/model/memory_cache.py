@@ -9,8 +9,11 @@ switches the cache off):
 * the weights the rows are computed with (a SHA-256 over the parameters of LM1 -- the embeddings
   and the first ``k`` layers -- or of the whole encoder for the full-encoder features), the
   tokenizer's vocabulary size and class, and the number of LM1 layers;
-* the KG's content (:meth:`jaket.kg.graph.KnowledgeGraph.fingerprint`: ids, names, descriptions,
-  triples);
+* the KG's ids (:meth:`jaket.kg.graph.KnowledgeGraph.fingerprint`) and the texts the rows are read
+  from (:func:`texts_digest`: every entity's and relation's name and description). The fingerprint
+  alone leaves the texts out, and until the thirty-second session the key did too: a KG whose
+  descriptions changed under the same ids (KG-50%'s made from its own half, a user's edited
+  descriptions) read the rows of the first one cached;
 * the description length, the row kind (``lm1`` or ``full``) and this module's format version.
 
 Rows are stored as safetensors (no pickle) with a JSON description beside them, written
@@ -66,6 +69,22 @@ def weights_digest(parameters) -> str:
     return digest.hexdigest()
 
 
+def texts_digest(kg: KnowledgeGraph) -> str:
+    """BLAKE2b of the texts a memory's rows are read from: every entity's name and description and
+    every relation's name and description, in index order (Eq. 7 reads the description and finds
+    the name in it). :meth:`KnowledgeGraph.fingerprint` leaves them out on purpose, so two graphs
+    with the same ids and other descriptions (KG-50%'s made from its own half) share a fingerprint
+    but never a cache entry."""
+    digest = hashlib.blake2b(digest_size=16)
+    for table in (kg.entity_names, kg.entity_descriptions, kg.relation_names, kg.relation_descriptions):
+        for text in table:
+            encoded = str(text).encode("utf-8")
+            digest.update(len(encoded).to_bytes(8, "little"))
+            digest.update(encoded)
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
 def memory_key(language: SplitLanguageModel, kg: KnowledgeGraph, max_length: int, kind: str = "lm1",
                precision: str = "fp32") -> str:
     """The cache key of ``kg``'s rows read by ``language`` (module docstring) in ``precision`` (the
@@ -75,7 +94,8 @@ def memory_key(language: SplitLanguageModel, kg: KnowledgeGraph, max_length: int
     tokenizer = language.tokenizer
     parts = {"version": FORMAT_VERSION, "kind": kind, "weights": weights_digest(parameters),
              "lm1_layers": int(language.lm1_layers), "tokenizer": type(tokenizer).__name__,
-             "vocab": int(len(tokenizer)), "kg": kg.fingerprint(), "max_length": int(max_length)}
+             "vocab": int(len(tokenizer)), "kg": kg.fingerprint(), "texts": texts_digest(kg),
+             "max_length": int(max_length)}
     if precision != "fp32":  # (an fp32 key is the one written before precision was a part of it)
         parts["precision"] = precision
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
