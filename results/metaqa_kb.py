@@ -24,6 +24,7 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
+from jaket.flags import positive_int
 from jaket.kg.io import save_kg
 from jaket.kg.verbalize import corpus_from_kg, describe_entities
 from jaket.tasks.kgqa import kb_to_kg, read_kb
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--facts-per-text", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--both-sides", action="store_true", help="each triple said from its tail too")
-    parser.add_argument("--films", type=int, default=None, help="keep the triples of this many films (drawn by --seed)")
+    parser.add_argument("--films", type=positive_int, default=None, help="keep the triples of this many films (drawn by --seed)")
     args = parser.parse_args(argv)
     kb_path = args.metaqa / "kb.txt"
     if args.films is not None:

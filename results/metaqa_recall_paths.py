@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from jaket.flags import positive_int
 from jaket.kg.corpus import collate_texts
 from jaket.kg.sampling import sample_neighbors
 from jaket.kg.verbalize import Phrasing
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kb", type=Path, help="a folder with kb.txt (MetaQA's, or results.metaqa_kb --films OUT)")
     parser.add_argument("--model", type=Path, required=True)
-    parser.add_argument("--facts", type=int, default=600)
+    parser.add_argument("--facts", type=positive_int, default=600)
     parser.add_argument("--memory", choices=("50%", "full"), default="50%",
                         help="the descriptions the memory reads: KG-50%%'s (seed 0, the probe's) or the whole KB's")
     parser.add_argument("--out", type=Path, default=None)
