@@ -142,3 +142,18 @@ def test_json_files_are_strict_json_and_uncomputed_figures_are_named(tmp_path, c
     atomic.write_json(tmp_path / "clean.json", {"a": 1.0})
     assert not caplog.records  # nothing replaced: no warning
     assert atomic.json_text({"x": float("nan")}, indent=None) == '{"x": null}'
+
+
+def test_a_text_that_begins_with_u_feff_keeps_it_through_a_bom_dropping_read(tmp_path):
+    """write_lines puts a byte order mark before a first line that starts with U+FEFF (every reader
+    here drops one leading mark, as utf-8-sig does): the text's own character is read back."""
+    from jaket.kg.readers import read_field_lines
+
+    atomic.write_lines(tmp_path / "a.tsv", ["\ufeffx\tr\ty", "z\tr\ty"])
+    assert (tmp_path / "a.tsv").read_text(encoding="utf-8-sig") == "\ufeffx\tr\ty\nz\tr\ty\n"
+    problems = []
+    assert [text for _, text in read_field_lines(tmp_path / "a.tsv", problems)] == ["\ufeffx\tr\ty", "z\tr\ty"]
+    atomic.write_lines(tmp_path / "b.tsv", ["x\t\ufeff", "\ufeff"])  # not at the start: written as it is
+    assert (tmp_path / "b.tsv").read_bytes() == "x\t\ufeff\n\ufeff\n".encode()
+    atomic.write_lines(tmp_path / "c.tsv", [])
+    assert (tmp_path / "c.tsv").read_bytes() == b""

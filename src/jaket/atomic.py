@@ -27,6 +27,7 @@ import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from itertools import chain
 from pathlib import Path
 from typing import IO, Any, Callable
 
@@ -135,10 +136,20 @@ def write_text(path: str | Path, text: str) -> Path:
 
 def write_lines(path: str | Path, lines: Iterable[str]) -> Path:
     """One string per line, each followed by ``\\n`` (streams: the lines are never all in memory; an
-    item may hold several lines joined by ``\\n``, the last without its own)."""
+    item may hold several lines joined by ``\\n``, the last without its own).
+
+    A file whose text would begin with U+FEFF (an id that starts with it, say) gets a byte order
+    mark written first: every reader here (and ``utf-8-sig``) drops one leading mark, so the
+    text's own character is read back rather than taken for the mark."""
     with atomic_open(path, "w", newline="\n") as handle:
         batch: list[str] = []
         size = 0
+        lines = iter(lines)
+        first = next(lines, None)
+        if first is not None:
+            if first.startswith("\ufeff"):
+                handle.write("\ufeff")
+            lines = chain((first,), lines)
         for line in lines:
             batch.append(line)
             size += len(line)

@@ -53,6 +53,22 @@ def test_round_trip_save_load(kg, data):
         assert load_corpus(directory, second) == corpus
 
 
+def test_an_id_that_begins_with_u_feff_round_trips_as_the_first_triple(tmp_path):
+    """The first line of triples.tsv starting with U+FEFF (an entity id that begins with it) is
+    read back as that id, not as a byte order mark before an empty one (found by the test above)."""
+    from jaket.kg.graph import KnowledgeGraph
+
+    ids = ["a", "\ufeff", "\ufeffb"]
+    kg = KnowledgeGraph(entity_ids=ids, entity_names=ids, entity_descriptions=["", "", ""],
+                        entity_aliases=[[], [], []], entity_category=np.full(3, -1, dtype=np.int32),
+                        category_names=[], relation_ids=["r"], relation_names=["r"], relation_descriptions=[""],
+                        triples=np.array([[1, 0, 0], [0, 0, 2]], dtype=np.int32))
+    save_kg(kg, tmp_path)
+    assert not [p for p in validate_kg_dir(tmp_path) if p.is_error]
+    loaded = load_kg(tmp_path)
+    assert loaded == kg and "\ufeff" in loaded.entity_ids
+
+
 def _write(directory: Path, name: str, lines: list[str | bytes]) -> None:
     with open(directory / name, "wb") as handle:
         for line in lines:
