@@ -74,3 +74,22 @@ def test_relation_memory_switch(small_kg, tiny_bert_dir):
     x = on.entities[:3]
     assert torch.allclose(backbone.knowledge(x, ei, et, off.relations),
                           backbone.knowledge(x, ei, et, None, num_relations=small_kg.num_relations))
+
+
+def test_lm1_layers_moves_the_fusion_of_a_base_encoder_setting_and_jaket_keeps_its_own(small_kg, tiny_bert_dir,
+                                                                                      tiny_jaket_dir):
+    """--lm1-layers (a job's ``lm1_layers``) sets where lm+g+m fuses the KG: its LM1 (and so the memory
+    rows read through it) has that many layers; unset, half the encoder's; jaket keeps its saved split."""
+    from jaket.tasks.kgqa import KGQAConfig
+
+    half = load_backbone(VariantConfig("lm+g+m", encoder=tiny_bert_dir, km_heads=4))
+    total = half.language.num_layers
+    assert total >= 2 and half.language.lm1_layers == total // 2
+    config = KGQAConfig(encoder=tiny_bert_dir, km_heads=4, lm1_layers=total // 2 - 1)
+    moved = load_backbone(config.variant_config("lm+g+m"))
+    assert moved.language.lm1_layers == total // 2 - 1
+    rows = kg_memory(half, small_kg, max_length=16).entities, kg_memory(moved, small_kg, max_length=16).entities
+    assert not torch.allclose(*rows)  # the descriptions read through one layer fewer
+    saved = load_backbone(VariantConfig("jaket", pretrained=tiny_jaket_dir))
+    jaket = load_backbone(KGQAConfig(pretrained=tiny_jaket_dir, lm1_layers=0).variant_config("jaket"))
+    assert jaket.language.lm1_layers == saved.language.lm1_layers != 0

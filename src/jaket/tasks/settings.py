@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, NonNegativeInt
 
 from jaket.model.config import read_model_config
 from jaket.tasks.job_flags import flag
@@ -83,6 +83,7 @@ class VariantConfig:
     encoder: Path | None = None
     #: jointly pre-trained model folder (required by ``jaket``)
     pretrained: Path | None = None
+    #: LM1's layers of a setting built on the base encoder (None = half); ``jaket`` keeps its saved split
     lm1_layers: int | None = None
     #: structure of the fresh KM of ``gnn`` / ``lm+g`` / ``lm+g+m``; None = that of the
     #: pre-trained model when one is given (the paper: RoBERTa+GNN(+M) "have the same model
@@ -190,6 +191,9 @@ class BackboneSettings:
     encoder: Path | None = field(default=None, metadata=flag(metavar="DIR", default=""))
     #: jointly pre-trained model folder (enables the variant jaket)
     pretrained: Path | None = field(default=None, metadata=flag("model", metavar="DIR", default=""))
+    #: LM1's layers of lm+g / lm+g+m, where the KG is fused (default: half the encoder's; give a
+    #: pre-trained model's own split to pair it; jaket keeps its saved split)
+    lm1_layers: NonNegativeInt | None = field(default=None, metadata=flag(metavar="N", default=""))
     #: layers of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 2)
     km_layers: int | None = field(default=None, metadata=flag(metavar="N", default=""))
     #: heads of the fresh KM of gnn / lm+g / lm+g+m (default: --model's, else 8)
@@ -201,7 +205,7 @@ class BackboneSettings:
 
     def variant_config(self, variant: str) -> VariantConfig:
         return VariantConfig(variant=variant, encoder=self.encoder, pretrained=self.pretrained,
-                             km_layers=self.km_layers, km_heads=self.km_heads,
+                             lm1_layers=self.lm1_layers, km_layers=self.km_layers, km_heads=self.km_heads,
                              description_max_length=self.description_max_length,
                              relation_memory=self.relation_memory)
 

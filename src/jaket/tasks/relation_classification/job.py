@@ -116,10 +116,11 @@ class RelationClassificationJob(TaskJob, RelationClassificationConfig):
 
     ``variants`` / ``seeds`` left empty mean: ``finetune`` runs ``jaket`` with a pre-trained model
     (``pretrained``, the ``--model`` folder), else ``lm``, with seed 0; ``evaluate`` runs ``lm`` and
-    (with a pre-trained model) ``jaket`` over seeds 0-4. ``km_layers`` / ``km_heads`` (the common
-    ``--km-layers`` / ``--km-heads``) must stay unset: no setting of this task has a KM."""
+    (with a pre-trained model) ``jaket`` over seeds 0-4. ``lm1_layers`` / ``km_layers`` / ``km_heads``
+    (the common ``--lm1-layers`` / ``--km-layers`` / ``--km-heads``) must stay unset: no setting of this task has a KM."""
 
     data: RelationClassificationData = field(default_factory=RelationClassificationData)
+    lm1_layers: int | None = None
     km_layers: int | None = None
     km_heads: int | None = None
 
@@ -132,5 +133,5 @@ class RelationClassificationJob(TaskJob, RelationClassificationConfig):
             problems.append(("data.drop_overlap", "--drop-overlap needs --train FILE ... (data.train_data)"))
         problems += bound_problems(data, {"max_entities": Bound(2)}, "data.")
         problems += [(key, f"relation classification has no KM (settings {', '.join(SUPPORTED_VARIANTS)}): "
-                      "leave it unset") for key in ("km_layers", "km_heads") if getattr(self, key) is not None]
+                      "leave it unset") for key in ("lm1_layers", "km_layers", "km_heads") if getattr(self, key) is not None]
         return problems
