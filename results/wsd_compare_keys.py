@@ -39,7 +39,7 @@ def read_keys(path: Path, known: dict[str, int] | None = None) -> dict[str, froz
         if len(fields) < 2:
             raise ValueError(f"{path}:{number}: expected 'instance-id sense-key [sense-key ...]', got {line.strip()!r}")
         if fields[0] in first:
-            raise ValueError(f"{path}:{number}: instance {fields[0]} given twice (first on line {first[fields[0]]})")
+            raise ValueError(f"{path}:{number}: instance {fields[0]} given twice (first at line {first[fields[0]]})")
         if known is not None and fields[0] not in known:
             raise ValueError(f"{path}:{number}: instance {fields[0]} is not in the gold key file")
         first[fields[0]] = number

@@ -157,6 +157,9 @@ def test_short_and_all_capital_forms_keep_their_capitals(make_kg, tmp_path: Path
         ("Sat", ["Saturday"]), ("sit", ["sit"])]
     with pytest.raises(ValueError, match="exclude each other"):
         EntityLinker.from_kg(kg, case_sensitive=True, ignore_case=True)
+    assert loose.rules.ignore_case and not loose.rules.case_sensitive  # the rules it was built with, kept
+    with pytest.raises(ValueError, match="max_ambiguity must be at least 1, got 0"):
+        EntityLinker.from_kg(kg, max_ambiguity=0)
     # the command line: --ignore-case, and not with --case-sensitive
     save_kg(kg, tmp_path / "kg")
     (tmp_path / "texts.txt").write_text("we sat in nasa\n", encoding="utf-8")

@@ -60,3 +60,14 @@ def test_a_split_is_resolved_against_the_kg_and_unknown_ids_are_counted(tmp_path
     path.write_text("a\tb\n", encoding="utf-8")
     with pytest.raises(KGFormatError, match=r"valid.txt:1: expected head<TAB>relation<TAB>tail"):
         read_split(path, kg)
+
+
+def test_a_key_given_again_is_one_problem_naming_its_first_line_and_the_reader_keeps_the_first():
+    from jaket.kg.errors import FirstLines, Problem
+
+    seen, problems = FirstLines(), []
+    assert [seen.repeated(key, line, "f.txt", f"id {key}", problems) for key, line in
+            [("a", 1), ("b", 2), ("a", 4), ("a", 7)]] == [False, False, True, True]
+    assert problems == [Problem("f.txt", 4, "id a given twice (first at line 1)"),
+                        Problem("f.txt", 7, "id a given twice (first at line 1)")]
+    assert seen == {"a": 1, "b": 2}

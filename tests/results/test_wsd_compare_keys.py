@@ -28,7 +28,7 @@ def test_f1_and_paired_difference_as_the_official_scorer_counts(tmp_path):
 
 @pytest.mark.parametrize("lines, problem", [
     (["d1 a%1", "d9 b%1"], "b.key.txt:2: instance d9 is not in the gold key file"),
-    (["d1 a%1", "d1 a%2"], "b.key.txt:2: instance d1 given twice (first on line 1)"),
+    (["d1 a%1", "d1 a%2"], "b.key.txt:2: instance d1 given twice (first at line 1)"),
     (["d1"], "b.key.txt:1: expected 'instance-id sense-key [sense-key ...]', got 'd1'"),
 ])
 def test_a_bad_key_file_is_one_line_naming_the_file_and_line(tmp_path, capsys, lines, problem):

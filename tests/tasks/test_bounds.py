@@ -7,8 +7,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from jaket.tasks.settings import (AT_LEAST_ONE, FRACTION, NOT_NEGATIVE, POSITIVE, PROBABILITY, Bound,
-                                  bound_problems, split_problems)
+import dataclasses
+
+from jaket.tasks.registry import TASKS
+from jaket.tasks.settings import (AT_LEAST_ONE, FRACTION, NOT_NEGATIVE, POSITIVE, PROBABILITY, VARIANTS, Bound,
+                                  DataSection, bound_problems, split_problems, variant_problems)
 
 
 @pytest.mark.parametrize("bound,inside,outside,words", [
@@ -52,3 +55,30 @@ def test_a_split_is_three_non_negative_fractions_summing_to_one():
     for split in [(0.5, 0.5), (0.5, 0.6, -0.1), (0.3, 0.3, 0.3)]:
         assert split_problems(split, "train, dev, test") == [
             ("split", f"three non-negative fractions summing to 1 (train, dev, test), got {list(split)}")]
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_every_data_section_says_its_own_ranges_and_refuses_an_unknown_key(name):
+    """Each task job's ``data`` is a DataSection: its ``bounds`` name its own fields, a value outside one is
+    a ``data.KEY`` problem of the job's check, and an unknown key is refused by the type check."""
+    from pydantic import TypeAdapter, ValidationError
+
+    job_type = TASKS[name].job
+    data_type = {f.name: f for f in dataclasses.fields(job_type)}["data"].default_factory
+    assert issubclass(data_type, DataSection)
+    fields = {f.name for f in dataclasses.fields(data_type)}
+    assert set(data_type.bounds) <= fields, f"{data_type.__name__}.bounds names a key it does not have"
+    with pytest.raises(ValidationError, match="unexpected|extra"):
+        TypeAdapter(data_type).validate_python({"no_such_key": 1})
+    for key, bound in data_type.bounds.items():
+        bad = bound.low - 1 if not bound.low_open else bound.low
+        data = dataclasses.replace(data_type(), **{key: bad})
+        job = dataclasses.replace(job_type(), data=data)
+        assert (f"data.{key}", bound.problem(bad)) in job.check()
+
+
+def test_a_variant_outside_the_five_or_outside_the_task_is_one_line_naming_them():
+    assert variant_problems(("lm", "jaket")) == []
+    assert variant_problems(("bert",)) == [("variants", f"unknown variant 'bert'; choose from {', '.join(VARIANTS)}")]
+    assert variant_problems(("gnn", "lm"), ("lm",), "reads no text; this task runs lm") == [
+        ("variants", "variant 'gnn' reads no text; this task runs lm")]

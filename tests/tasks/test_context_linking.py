@@ -236,7 +236,9 @@ def test_jaket_link_without_model_is_the_gazetteer_unchanged(bank, tmp_path, cap
     assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "expected.jsonl").read_bytes()
     assert list(summary) == ["kg", "input", "output", "texts", "mentions", "linked_texts", "unlinked_texts",
                              "ambiguous_resolved", "resolved_by_context", "too_ambiguous", "inflected",
-                             "blank_lines_skipped", "gazetteer"]
+                             "blank_lines_skipped", "rules", "gazetteer"]
+    assert summary["rules"] == {"min_length": 3, "case_sensitive": False, "ignore_case": False, "max_ambiguity": None,
+                                "inflections": True, "context_window": 50}  # what it matched by, in the summary
 
 
 def test_jaket_link_bad_input_is_one_line(bank, tiny_bert_dir, tmp_path, capsys):

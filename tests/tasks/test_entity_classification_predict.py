@@ -55,7 +55,7 @@ def test_split_files_every_bad_line_is_named(small_kg, tmp_path):
     assert lines[0].startswith(f"{train}:4: this line has a label")
     assert any(line.startswith(f"{train}:5: unknown entity id 'nope'") for line in lines)
     assert any(line.startswith(f"{train}:6: expected 'id' or 'id<TAB>label', found 3") for line in lines)
-    assert any(line.startswith(f"{train}:7: entity 'e0' is listed twice (first at line 2)") for line in lines)
+    assert any(line.startswith(f"{train}:7: entity 'e0' given twice (first at line 2)") for line in lines)
     assert len(lines) == 4  # e2 is not in train: dev's e2 is fine
     # an entity in two splits, and an id-only row for an entity without a category
     unlabelled = dataclasses.replace(small_kg, entity_category=np.where(np.arange(36) == 5, -1,

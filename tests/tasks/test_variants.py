@@ -1,6 +1,7 @@
 """The five settings: what each one starts from, and the `jaket` setting in every KG task."""
 
 import numpy as np
+import pytest
 import torch
 
 from jaket.tasks.entity_classification import run as ec
@@ -93,3 +94,24 @@ def test_lm1_layers_moves_the_fusion_of_a_base_encoder_setting_and_jaket_keeps_i
     saved = load_backbone(VariantConfig("jaket", pretrained=tiny_jaket_dir))
     jaket = load_backbone(KGQAConfig(pretrained=tiny_jaket_dir, lm1_layers=0).variant_config("jaket"))
     assert jaket.language.lm1_layers == saved.language.lm1_layers != 0
+
+
+def test_lm1_layers_past_the_encoders_depth_is_refused_before_any_data_is_read(tiny_bert_dir, tmp_path, capsys):
+    """The encoder's config.json gives its depth: a split past it is one line when the job is resolved (from the
+    command line and from Python alike), before a data file is opened; jaket alone (its saved split) passes."""
+    import json
+
+    import jaket
+    from jaket.cli import main
+    from jaket.errors import UsageError
+
+    total = json.loads((tiny_bert_dir / "config.json").read_text())["num_hidden_layers"]
+    missing = tmp_path / "no-such-kg"  # never opened: the split is refused first
+    status = main(["finetune", "entity-classification", "--encoder", str(tiny_bert_dir), "--kg", str(missing),
+                   "--lm1-layers", str(total + 1), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and err == [f"error: lm1_layers={total + 1} outside [0, {total}] for the {total}-layer encoder "
+                                   f"{tiny_bert_dir} (LM1 of lm+g+m)"]
+    with pytest.raises(UsageError, match=rf"lm1_layers={total + 1} outside \[0, {total}\]"):
+        jaket.pipeline("kgqa", encoder=tiny_bert_dir, variants=["lm+g"], lm1_layers=total + 1, out=tmp_path / "py")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "py").exists()

@@ -119,7 +119,7 @@ def test_bad_input_is_one_line_each(tmp_path, mini):
     assert str(error.value).splitlines() == [
         f"{keys}:2: instance 'd009.s000.t000' is not in the data",
         f"{keys}:3: unknown WordNet 3.0 sense key(s) 'bank%1:99:00::'",
-        f"{keys}:4: instance d000.s000.t000 given twice (first on line 1)",
+        f"{keys}:4: instance d000.s000.t000 given twice (first at line 1)",
         f"{keys}:5: expected 'instance-id sense-key [sense-key ...]', got 'lonely'"]
 
     jsonl = tmp_path / "bad.jsonl"
@@ -132,7 +132,7 @@ def test_bad_input_is_one_line_each(tmp_path, mini):
     assert str(error.value).splitlines() == [
         f"{jsonl}:2: span [0, 5) is not a non-empty span of the text (length 1)",
         f"{jsonl}:2: unknown part of speech 'q' (one of n, v, a, r or NOUN, VERB, ADJ, ADV)",
-        f"{jsonl}:3: id a given twice (first on line 1)"]
+        f"{jsonl}:3: id a given twice (first at line 1)"]
 
 
 def test_our_jsonl_takes_sense_keys_or_entity_ids(tmp_path):

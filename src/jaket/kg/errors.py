@@ -40,6 +40,20 @@ class KGFormatError(ValueError):
         super().__init__("\n".join(str(p) for p in errors))
 
 
+class FirstLines(dict):
+    """Each key of a file read so far -> the line it was first given on, so that every reader of keys
+    that must be unique (entity ids, instance ids) says a repeat the same way:
+    ``"entity 'e0' given twice (first at line 2)"``."""
+
+    def repeated(self, key, line: int, path, what: str, problems: list[Problem]) -> bool:
+        """True, with that problem added for ``what``, when ``key`` was given before; else ``line`` is
+        recorded as its first."""
+        first = self.setdefault(key, line)
+        if first != line:
+            problems.append(Problem(str(path), line, f"{what} given twice (first at line {first})"))
+        return first != line
+
+
 def not_a_file(path: Path, hint: str = "") -> Problem | None:
     """The problem of a path where a file should be: ``missing file``, ``is a directory`` (a folder
     given for a file) or ``not a file`` (a device, a socket), ``hint`` after it; None for a file."""
@@ -55,4 +69,4 @@ def raise_if_errors(problems: Sequence[Problem]) -> None:
         raise KGFormatError(problems)
 
 
-__all__ = ["KGFormatError", "Problem", "not_a_file", "raise_if_errors"]
+__all__ = ["FirstLines", "KGFormatError", "Problem", "not_a_file", "raise_if_errors"]

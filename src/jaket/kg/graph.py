@@ -222,12 +222,17 @@ class KnowledgeGraph:
     # id <-> index ------------------------------------------------------------------------
     def entity_index(self, entity_id: str) -> int:
         """Dense index of an entity id (``KeyError`` naming the id when unknown)."""
-        if self._entity_lookup is None:
-            self._entity_lookup = {e: i for i, e in enumerate(self.entity_ids)}
+        return self._index("entity", self._entity_lookup, entity_id)
+
+    def _index(self, what: str, lookup: dict[str, int] | None, item_id: str) -> int:
+        """``item_id``'s row in ``{what}_ids``, through its id lookup (built on the first call)."""
+        if lookup is None:
+            lookup = {key: i for i, key in enumerate(getattr(self, f"{what}_ids"))}
+            setattr(self, f"_{what}_lookup", lookup)
         try:
-            return self._entity_lookup[entity_id]
+            return lookup[item_id]
         except KeyError:
-            raise KeyError(f"unknown entity id {quote(entity_id)}") from None
+            raise KeyError(f"unknown {what} id {quote(item_id)}") from None
 
     def entity_indices(self, entities) -> np.ndarray:
         """Dense int64 indices of ``entities``: entity ids (strings, e.g. ``["py", "rust"]``),
@@ -260,12 +265,7 @@ class KnowledgeGraph:
 
     def relation_index(self, relation_id: str) -> int:
         """Dense index of a relation id (``KeyError`` naming the id when unknown)."""
-        if self._relation_lookup is None:
-            self._relation_lookup = {r: i for i, r in enumerate(self.relation_ids)}
-        try:
-            return self._relation_lookup[relation_id]
-        except KeyError:
-            raise KeyError(f"unknown relation id {quote(relation_id)}") from None
+        return self._index("relation", self._relation_lookup, relation_id)
 
     # identity ----------------------------------------------------------------------------
     def fingerprint(self) -> str:

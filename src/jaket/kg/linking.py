@@ -201,6 +201,29 @@ class _Match:
     exact: int  # how many of ``pairs`` come from the exact form
 
 
+@dataclass(frozen=True)
+class LinkRules:
+    """How an :class:`EntityLinker` matches (the module docstring's rules): forms shorter than
+    ``min_length`` characters are not indexed; ``case_sensitive`` / ``ignore_case``: every form matched
+    exactly / in any case (neither: short or all-capital forms keep their capitals, "Letter case");
+    ``max_ambiguity``: a form naming more entities is left unlinked (None: no limit);
+    ``inflections``: a form's last word may be inflected (:func:`base_forms`); ``context_window``:
+    tokens on each side of a mention that disambiguate it. A contradiction is a ``ValueError``."""
+
+    min_length: int = 3
+    case_sensitive: bool = False
+    ignore_case: bool = False
+    max_ambiguity: int | None = None
+    inflections: bool = True
+    context_window: int = 50
+
+    def __post_init__(self) -> None:
+        if self.max_ambiguity is not None and self.max_ambiguity < 1:
+            raise ValueError(f"max_ambiguity must be at least 1, got {self.max_ambiguity}")
+        if self.case_sensitive and self.ignore_case:
+            raise ValueError("case_sensitive and ignore_case exclude each other")
+
+
 class EntityLinker:
     """A gazetteer of a KG's entity names and aliases that links mentions in texts.
 
@@ -209,10 +232,8 @@ class EntityLinker:
     """
 
     def __init__(self, kg: KnowledgeGraph, forms: dict[str, int], group_pointer: np.ndarray,
-                 group_entities: np.ndarray, group_is_name: np.ndarray, *, case_sensitive: bool,
-                 inflections: bool, max_ambiguity: int | None, context_window: int,
-                 gazetteer_stats: GazetteerStats, capitals: dict[int, str] | None = None,
-                 ignore_case: bool = False):
+                 group_entities: np.ndarray, group_is_name: np.ndarray, *, rules: LinkRules,
+                 gazetteer_stats: GazetteerStats, capitals: dict[int, str] | None = None):
         self.kg = kg
         self._forms = forms  # normalised key -> group id (>= 0), or -1 for a proper prefix only
         self._pointer = group_pointer  # (G + 1,) int64
@@ -225,12 +246,9 @@ class EntityLinker:
         self._cased_groups = frozenset(groups.tolist())
         #: each entity's part of speech when its id is in WordNet's naming (``bank.n.01``), else "":
         #: an inflection's base names only entities of the parts of speech it inflects
-        self._pos = [id_part_of_speech(str(e)) or "" for e in kg.entity_ids] if inflections else []
-        self.case_sensitive = case_sensitive
-        self.ignore_case = ignore_case
-        self.inflections = inflections
-        self.max_ambiguity = max_ambiguity
-        self.context_window = context_window
+        self._pos = [id_part_of_speech(str(e)) or "" for e in kg.entity_ids] if rules.inflections else []
+        #: the matching rules the gazetteer was built with (:class:`LinkRules`)
+        self.rules = rules
         self.gazetteer_stats = gazetteer_stats
         self._degree = np.asarray(kg.degree(), dtype=np.int64)
         self._description_words = lru_cache(maxsize=1 << 17)(self._words_of_description)
@@ -253,10 +271,8 @@ class EntityLinker:
         form matched in any case / exactly (default: short or all-capital forms keep their capitals,
         the module docstring's "Letter case").
         """
-        if max_ambiguity is not None and max_ambiguity < 1:
-            raise ValueError(f"max_ambiguity must be at least 1, got {max_ambiguity}")
-        if case_sensitive and ignore_case:
-            raise ValueError("case_sensitive and ignore_case exclude each other")
+        rules = LinkRules(min_length=min_length, case_sensitive=case_sensitive, ignore_case=ignore_case,
+                          max_ambiguity=max_ambiguity, inflections=inflections, context_window=context_window)
         stop = frozenset(w.lower() for w in stop_words) if stop_words is not None else STOP_WORDS
         fold = (lambda text: text.strip()) if case_sensitive else (lambda text: text.strip().lower())
         wanted_short = {fold(f) for f in short_forms if f.strip()}
@@ -306,16 +322,13 @@ class EntityLinker:
         stats.entities_with_forms = int(has_form.sum())
         if stats.skipped_short:
             _warn_short_forms(stats, min_length)
-        return cls(kg, forms, pointer, entities, names, case_sensitive=case_sensitive,
-                   inflections=inflections, max_ambiguity=max_ambiguity,
-                   context_window=context_window, gazetteer_stats=stats, capitals=capitals,
-                   ignore_case=ignore_case)
+        return cls(kg, forms, pointer, entities, names, rules=rules, gazetteer_stats=stats, capitals=capitals)
 
     def candidates(self, surface: str) -> list[int]:
         """The entity indices a surface form names exactly (empty when it is not in the gazetteer;
         a form that keeps its capitals names its entity only where ``surface`` has them)."""
         tokens = [m.group() for m in _TOKEN.finditer(surface)]
-        group = self._forms.get(" ".join(tokens if self.case_sensitive else
+        group = self._forms.get(" ".join(tokens if self.rules.case_sensitive else
                                          [t.lower() for t in tokens]), -1)
         if group < 0:
             return []
@@ -338,7 +351,7 @@ class EntityLinker:
         (:func:`base_forms`: every guess where no form is the text itself, the irregular ones
         beside it). ``written``: the tokens as the text writes them (for the letter-case rule)."""
         get = self._forms.get
-        inflect = self.inflections
+        inflect = self.rules.inflections
         cased_groups = self._cased_groups
         found: list[_Match] = []
         n = len(tokens)
@@ -383,8 +396,8 @@ class EntityLinker:
 
     def _context(self, content: list[str | None], first: int, last: int) -> set[str]:
         """Content words within ``context_window`` tokens of the mention (tokens first..last)."""
-        words = set(content[max(0, first - self.context_window):first])
-        words.update(content[last + 1:last + 1 + self.context_window])
+        words = set(content[max(0, first - self.rules.context_window):first])
+        words.update(content[last + 1:last + 1 + self.rules.context_window])
         words.discard(None)
         return words  # type: ignore[return-value]
 
@@ -438,7 +451,7 @@ class EntityLinker:
         starts = [s for s, _, _ in spans]
         ends = [e for _, e, _ in spans]
         written = [t for _, _, t in spans]
-        tokens = written if self.case_sensitive else [t.lower() for t in written]
+        tokens = written if self.rules.case_sensitive else [t.lower() for t in written]
         matches = self._matches(tokens, written, starts, ends)
         matches.sort(key=lambda m: (-m.tokens, -m.chars, m.first))
         taken = bytearray(len(tokens))
@@ -447,7 +460,7 @@ class EntityLinker:
             if any(taken[match.first:match.last + 1]):
                 continue
             taken[match.first:match.last + 1] = b"\x01" * (match.last - match.first + 1)
-            if self.max_ambiguity is not None and len(match.pairs) > self.max_ambiguity:
+            if self.rules.max_ambiguity is not None and len(match.pairs) > self.rules.max_ambiguity:
                 stats.too_ambiguous += 1
                 continue
             rows = np.asarray(match.pairs, dtype=np.int64)

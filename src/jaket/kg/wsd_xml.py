@@ -138,7 +138,7 @@ class _Reader:
                              f"{', '.join(INSTANCE_POS)}", line)
                 return
             if instance in self.instance_lines:
-                self.problem(f"instance id {instance} given twice (first on line {self.instance_lines[instance]})",
+                self.problem(f"instance id {instance} given twice (first at line {self.instance_lines[instance]})",
                              line)
                 return
             self.instance_lines[instance] = line

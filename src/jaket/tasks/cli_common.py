@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from jaket.errors import UsageError
 from jaket.output import human_stream, print_json
+from jaket.paths import default_model_path
 from jaket.tasks.config import load_task_config
 from jaket.tasks.settings import variant as variant_spec
 from jaket.tasks.spec import ALL_VARIANTS
@@ -81,8 +83,28 @@ def resolve_job(job, evaluate: bool, *, default_variants: tuple[str, ...] = ALL_
                                default_variants=default_variants, finetune_variant=finetune_variant)
     seeds = job.seeds or ((0, 1, 2, 3, 4) if evaluate else (0,))
     job = dataclasses.replace(job, variants=tuple(variants), seeds=tuple(seeds))
+    _check_lm1_layers(job)
     resolved = getattr(job, "resolved", None)  # defaults that depend on other keys (link prediction's mode)
     return resolved() if callable(resolved) else job
+
+
+def _check_lm1_layers(job) -> None:
+    """``lm1_layers`` past the base encoder's depth, refused before any data is read: the encoder's
+    ``config.json`` gives its layers (a config that does not count them leaves the check to the model)."""
+    k = getattr(job, "lm1_layers", None)
+    splits = [v for v in job.variants if variant_spec(v).has_km and variant_spec(v).reads_text
+              and not variant_spec(v).pretrained]  # lm+g, lm+g+m: LM1 of the base encoder
+    if k is None or not splits:
+        return
+    encoder = Path(job.encoder) if getattr(job, "encoder", None) is not None else default_model_path()
+    try:
+        config = json.loads((encoder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # the encoder's own loading names what is wrong with it
+    layers = config.get("num_hidden_layers", config.get("n_layers")) if isinstance(config, dict) else None
+    if isinstance(layers, int) and k > layers:
+        raise UsageError(f"lm1_layers={k} outside [0, {layers}] for the {layers}-layer encoder {encoder} "
+                         f"(LM1 of {', '.join(splits)})")
 
 
 def task_job(job_type: type, evaluate: bool, config: Path | str | None = None, overrides: list[str] | None = None,

@@ -103,7 +103,7 @@ def _link_command(args: argparse.Namespace) -> int:
     out = write_corpus(corpus, args.out, kg)
     summary = {"kg": str(args.kg), "input": str(args.texts), "output": str(out),
                **asdict(stats), "blank_lines_skipped": inputs.blank_lines,
-               "gazetteer": asdict(linker.gazetteer_stats)}
+               "rules": asdict(linker.rules), "gazetteer": asdict(linker.gazetteer_stats)}
     print_json(summary)
     print(f"{out}: {stats.mentions:,} mentions in {stats.linked_texts:,} of {stats.texts:,} texts "
           f"({stats.unlinked_texts:,} without a mention, {stats.ambiguous_resolved:,} ambiguous "
@@ -165,7 +165,7 @@ def _link_with_model(args: argparse.Namespace, kg, inputs, gazetteer: EntityLink
     stats = counts.gazetteer
     summary = {"kg": str(args.kg), "input": str(args.texts), "output": str(out),
                **asdict(stats), "blank_lines_skipped": inputs.blank_lines,
-               "gazetteer": asdict(gazetteer.gazetteer_stats),
+               "rules": asdict(gazetteer.rules), "gazetteer": asdict(gazetteer.gazetteer_stats),
                "model": {"path": str(args.model), "device": str(scorer.device), "precision": scorer.precision,
                          "min_confidence": args.min_confidence,
                          "max_length": args.max_length, "scorer": args.scorer,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, NonNegativeInt
 
@@ -174,6 +174,14 @@ def bound_problems(source, bounds: Mapping[str, Bound], prefix: str = "") -> lis
             if (problem := bound.problem(getattr(source, key))) is not None]
 
 
+def variant_problems(variants, supported: tuple[str, ...] = VARIANTS, why: str = "") -> list[tuple[str, str]]:
+    """``("variants", problem)`` of each setting that is not one of the paper's five (the five listed)
+    or, with ``supported``, not one this task runs (``"variant 'gnn' "`` followed by ``why``, which
+    says why and names the task's settings)."""
+    return [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}" if v not in VARIANTS
+             else f"variant {v!r} {why}") for v in variants if v not in supported]
+
+
 def split_problems(split, parts: str) -> list[tuple[str, str]]:
     """``("split", problem)`` unless ``split`` is three non-negative fractions summing to 1; ``parts``
     names them (``"train, dev, test"``)."""
@@ -211,17 +219,37 @@ class BackboneSettings:
 
 
 @dataclass(kw_only=True)
+class DataSection:
+    """A task job's ``data`` section: where the task's data come from. ``bounds`` (a table of the
+    class, ``{field: Bound}``) are its ranges, which :meth:`check` says; a section adds the rules
+    between its fields by extending :meth:`check`. An unknown key is an error, not ignored."""
+
+    bounds: ClassVar[Mapping[str, Bound]] = {}
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    def check(self) -> list[tuple[str, str]]:
+        """``("data.KEY", problem)`` of every value that is well-typed but unusable."""
+        return bound_problems(self, self.bounds, "data.")
+
+
+@dataclass(kw_only=True)
 class TaskJob:
     """What a task's typed job adds to its config, first among its bases (``class XJob(TaskJob,
     XConfig)``, with its own ``data`` section): ``variants`` / ``seeds`` left empty are filled by
     :func:`jaket.tasks.cli_common.resolve_job` (``finetune``: ``jaket`` with a pre-trained model,
     else the spec's ``finetune_variant``, seed 0; ``evaluate``: every setting of the spec that
-    applies, seeds 0-4), and an unknown key is an error, not ignored."""
+    applies, seeds 0-4), and an unknown key is an error, not ignored. :meth:`check` says the
+    config's problems, then those of the :class:`DataSection`."""
 
     variants: tuple[str, ...] = ()
     seeds: tuple[int, ...] = ()
 
     __pydantic_config__ = ConfigDict(extra="forbid")
+
+    def check(self) -> list[tuple[str, str]]:
+        """``(key, problem)`` of every value that is well-typed but unusable, the data section's last."""
+        return super().check() + self.data.check()
 
 
 def builtin_wordnet_notice(logger, task: str, what: str, flags: str) -> None:

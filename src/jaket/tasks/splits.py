@@ -22,6 +22,7 @@ import numpy as np
 
 from jaket.jsonio import quote
 from jaket.kg.graph import KnowledgeGraph
+from jaket.kg.errors import FirstLines
 from jaket.kg.io import KGFormatError, Problem
 from jaket.kg.readers import read_lines
 
@@ -69,7 +70,7 @@ def read_entity_file(path, kg: KnowledgeGraph, problems: list[Problem]) -> list[
         problems.append(Problem(str(path), None, f"cannot read: {error.strerror or error}"))
         return []
     rows: list[EntityRow] = []
-    seen: dict[int, int] = {}
+    seen = FirstLines()
     labelled: bool | None = None
     for number, line in lines:
         if line.lstrip().startswith("#"):
@@ -97,11 +98,8 @@ def read_entity_file(path, kg: KnowledgeGraph, problems: list[Problem]) -> list[
         except KeyError:
             problems.append(Problem(str(path), number, f"unknown entity id {quote(entity_id)} (not in the KG)"))
             continue
-        if index in seen:
-            problems.append(Problem(str(path), number, f"entity {quote(entity_id)} is listed twice "
-                                                       f"(first at line {seen[index]})"))
+        if seen.repeated(index, number, path, f"entity {quote(entity_id)}", problems):
             continue
-        seen[index] = number
         rows.append(EntityRow(number, index, label))
     return rows
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from jaket.jsonio import quote
-from jaket.kg.errors import KGFormatError, Problem, not_a_file
+from jaket.kg.errors import FirstLines, KGFormatError, Problem, not_a_file
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.readers import read_field_lines, read_triples
 from jaket.kg.sources.wordnet import load_wordnet_data
@@ -77,7 +77,7 @@ _POS_PRIORITY = ("n", "v", "a", "r")
 def _read_dict(path: Path, problems: list[Problem]) -> list[str]:
     """The ids of an ``index<TAB>id`` file, in index order."""
     rows: dict[int, str] = {}
-    seen: dict[str, int] = {}
+    seen = FirstLines()
     for number, line in read_field_lines(path, problems):
         parts = line.split("\t")
         index = parts[0].strip()
@@ -87,12 +87,8 @@ def _read_dict(path: Path, problems: list[Problem]) -> list[str]:
         index, value = int(parts[0]), parts[1].strip()
         if index in rows:
             problems.append(Problem(str(path), number, f"index {index} given twice"))
-        elif value in seen:
-            problems.append(Problem(str(path), number, f"id {quote(value)} given twice "
-                                                       f"(first at line {seen[value]})"))
-        else:
+        elif not seen.repeated(value, number, path, f"id {quote(value)}", problems):
             rows[index] = value
-            seen[value] = number
     if rows and sorted(rows) != list(range(len(rows))):
         problems.append(Problem(str(path), None, "indices are not 0..n-1"))
     return [rows[i] for i in sorted(rows)]

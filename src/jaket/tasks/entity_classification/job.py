@@ -8,11 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ConfigDict
-
 from jaket.tasks.job_flags import flag
-from jaket.tasks.settings import (AT_LEAST_ONE, BackboneSettings, Bound, FRACTION, POSITIVE, PROBABILITY, TaskJob,
-                                  VARIANTS, bound_problems, list_problems, split_problems)
+from jaket.tasks.settings import (AT_LEAST_ONE, BackboneSettings, Bound, DataSection, FRACTION, POSITIVE, PROBABILITY,
+                                  TaskJob, bound_problems, list_problems, split_problems, variant_problems)
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -51,9 +49,7 @@ class EntityClassificationConfig(BackboneSettings):
 
     def check(self) -> list[tuple[str, str]]:
         """``(key, problem)`` of every value that is well-typed but unusable."""
-        problems = [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
-                    for v in self.variants if v not in VARIANTS]
-        problems += list_problems("train_fractions", self.train_fractions, "fraction")
+        problems = variant_problems(self.variants) + list_problems("train_fractions", self.train_fractions, "fraction")
         problems += [("train_fractions", f"{f} is not in (0, 1]") for f in self.train_fractions if not 0 < f <= 1]
         return problems + split_problems(self.split, "train, dev, test") + bound_problems(self, {
             "epochs": AT_LEAST_ONE, "patience": AT_LEAST_ONE, "head_lr": POSITIVE,
@@ -61,8 +57,10 @@ class EntityClassificationConfig(BackboneSettings):
 
 
 @dataclass(kw_only=True)
-class EntityClassificationData:
+class EntityClassificationData(DataSection):
     """Where KG' and its labels come from."""
+
+    bounds = {"heldout_fraction": FRACTION, "max_entities": Bound(2)}
 
     #: KG' folder (default: the held-out part of the WordNet subset)
     kg: Path | None = field(default=None, metadata=flag(metavar="DIR", default=""))
@@ -80,7 +78,16 @@ class EntityClassificationData:
     #: seed of the WordNet subset and its held-out part
     data_seed: int = 0
 
-    __pydantic_config__ = ConfigDict(extra="forbid")  # an unknown key is an error, not ignored
+    def check(self) -> list[tuple[str, str]]:
+        problems = super().check()
+        given = [name for name in ("train", "dev", "test") if getattr(self, name) is not None]
+        if given and self.kg is None:
+            problems.append((f"data.{given[0]}", "split files name entities of a KG: give data.kg (--kg DIR)"))
+        if given and (self.train is None or self.dev is None):
+            missing = "train" if self.train is None else "dev"
+            problems.append((f"data.{missing}", f"user splits need a {missing} file (--{missing} FILE): "
+                             "train fits the model, dev selects the epoch and stops early"))
+        return problems
 
 
 @dataclass(kw_only=True)
@@ -88,16 +95,3 @@ class EntityClassificationJob(TaskJob, EntityClassificationConfig):
     """A fine-tuning (or evaluation) run: the task config plus its data."""
 
     data: EntityClassificationData = field(default_factory=EntityClassificationData)
-
-    def check(self) -> list[tuple[str, str]]:
-        problems = super().check()
-        data = self.data
-        problems += bound_problems(data, {"heldout_fraction": FRACTION, "max_entities": Bound(2)}, "data.")
-        given = [name for name in ("train", "dev", "test") if getattr(data, name) is not None]
-        if given and data.kg is None:
-            problems.append((f"data.{given[0]}", "split files name entities of a KG: give data.kg (--kg DIR)"))
-        if given and (data.train is None or data.dev is None):
-            missing = "train" if data.train is None else "dev"
-            problems.append((f"data.{missing}", f"user splits need a {missing} file (--{missing} FILE): "
-                             "train fits the model, dev selects the epoch and stops early"))
-        return problems

@@ -7,11 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ConfigDict
-
 from jaket.tasks.job_flags import flag
-from jaket.tasks.settings import (AT_LEAST_ONE, FRACTION, NOT_NEGATIVE, POSITIVE, VARIANTS, BackboneSettings, Bound,
-                                  TaskJob, bound_problems, split_problems)
+from jaket.tasks.settings import (AT_LEAST_ONE, FRACTION, NOT_NEGATIVE, POSITIVE, BackboneSettings, Bound, DataSection,
+                                  TaskJob, bound_problems, split_problems, variant_problems)
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -69,9 +67,8 @@ class KGQAConfig(BackboneSettings):
 
     def check(self) -> list[tuple[str, str]]:
         """``(key, problem)`` of every value that is well-typed but unusable."""
-        problems = [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}" if v not in VARIANTS
-                     else f"variant {v!r} cannot read a question; KGQA supports {', '.join(SUPPORTED_VARIANTS)}")
-                    for v in self.variants if v not in SUPPORTED_VARIANTS]
+        problems = variant_problems(self.variants, SUPPORTED_VARIANTS,
+                                    f"cannot read a question; KGQA supports {', '.join(SUPPORTED_VARIANTS)}")
         problems += [("kg_settings", f"unknown KG setting {s!r}; choose from {', '.join(KG_SETTINGS)}")
                      for s in self.kg_settings if s not in KG_SETTINGS]
         if not self.kg_settings:
@@ -87,9 +84,11 @@ class KGQAConfig(BackboneSettings):
 
 
 @dataclass(kw_only=True)
-class KGQAData:
+class KGQAData(DataSection):
     """Where the KG and the questions come from: a MetaQA-format folder, or templated questions
     over a WordNet subset (:func:`jaket.tasks.kgqa.data.load_data`)."""
+
+    bounds = {"selection_fraction": FRACTION, "max_entities": Bound(2), "max_questions": AT_LEAST_ONE}
 
     #: a MetaQA-format folder (``kb.txt``, ``{1,2}-hop/qa_SPLIT.txt``); None = the WordNet questions
     metaqa: Path | None = field(default=None, metadata=flag(
@@ -118,7 +117,18 @@ class KGQAData:
     #: without MetaQA: the templated questions over the WordNet subset
     max_questions: int = 1500
 
-    __pydantic_config__ = ConfigDict(extra="forbid")  # an unknown key is an error, not ignored
+    def check(self) -> list[tuple[str, str]]:
+        problems = super().check()
+        held_out = self.eval_split is None and 0 < self.selection_fraction < 1  # the test share is bounded by it
+        if held_out and not 0 < self.test_fraction < 1 - self.selection_fraction:
+            problems.append(("data.test_fraction", "must be in (0, 1 - data.selection_fraction), got "
+                             f"{self.test_fraction}"))
+        if self.eval_split is not None and self.eval_split == self.train_split:
+            problems.append(("data.eval_split", f"{self.eval_split} is also data.train_split: evaluate a split the "
+                             "model is not trained or selected on, or leave it out to hold out part of it"))
+        if not self.hops or min(self.hops) < 1:
+            problems.append(("data.hops", f"hop counts of at least 1, got {list(self.hops)}"))
+        return problems
 
 
 @dataclass(kw_only=True)
@@ -126,19 +136,3 @@ class KGQAJob(TaskJob, KGQAConfig):
     """A fine-tuning (or evaluation) run: the task config plus its data."""
 
     data: KGQAData = field(default_factory=KGQAData)
-
-    def check(self) -> list[tuple[str, str]]:
-        problems = super().check()
-        data = self.data
-        problems += bound_problems(data, {"selection_fraction": FRACTION, "max_entities": Bound(2),
-                                          "max_questions": AT_LEAST_ONE}, "data.")
-        held_out = data.eval_split is None and 0 < data.selection_fraction < 1  # the test share is bounded by it
-        if held_out and not 0 < data.test_fraction < 1 - data.selection_fraction:
-            problems.append(("data.test_fraction", "must be in (0, 1 - data.selection_fraction), got "
-                             f"{data.test_fraction}"))
-        if data.eval_split is not None and data.eval_split == data.train_split:
-            problems.append(("data.eval_split", f"{data.eval_split} is also data.train_split: evaluate a split the "
-                             "model is not trained or selected on, or leave it out to hold out part of it"))
-        if not data.hops or min(data.hops) < 1:
-            problems.append(("data.hops", f"hop counts of at least 1, got {list(data.hops)}"))
-        return problems

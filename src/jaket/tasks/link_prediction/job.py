@@ -10,10 +10,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ConfigDict
-
 from jaket.tasks.job_flags import flag
-from jaket.tasks.settings import BackboneSettings, Bound, TaskJob, VARIANTS, bound_problems
+from jaket.tasks.settings import BackboneSettings, Bound, DataSection, TaskJob, bound_problems, variant_problems
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -103,8 +101,7 @@ class LinkPredictionConfig(BackboneSettings):
 
     def check(self) -> list[tuple[str, str]]:
         """``(key, problem)`` of every value that is well-typed but unusable."""
-        problems = [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
-                    for v in self.variants if v not in VARIANTS]
+        problems = variant_problems(self.variants)
         problems += [("scorers", f"unknown scorer {s!r}; choose from {', '.join(SCORERS)}")
                      for s in self.scorers if s not in SCORERS]
         if self.objective not in OBJECTIVES:
@@ -132,7 +129,7 @@ FROZEN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(LinkPredictionC
 
 
 @dataclass(kw_only=True)
-class LinkPredictionData:
+class LinkPredictionData(DataSection):
     """Where the KG and its training and evaluation triples come from
     (:func:`jaket.tasks.link_prediction.data.load_data`)."""
 
@@ -150,7 +147,14 @@ class LinkPredictionData:
     #: with ``data``: a quick trial on about this many entities (those of random training triples)
     sample_entities: int | None = None
 
-    __pydantic_config__ = ConfigDict(extra="forbid")  # an unknown key is an error, not ignored
+    def check(self) -> list[tuple[str, str]]:
+        problems = super().check()
+        if self.sample_entities is not None and self.sample_entities != 0 and self.sample_entities < 2:
+            problems.append(("data.sample_entities", f"needs at least 2 entities (0: all), got {self.sample_entities}"))
+        if self.data is None and self.kg is not None and not self.eval:
+            problems.append(("data.eval", "a KG folder's triples all train: give the evaluation triples "
+                                          "(--test FILE, WN18RR format)"))
+        return problems
 
 
 def _by_mode(key: str, help: str):
@@ -204,11 +208,5 @@ class LinkPredictionJob(TaskJob, LinkPredictionConfig):
         return dataclasses.replace(self, **unset) if unset else self
 
     def check(self) -> list[tuple[str, str]]:
-        problems = LinkPredictionConfig.check(self.resolved())
-        data = self.data
-        if data.sample_entities is not None and data.sample_entities != 0 and data.sample_entities < 2:
-            problems.append(("data.sample_entities", f"needs at least 2 entities (0: all), got {data.sample_entities}"))
-        if data.data is None and data.kg is not None and not data.eval:
-            problems.append(("data.eval", "a KG folder's triples all train: give the evaluation triples "
-                                          "(--test FILE, WN18RR format)"))
-        return problems
+        """The config's problems with the mode's defaults filled in (:meth:`resolved`), then the data's."""
+        return LinkPredictionConfig.check(self.resolved()) + self.data.check()

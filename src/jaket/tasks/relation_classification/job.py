@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ConfigDict, PlainSerializer
+from pydantic import BeforeValidator, PlainSerializer
 
 from jaket.tasks.job_flags import flag
-from jaket.tasks.settings import AT_LEAST_ONE, Bound, NOT_NEGATIVE, POSITIVE, TaskJob, VARIANTS, bound_problems
+from jaket.tasks.settings import (AT_LEAST_ONE, Bound, DataSection, NOT_NEGATIVE, POSITIVE, TaskJob, bound_problems,
+                                  variant_problems)
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
@@ -78,9 +79,8 @@ class RelationClassificationConfig:
 
     def check(self) -> list[tuple[str, str]]:
         """``(key, problem)`` of every value that is well-typed but unusable."""
-        problems = [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}" if v not in VARIANTS
-                     else f"variant {v!r} needs the FewRel entities in the KG; relation classification "
-                     f"supports {', '.join(SUPPORTED_VARIANTS)}") for v in self.variants if v not in SUPPORTED_VARIANTS]
+        problems = variant_problems(self.variants, SUPPORTED_VARIANTS, "needs the FewRel entities in the KG; "
+                                    f"relation classification supports {', '.join(SUPPORTED_VARIANTS)}")
         problems += [("settings", f"{way}-{shot} is not N-K with N >= 2 ways and K >= 1 shots, e.g. 5-1")
                      for way, shot in self.settings if way < 2 or shot < 1]
         if not self.settings:
@@ -92,8 +92,10 @@ class RelationClassificationConfig:
 
 
 @dataclass(kw_only=True)
-class RelationClassificationData:
+class RelationClassificationData(DataSection):
     """Where the evaluation and the training relations come from."""
+
+    bounds = {"max_entities": Bound(2)}
 
     #: FewRel JSON file or folder (:mod:`jaket.tasks.relation_classification.data`): the evaluation
     #: relations; None = a WordNet-derived set (:func:`kg_relation_instances`)
@@ -107,7 +109,13 @@ class RelationClassificationData:
     #: the WordNet subset of the WordNet-derived set (no ``data``)
     max_entities: int = 3000
 
-    __pydantic_config__ = ConfigDict(extra="forbid")  # an unknown key is an error, not ignored
+    def check(self) -> list[tuple[str, str]]:
+        problems = super().check()
+        if self.train_data and self.data is None:
+            problems.append(("data.train_data", "--train needs --data FILE (data.data): the evaluation relations"))
+        if self.drop_overlap and not self.train_data:
+            problems.append(("data.drop_overlap", "--drop-overlap needs --train FILE ... (data.train_data)"))
+        return problems
 
 
 @dataclass(kw_only=True)
@@ -125,13 +133,6 @@ class RelationClassificationJob(TaskJob, RelationClassificationConfig):
     km_heads: int | None = None
 
     def check(self) -> list[tuple[str, str]]:
-        problems = super().check()
-        data = self.data
-        if data.train_data and data.data is None:
-            problems.append(("data.train_data", "--train needs --data FILE (data.data): the evaluation relations"))
-        if data.drop_overlap and not data.train_data:
-            problems.append(("data.drop_overlap", "--drop-overlap needs --train FILE ... (data.train_data)"))
-        problems += bound_problems(data, {"max_entities": Bound(2)}, "data.")
-        problems += [(key, f"relation classification has no KM (settings {', '.join(SUPPORTED_VARIANTS)}): "
-                      "leave it unset") for key in ("lm1_layers", "km_layers", "km_heads") if getattr(self, key) is not None]
-        return problems
+        no_km = f"relation classification has no KM (settings {', '.join(SUPPORTED_VARIANTS)}): leave it unset"
+        return super().check() + [(key, no_km) for key in ("lm1_layers", "km_layers", "km_heads")
+                                  if getattr(self, key) is not None]

@@ -7,16 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ConfigDict
-
 from jaket.tasks.job_flags import flag
-from jaket.tasks.settings import (AT_LEAST_ONE, POSITIVE, PROBABILITY, BackboneSettings, Bound, TaskJob,
-                                  bound_problems)
+from jaket.tasks.settings import (AT_LEAST_ONE, POSITIVE, PROBABILITY, BackboneSettings, Bound, DataSection,
+                                  TaskJob, bound_problems, variant_problems)
 
 
 #: the task's command name (jaket finetune|evaluate|predict NAME), registered in jaket.tasks.registry
 TASK = "word-in-context"
 
+
+#: the settings of word-in-context (``gnn`` reads no text; ``lm+g``'s random memory knows no sense)
+SUPPORTED_VARIANTS = ("lm", "lm+g+m", "jaket")
 
 #: how the word-in-context task's KM settings pick the sense fused at the target word
 SENSE_FUSION = ("attention", "first", "none")
@@ -73,8 +74,8 @@ class WordInContextConfig(BackboneSettings):
     bf16: bool = False
 
     def check(self) -> list[tuple[str, str]]:
-        problems = [("variants", f"{v!r}: word-in-context runs lm, lm+g+m and jaket")
-                    for v in self.variants if v not in ("lm", "lm+g+m", "jaket")]
+        problems = variant_problems(self.variants, SUPPORTED_VARIANTS,
+                                    f"is not a setting of word-in-context, which runs {', '.join(SUPPORTED_VARIANTS)}")
         problems += bound_problems(self, {
             "epochs": AT_LEAST_ONE, "batch_size": AT_LEAST_ONE, "max_candidates": AT_LEAST_ONE, "lr": POSITIVE,
             "head_lr": POSITIVE, "km_lr": POSITIVE, "selection_fraction": Bound(0, 0.5), "dropout": PROBABILITY,
@@ -85,8 +86,10 @@ class WordInContextConfig(BackboneSettings):
 
 
 @dataclass(kw_only=True)
-class WordInContextData:
+class WordInContextData(DataSection):
     """Where the pairs and the senses come from."""
+
+    bounds = {"wordnet_pairs": Bound(10)}
 
     #: training pairs: WiC *.data.txt (labels from the *.gold.txt beside it) or JSONL (default: pairs built from
     #: WordNet's usage examples)
@@ -100,7 +103,13 @@ class WordInContextData:
     #: seed of the WordNet-derived pairs
     data_seed: int = 0
 
-    __pydantic_config__ = ConfigDict(extra="forbid")
+    def check(self) -> list[tuple[str, str]]:
+        problems = super().check()
+        if (self.train is None) != (self.eval is None):
+            given, missing = ("train", "eval") if self.eval is None else ("eval", "train")
+            flags = {"train": "--train", "eval": "--test"}
+            problems.append((f"data.{missing}", f"{flags[given]} needs {flags[missing]} FILE too"))
+        return problems
 
 
 @dataclass(kw_only=True)
@@ -109,11 +118,3 @@ class WordInContextJob(TaskJob, WordInContextConfig):
     ``jaket`` with ``--model`` (else ``lm``) on seed 0, ``evaluate`` every setting on seeds 0-4."""
 
     data: WordInContextData = field(default_factory=WordInContextData)
-
-    def check(self) -> list[tuple[str, str]]:
-        problems = super().check()
-        if (self.data.train is None) != (self.data.eval is None):
-            given, missing = ("train", "eval") if self.data.eval is None else ("eval", "train")
-            flags = {"train": "--train", "eval": "--test"}
-            problems.append((f"data.{missing}", f"{flags[given]} needs {flags[missing]} FILE too"))
-        return problems + bound_problems(self.data, {"wordnet_pairs": Bound(10)}, "data.")

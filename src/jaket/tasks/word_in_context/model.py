@@ -21,16 +21,14 @@ from jaket.model.heads import EntityHead, span_mean
 from jaket.model.jaket import JaketModel
 from jaket.model.language import SplitLanguageModel
 from jaket.tasks.settings import VariantError
-from jaket.tasks.word_in_context.job import WordInContextConfig
+from jaket.tasks.word_in_context.job import (SENSE_FUSION, SUPPORTED_VARIANTS,  # noqa: F401 (re-exported)
+                                            WordInContextConfig)
 from jaket.tasks.variants import Backbone, kg_memory, load_backbone
 from jaket.senses.graph import SenseGraph, km_embeddings, neighbourhood, target_spans
 from jaket.senses.inventory import SenseInventory
 from jaket.tasks.word_in_context.data import WordPair
 from jaket.tasks.settings import variant as variant_spec
 
-
-
-SUPPORTED_VARIANTS = ("lm", "lm+g+m", "jaket")
 
 @dataclass
 class EncodedPairs:
@@ -106,20 +104,20 @@ class WordInContextModel(nn.Module):
     def __init__(self, variant: str, language: SplitLanguageModel, knowledge: nn.Module | None = None,
                  fusion: nn.Module | None = None, entity_head: EntityHead | None = None,
                  dropout: float = 0.1, sense_fusion: str = "attention"):
-        super().__init__()
         if variant not in SUPPORTED_VARIANTS:
             raise VariantError(f"word-in-context runs {', '.join(SUPPORTED_VARIANTS)}, not {variant!r}")
-        f = int(language.hidden_size)
-        self.variant = variant
-        self.sense_fusion = sense_fusion
-        self.language = language
-        self.knowledge = knowledge
-        self.fusion = fusion
-        self.entity_head = entity_head
-        if self.uses_kg and (knowledge is None or fusion is None or entity_head is None):
+        uses_kg = variant_spec(variant).has_km
+        if uses_kg and (knowledge is None or fusion is None or entity_head is None):
             raise VariantError(f"variant {variant!r} needs a KM, a fusion and a masked-entity head")
-        extra = 2 if self.uses_kg else 0
-        self.classifier = nn.Sequential(nn.Dropout(dropout), nn.Linear(4 * f + extra, f), nn.GELU(),
+        if sense_fusion not in SENSE_FUSION:
+            raise VariantError(f"sense_fusion must be one of {', '.join(SENSE_FUSION)}, got {sense_fusion!r}")
+        super().__init__()  # every argument checked first: a refused model builds nothing
+        self.variant, self.sense_fusion = variant, sense_fusion
+        self.language = language
+        #: the KM, the fusion and the masked-entity head (None for ``lm``)
+        self.knowledge, self.fusion, self.entity_head = knowledge, fusion, entity_head
+        f = int(language.hidden_size)
+        self.classifier = nn.Sequential(nn.Dropout(dropout), nn.Linear(4 * f + (2 if uses_kg else 0), f), nn.GELU(),
                                         nn.Dropout(dropout), nn.Linear(f, 1))
 
     @property

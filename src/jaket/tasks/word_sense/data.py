@@ -32,7 +32,7 @@ from pathlib import Path
 
 from jaket.atomic import write_text
 from jaket.jsonio import quote
-from jaket.kg.errors import KGFormatError, Problem
+from jaket.kg.errors import FirstLines, KGFormatError, Problem
 from jaket.kg.readers import json_objects, read_text_file, refuse_empty
 from jaket.kg.wsd_xml import XmlSentence, read_wsd_xml
 from jaket.kg.sources.wordnet_forms import POS_CODES
@@ -154,7 +154,7 @@ def read_key_file(path: str | Path, instances: list[WsdInstance]) -> list[WsdIns
     path = Path(path)
     known = {instance.id: i for i, instance in enumerate(instances)}
     gold: dict[int, tuple[str, ...]] = {}
-    seen: dict[str, int] = {}
+    seen = FirstLines()
     problems: list[Problem] = []
     for number, line in read_text_file(path, "--gold"):
         fields = line.split()
@@ -168,15 +168,12 @@ def read_key_file(path: str | Path, instances: list[WsdInstance]) -> list[WsdIns
         if instance not in known:
             problems.append(Problem(str(path), number, f"instance {quote(instance)} is not in the data"))
             continue
-        if instance in seen:
-            problems.append(Problem(str(path), number, f"instance {instance} given twice (first on line "
-                                                       f"{seen[instance]})"))
+        if seen.repeated(instance, number, path, f"instance {instance}", problems):
             continue
         if instances[known[instance]].gold:
             problems.append(Problem(str(path), number, f"instance {instance} already has its gold senses in the "
                                                        f"data file"))
             continue
-        seen[instance] = number
         synsets = _gold_synsets(keys, path, number, problems)
         if synsets is not None:
             gold[known[instance]] = synsets
@@ -239,16 +236,13 @@ def load_wsd_jsonl(path: str | Path) -> list[WsdInstance]:
     """Targets in our JSONL format (module docstring)."""
     path = Path(path)
     problems: list[Problem] = []
-    out, lines = [], {}
+    out, lines = [], FirstLines()
     for number, row in json_objects(path, read_text_file(path, "--data"), problems):
         instance = _jsonl_instance(row, path, number, problems)
         if instance is None:
             continue
-        if instance.id in lines:
-            problems.append(Problem(str(path), number, f"id {instance.id} given twice (first on line "
-                                                       f"{lines[instance.id]})"))
+        if lines.repeated(instance.id, number, path, f"id {instance.id}", problems):
             continue
-        lines[instance.id] = number
         out.append(instance)
     if problems:
         raise KGFormatError(problems)

@@ -11,12 +11,15 @@ from pathlib import Path
 from pydantic import ConfigDict
 
 from jaket.tasks.job_flags import flag
-from jaket.tasks.settings import AT_LEAST_ONE, BackboneSettings, Bound, TaskJob, bound_problems
+from jaket.tasks.settings import (AT_LEAST_ONE, BackboneSettings, Bound, DataSection, TaskJob, bound_problems,
+                                  variant_problems)
 
 
 #: the command names of all-words WSD and of sense linking, registered in :mod:`jaket.tasks.registry`
 TASK = "word-sense-disambiguation"
 SENSE_LINKING = "sense-linking"
+#: the settings that score senses (``gnn`` reads no text; ``lm+g``'s random memory knows no sense)
+SUPPORTED_VARIANTS = ("lm", "lm+g+m", "jaket")
 #: the weight of a sense's KG neighbours (0: none)
 WEIGHT = Bound(0, text="must be finite and not negative")
 
@@ -58,8 +61,8 @@ class WordSenseConfig(BackboneSettings):
     bf16: bool = False
 
     def check(self) -> list[tuple[str, str]]:
-        problems = [("variants", f"{v!r}: word-sense disambiguation runs lm, lm+g+m and jaket")
-                    for v in self.variants if v not in ("lm", "lm+g+m", "jaket")]
+        problems = variant_problems(self.variants, SUPPORTED_VARIANTS, "is not a scorer of word-sense "
+                                    f"disambiguation, which runs {', '.join(SUPPORTED_VARIANTS)}")
         problems += [("first_sense_prior", f"weights must be finite and positive, got {w}")
                      for w in self.first_sense_prior if not 0 < w < float("inf")]
         return problems + bound_problems(self, {
@@ -68,7 +71,7 @@ class WordSenseConfig(BackboneSettings):
 
 
 @dataclass(kw_only=True)
-class WordSenseData:
+class WordSenseData(DataSection):
     """Where the targets and the senses come from."""
 
     #: the targets: the WSD framework's *.data.xml or JSONL (docs/data.md; required)
@@ -78,7 +81,9 @@ class WordSenseData:
     #: the sense KG folder (default: WordNet 3.0, all 117,659 synsets)
     kg: Path | None = field(default=None, metadata=flag(metavar="DIR", default=""))
 
-    __pydantic_config__ = ConfigDict(extra="forbid")
+    def check(self) -> list[tuple[str, str]]:
+        return super().check() + ([("data.path", "--data FILE is required (a framework *.data.xml or JSONL)")]
+                                  if self.path is None else [])
 
 
 @dataclass(kw_only=True)
@@ -88,17 +93,13 @@ class WordSenseJob(TaskJob, WordSenseConfig):
 
     data: WordSenseData = field(default_factory=WordSenseData)
 
-    def check(self) -> list[tuple[str, str]]:
-        problems = super().check()
-        if self.data.path is None:
-            problems.append(("data.path", "--data FILE is required (a framework *.data.xml or JSONL)"))
-        return problems
-
 
 @dataclass(kw_only=True)
-class SenseLinkingData:
+class SenseLinkingData(DataSection):
     """Where the linked texts come from: a pre-training run's held-out share or the texts of an
     unseen KG' (exactly one of the two)."""
+
+    bounds = {"max_examples": AT_LEAST_ONE}
 
     #: a pre-training run folder: its held-out linked texts (rebuilt from RUN/config.yaml) are the examples
     heldout_of: Path | None = field(default=None, metadata=flag(metavar="RUN", default=""))
@@ -112,7 +113,15 @@ class SenseLinkingData:
     #: use the first N examples only
     max_examples: int | None = field(default=None, metadata=flag(metavar="N", default="all"))
 
-    __pydantic_config__ = ConfigDict(extra="forbid")
+    def check(self) -> list[tuple[str, str]]:
+        problems = super().check()
+        if self.heldout_of is None and self.unseen_of is None:
+            problems.append(("data.heldout_of", "give the examples: --heldout-of RUN (a pre-training run's "
+                                                "held-out texts) or --unseen-of DATA"))
+        elif self.heldout_of is not None and self.unseen_of is not None:
+            problems.append(("data.unseen_of", "give the examples once: --heldout-of RUN or --unseen-of DATA, "
+                                               "not both"))
+        return problems
 
 
 @dataclass(kw_only=True)
@@ -139,14 +148,7 @@ class SenseLinkingJob:
     __pydantic_config__ = ConfigDict(extra="forbid")
 
     def check(self) -> list[tuple[str, str]]:
-        problems = []
-        if self.data.heldout_of is None and self.data.unseen_of is None:
-            problems.append(("data.heldout_of", "give the examples: --heldout-of RUN (a pre-training run's "
-                                                "held-out texts) or --unseen-of DATA"))
-        elif self.data.heldout_of is not None and self.data.unseen_of is not None:
-            problems.append(("data.unseen_of", "give the examples once: --heldout-of RUN or --unseen-of DATA, "
-                                               "not both"))
-        problems += bound_problems(self.data, {"max_examples": AT_LEAST_ONE}, "data.")
+        problems = self.data.check()
         if not self.seeds:  # negative and repeated seeds: every job's check (jaket.tasks.config.load_task_config)
             problems.append(("seeds", "give at least one seed (the fresh KMs of lm+g+m)"))
         return problems + bound_problems(self, {"neighbour_weight": WEIGHT})
