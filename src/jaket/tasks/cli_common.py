@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from jaket.errors import UsageError
+from jaket.model.config import ModelFolderError, encoder_shape
 from jaket.output import human_stream, print_json
 from jaket.paths import default_model_path
 from jaket.tasks.config import load_task_config
@@ -90,7 +90,8 @@ def resolve_job(job, evaluate: bool, *, default_variants: tuple[str, ...] = ALL_
 
 def _check_lm1_layers(job) -> None:
     """``lm1_layers`` past the base encoder's depth, refused before any data is read: the encoder's
-    ``config.json`` gives its layers (a config that does not count them leaves the check to the model)."""
+    ``config.json`` gives its layers (:func:`~jaket.model.config.encoder_shape`; a folder it cannot read is
+    left to the encoder's loading)."""
     k = getattr(job, "lm1_layers", None)
     splits = [v for v in job.variants if variant_spec(v).has_km and variant_spec(v).reads_text
               and not variant_spec(v).pretrained]  # lm+g, lm+g+m: LM1 of the base encoder
@@ -98,11 +99,10 @@ def _check_lm1_layers(job) -> None:
         return
     encoder = Path(job.encoder) if getattr(job, "encoder", None) is not None else default_model_path()
     try:
-        config = json.loads((encoder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        _, layers = encoder_shape(encoder)
+    except ModelFolderError:
         return  # the encoder's own loading names what is wrong with it
-    layers = config.get("num_hidden_layers", config.get("n_layers")) if isinstance(config, dict) else None
-    if isinstance(layers, int) and k > layers:
+    if k > layers:
         raise UsageError(f"lm1_layers={k} outside [0, {layers}] for the {layers}-layer encoder {encoder} "
                          f"(LM1 of {', '.join(splits)})")
 

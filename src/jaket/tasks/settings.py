@@ -62,12 +62,17 @@ VARIANTS = tuple(VARIANT_REGISTRY)
 VARIANT_LABELS = {name: v.label for name, v in VARIANT_REGISTRY.items()}
 
 
+def unknown_variant(name: str) -> str:
+    """The one line of a name that is not one of the paper's five settings (they are listed)."""
+    return f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}"
+
+
 def variant(name: str) -> Variant:
     """The :class:`Variant` named ``name`` (a :class:`VariantError` listing the names otherwise)."""
     try:
         return VARIANT_REGISTRY[name]
     except KeyError:
-        raise VariantError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}") from None
+        raise VariantError(unknown_variant(name)) from None
 
 
 class VariantError(ValueError):
@@ -98,7 +103,7 @@ class VariantConfig:
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
-            raise VariantError(f"unknown variant {self.variant!r}; choose from {', '.join(VARIANTS)}")
+            raise VariantError(unknown_variant(self.variant))
         if variant(self.variant).pretrained and self.pretrained is None:
             raise VariantError("variant 'jaket' needs a pre-trained model folder (--model DIR)")
 
@@ -178,8 +183,8 @@ def variant_problems(variants, supported: tuple[str, ...] = VARIANTS, why: str =
     """``("variants", problem)`` of each setting that is not one of the paper's five (the five listed)
     or, with ``supported``, not one this task runs (``"variant 'gnn' "`` followed by ``why``, which
     says why and names the task's settings)."""
-    return [("variants", f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}" if v not in VARIANTS
-             else f"variant {v!r} {why}") for v in variants if v not in supported]
+    return [("variants", unknown_variant(v) if v not in VARIANTS else f"variant {v!r} {why}")
+            for v in variants if v not in supported]
 
 
 def split_problems(split, parts: str) -> list[tuple[str, str]]:
