@@ -1,9 +1,9 @@
 """Where a pre-training run's time goes, before any lever is pulled (issue 68, "measure first").
 
     python -m benchmarks.pretrain_stages --config configs/pretrain-wordnet-senses.yaml \\
-        --encoder models/all-mpnet-base-v2 [--precision bf16] [--steps 12] [--out stages.json]
+        --encoder models/all-mpnet-base-v2 [--precision bf16] [--steps 12] [--rows 64,32,16] [--out stages.json]
 
-Three figures of a run's configuration, from one process on this machine:
+Three (four with ``--rows``) figures of a run's configuration, from one process on this machine:
 
 1. **The rows each refresh interval reads.** A step's batch is a pure function of ``(seed, position)``
    (:meth:`jaket.train.batching.BatchBuilder.sample_batch`), so the ``E^context`` rows that the steps
@@ -15,6 +15,10 @@ Three figures of a run's configuration, from one process on this machine:
    and LM2 over the texts, of the knowledge module, and the whole step (forward, backward, optimiser).
 3. **Padding groups on and off** (:func:`jaket.model.memory.padding_groups`): the same steps' wall,
    the two alternating in blocks of two steps so that the machine's drift falls on both.
+4. **Fewer description rows a step** (``--rows 64,32,16``, a change of the recipe): the step's wall
+   with each ``tasks.description_rows``, interleaved the same way (each block in another order). The
+   batches are otherwise the same (the rows are the first ``R`` of one permutation of the step's
+   seeds); what fewer rows do to quality is measured by runs, not here.
 
 The memory's first fill goes through the description-row cache (``$JAKET_CACHE``), so a second call
 does not pay it. Prints JSON (docs/performance.md, "The 110M sense run on a native-bf16 CPU").
@@ -115,18 +119,54 @@ def grouping_ab(trainer: Pretrainer, steps: int) -> dict:
             for name, v in walls.items()}
 
 
+def rows_ab(trainer: Pretrainer, rows: list[int], steps: int) -> dict:
+    """Wall seconds a step with each number of description rows (``tasks.description_rows``), the
+    settings interleaved in blocks of two steps, each block in a rotated order."""
+    config = trainer.builder.config
+    if config.tasks.description_rows == 0 and any(rows):
+        raise ValueError("the configuration has tasks.description_rows: 0, so no description was tokenised")
+    variants = {r: config.model_copy(update={"tasks": config.tasks.model_copy(update={"description_rows": r})})
+                for r in rows}
+    walls: dict[int, list[float]] = {r: [] for r in rows}
+    described: dict[int, list[int]] = {r: [] for r in rows}
+    try:
+        for block in range(max(1, steps // 2)):
+            turn = block % len(rows)
+            for r in rows[turn:] + rows[:turn]:
+                trainer.builder.config = variants[r]
+                for _ in range(2):
+                    position = trainer.step * config.optim.accumulation_steps
+                    described[r].append(len(trainer.sample_batch(position).description_local))
+                    began = time.perf_counter()
+                    trainer.train_step()
+                    walls[r].append(time.perf_counter() - began)
+    finally:
+        trainer.builder.config = config
+    return {str(r): {"median_s": round(float(np.median(v)), 3), "mean_s": round(float(np.mean(v)), 3),
+                     "steps": len(v), "rows_a_step": round(float(np.mean(described[r])), 1)}
+            for r, v in walls.items()}
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", required=True)
     parser.add_argument("--encoder", help="model.encoder of the run (a local Hugging Face folder)")
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="bf16")
     parser.add_argument("--steps", type=int, default=12, help="profiled steps, and steps of each A/B side")
+    parser.add_argument("--rows", type=lambda text: [int(r) for r in text.split(",")],
+                        help="also the step's wall with each tasks.description_rows, e.g. 64,32,16")
+    parser.add_argument("--no-groups-ab", action="store_true", help="skip the padding-groups A/B")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a configuration override, as jaket pretrain's --set (repeatable)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    overrides = ["mixed_precision=bf16" if args.precision == "bf16" else 'mixed_precision="no"']
+    overrides = [*args.set, "mixed_precision=bf16" if args.precision == "bf16" else 'mixed_precision="no"']
     if args.encoder:
         overrides.append(f"model.encoder={args.encoder}")
     config = load_config(args.config, overrides)
+    if args.rows and (min(args.rows) < 0 or (any(args.rows) and config.tasks.description_rows == 0)):
+        parser.error("--rows: numbers of 0 or more, and a configuration with tasks.description_rows > 0 "
+                     "(its descriptions are tokenised for the rows)")
     kg, corpus, report = load_kg_and_corpus(config)
     model = build_model(config, kg)
     data = prepare_data(kg, corpus, model.language.tokenizer, config, report)
@@ -143,7 +183,10 @@ def main(argv=None) -> dict:
     for _ in range(2):
         trainer.train_step()
     result["step_split_seconds"] = step_split(trainer, args.steps)
-    result["padding_groups_ab"] = grouping_ab(trainer, args.steps)
+    if not args.no_groups_ab:
+        result["padding_groups_ab"] = grouping_ab(trainer, args.steps)
+    if args.rows:
+        result["description_rows_ab"] = rows_ab(trainer, args.rows, args.steps)
     if args.out:
         write_json(args.out, result)
     print(json.dumps(result, indent=2))

@@ -23,3 +23,13 @@ def test_the_stage_benchmark_counts_each_intervals_rows_and_times_both_readings(
     assert result["step_split_seconds"]["step"] > 0
     assert {"padding groups", "one padded batch"} == set(result["padding_groups_ab"])
     assert all(v["steps"] == 2 for v in result["padding_groups_ab"].values())
+
+
+def test_the_stage_benchmark_times_each_number_of_description_rows(tiny_bert_dir):
+    result = main(["--config", str(CONFIG), "--encoder", str(tiny_bert_dir), "--precision", "fp32", "--steps", "4",
+                   "--rows", "4,2,0", "--no-groups-ab", "--set", "tasks.description_rows=4"])
+    assert "padding_groups_ab" not in result
+    timed = result["description_rows_ab"]
+    assert list(timed) == ["4", "2", "0"] and all(v["steps"] == 4 and v["median_s"] > 0 for v in timed.values())
+    assert timed["4"]["rows_a_step"] > timed["2"]["rows_a_step"] > timed["0"]["rows_a_step"] == 0
+    assert timed["2"]["rows_a_step"] == 2

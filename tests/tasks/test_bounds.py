@@ -11,7 +11,8 @@ import dataclasses
 
 from jaket.tasks.registry import TASKS
 from jaket.tasks.settings import (AT_LEAST_ONE, FRACTION, NOT_NEGATIVE, POSITIVE, PROBABILITY, VARIANTS, Bound,
-                                  DataSection, bound_problems, split_problems, variant_problems)
+                                  DataSection, VariantConfig, VariantError, bound_problems, split_problems,
+                                  variant_problems)
 
 
 @pytest.mark.parametrize("bound,inside,outside,words", [
@@ -82,3 +83,6 @@ def test_a_variant_outside_the_five_or_outside_the_task_is_one_line_naming_them(
     assert variant_problems(("bert",)) == [("variants", f"unknown variant 'bert'; choose from {', '.join(VARIANTS)}")]
     assert variant_problems(("gnn", "lm"), ("lm",), "reads no text; this task runs lm") == [
         ("variants", "variant 'gnn' reads no text; this task runs lm")]
+    with pytest.raises(VariantError) as raised:  # a setting built in Python says the same line
+        VariantConfig(variant="bert")
+    assert str(raised.value) == f"unknown variant 'bert'; choose from {', '.join(VARIANTS)}"

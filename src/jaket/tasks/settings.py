@@ -102,8 +102,6 @@ class VariantConfig:
     relation_memory: bool = True
 
     def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise VariantError(unknown_variant(self.variant))
         if variant(self.variant).pretrained and self.pretrained is None:
             raise VariantError("variant 'jaket' needs a pre-trained model folder (--model DIR)")
 
