@@ -96,6 +96,12 @@ def step_split(trainer: Pretrainer, steps: int) -> dict:
     return figures
 
 
+def step_walls(walls: list[float]) -> dict:
+    """The median and mean wall seconds of one A/B side's steps."""
+    return {"median_s": round(float(np.median(walls)), 3), "mean_s": round(float(np.mean(walls)), 3),
+            "steps": len(walls)}
+
+
 def grouping_ab(trainer: Pretrainer, steps: int) -> dict:
     """Wall seconds a step with the description rows in padding groups and in one padded batch."""
     grouped = jaket_model.padding_groups
@@ -115,8 +121,7 @@ def grouping_ab(trainer: Pretrainer, steps: int) -> dict:
                     walls[name].append(time.perf_counter() - began)
     finally:
         jaket_model.padding_groups = grouped
-    return {name: {"median_s": round(float(np.median(v)), 3), "mean_s": round(float(np.mean(v)), 3), "steps": len(v)}
-            for name, v in walls.items()}
+    return {name: step_walls(v) for name, v in walls.items()}
 
 
 def rows_ab(trainer: Pretrainer, rows: list[int], steps: int) -> dict:
@@ -142,9 +147,7 @@ def rows_ab(trainer: Pretrainer, rows: list[int], steps: int) -> dict:
                     walls[r].append(time.perf_counter() - began)
     finally:
         trainer.builder.config = config
-    return {str(r): {"median_s": round(float(np.median(v)), 3), "mean_s": round(float(np.mean(v)), 3),
-                     "steps": len(v), "rows_a_step": round(float(np.mean(described[r])), 1)}
-            for r, v in walls.items()}
+    return {str(r): {**step_walls(v), "rows_a_step": round(float(np.mean(described[r])), 1)} for r, v in walls.items()}
 
 
 def main(argv=None) -> dict:
