@@ -20,7 +20,9 @@ Three (four with ``--rows``) figures of a run's configuration, from one process 
    batches are otherwise the same (the rows are the first ``R`` of one permutation of the step's
    seeds); what fewer rows do to quality is measured by runs, not here.
 
-The memory's first fill goes through the description-row cache (``$JAKET_CACHE``), so a second call
+The allocator is set as the ``jaket`` command sets it (:func:`jaket.paths.allocator_environment`; a
+set ``GLIBC_TUNABLES=`` keeps glibc's defaults), the OpenMP wait policy is the environment's
+(``OMP_WAIT_POLICY``; ``jaket`` sets ``PASSIVE``). The memory's first fill goes through the description-row cache (``$JAKET_CACHE``), so a second call
 does not pay it. Prints JSON (docs/performance.md, "The 110M sense run on a native-bf16 CPU").
 """
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import time
 from pathlib import Path
 
@@ -40,6 +43,7 @@ import jaket.model.jaket as jaket_model
 from jaket.atomic import write_json
 from jaket.model.device import machine_description
 from jaket.model.memory import refresh_steps
+from jaket.paths import allocator_environment
 from jaket.train.build import build_model, load_kg_and_corpus, prepare_data
 from jaket.train.config import load_config
 from jaket.train.pretrain import Pretrainer
@@ -163,6 +167,7 @@ def main(argv=None) -> dict:
                         help="a configuration override, as jaket pretrain's --set (repeatable)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    kept = allocator_environment()  # as the jaket command does; GLIBC_TUNABLES= (set) keeps glibc's defaults
     overrides = [*args.set, "mixed_precision=bf16" if args.precision == "bf16" else 'mixed_precision="no"']
     if args.encoder:
         overrides.append(f"model.encoder={args.encoder}")
@@ -177,6 +182,7 @@ def main(argv=None) -> dict:
     trainer = Pretrainer(config, model, data, out)
     began = time.perf_counter()
     result = {"machine": machine_description(), "threads": torch.get_num_threads(), "precision": args.precision,
+              "freed_memory_kept": kept, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
               "config": args.config, "encoder": args.encoder, "rows_read_per_interval": rows_read(trainer),
               "entities": kg.num_entities}
     result["seconds_counting_rows"] = round(time.perf_counter() - began, 1)

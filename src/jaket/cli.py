@@ -31,7 +31,7 @@ from jaket.errors import UsageError
 from jaket.kg.errors import KGFormatError
 from jaket.output import command_output
 from jaket.overrides import apply_flag_config, dump_flag_settings
-from jaket.paths import MissingResourceError, offline_environment, thread_environment
+from jaket.paths import MissingResourceError, allocator_environment, offline_environment, thread_environment
 
 #: modules that contribute subcommands (registered in this order: ``jaket COMMAND`` completion and
 #: the usage line list them so)
@@ -255,6 +255,7 @@ def unknown_flags(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[arg
 def main(argv: list[str] | None = None) -> int:
     offline_environment()
     thread_environment()  # before the subcommand modules import torch
+    allocator_environment()
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     leaf, typo = unknown_flags(parser, argv)

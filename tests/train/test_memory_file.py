@@ -1,5 +1,7 @@
 """Pre-training reads E^context from a memory-mapped .npy file when one is given."""
 
+import json
+
 import numpy as np
 
 from jaket.kg.toy import toy_kg
@@ -71,6 +73,9 @@ def test_a_second_run_reads_its_first_fill_from_the_cache(tiny_bert_dir, tmp_pat
     assert run("seed0", "seed=0") == [0.0]  # computed, and stored
     assert run("seed1", "seed=1") == []  # the same key: read, no pass through LM1 before step 0
     assert torch.equal(first_rows[0], first_rows[1])
+    saved = [json.loads((tmp_path / name / "model" / "memory" / "memory.json").read_text())["refreshes"]
+             for name in ("seed0", "seed1")]
+    assert saved[0] == saved[1] == 1  # the fill counted whether computed or read (memory.initial=50 > steps)
     assert run("window", "seed=1", "model.description_max_length=12") == [0.0]  # another key: computed
     assert run("off", "seed=1", "memory.cache=false") == [0.0]
     assert len(list((tmp_path / "cache" / "memory").glob("*.safetensors"))) == 2

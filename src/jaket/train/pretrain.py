@@ -173,6 +173,7 @@ class Pretrainer:
         if not stats:  # read from the cache
             memory.entities[:] = entities.to(memory.entities.device, memory.entities.dtype)
             memory.relations[:] = relations.to(memory.relations.device, memory.relations.dtype)
+            memory.refreshes += 1  # the saved memory.json counts the fill, computed or read
             stats = {"entities": int(entities.shape[0]), "relations": int(relations.shape[0]), "cached": True}
         return stats
 
