@@ -23,7 +23,8 @@ Three (four with ``--rows``) figures of a run's configuration, from one process 
 The allocator is set as the ``jaket`` command sets it (:func:`jaket.paths.allocator_environment`; a
 set ``GLIBC_TUNABLES=`` keeps glibc's defaults), the OpenMP wait policy is the environment's
 (``OMP_WAIT_POLICY``; ``jaket`` sets ``PASSIVE``). The memory's first fill goes through the
-description-row cache (``$JAKET_CACHE``), so a second call does not pay it. Prints JSON (docs/performance.md, "The 110M sense run on a native-bf16 CPU").
+description-row cache (``$JAKET_CACHE``), so a second call does not pay it. Prints JSON
+(docs/performance.md, "The 110M sense run on a native-bf16 CPU").
 """
 
 from __future__ import annotations
