@@ -1,7 +1,8 @@
 """Where a pre-training run's time goes, before any lever is pulled (issue 68, "measure first").
 
     python -m benchmarks.pretrain_stages --config configs/pretrain-wordnet-senses.yaml \\
-        --encoder models/all-mpnet-base-v2 [--precision bf16] [--steps 12] [--rows 64,32,16] [--out stages.json]
+        --encoder models/all-mpnet-base-v2 [--precision bf16] [--steps 12] [--rows 64,32,16] [--compile-ab] \\
+        [--out stages.json]
 
 Three (four with ``--rows``) figures of a run's configuration, from one process on this machine:
 
@@ -19,6 +20,10 @@ Three (four with ``--rows``) figures of a run's configuration, from one process 
    with each ``tasks.description_rows``, interleaved the same way (each block in another order). The
    batches are otherwise the same (the rows are the first ``R`` of one permutation of the step's
    seeds); what fewer rows do to quality is measured by runs, not here.
+5. **The encoder's layers compiled** (``--compile-ab``, :meth:`SplitLanguageModel.compile_layers`
+   with ``dynamic=True``): the compile and warm-up seconds, then the step's wall eager and compiled,
+   interleaved in blocks of three steps (compiled dropout draws its own masks: another draw of the
+   run, the same work).
 
 The allocator is set as the ``jaket`` command sets it (:func:`jaket.paths.allocator_environment`; a
 set ``GLIBC_TUNABLES=`` keeps glibc's defaults), the OpenMP wait policy is the environment's
@@ -155,6 +160,34 @@ def rows_ab(trainer: Pretrainer, rows: list[int], steps: int) -> dict:
     return {str(r): {**step_walls(v), "rows_a_step": round(float(np.mean(described[r])), 1)} for r, v in walls.items()}
 
 
+def compile_ab(trainer: Pretrainer, steps: int, **options) -> dict:
+    """Wall seconds a step with the encoder's layers eager and compiled (``torch.compile`` through
+    :meth:`SplitLanguageModel.compile_layers`; ``options`` to it, ``dynamic=True`` by default), the
+    two alternating in blocks of three steps; and the seconds compiling and four warm-up steps took.
+    The layers are compiled in place and switched back to eager after."""
+    layers = list(trainer.model.language._layers[0])
+    began = time.perf_counter()
+    trainer.model.language.compile_layers(**({"dynamic": True} | options))
+    compiled = [layer._compiled_call_impl for layer in layers]  # what nn.Module.compile set
+    for _ in range(4):
+        trainer.train_step()
+    warm = time.perf_counter() - began
+    walls: dict[str, list[float]] = {"eager": [], "compiled": []}
+    try:
+        for block in range(max(1, steps // 3)):
+            for name in (("compiled", "eager") if block % 2 == 0 else ("eager", "compiled")):
+                for layer, call in zip(layers, compiled):
+                    layer._compiled_call_impl = call if name == "compiled" else None
+                for _ in range(3):
+                    began = time.perf_counter()
+                    trainer.train_step()
+                    walls[name].append(time.perf_counter() - began)
+    finally:
+        for layer in layers:
+            layer._compiled_call_impl = None
+    return {"compile_and_warm_up_seconds": round(warm, 1), **{name: step_walls(v) for name, v in walls.items()}}
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", required=True)
@@ -164,6 +197,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--rows", type=lambda text: [int(r) for r in text.split(",")],
                         help="also the step's wall with each tasks.description_rows, e.g. 64,32,16")
     parser.add_argument("--no-groups-ab", action="store_true", help="skip the padding-groups A/B")
+    parser.add_argument("--compile-ab", action="store_true",
+                        help="also the step's wall with the encoder's layers compiled (torch.compile) and eager")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a configuration override, as jaket pretrain's --set (repeatable)")
     parser.add_argument("--out", type=Path)
@@ -197,6 +232,8 @@ def main(argv=None) -> dict:
         result["padding_groups_ab"] = grouping_ab(trainer, args.steps)
     if args.rows:
         result["description_rows_ab"] = rows_ab(trainer, args.rows, args.steps)
+    if args.compile_ab:
+        result["compile_ab"] = compile_ab(trainer, args.steps)
     if args.out:
         write_json(args.out, result)
     print(json.dumps(result, indent=2))

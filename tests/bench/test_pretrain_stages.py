@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.pretrain_stages import main
+from benchmarks.pretrain_stages import compile_ab, main
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "pretrain-tiny.yaml"
 
@@ -33,3 +33,22 @@ def test_the_stage_benchmark_times_each_number_of_description_rows(tiny_bert_dir
     assert list(timed) == ["4", "2", "0"] and all(v["steps"] == 4 and v["median_s"] > 0 for v in timed.values())
     assert timed["4"]["rows_a_step"] > timed["2"]["rows_a_step"] > timed["0"]["rows_a_step"] == 0
     assert timed["2"]["rows_a_step"] == 2
+
+
+def test_the_compile_ab_times_both_and_leaves_the_layers_eager(tiny_bert_dir, tmp_path):
+    from jaket.train.build import build_model, load_kg_and_corpus, prepare_data
+    from jaket.train.config import load_config
+    from jaket.train.pretrain import Pretrainer
+
+    config = load_config(CONFIG, ["mixed_precision=\"no\""], {"model.encoder": str(tiny_bert_dir)})
+    kg, corpus, report = load_kg_and_corpus(config)
+    model = build_model(config, kg)
+    trainer = Pretrainer(config, model, prepare_data(kg, corpus, model.language.tokenizer, config, report),
+                         tmp_path / "run")
+    trainer.refresh_memory()
+    layers = list(trainer.model.language._layers[0])
+    timed = compile_ab(trainer, 6, backend="eager")  # dynamo without code generation: seconds, not minutes
+    assert timed["compile_and_warm_up_seconds"] > 0
+    assert timed["eager"]["steps"] == timed["compiled"]["steps"] == 6
+    assert all(layer._compiled_call_impl is None for layer in layers)  # switched back
+    assert trainer.step == 4 + 12
