@@ -4,7 +4,7 @@
         --encoder models/all-mpnet-base-v2 [--precision bf16] [--steps 12] [--rows 64,32,16] [--compile-ab] \\
         [--out stages.json]
 
-Three (four with ``--rows``) figures of a run's configuration, from one process on this machine:
+Three figures of a run's configuration (four with ``--rows``, five with ``--compile-ab``), from one process on this machine:
 
 1. **The rows each refresh interval reads.** A step's batch is a pure function of ``(seed, position)``
    (:meth:`jaket.train.batching.BatchBuilder.sample_batch`), so the ``E^context`` rows that the steps

@@ -360,3 +360,24 @@ def recording_tracker():
             return out
 
     return Recording()
+
+
+@pytest.fixture
+def make_trainer(tiny_bert_dir):
+    """``make_trainer(out_dir, *overrides)``: a Pretrainer of the tiny config (toy KG, tiny BERT)."""
+    from jaket.train.config import load_config
+    from jaket.train.build import build_model, load_kg_and_corpus, prepare_data
+    from jaket.train.pretrain import Pretrainer
+
+    def make(out, *overrides, dist_info=None):
+        config = load_config(Path(__file__).resolve().parents[1] / "configs" / "pretrain-tiny.yaml", list(overrides),
+                             {"model.encoder": str(tiny_bert_dir)})
+        torch.manual_seed(config.seed)
+        np.random.seed(config.seed)
+        kg, corpus, report = load_kg_and_corpus(config)
+        model = build_model(config, kg)
+        data = prepare_data(kg, corpus, model.language.tokenizer, config, report)
+        kwargs = {} if dist_info is None else {"dist_info": dist_info}
+        return Pretrainer(config, model, data, out, **kwargs)
+
+    return make

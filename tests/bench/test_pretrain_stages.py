@@ -35,16 +35,8 @@ def test_the_stage_benchmark_times_each_number_of_description_rows(tiny_bert_dir
     assert timed["2"]["rows_a_step"] == 2
 
 
-def test_the_compile_ab_times_both_and_leaves_the_layers_eager(tiny_bert_dir, tmp_path):
-    from jaket.train.build import build_model, load_kg_and_corpus, prepare_data
-    from jaket.train.config import load_config
-    from jaket.train.pretrain import Pretrainer
-
-    config = load_config(CONFIG, ["mixed_precision=\"no\""], {"model.encoder": str(tiny_bert_dir)})
-    kg, corpus, report = load_kg_and_corpus(config)
-    model = build_model(config, kg)
-    trainer = Pretrainer(config, model, prepare_data(kg, corpus, model.language.tokenizer, config, report),
-                         tmp_path / "run")
+def test_the_compile_ab_times_both_and_leaves_the_layers_eager(make_trainer, tmp_path):
+    trainer = make_trainer(tmp_path / "run", 'mixed_precision="no"')
     trainer.refresh_memory()
     layers = list(trainer.model.language._layers[0])
     timed = compile_ab(trainer, 6, backend="eager")  # dynamo without code generation: seconds, not minutes
