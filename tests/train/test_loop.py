@@ -151,6 +151,36 @@ def test_bf16_autocast_step(make_trainer, tmp_path):
     assert all(np.isfinite(values[f"loss_{k}"]) for k in ("category", "relation", "mlm", "entity"))
 
 
+def test_bf16_refresh_reads_through_a_bf16_copy_of_lm1(make_trainer, tmp_path):
+    """Under bf16 the memory refresh reads the descriptions through a bf16 copy of the language
+    module (faster on a CPU than autocast over the fp32 weights): the model's own parameters stay
+    fp32 and unchanged, the tokenizer (and so the tokens) is shared, and the rows agree with an
+    autocast pass to bf16's precision. Other precisions read through the model itself."""
+    import torch.nn.functional as F
+
+    trainer = make_trainer(tmp_path, "bf16=true", "memory.cache=false")
+    language = trainer.model.language
+    before = {n: p.detach().clone() for n, p in language.named_parameters()}
+    reader, _ = trainer.memory_reader()
+    assert reader is not language and reader.tokenizer is language.tokenizer
+    assert {p.dtype for p in reader.parameters()} == {torch.bfloat16}
+    assert not any(p.requires_grad for p in reader.parameters())
+    assert trainer.memory_precision == "bf16-weights"
+    trainer.refresh_memory()
+    rows = trainer.memory.entities.float().clone()
+    for name, p in language.named_parameters():
+        assert p.dtype == torch.float32 and torch.equal(p.detach(), before[name]), name
+    with trainer.accelerator.autocast():  # the same rows through the fp32 weights under autocast
+        trainer.memory.refresh(language, trainer.data.kg, batch_size=trainer.config.memory.batch_size,
+                               max_length=trainer.model.config.description_max_length, momentum=0.0)
+    autocast = trainer.memory.entities.float()
+    assert rows.abs().sum() > 0 and not torch.equal(rows, autocast)  # another pass...
+    assert F.cosine_similarity(rows, autocast).min() > 0.999  # ...giving the same rows to bf16's precision
+
+    plain = make_trainer(tmp_path / "fp32", "memory.cache=false")
+    assert plain.memory_reader()[0] is plain.model.language and plain.memory_precision == "fp32"
+
+
 def test_description_rows_train_lm1_through_the_knowledge_losses(make_trainer, tmp_path):
     """tasks.description_rows > 0: the category loss alone reaches LM1 through E^(0) of the seeds
     (Eq. 7 with gradients); with 0 (the paper) it cannot, the memory being read without them."""

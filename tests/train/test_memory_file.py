@@ -78,4 +78,7 @@ def test_a_second_run_reads_its_first_fill_from_the_cache(tiny_bert_dir, tmp_pat
     assert saved[0] == saved[1] == 1  # the fill counted whether computed or read (memory.initial=50 > steps)
     assert run("window", "seed=1", "model.description_max_length=12") == [0.0]  # another key: computed
     assert run("off", "seed=1", "memory.cache=false") == [0.0]
-    assert len(list((tmp_path / "cache" / "memory").glob("*.safetensors"))) == 2
+    # the precision of the pass (bf16: a bf16 copy of LM1): another key, computed once, then read
+    assert run("bf16", "seed=1", "bf16=true") == [0.0]
+    assert run("bf16-again", "seed=2", "bf16=true") == []
+    assert len(list((tmp_path / "cache" / "memory").glob("*.safetensors"))) == 3

@@ -16,7 +16,9 @@ pass (DeBERTa's relative embeddings, ...) is refused by name instead of being ru
 
 from __future__ import annotations
 
+import copy
 import logging
+import math
 from pathlib import Path
 
 import torch
@@ -62,6 +64,42 @@ def _check_tokenizer_size(path: Path, tokenizer, config) -> None:
                                f"vocabulary has {vocab_size} (is tokenizer.json / vocab.txt missing?)")
 
 
+def _mpnet_self_attention() -> type:
+    from transformers.models.mpnet.modeling_mpnet import MPNetSelfAttention
+
+    return MPNetSelfAttention
+
+
+class ReadingSelfAttention(nn.Module):
+    """MPNet's self-attention for reading (no dropout, no attention weights returned): the same
+    function as Transformers' ``MPNetSelfAttention`` in eval mode -- ``softmax(q k^T / sqrt(d) +
+    position bias + mask) v`` through ``o`` -- with q, k and v made by one product of their stacked
+    weights and the attention by ``scaled_dot_product_attention`` (no transposed copies of q, k, v
+    and the probabilities). Built from a trained module by :meth:`SplitLanguageModel.reading_copy`."""
+
+    def __init__(self, attention: nn.Module):
+        super().__init__()
+        self.heads, self.head_size = attention.num_attention_heads, attention.attention_head_size
+        self.qkv = nn.Linear(attention.q.in_features, 3 * attention.all_head_size, dtype=attention.q.weight.dtype,
+                             device=attention.q.weight.device)
+        with torch.no_grad():
+            self.qkv.weight.copy_(torch.cat([attention.q.weight, attention.k.weight, attention.v.weight]))
+            self.qkv.bias.copy_(torch.cat([attention.q.bias, attention.k.bias, attention.v.bias]))
+        self.o = attention.o
+
+    def forward(self, hidden_states, attention_mask=None, position_bias=None, output_attentions=False, **kwargs):
+        if output_attentions:
+            raise ValueError("a reading copy does not return attention weights")
+        batch, length, _ = hidden_states.shape
+        q, k, v = self.qkv(hidden_states).view(batch, length, 3, self.heads, self.head_size).permute(2, 0, 3, 1, 4)
+        bias = position_bias
+        if attention_mask is not None:
+            bias = attention_mask if bias is None else bias + attention_mask
+        context = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias,
+                                                             scale=1.0 / math.sqrt(self.head_size))
+        return (self.o(context.transpose(1, 2).reshape(batch, length, self.heads * self.head_size)),)
+
+
 class SplitLanguageModel(nn.Module):
     """A Transformers masked LM cut into LM1 (embeddings + first ``lm1_layers`` layers) and LM2.
 
@@ -69,7 +107,7 @@ class SplitLanguageModel(nn.Module):
     ``encoder`` (the wrapped ``*ForMaskedLM`` model, saved and loaded with Transformers).
     """
 
-    def __init__(self, encoder: nn.Module, tokenizer, lm1_layers: int | None = None):
+    def __init__(self, encoder: nn.Module, tokenizer, lm1_layers: int | None = None, *, check: bool = True):
         super().__init__()
         self.encoder = encoder
         self.tokenizer = tokenizer
@@ -85,7 +123,8 @@ class SplitLanguageModel(nn.Module):
         self._layers = [layers]
         self._head = [head]
         self._base = [base]
-        self._check_split()
+        if check:
+            self._check_split()
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -231,6 +270,24 @@ class SplitLanguageModel(nn.Module):
         measures it."""
         for layer in self._layers[0]:
             layer.compile(**options)
+
+    def reading_copy(self, dtype: torch.dtype) -> "SplitLanguageModel":
+        """A copy of this model for passes without gradients, its weights cast to ``dtype``, in eval
+        mode and sharing the tokenizer (so a description's tokens are not made again); this model's
+        parameters are untouched. MPNet's attention is read by :class:`ReadingSelfAttention`
+        (one product for q, k and v, PyTorch's fused attention), the same function. The bf16
+        memory refresh reads descriptions through it: on a CPU the pass runs faster with the
+        weights in bf16 than under autocast, which keeps fp32 weights and casts between the
+        products and the layer norms (docs/performance.md, "The refresh in bf16"). The rows
+        agree with autocast's to bf16's precision (all-mpnet-base-v2: a cosine of 0.99995 with
+        fp32's rows, autocast's 0.99998)."""
+        encoder = copy.deepcopy(self.encoder).to(dtype).eval()
+        for layer in _split_points(encoder)[2]:
+            attention = getattr(layer, "attention", None)
+            if isinstance(getattr(attention, "attn", None), _mpnet_self_attention()):
+                attention.attn = ReadingSelfAttention(attention.attn)
+        encoder.requires_grad_(False)
+        return SplitLanguageModel(encoder, self.tokenizer, self.lm1_layers, check=False).eval()
 
     def lm1_parameters(self):
         """Parameters LM1 uses (embeddings + first k layers): what a memory refresh depends on."""

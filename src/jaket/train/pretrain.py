@@ -131,8 +131,9 @@ class Pretrainer:
         momentum = self.model.config.memory_momentum if self.memory_filled else 0.0
 
         def refresh() -> dict:
-            with self.accelerator.autocast():  # LM1 in the run's precision, as in the training forward
-                return memory.refresh(self.model.language, self.data.kg, batch_size=self.config.memory.batch_size,
+            reader, precision = self.memory_reader()
+            with precision:
+                return memory.refresh(reader, self.data.kg, batch_size=self.config.memory.batch_size,
                                       max_length=self.model.config.description_max_length,
                                       rank=self.info.rank, world_size=self.info.world_size,
                                       momentum=momentum, progress=self.progress and self.info.is_main)
@@ -156,6 +157,22 @@ class Pretrainer:
                 seconds)
         return stats
 
+    def memory_reader(self):
+        """``(LM1's reader, the context it runs in)`` for a refresh in the run's precision: under
+        bf16, a bf16 copy of the language module (:meth:`SplitLanguageModel.reading_copy`, made
+        from the current weights at each refresh), faster than autocast over the fp32 weights;
+        otherwise the language module itself under the run's autocast (fp16, or none in fp32)."""
+        language = self.model.language
+        if self.accelerator.mixed_precision == "bf16":
+            return language.reading_copy(torch.bfloat16), contextlib.nullcontext()
+        return language, self.accelerator.autocast()
+
+    @property
+    def memory_precision(self) -> str:
+        """The precision of the refresh's pass (:meth:`memory_reader`), a part of the first fill's
+        cache key: ``bf16-weights``, ``fp16`` (autocast) or ``fp32``."""
+        return {"bf16": "bf16-weights", "fp16": "fp16"}.get(self.accelerator.mixed_precision, "fp32")
+
     def _first_fill_from_cache(self, refresh) -> dict:
         """The first fill (momentum 0) through the description-row cache
         (:func:`jaket.model.memory_cache.cached_rows`), keyed by LM1's weights, the KG, the window
@@ -167,9 +184,8 @@ class Pretrainer:
             stats.update(refresh())
             return memory.entities.float(), memory.relations.float()
 
-        precision = "bf16" if self.accelerator.mixed_precision == "bf16" else "fp32"
-        entities, relations = cached_rows(self.model.language, self.data.kg,
-                                          self.model.config.description_max_length, compute, precision=precision)
+        entities, relations = cached_rows(self.model.language, self.data.kg, self.model.config.description_max_length,
+                                          compute, precision=self.memory_precision)
         if not stats:  # read from the cache
             memory.entities[:] = entities.to(memory.entities.device, memory.entities.dtype)
             memory.relations[:] = relations.to(memory.relations.device, memory.relations.dtype)
