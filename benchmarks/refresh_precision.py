@@ -19,13 +19,16 @@ import time
 import numpy as np
 import torch
 
+from jaket.kg.errors import KGFormatError
 from jaket.kg.io import load_kg
-from jaket.model.language import SplitLanguageModel
+from jaket.model.language import EncoderLoadError, SplitLanguageModel
 from jaket.model.memory import DescriptionTokens, description_batches
 
 
 def rows(language, tokens: DescriptionTokens, batch_size: int, autocast: bool) -> torch.Tensor:
-    """Eq. 7 of every description in ``tokens``, each at its own position, as float32."""
+    """Eq. 7 of every description in ``tokens``, each at its own position, as float32 (as
+    :func:`jaket.model.memory.description_features`, but over tokens made once, so that the timed
+    repeats do not tokenise)."""
     out = torch.zeros(len(tokens), int(language.hidden_size))
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
         for chunk, vectors in description_batches(language, tokens, np.arange(len(tokens)), batch_size):
@@ -46,10 +49,13 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    kg = load_kg(args.kg)
+    try:
+        kg = load_kg(args.kg)
+        language = SplitLanguageModel.from_pretrained(args.encoder).eval()
+    except (KGFormatError, EncoderLoadError, FileNotFoundError) as error:
+        parser.error(str(error).strip().splitlines()[0])
     pick = np.random.default_rng(args.seed).choice(kg.num_entities, min(args.descriptions, kg.num_entities),
                                                    replace=False)
-    language = SplitLanguageModel.from_pretrained(args.encoder).eval()
     tokens = DescriptionTokens([kg.entity_descriptions[i] for i in pick], [kg.entity_names[i] for i in pick],
                                language.tokenizer, args.window)
     reference = rows(language, tokens, args.batch_size, autocast=False)
