@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from jaket.kg.corpus import (Mention, MentionCorpus, MentionError, _token_spans, collate_texts,
-                             encode_descriptions)
+from jaket.kg.corpus import (DescriptionTokens, Mention, MentionCorpus, MentionError, _token_spans,
+                             collate_texts, encode_descriptions, tokenize_descriptions)
 
 
 def _covered_text(tokenizer, text: str, max_length: int, s: int, o: int) -> str:
@@ -112,6 +112,44 @@ def test_encode_descriptions(bert_tokenizer):
     ids, mask, start, end = encode_descriptions(["one two three four five sun"], ["sun"],
                                                 bert_tokenizer, max_length=4)
     assert (start.item(), end.item()) == (1, 1)
+
+
+DESCRIPTIONS = ["The Sun is the star at the center of the Solar System", "", "a [SEP] inside a text",
+                "Ωmega and the KELVIN sign", "dog " * 80, "caf\u00e9 na\u00efve r\u00e9sum\u00e9 " * 3, "short"]
+
+
+@pytest.mark.parametrize("which", ["bert_tokenizer", "roberta_tokenizer"])
+@pytest.mark.parametrize("window", [4, 8, 64])
+def test_tokenize_descriptions_is_the_tokenizers_own_call(which, window, request):
+    """The Rust pass (no conversion to Python lists) gives what ``tokenizer(...)`` gives: the same
+    ids, mask, offsets and specials (hence spans), and ``cut`` is "one more token would be kept"."""
+    tokenizer = request.getfixturevalue(which)
+    names = ["sun", "x", "inside", "kelvin", "dog", "résumé", "short"]
+    encoded = tokenize_descriptions(DESCRIPTIONS, names, tokenizer, max_length=window)
+    reference = tokenizer(DESCRIPTIONS, truncation=True, max_length=window, padding=True, return_tensors="np",
+                          return_token_type_ids=False)
+    assert np.array_equal(encoded.input_ids, reference["input_ids"])
+    assert np.array_equal(encoded.attention_mask, reference["attention_mask"])
+    longer = tokenizer(DESCRIPTIONS, truncation=True, max_length=window + 1)["input_ids"]
+    assert encoded.cut.tolist() == [len(ids) > window for ids in longer]
+    assert encoded.cut.any() and not encoded.cut.all()
+    ids, mask, start, end = encode_descriptions(DESCRIPTIONS, names, tokenizer, max_length=window)
+    assert ids.tolist() == encoded.input_ids.tolist() and start.tolist() == encoded.start.tolist()
+    assert list(zip(start.tolist(), end.tolist())) == _row_by_row_spans(DESCRIPTIONS, names, tokenizer, window)
+    # a transformers call afterwards is not changed by the backend's configuration
+    assert tokenizer(["dog " * 80])["input_ids"][0] == tokenizer("dog " * 80)["input_ids"]
+    assert len(tokenizer("dog " * 80)["input_ids"]) > window
+
+
+def test_description_tokens_keep_which_descriptions_the_window_cut(bert_tokenizer):
+    names = ["sun", "x", "inside", "kelvin", "dog", "résumé", "short"]
+    table = DescriptionTokens(DESCRIPTIONS, names, bert_tokenizer, max_length=8, chunk=3)
+    table.ensure([4, 0])
+    assert table.done.tolist() == [True, False, False, False, True, False, False]
+    table.ensure()
+    whole = tokenize_descriptions(DESCRIPTIONS, names, bert_tokenizer, max_length=8)
+    assert table.cut.tolist() == whole.cut.tolist() and table.lengths.tolist() == whole.attention_mask.sum(1).tolist()
+    assert table.ids[:, :whole.input_ids.shape[1]].tolist() == whole.input_ids.tolist()
 
 
 def _row_by_row_spans(texts, names, tokenizer, max_length):

@@ -62,3 +62,28 @@ def test_validate_names_the_entities_whose_windows_are_the_same(tmp_path, capsys
     assert [[loaded.entity_names[i] for i in g] for g in measure.groups] == [["object", "site"]] and measure.cut == 0
     assert main(["kg", "validate", str(kg), "--window", "0"]) == 0  # the check skipped
     assert "share their description window" not in capsys.readouterr().out
+
+
+def test_the_check_reads_a_table_already_made_and_refuses_another_window(tmp_path, bert_tokenizer):
+    """Pre-training hands the check the memory's own table (the descriptions tokenised once a run):
+    the same report as tokenising for the check; a table of another window or KG is refused."""
+    import pytest
+
+    from jaket.kg.corpus import DescriptionTokens
+
+    source = tmp_path / "upper.ttl"
+    source.write_text(UPPER.replace("object: ", ""), encoding="utf-8")
+    kg = tmp_path / "kg"
+    assert main(["kg", "import", "owl", str(source), "--out", str(kg)]) == 0
+    rows = _entities(kg)
+    for row in rows:
+        if row["name"] in ("object", "site"):
+            row["description"] = LONG
+    (kg / "entities.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    loaded = load_kg(kg)
+    table = DescriptionTokens(list(loaded.entity_descriptions), list(loaded.entity_names), bert_tokenizer, 16)
+    shared = description_windows(loaded, bert_tokenizer, 16, table)
+    alone = description_windows(loaded, bert_tokenizer, 16)
+    assert shared == alone and shared.cut == 2 and len(shared.groups) == 1 and table.done.all()
+    with pytest.raises(ValueError, match="16 tokens"):
+        description_windows(loaded, bert_tokenizer, 32, table)

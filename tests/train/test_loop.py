@@ -116,6 +116,35 @@ def test_run_writes_outputs_and_the_relation_memory_flag_reaches_the_model(tiny_
             assert torch.equal(state[name], value), name
 
 
+def test_a_run_tokenises_each_description_once(tiny_bert_dir, tmp_path, monkeypatch):
+    """The description-window check at the start reads the memory's own table, which the steps'
+    description rows and every refresh read too: each entity and relation description goes through
+    the tokenizer once a run (they went three times: twice for the check, once for the memory)."""
+    import jaket.kg.corpus as corpus_module
+    from jaket.kg.io import save_kg
+    from jaket.kg.toy import toy_kg
+
+    kg, corpus = toy_kg()
+    save_kg(kg, tmp_path / "kg", corpus=corpus)
+    read: list[str] = []
+    encode = corpus_module._window_encodings
+
+    def counted(texts, tokenizer, max_length):
+        read.extend(texts)
+        return encode(texts, tokenizer, max_length)
+
+    monkeypatch.setattr(corpus_module, "_window_encodings", counted)
+    out = tmp_path / "run"
+    assert main(["pretrain", "--config", str(CONFIGS / "pretrain-tiny.yaml"), "--kg", str(tmp_path / "kg"),
+                 "--encoder", str(tiny_bert_dir), "--steps", "6", "--set", "tasks.description_rows=4",
+                 "--set", "memory.cache=false", "--out", str(out), "--no-progress"]) == 0
+    assert sorted(read) == sorted([*map(str, kg.entity_descriptions), *map(str, kg.relation_descriptions)])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["refresh_count"] == 3  # the fill and two refreshes read the same table
+    report = json.loads((out / "data_report.json").read_text())
+    assert report["description_windows"]["entities"] == kg.num_entities
+
+
 def test_cli_rejects_bad_input(tmp_path, capsys):
     assert main(["pretrain", "--kg", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 1  # a missing input: a data error
     assert "error: kg " in capsys.readouterr().err

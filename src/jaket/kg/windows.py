@@ -16,7 +16,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from jaket.jsonio import quote
+from jaket.kg.corpus import DescriptionTokens
 from jaket.kg.errors import Problem
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.io import load_kg
@@ -51,22 +54,30 @@ class WindowReport:
 
 
 def description_windows(kg: KnowledgeGraph, tokenizer, window: int = DEFAULT_WINDOW,
-                        batch_size: int = 4096) -> WindowReport:
+                        tokens: DescriptionTokens | None = None) -> WindowReport:
     """Encode every description as the memory does (specials included, cut at ``window`` tokens) and
-    group the entities whose windows are identical."""
-    owners: dict[tuple[int, ...], list[int]] = {}
-    cut = 0
-    descriptions = kg.entity_descriptions
-    for start in range(0, kg.num_entities, batch_size):
-        texts = [str(descriptions[i]) for i in range(start, min(kg.num_entities, start + batch_size))]
-        encoded = tokenizer(texts, truncation=True, max_length=window, return_overflowing_tokens=False,
-                            return_length=True)
-        full = tokenizer(texts, truncation=True, max_length=window + 1)["input_ids"]
-        for k, ids in enumerate(encoded["input_ids"]):
-            cut += len(full[k]) > window
-            owners.setdefault(tuple(ids), []).append(start + k)
-    groups = sorted((sorted(g) for g in owners.values() if len(g) > 1), key=lambda g: (-len(g), g[0]))
-    return WindowReport(window, kg.num_entities, cut, groups)
+    group the entities whose windows are identical. ``tokens``: the entity descriptions of ``kg``
+    already tokenised at this window (the memory's table,
+    :meth:`jaket.model.memory.EntityContextMemory.description_tokens`), which pre-training passes so
+    that a run tokenises its descriptions once; None tokenises them here."""
+    if tokens is None:
+        tokens = DescriptionTokens(list(kg.entity_descriptions), list(kg.entity_names), tokenizer, window)
+    elif len(tokens) != kg.num_entities or tokens.max_length != window:
+        raise ValueError(f"the description table holds {len(tokens)} rows of {tokens.max_length} tokens, "
+                         f"the KG {kg.num_entities} entities read at {window}")
+    tokens.ensure()
+    if not len(tokens):
+        return WindowReport(window, 0, 0, [])
+    # one key a row: its length, then its ids (padded with one id, so equal keys are equal windows)
+    keys = np.concatenate([tokens.lengths[:, None], tokens.ids.astype(np.int64)], axis=1)
+    _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    shared = np.flatnonzero(counts[inverse] > 1)
+    owners: dict[int, list[int]] = {}
+    for row in shared:  # in row order, so each group is sorted
+        owners.setdefault(int(inverse[row]), []).append(int(row))
+    groups = sorted(owners.values(), key=lambda g: (-len(g), g[0]))
+    return WindowReport(window, kg.num_entities, int(tokens.cut.sum()), groups)
 
 
 def _short(entity_id: str) -> str:

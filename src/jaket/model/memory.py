@@ -30,7 +30,7 @@ import torch
 
 from jaket.atomic import atomic_path, write_text
 from jaket.jsonio import JSONInputError, read_json
-from jaket.kg.corpus import encode_descriptions
+from jaket.kg.corpus import DescriptionTokens
 from jaket.kg.graph import KnowledgeGraph
 from jaket.model.device import memory_placement
 from jaket.model.heads import span_mean
@@ -106,62 +106,6 @@ def padding_groups(lengths, min_saving: float = 0.2) -> list[np.ndarray]:
     if cost[split - 1] > (1.0 - min_saving) * one:
         return [np.arange(n)]
     return [order[:split], order[split:]]
-
-
-class DescriptionTokens:
-    """The descriptions of one KG side, tokenised when first needed: ``ids (n, L) int32`` (padded
-    with the pad id), ``lengths (n,)`` and the mention span ``start``, ``end`` (n,) of Eq. 7.
-
-    A row is tokenised the first time :meth:`batch` or :meth:`lengths_of` asks for it, and once:
-    a distributed refresh tokenises only its rank's share of the rows (every ``world_size``-th),
-    not the whole KG in every rank. A row's tokens do not depend on which rows it was tokenised
-    with (each is padded to ``L`` apart)."""
-
-    def __init__(self, texts, names, tokenizer, max_length: int, chunk: int = 4096):
-        n = len(texts)
-        if len(names) != n:
-            raise ValueError(f"{n} descriptions but {len(names)} names")
-        self.texts, self.names, self.tokenizer, self.chunk = list(texts), list(names), tokenizer, chunk
-        self.max_length = max_length
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self.ids = np.full((n, max_length), pad, dtype=np.int32)
-        self.lengths = np.zeros(n, dtype=np.int64)
-        self.start = np.ones(n, dtype=np.int64)
-        self.end = np.ones(n, dtype=np.int64)
-        #: which rows are tokenised
-        self.done = np.zeros(n, dtype=bool)
-
-    def __len__(self) -> int:
-        return len(self.texts)
-
-    def ensure(self, rows=None) -> None:
-        """Tokenise the given rows (all when None) that are not yet, ``chunk`` at a time."""
-        rows = np.arange(len(self)) if rows is None else np.asarray(rows, dtype=np.int64).reshape(-1)
-        todo = np.unique(rows[~self.done[rows]])
-        for begin in range(0, len(todo), self.chunk):
-            part = todo[begin:begin + self.chunk]
-            ids, mask, start, end = encode_descriptions([self.texts[i] for i in part],
-                                                        [self.names[i] for i in part],
-                                                        self.tokenizer, max_length=self.max_length)
-            width = ids.shape[1]
-            self.ids[part, :width] = ids.numpy()
-            self.lengths[part] = mask.sum(1).numpy()
-            self.start[part] = start.numpy()
-            self.end[part] = end.numpy()
-            self.done[part] = True
-
-    def lengths_of(self, rows: np.ndarray) -> np.ndarray:
-        """The token counts of ``rows`` (tokenised first where they are not yet)."""
-        self.ensure(rows)
-        return self.lengths[rows]
-
-    def batch(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(input_ids, attention_mask, start, end)`` of the given rows, padded to their longest."""
-        rows = np.asarray(rows, dtype=np.int64)
-        width = int(self.lengths_of(rows).max()) if len(rows) else 1
-        ids = torch.from_numpy(self.ids[rows, :width].astype(np.int64))
-        mask = torch.from_numpy((np.arange(width)[None, :] < self.lengths[rows][:, None]).astype(np.int64))
-        return ids, mask, torch.from_numpy(self.start[rows]), torch.from_numpy(self.end[rows])
 
 
 @torch.no_grad()

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from jaket.kg.corpus import EncodedCorpus, MentionCorpus
+from jaket.kg.corpus import DescriptionTokens, EncodedCorpus, MentionCorpus
 from jaket.kg.exclusion import exclude_texts
 from jaket.kg.graph import KnowledgeGraph
 from jaket.kg.windows import description_windows, window_problems
@@ -46,14 +46,17 @@ class PretrainData:
 
 
 def prepare_data(kg: KnowledgeGraph, corpus: MentionCorpus | None, tokenizer, config: PretrainConfig,
-                 report: dict | None = None) -> PretrainData:
+                 report: dict | None = None, descriptions: DescriptionTokens | None = None) -> PretrainData:
     """Split the corpus (held-out share for the final evaluation) and tokenise both parts;
     mentions lost to truncation or alignment are counted in the report and logged. ``corpus``
-    None (a KG without texts): no text on either side, the report says so."""
+    None (a KG without texts): no text on either side, the report says so. ``descriptions``: the
+    memory's table of the KG's entity descriptions
+    (:meth:`jaket.model.memory.EntityContextMemory.description_tokens`), which the window check
+    reads so that the run tokenises them once; None tokenises them for the check."""
     special = dict(pad_id=int(tokenizer.pad_token_id), special_ids=list(tokenizer.all_special_ids),
                    mask_id=int(tokenizer.mask_token_id), vocab_size=int(len(tokenizer)))
     report = dict(report or {})
-    _check_windows(kg, tokenizer, config, report)
+    _check_windows(kg, tokenizer, config, report, descriptions)
     if corpus is None:
         report["pretraining"] = {"train_texts": 0, "heldout_texts": 0, "train_mentions": 0,
                                  "heldout_mentions": 0}
@@ -78,11 +81,13 @@ def prepare_data(kg: KnowledgeGraph, corpus: MentionCorpus | None, tokenizer, co
                         **special)
 
 
-def _check_windows(kg: KnowledgeGraph, tokenizer, config: PretrainConfig, report: dict) -> None:
+def _check_windows(kg: KnowledgeGraph, tokenizer, config: PretrainConfig, report: dict,
+                   descriptions: DescriptionTokens | None = None) -> None:
     """Warn, naming them, about distinct entities whose description windows (the first
     ``model.description_max_length`` tokens, what the memory reads) are identical; the measure goes
     into the data report (:mod:`jaket.kg.windows`)."""
-    measure = description_windows(kg, tokenizer, config.model.description_max_length)
+    window = descriptions.max_length if descriptions is not None else config.model.description_max_length
+    measure = description_windows(kg, tokenizer, window, descriptions)
     report["description_windows"] = measure.as_dict(kg)
     for problem in window_problems(kg, measure, _kg_file(config, ENTITIES)):
         log.warning("%s", problem)

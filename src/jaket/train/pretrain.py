@@ -498,7 +498,9 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool | str = F
             np.random.seed(config.seed)
             kg, corpus, report = load_kg_and_corpus(config)
             model = (model_factory or build_model)(config, kg)
-            data = prepare_data(kg, corpus, model.language.tokenizer, config, report)
+            # the window check reads the memory's own table of the descriptions: tokenised once a run
+            descriptions, _ = model.memory.description_tokens(model.language, kg, model.config.description_max_length)
+            data = prepare_data(kg, corpus, model.language.tokenizer, config, report, descriptions)
             trainer = Pretrainer(config, model, data, out_dir, accelerator=accelerator)
             summary = trainer.run(resume=resume, progress=progress, overwrite=overwrite)
             if info.is_main:
