@@ -311,8 +311,9 @@ def _window_encodings(texts: list[str], tokenizer: PreTrainedTokenizerBase, max_
     the backend configured by the tokenizer's own ``set_truncation_and_padding`` as
     ``tokenizer(texts, truncation=True, max_length=max_length)`` configures it (the same ids,
     offsets and special-token masks: tested), without converting every encoding to Python lists
-    (2.6x faster on WordNet's 107,659 descriptions), and keeping what the cut dropped
-    (``encoding.overflowing``)."""
+    and back (with the span search and the arrays, WordNet's 107,659 descriptions in 5.4 s
+    against 9.5 s), and keeping what the cut dropped (``encoding.overflowing``). The backend is
+    left configured as the tokenizer's own call leaves it (the next call sets what it needs)."""
     from transformers.tokenization_utils_base import PaddingStrategy, TruncationStrategy
 
     tokenizer.set_truncation_and_padding(padding_strategy=PaddingStrategy.DO_NOT_PAD,
@@ -390,11 +391,11 @@ class DescriptionTokens:
     ``cut`` (n,): the description is longer than the window.
 
     A row is tokenised the first time :meth:`batch`, :meth:`lengths_of` or :meth:`ensure` asks for
-    it, and once: a distributed refresh tokenises only its rank's share of the rows (every
-    ``world_size``-th), not the whole KG in every rank; pre-training's description-window check
-    reads the memory's own table (:func:`jaket.kg.windows.description_windows`), so the KG's
-    descriptions are tokenised once a run. A row's tokens do not depend on which rows it was
-    tokenised with (each is padded to ``L`` apart)."""
+    it, and once (a distributed refresh asks only for its rank's share of the rows, every
+    ``world_size``-th). Pre-training's description-window check asks for every row at the run's
+    start, in every rank, and reads the memory's own table
+    (:func:`jaket.kg.windows.description_windows`): a run tokenises each description once. A row's
+    tokens do not depend on which rows it was tokenised with (each is padded to ``L`` apart)."""
 
     def __init__(self, texts, names, tokenizer, max_length: int, chunk: int = 4096):
         n = len(texts)
